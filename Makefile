@@ -1,0 +1,35 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   — create .venv, install atomgraph, index the demo knowledge pack, ask the demo questions
+#   make test   — create .venv, install atomgraph with test extras, run the test suite
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export ANONYMIZED_TELEMETRY ?= False
+
+.PHONY: install demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip setuptools wheel
+
+# torch first, pinned to the local CPU build (a looser range pulls CUDA wheels).
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(BIN)/atomgraph demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python -m benchmarks.run_all
+
+clean:
+	rm -rf $(VENV) .atomgraph build *.egg-info

@@ -1,0 +1,55 @@
+"""The ``atomgraph`` command line: ``ask``, ``demo``, ``tree``, ``index``, ``eval``.
+
+Each sub-command lives in ``atomgraph/commands/<name>.py`` and exposes
+``register(subparsers)``, which adds its parser and sets ``func(args) -> int``.
+User-facing errors (:class:`~atomgraph.errors.AtomgraphError`) print one line, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from atomgraph.errors import AtomgraphError
+
+COMMANDS = ["ask", "demo", "tree", "index", "eval"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="atomgraph",
+        description="Knowledge-intensive question answering as LangGraph workflows (ATOMR, KAR3, ARM).",
+    )
+    parser.add_argument("--config", help="TOML settings file (default: $ATOMGRAPH_CONFIG or ./atomgraph.toml)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"atomgraph.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.config:
+        import os
+
+        os.environ["ATOMGRAPH_CONFIG"] = args.config
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except AtomgraphError as exc:
+        print(f"atomgraph: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("atomgraph: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

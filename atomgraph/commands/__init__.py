@@ -1,0 +1,1 @@
+"""Sub-commands of the ``atomgraph`` CLI, one module each (see ``atomgraph.cli``)."""

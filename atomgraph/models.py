@@ -1,0 +1,173 @@
+"""Chat-model factory by role, the LLM response cache, and usage-recording calls.
+
+``chat_model("planner")`` builds the model that settings name for that role:
+- ``provider:model`` strings known to ``init_chat_model`` (``openai:gpt-4o``,
+  ``anthropic:...``, ``ollama:...``) go through ``init_chat_model``;
+- any other name is an OpenAI model, or — when ``OPENAI_BASE_URL`` is set — a model
+  served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server).
+
+Nodes call models through :func:`ainvoke_recorded`, which times the call and reads the
+response's ``usage_metadata`` into an :class:`~atomgraph.state.LLMCall`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from atomgraph.errors import ConfigError
+from atomgraph.settings import ROLES, Role, Settings, get_settings
+from atomgraph.state.usage import LLMCall
+
+# Provider prefixes init_chat_model understands (``provider:model``). A name with any other
+# colon in it (an Ollama tag such as ``llama3.1:8b``) is a plain model name.
+INIT_CHAT_MODEL_PROVIDERS = {
+    "openai", "anthropic", "azure_openai", "azure_ai", "google_vertexai", "google_genai",
+    "bedrock", "bedrock_converse", "cohere", "fireworks", "together", "mistralai",
+    "huggingface", "groq", "ollama", "google_anthropic_vertex", "deepseek", "ibm",
+    "nvidia", "xai", "perplexity", "upstage",
+}
+
+MISSING_MODEL_HELP = (
+    "no chat model is configured. Set ATOMGRAPH_MODEL to a model name, and either "
+    "OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (an OpenAI-compatible server such as vLLM, "
+    "Ollama or llama.cpp); or set ATOMGRAPH_MODEL to an init_chat_model string like "
+    "'anthropic:claude-sonnet-4-5'. Per-role models: ATOMGRAPH_PLANNER_MODEL, "
+    "ATOMGRAPH_EXECUTOR_MODEL, ATOMGRAPH_ANSWERER_MODEL. The same keys work in atomgraph.toml."
+)
+
+_CACHES: dict[str, Any] = {}
+
+
+def llm_cache(settings: Settings):
+    """The shared SQLite response cache at ``settings.cache_path`` (one instance per path)."""
+    from langchain_community.cache import SQLiteCache
+
+    path = str(Path(settings.cache_path).expanduser().resolve())
+    if path not in _CACHES:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        _CACHES[path] = SQLiteCache(database_path=path)
+    return _CACHES[path]
+
+
+def chat_model(role: Role = "answerer", settings: Settings | None = None) -> BaseChatModel:
+    """The chat model settings configure for ``role``; ConfigError naming what is missing."""
+    settings = settings or get_settings()
+    name = settings.model_for(role)
+    if not name:
+        raise ConfigError(MISSING_MODEL_HELP)
+    common: dict[str, Any] = {"temperature": settings.temperature}
+    if settings.max_tokens:
+        common["max_tokens"] = settings.max_tokens
+    prefix = name.split(":", 1)[0] if ":" in name else None
+    if prefix in INIT_CHAT_MODEL_PROVIDERS:
+        from langchain.chat_models import init_chat_model
+
+        try:
+            model = init_chat_model(name, **common)
+        except ImportError as exc:
+            raise ConfigError(f"model {name!r} needs a provider package that is not installed: {exc}") from exc
+        except Exception as exc:  # provider packages raise their own errors for missing keys
+            raise ConfigError(f"cannot build model {name!r}: {exc}") from exc
+    else:
+        from langchain_openai import ChatOpenAI
+
+        if not settings.openai_base_url and not settings.openai_api_key:
+            raise ConfigError(
+                f"model {name!r} is served by OpenAI but OPENAI_API_KEY is not set; set it, or set "
+                "OPENAI_BASE_URL to an OpenAI-compatible server (vLLM, Ollama, llama.cpp)"
+            )
+        model = ChatOpenAI(
+            model=name,
+            base_url=settings.openai_base_url,
+            # Local OpenAI-compatible servers accept any key; the client insists on one.
+            api_key=settings.openai_api_key or "not-needed",
+            timeout=settings.request_timeout,
+            max_retries=settings.max_retries,
+            **common,
+        )
+    if settings.cache:
+        model.cache = llm_cache(settings)
+    return model
+
+
+ModelsArg = BaseChatModel | Mapping[str, BaseChatModel] | None
+
+
+def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -> dict[str, BaseChatModel]:
+    """One model per role from what a caller passed (one model, a role map, or nothing → settings)."""
+    if isinstance(models, BaseChatModel):
+        return {r: models for r in ROLES}
+    given = dict(models or {})
+    unknown = set(given) - set(ROLES)
+    if unknown:
+        raise ConfigError(f"unknown model role(s) {sorted(unknown)}; roles are {', '.join(ROLES)}")
+    if len(given) < len(ROLES):
+        settings = settings or get_settings()
+        default = given.get("answerer") or given.get("executor") or given.get("planner")
+        for role in ROLES:
+            if role in given:
+                continue
+            if default is not None and not getattr(settings, f"{role}_model"):
+                given[role] = default
+            else:
+                given[role] = chat_model(role, settings)
+    return given
+
+
+def model_name(model: BaseChatModel) -> str:
+    for attr in ("model_name", "model", "model_id"):
+        v = getattr(model, attr, None)
+        if isinstance(v, str):
+            return v
+    return type(model).__name__
+
+
+async def ainvoke_recorded(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage] | str,
+    *,
+    role: str,
+    stage: str,
+    config: RunnableConfig | None = None,
+) -> tuple[AIMessage | None, LLMCall]:
+    """Call ``model``; return its message and a usage record. A failed call returns
+    ``(None, record-with-error)`` instead of raising, so a graph can fall back."""
+    t0 = time.perf_counter()
+    try:
+        msg = await model.ainvoke(messages, config=config)
+    except Exception as exc:  # network, auth, rate limits after the client's retries
+        return None, LLMCall(
+            role=role, stage=stage, model=model_name(model), latency_s=time.perf_counter() - t0,
+            error=f"{type(exc).__name__}: {exc}"[:500],
+        )
+    usage = getattr(msg, "usage_metadata", None) or {}
+    return msg, LLMCall(
+        role=role,
+        stage=stage,
+        model=model_name(model),
+        prompt_tokens=int(usage.get("input_tokens", 0) or 0),
+        completion_tokens=int(usage.get("output_tokens", 0) or 0),
+        latency_s=time.perf_counter() - t0,
+    )
+
+
+def message_text(msg: AIMessage | None) -> str:
+    """The text of a chat response (content blocks joined)."""
+    if msg is None:
+        return ""
+    content = msg.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "".join(parts)

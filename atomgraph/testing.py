@@ -1,0 +1,119 @@
+"""A scripted chat model, for tests, notebooks and benchmarks without an LLM.
+
+``ScriptedChatModel`` answers each prompt by the first rule whose pattern matches the
+prompt text (the messages' contents joined). Rules run concurrently-safe, so graphs that
+call the model from parallel branches get deterministic answers regardless of order.
+
+>>> model = ScriptedChatModel(rules=[("Decomposition Tree", '{"Q?": "Search(\\"X\\")"}'),
+...                                  (r"select .* knowledge source", "Wikipedia")],
+...                           default="So the answer is: (1) Paraphrase Answer: x; (2) Answer List: [\\"x\\"]")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from typing import Any, Callable, Iterable, Sequence
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field, PrivateAttr
+
+Response = str | Callable[[str], str] | BaseException
+Rule = tuple[str | re.Pattern | Callable[[str], bool], Response]
+
+
+class NoScriptedResponse(AssertionError):
+    """The scripted model met a prompt no rule answers (a test's script is incomplete)."""
+
+
+def prompt_text(messages: Sequence[BaseMessage]) -> str:
+    out = []
+    for m in messages:
+        c = m.content
+        out.append(c if isinstance(c, str) else " ".join(str(b.get("text", b)) if isinstance(b, dict) else str(b) for b in c))
+    return "\n".join(out)
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Answers by rules (pattern → response); optional fixed latency; records every prompt."""
+
+    rules: list[Any] = Field(default_factory=list)
+    default: Any = None
+    latency_s: float = 0.0
+    model_name: str = "scripted"
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _prompts: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    @property
+    def prompts(self) -> list[str]:
+        """Every prompt seen so far, in arrival order."""
+        with self._lock:
+            return list(self._prompts)
+
+    def add_rules(self, rules: Iterable[Rule]) -> "ScriptedChatModel":
+        self.rules.extend(rules)
+        return self
+
+    def _respond(self, text: str) -> str:
+        with self._lock:
+            self._prompts.append(text)
+        for pattern, response in self.rules:
+            if callable(pattern) and not isinstance(pattern, re.Pattern):
+                hit = pattern(text)
+            elif isinstance(pattern, re.Pattern):
+                hit = bool(pattern.search(text))
+            else:
+                hit = bool(re.search(pattern, text, flags=re.S | re.I))
+            if hit:
+                return self._materialize(response, text)
+        if self.default is not None:
+            return self._materialize(self.default, text)
+        raise NoScriptedResponse(f"no scripted response for prompt:\n{text[:2000]}")
+
+    @staticmethod
+    def _materialize(response: Response, text: str) -> str:
+        if isinstance(response, BaseException):
+            raise response
+        return response(text) if callable(response) else str(response)
+
+    def _result(self, text: str, prompt: str) -> ChatResult:
+        usage = {
+            "input_tokens": max(1, len(prompt.split())),
+            "output_tokens": max(1, len(text.split())),
+        }
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        msg = AIMessage(content=text, usage_metadata=usage, response_metadata={"model_name": self.model_name})
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        prompt = prompt_text(messages)
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        return self._result(self._respond(prompt), prompt)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        prompt = prompt_text(messages)
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        return self._result(self._respond(prompt), prompt)

@@ -1,0 +1,1 @@
+"""ATOMR prompt templates and output parsers."""

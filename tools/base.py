@@ -1,0 +1,92 @@
+"""The one small interface every knowledge source implements.
+
+A source has a ``name``, a one-line ``description`` (shown to source-selection prompts),
+a ``kind`` (``text``, ``web`` or ``kg``) and ``search(query, k)`` returning
+:class:`~atomgraph.state.Evidence`. ``operate`` lets a source answer an atomic operator
+(Search / Relate / Filter) natively — the Wikidata source does, with SPARQL — and by
+default falls back to ``search`` on the operator's arguments.
+
+Each source is also a LangChain retriever (``as_retriever``) and tool (``as_tool``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from typing import Literal
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.tools import BaseTool, StructuredTool
+
+from atomgraph.state.evidence import Evidence, render_evidence
+
+SourceKind = Literal["text", "web", "kg"]
+
+
+class KnowledgeSource(ABC):
+    name: str = "source"
+    description: str = ""
+    kind: SourceKind = "text"
+
+    def unavailable_reason(self) -> str | None:
+        """Why this source cannot be used at all (e.g. missing API key), or None."""
+        return None
+
+    @abstractmethod
+    def search(self, query: str, k: int = 3) -> list[Evidence]:
+        """Top-``k`` evidence for ``query``. Raises SourceError after bounded retries."""
+
+    async def asearch(self, query: str, k: int = 3) -> list[Evidence]:
+        return await asyncio.to_thread(self.search, query, k)
+
+    def operate(self, operator: str, args: list[str], question: str, k: int = 3) -> list[Evidence]:
+        """Evidence for one atomic operator call (arguments already resolved)."""
+        return self.search(" ".join(a for a in args if a).strip() or question, k)
+
+    async def aoperate(self, operator: str, args: list[str], question: str, k: int = 3) -> list[Evidence]:
+        return await asyncio.to_thread(self.operate, operator, args, question, k)
+
+    # --- LangChain adaptors -------------------------------------------------------------
+    def as_retriever(self, k: int = 3) -> "SourceRetriever":
+        return SourceRetriever(source=self, k=k)
+
+    def as_tool(self, k: int = 3) -> BaseTool:
+        source = self
+
+        def _run(query: str) -> str:
+            return render_evidence(source.search(query, k)) or "No results."
+
+        async def _arun(query: str) -> str:
+            return render_evidence(await source.asearch(query, k)) or "No results."
+
+        return StructuredTool.from_function(
+            func=_run,
+            coroutine=_arun,
+            name=f"search_{source.name}",
+            description=source.description or f"Search {source.name}.",
+        )
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def evidence_to_document(ev: Evidence) -> Document:
+    meta = {"title": ev.title, "source": ev.source, "url": ev.url, "id": ev.id, "score": ev.score, **ev.metadata}
+    return Document(page_content=ev.text, metadata={k: v for k, v in meta.items() if v is not None})
+
+
+class SourceRetriever(BaseRetriever):
+    """A knowledge source as a LangChain retriever."""
+
+    source: KnowledgeSource
+    k: int = 3
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return [evidence_to_document(e) for e in self.source.search(query, self.k)]
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager) -> list[Document]:  # type: ignore[override]
+        return [evidence_to_document(e) for e in await self.source.asearch(query, self.k)]
