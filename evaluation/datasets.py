@@ -1,0 +1,255 @@
+"""Question sets as one example type: the ATOMR splits and the HippoRAG closed-corpus splits.
+
+``load_dataset("hotpotqa-dev-100")`` reads a named split from the shared data folder;
+``load_dataset("path/to/file.jsonl")`` reads any file in one of the supported shapes:
+
+- JSON lines with ``question`` and ``answers`` (the ATOMR splits, BlendQA, CRAG), or with
+  ``question`` and ``gold`` (prediction files);
+- a JSON list in HotpotQA format (``question``, ``answer``, ``supporting_facts``) or in
+  MuSiQue format (``question``, ``answer``, ``paragraphs``, ``question_decomposition``).
+
+The data folder is, in order: the ``data_dir`` argument, ``$ATOMGRAPH_SHARED_DATA``,
+``./shared/data``, ``../shared/data``, and ``shared/data`` beside the atomgraph checkout.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel, Field
+
+from atomgraph.errors import AtomgraphError
+
+
+class DatasetError(AtomgraphError):
+    """A dataset name is unknown or a file cannot be read; the message says where."""
+
+
+class Example(BaseModel):
+    """One question with its gold answers."""
+
+    id: str
+    question: str
+    answers: list[str]
+    question_type: str | None = None
+    gold_titles: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+_Q = "atomr/questions/single_source"
+_M = "atomr/questions/multi_source"
+_BLEND = [f"{_M}/BlendQA/kg-web_132.jsonl", f"{_M}/BlendQA/text-kg_163.jsonl", f"{_M}/BlendQA/web-text_150.jsonl"]
+
+# name → (files relative to the data folder, description)
+DATASETS: dict[str, tuple[list[str], str]] = {
+    "hotpotqa-dev-100": ([f"{_Q}/HotpotQA/hotpotqa_dev_100.jsonl"], "HotpotQA dev split (IRCoT), 100"),
+    "hotpotqa-test-500": ([f"{_Q}/HotpotQA/hotpotqa_test_500.jsonl"], "HotpotQA test split (IRCoT), 500"),
+    "2wiki-dev-100": ([f"{_Q}/2WikiMultiHop/2wiki_dev_100.jsonl"], "2WikiMultiHopQA dev split, 100"),
+    "2wiki-test-500": ([f"{_Q}/2WikiMultiHop/2wiki_test_500.jsonl"], "2WikiMultiHopQA test split, 500"),
+    "musique-dev-100": ([f"{_Q}/Musique/musique_dev_100.jsonl"], "MuSiQue dev split, 100"),
+    "musique-test-500": ([f"{_Q}/Musique/musique_test_500.jsonl"], "MuSiQue test split, 500"),
+    "blendqa": (_BLEND, "BlendQA, all 445 (types kg-web, text-kg, web-text)"),
+    "blendqa-kg-web": (_BLEND[:1], "BlendQA KG-Web, 132"),
+    "blendqa-text-kg": (_BLEND[1:2], "BlendQA KG-Text, 163"),
+    "blendqa-web-text": (_BLEND[2:], "BlendQA Web-Text, 150"),
+    "crag-dev-100": ([f"{_M}/CRAG/CRAG_dev_100.jsonl"], "CRAG static dev split, 100"),
+    "crag-test-500": ([f"{_M}/CRAG/CRAG_test_500.jsonl"], "CRAG static test split, 500"),
+    "hipporag-hotpotqa": (["hipporag/hotpotqa_train.json"], "HotpotQA train sample with its 994-paragraph corpus"),
+    "hipporag-musique": (["hipporag/musique_train.json"], "MuSiQue train sample with its 1,890-paragraph corpus"),
+}
+
+CORPORA: dict[str, str] = {
+    "hipporag-hotpotqa": "hipporag/hotpotqa_train_corpus.json",
+    "hipporag-musique": "hipporag/musique_train_corpus.json",
+    "hipporag-2wiki": "hipporag/2wikimultihopqa_corpus.json",
+}
+
+# BlendQA's file names carry the paper's three question types.
+_BLEND_TYPES = {"kg-web": "kg-web", "text-kg": "text-kg", "web-text": "web-text"}
+
+
+def dataset_names() -> list[str]:
+    return list(DATASETS)
+
+
+def data_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """The shared data folder (see the module docstring); DatasetError when none exists."""
+    candidates = [explicit, os.environ.get("ATOMGRAPH_SHARED_DATA"), Path("shared/data"), Path("../shared/data"),
+                  Path(__file__).resolve().parents[2] / "shared" / "data"]
+    for c in candidates:
+        if c and Path(c).is_dir():
+            return Path(c)
+    raise DatasetError(
+        "cannot find the shared data folder; pass data_dir or set ATOMGRAPH_SHARED_DATA "
+        "to the folder holding atomr/ and hipporag/"
+    )
+
+
+def load_dataset(name_or_path: str | os.PathLike, *, limit: int | None = None,
+                 data_dir_: str | os.PathLike | None = None) -> list[Example]:
+    """Examples of a named dataset (``dataset_names()``) or of a file path."""
+    key = str(name_or_path)
+    if key in DATASETS:
+        base = data_dir(data_dir_)
+        out: list[Example] = []
+        for rel in DATASETS[key][0]:
+            out.extend(load_file(base / rel))
+    elif Path(key).is_file():
+        out = load_file(Path(key))
+    else:
+        raise DatasetError(f"unknown dataset {key!r} (not a file either); named datasets: {', '.join(DATASETS)}")
+    ids = [e.id for e in out]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise DatasetError(f"dataset {key!r} has duplicate example id {dup!r}")
+    return out[:limit] if limit is not None else out
+
+
+def load_file(path: Path) -> list[Example]:
+    """Examples of one file, its shape detected from its content."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"cannot read dataset file {path}: {exc}") from exc
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+        return [_from_json_row(path, i, row) for i, row in enumerate(rows)]
+    return list(_jsonl_examples(path, text))
+
+
+def _jsonl_examples(path: Path, text: str) -> Iterator[Example]:
+    stem = path.stem
+    blend_type = next((t for k, t in _BLEND_TYPES.items() if stem.startswith(k)), None)
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from exc
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}: line {lineno}: expected a JSON object")
+        try:
+            yield _from_atomr_row(row, lineno, stem, blend_type)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DatasetError(f"{path}: line {lineno}: {exc}") from exc
+
+
+def _answer_list(value: Any, field: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(a, (str, int, float)) for a in value):
+        return [str(a) for a in value]
+    raise ValueError(f"field {field!r} must be a string or a list of strings")
+
+
+def _from_atomr_row(row: dict, lineno: int, stem: str, blend_type: str | None) -> Example:
+    question = row.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("missing field 'question'")
+    if "answers" in row:
+        answers = _answer_list(row["answers"], "answers")
+    elif "gold" in row:
+        answers = _answer_list(row["gold"], "gold")
+    elif "answer" in row:
+        answers = _answer_list(row["answer"], "answer")
+    else:
+        raise ValueError("missing field 'answers'")
+    index = row.get("index", lineno - 1)
+    ex_id = str(row.get("question_id") or f"{stem}-{index}")
+    gold_titles: list[str] = []
+    qtype = row.get("type") or row.get("question_type")
+    meta = {k: v for k, v in row.items() if k not in {"question", "answers", "question_id"}}
+    if blend_type:
+        meta["subtype"] = row.get("type")
+        qtype = blend_type
+        gold_titles = [t for t in (_wiki_title(row.get("sub_source1")), _wiki_title(row.get("sub_source2"))) if t]
+    elif not qtype and (hops := re.match(r"(\d+hop)", ex_id)):
+        qtype = hops.group(1)  # MuSiQue: 2hop / 3hop / 4hop
+    return Example(id=ex_id, question=question.strip(), answers=answers, question_type=qtype,
+                   gold_titles=gold_titles, metadata=meta)
+
+
+def _wiki_title(source: Any) -> str | None:
+    if isinstance(source, str) and "wikipedia.org/wiki/" in source:
+        from urllib.parse import unquote
+
+        return unquote(source.rsplit("/wiki/", 1)[1]).split("#")[0].replace("_", " ")
+    return None
+
+
+def _literal(value: Any, field: str) -> Any:
+    """Some HippoRAG fields hold Python-literal strings rather than JSON values."""
+    if isinstance(value, str):
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError) as exc:
+            raise ValueError(f"field {field!r} is neither JSON nor a Python literal") from exc
+    return value
+
+
+def _from_json_row(path: Path, i: int, row: Any) -> Example:
+    where = f"{path}: item {i}"
+    if not isinstance(row, dict):
+        raise DatasetError(f"{where}: expected a JSON object")
+    try:
+        question = row["question"]
+        if "paragraphs" in row:  # MuSiQue format
+            paragraphs = _literal(row["paragraphs"], "paragraphs")
+            decomposition = _literal(row.get("question_decomposition", []), "question_decomposition")
+            support = {d.get("paragraph_support_idx") for d in decomposition if isinstance(d, dict)}
+            titles = [p["title"] for p in paragraphs
+                      if p.get("is_supporting") or p.get("idx") in support]
+            answers = [str(row["answer"]), *map(str, _literal(row.get("answer_aliases", []), "answer_aliases"))]
+            hops = re.match(r"\d+hop", str(row.get("id", "")))
+            return Example(id=str(row.get("id", i)), question=question, answers=answers,
+                           question_type=hops.group(0) if hops else None, gold_titles=_unique(titles),
+                           metadata={"decomposition": decomposition, "answerable": row.get("answerable")})
+        if "supporting_facts" in row:  # HotpotQA format
+            facts = _literal(row["supporting_facts"], "supporting_facts")
+            titles = _unique(f[0] for f in facts)
+            return Example(id=str(row.get("_id", i)), question=question, answers=[str(row["answer"])],
+                           question_type=row.get("type"), gold_titles=titles,
+                           metadata={"level": row.get("level"), "supporting_facts": facts})
+        return _from_atomr_row(row, i + 1, path.stem, None)
+    except KeyError as exc:
+        raise DatasetError(f"{where}: missing field {exc}") from exc
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise DatasetError(f"{where}: {exc}") from exc
+
+
+def _unique(items) -> list[str]:
+    seen: dict[str, None] = {}
+    for x in items:
+        seen.setdefault(str(x), None)
+    return list(seen)
+
+
+def load_corpus(name_or_path: str | os.PathLike, *, data_dir_: str | os.PathLike | None = None) -> list[dict[str, str]]:
+    """Paragraphs ``{"title", "text"}`` of a closed corpus (``CORPORA`` names or a file)."""
+    key = str(name_or_path)
+    path = data_dir(data_dir_) / CORPORA[key] if key in CORPORA else Path(key)
+    if not path.is_file():
+        raise DatasetError(f"unknown corpus {key!r}; named corpora: {', '.join(CORPORA)}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"cannot read corpus {path}: {exc}") from exc
+    if isinstance(data, dict):  # {title: [sentences]}
+        return [{"title": t, "text": "".join(s) if isinstance(s, list) else str(s)} for t, s in data.items()]
+    out = []
+    for i, row in enumerate(data):
+        if not isinstance(row, dict) or "text" not in row:
+            raise DatasetError(f"{path}: item {i}: expected an object with 'title' and 'text'")
+        out.append({"title": str(row.get("title", "")), "text": str(row["text"])})
+    return out

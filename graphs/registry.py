@@ -1,0 +1,54 @@
+"""Methods by name: each a graph builder
+``build(model=None, sources=None, settings=None, checkpointer=None) -> CompiledStateGraph``.
+
+>>> from atomgraph.graphs.registry import register_method, build_method
+>>> register_method("mine", build_my_graph)
+>>> graph = build_method("mine", model=my_model)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from atomgraph.errors import ConfigError
+
+GraphBuilder = Callable[..., Any]
+
+# Built-ins are imported lazily ("module:function") so importing atomgraph stays cheap.
+_BUILDERS: dict[str, GraphBuilder | str] = {
+    "atomr": "atomgraph.graphs.atomr:build_atomr_graph",
+    "standard": "atomgraph.graphs.baselines:build_standard_graph",
+    "cot": "atomgraph.graphs.baselines:build_cot_graph",
+    "rag": "atomgraph.graphs.baselines:build_rag_graph",
+}
+
+
+def register_method(name: str, builder: GraphBuilder | str) -> None:
+    """Make ``name`` usable by ``atomgraph eval run --method`` and :func:`build_method`.
+    ``builder`` is a callable or a ``"module:function"`` import string."""
+    _BUILDERS[name] = builder
+
+
+def method_names() -> list[str]:
+    return sorted(_BUILDERS)
+
+
+def method_builder(name: str) -> GraphBuilder:
+    try:
+        b = _BUILDERS[name]
+    except KeyError:
+        raise ConfigError(f"unknown method {name!r}; registered methods: {', '.join(method_names())}") from None
+    if isinstance(b, str):
+        module, _, attr = b.partition(":")
+        try:
+            b = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"method {name!r} cannot be loaded from {_BUILDERS[name]!r}: {exc}") from exc
+        _BUILDERS[name] = b
+    return b
+
+
+def build_method(name: str, **kwargs: Any):
+    """The compiled graph of method ``name`` (kwargs: model, sources, settings, checkpointer)."""
+    return method_builder(name)(**kwargs)
