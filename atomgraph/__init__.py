@@ -1,4 +1,15 @@
-"""atomgraph: knowledge-intensive question answering as LangGraph workflows."""
+"""atomgraph: knowledge-intensive question answering as LangGraph workflows.
+
+>>> from atomgraph import build_atomr_graph
+>>> graph = build_atomr_graph(model=chat_model, sources=[source])   # embed in any LangChain app
+>>> graph.invoke({"question": "..."})["answer"]
+
+``atomgraph.graph`` is the compiled ATOMR graph configured from settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 from atomgraph.errors import AtomgraphError, ConfigError, ParseError, SourceError, SourceUnavailable
 from atomgraph.models import chat_model, resolve_models
@@ -6,7 +17,32 @@ from atomgraph.settings import Settings, get_settings
 
 __version__ = "0.1.0"
 
+# Imported on first use so that `import atomgraph` stays light.
+_LAZY = {
+    "build_atomr_graph": ("atomgraph.graphs.atomr", "build_atomr_graph"),
+    "graph": ("atomgraph.graphs.atomr", "graph"),
+    "build_method": ("atomgraph.graphs.registry", "build_method"),
+    "register_method": ("atomgraph.graphs.registry", "register_method"),
+    "KnowledgeSource": ("atomgraph.tools.base", "KnowledgeSource"),
+    "register_source": ("atomgraph.tools.registry", "register_source"),
+    "build_sources": ("atomgraph.tools.registry", "build_sources"),
+    "Evidence": ("atomgraph.state.evidence", "Evidence"),
+    "ScriptedChatModel": ("atomgraph.testing", "ScriptedChatModel"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'atomgraph' has no attribute {name!r}")
+
+
 __all__ = [
     "AtomgraphError", "ConfigError", "ParseError", "SourceError", "SourceUnavailable",
-    "Settings", "get_settings", "chat_model", "resolve_models", "__version__",
+    "Settings", "get_settings", "chat_model", "resolve_models", "__version__", *_LAZY,
 ]

@@ -1,8 +1,76 @@
-"""`atomgraph ask` (being built)."""
+"""``atomgraph ask "QUESTION" [--method atomr] [--sources ...] [--json]``."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+
+from atomgraph.models import resolve_models
+from atomgraph.settings import get_settings
+
 
 def register(sub) -> None:
-    p = sub.add_parser("ask", help="(not yet available)")
-    p.set_defaults(func=lambda args: print("atomgraph ask: not yet available") or 2)
+    p = sub.add_parser("ask", help="answer one question and show how it was answered")
+    p.add_argument("question", help="the question")
+    p.add_argument("--method", default="atomr", help="registered method (default: atomr)")
+    p.add_argument("--sources", help="comma-separated knowledge sources (default: settings)")
+    p.add_argument("--model", help="chat model for every role (overrides ATOMGRAPH_MODEL)")
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=run)
+
+
+async def _ask(graph, question: str, show_progress: bool) -> dict:
+    result: dict = {}
+    async for mode, chunk in graph.astream({"question": question}, stream_mode=["updates", "values"]):
+        if mode == "values":
+            result = chunk
+        elif show_progress:
+            for node, update in chunk.items():
+                for run in ((update or {}).get("runs") or {}).values():
+                    status = f"→ {run.answer}" if run.step is None else f"→ next: {run.step}"
+                    print(f"  {node} [{run.id}] {status}", file=sys.stderr)
+                if node == "plan" and update:
+                    print(f"  plan: {len(update['tree'])} nodes", file=sys.stderr)
+    return result
+
+
+def run(args) -> int:
+    from atomgraph.graphs.registry import build_method
+
+    overrides = {"model": args.model}
+    if args.sources:
+        overrides["sources"] = [s.strip() for s in args.sources.split(",") if s.strip()]
+    settings = get_settings(**overrides)
+    resolve_models(None, settings)  # fail early, naming the missing setting
+    graph = build_method(args.method, settings=settings)
+    result = asyncio.run(_ask(graph, args.question, show_progress=not (args.json or args.quiet)))
+    if args.json:
+        print(json.dumps(jsonable(result), ensure_ascii=False, indent=2))
+        return 0 if not result.get("error") else 1
+    from atomgraph.render import render_atomr_trace, render_usage
+
+    print(f"Answer: {result.get('answer', '')}")
+    if result.get("stopped"):
+        print(f"Stopped early: {result['stopped']}")
+    if result.get("error"):
+        print(f"Error: {result['error']}")
+    trace = result.get("trace") or {}
+    if trace.get("nodes"):
+        print()
+        print(render_atomr_trace(trace))
+    print()
+    print(render_usage(result))
+    return 0 if not result.get("error") else 1
+
+
+def jsonable(obj):
+    """Graph output (pydantic records inside) as plain JSON values."""
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return obj

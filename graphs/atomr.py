@@ -1,0 +1,73 @@
+"""ATOMR (KDD 2025) as a LangGraph workflow.
+
+    START → plan → schedule ⇄ {select_sources, run_operator, reason_children,
+                               reason_siblings, direct_rag} → finalize → END
+
+``plan`` writes and parses the Atomic Reasoning Tree; ``schedule`` dispatches (with
+``Send``) every tree node whose children and referenced siblings are answered, so
+independent branches run in the same superstep; each step node makes at most one LLM call
+and returns to ``schedule``; ``finalize`` returns the answer and the executed tree.
+
+>>> from atomgraph.graphs.atomr import build_atomr_graph
+>>> graph = build_atomr_graph(model=my_chat_model, sources=[my_source])
+>>> graph.invoke({"question": "Which was founded first, X or Y?"})["answer"]
+
+Per-run overrides go in ``config["configurable"]``: ``top_k``, ``filter_threshold``,
+``max_llm_calls``, ``max_nodes``, ``max_depth``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Checkpointer
+
+from atomgraph.models import ModelsArg
+from atomgraph.nodes.atomr.direct_rag import make_direct_rag_node
+from atomgraph.nodes.atomr.finalize import finalize
+from atomgraph.nodes.atomr.operate import make_run_operator_node
+from atomgraph.nodes.atomr.plan import make_plan_node
+from atomgraph.nodes.atomr.reason import make_reason_children_node, make_reason_siblings_node
+from atomgraph.nodes.atomr.runtime import AtomRRuntime
+from atomgraph.nodes.atomr.schedule import STEP_NODES, make_schedule_node
+from atomgraph.nodes.atomr.select_sources import make_select_sources_node
+from atomgraph.settings import Settings
+from atomgraph.state.atomr import AtomRInput, AtomROutput, AtomRState, StepInput
+from atomgraph.tools.base import KnowledgeSource
+from atomgraph.tools.registry import SourceSet
+
+
+def build_atomr_graph(
+    model: ModelsArg = None,
+    sources: SourceSet | Iterable[KnowledgeSource] | None = None,
+    settings: Settings | None = None,
+    checkpointer: Checkpointer = None,
+):
+    """Compile the ATOMR graph.
+
+    ``model``: one chat model for every role, or ``{"planner": m1, "executor": m2,
+    "answerer": m3}``; unset roles come from settings. ``sources``: the knowledge sources
+    (default: those settings name). Both are resolved on first use.
+    """
+    rt = AtomRRuntime(model, sources, settings)
+    builder = StateGraph(AtomRState, input_schema=AtomRInput, output_schema=AtomROutput)
+    builder.add_node("plan", make_plan_node(rt))
+    builder.add_node("schedule", make_schedule_node(rt), destinations=(*STEP_NODES.values(), "finalize"))
+    builder.add_node("select_sources", make_select_sources_node(rt), input_schema=StepInput)
+    builder.add_node("run_operator", make_run_operator_node(rt), input_schema=StepInput)
+    builder.add_node("reason_children", make_reason_children_node(rt), input_schema=StepInput)
+    builder.add_node("reason_siblings", make_reason_siblings_node(rt), input_schema=StepInput)
+    builder.add_node("direct_rag", make_direct_rag_node(rt), input_schema=StepInput)
+    builder.add_node("finalize", finalize)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "schedule")
+    for step in STEP_NODES.values():
+        builder.add_edge(step, "schedule")
+    builder.add_edge("finalize", END)
+    return builder.compile(checkpointer=checkpointer, name="atomr")
+
+
+# The graph `langgraph dev` and LangGraph Studio load (models and sources from settings,
+# resolved when a run starts).
+graph = build_atomr_graph()

@@ -1,0 +1,45 @@
+"""Small helpers the ATOMR step nodes share: resolving ``[i]``, reading answers."""
+
+from __future__ import annotations
+
+from atomgraph.errors import ParseError
+from atomgraph.prompts.atomr.answer_format import ParsedAnswer, answer_text, parse_answer
+from atomgraph.state.atomr import NodeRun, StepInput
+from atomgraph.state.tree import substitute_refs
+
+
+def known_answers(runs: dict[int, NodeRun]) -> dict[int, str]:
+    return {i: r.answer for i, r in runs.items() if r.done and r.answer}
+
+
+def resolve(text: str, runs: dict[int, NodeRun]) -> str:
+    """``text`` with every ``[i]`` whose node is answered replaced by that answer."""
+    return substitute_refs(text, known_answers(runs))
+
+
+def current_run(inp: StepInput) -> NodeRun:
+    """A private copy of the node's run record, with its question resolved."""
+    run = inp["runs"][inp["node_id"]].model_copy(deep=True)
+    run.resolved_question = resolve(run.question, inp["runs"])
+    return run
+
+
+def read_answer(text: str | None) -> tuple[ParsedAnswer | None, str | None]:
+    """(parsed answer, None) or (None, why it is unusable)."""
+    if text is None:
+        return None, "the model call failed"
+    try:
+        parsed = parse_answer(text)
+    except ParseError as exc:
+        return None, f"unreadable model output ({exc})"
+    if parsed.unknown or not parsed.answers:
+        return None, "the model answered Unknown"
+    return parsed, None
+
+
+def settle(run: NodeRun, parsed: ParsedAnswer) -> NodeRun:
+    run.paraphrase = parsed.paraphrase
+    run.answers = [a for a in parsed.answers if a.strip()]
+    run.answer = answer_text(run.answers)
+    run.step = None
+    return run

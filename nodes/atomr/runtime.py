@@ -1,0 +1,140 @@
+"""What ATOMR's nodes share: models by role, knowledge sources, settings, per-run parameters.
+
+Models and sources are resolved on first use, so a graph compiles (for ``langgraph dev``,
+imports, docs) even where no model is configured; the first call then raises a
+``ConfigError`` naming the missing setting. Parameters (``top_k``, ``filter_threshold``,
+``max_llm_calls``, ``max_nodes``, ``max_depth``) can be overridden per run through
+``config["configurable"]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableConfig
+
+from atomgraph.models import ModelsArg, ainvoke_recorded, message_text, resolve_models
+from atomgraph.settings import Settings, get_settings
+from atomgraph.state.evidence import Evidence
+from atomgraph.state.usage import LLMCall, RetrieverCall
+from atomgraph.tools.base import KnowledgeSource
+from atomgraph.tools.registry import SourceSet, build_sources
+
+PARAMS = ("top_k", "filter_threshold", "max_llm_calls", "max_nodes", "max_depth")
+
+
+@dataclass
+class Params:
+    top_k: int
+    filter_threshold: float
+    max_llm_calls: int
+    max_nodes: int
+    max_depth: int
+
+
+class AtomRRuntime:
+    def __init__(
+        self,
+        models: ModelsArg = None,
+        sources: SourceSet | Iterable[KnowledgeSource] | None = None,
+        settings: Settings | None = None,
+    ):
+        self._models_arg = models
+        self._sources_arg = sources
+        self._settings = settings
+        self._models: dict[str, BaseChatModel] | None = None
+        self._sources: SourceSet | None = None
+
+    # --- lazily resolved ----------------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = get_settings()
+        return self._settings
+
+    def model(self, role: str) -> BaseChatModel:
+        if self._models is None:
+            self._models = resolve_models(self._models_arg, self.settings)
+        return self._models[role]
+
+    @property
+    def sources(self) -> SourceSet:
+        if self._sources is None:
+            arg = self._sources_arg
+            if arg is None:
+                self._sources = build_sources(self.settings)
+            elif isinstance(arg, SourceSet):
+                self._sources = arg
+            else:
+                self._sources = SourceSet.of(arg)
+        return self._sources
+
+    def params(self, config: RunnableConfig | None) -> Params:
+        conf = (config or {}).get("configurable", {}) or {}
+        values: dict[str, Any] = {}
+        for name in PARAMS:
+            v = conf.get(name)
+            values[name] = type(getattr(self.settings, name))(v) if v is not None else getattr(self.settings, name)
+        return Params(**values)
+
+    # --- calls --------------------------------------------------------------------------
+    async def ask(
+        self,
+        role: str,
+        stage: str,
+        prompt: ChatPromptTemplate,
+        variables: dict[str, Any],
+        config: RunnableConfig | None,
+    ) -> tuple[str | None, LLMCall]:
+        """Format ``prompt`` and call the role's model. Returns (text or None on failure, record)."""
+        messages = prompt.format_messages(**variables)
+        msg, record = await ainvoke_recorded(self.model(role), messages, role=role, stage=stage, config=config)
+        return (message_text(msg) if msg is not None else None), record
+
+    async def retrieve(
+        self,
+        source_names: list[str],
+        *,
+        query: str,
+        k: int,
+        operator: str | None = None,
+        args: list[str] | None = None,
+        question: str = "",
+    ) -> tuple[list[Evidence], list[RetrieverCall], list[str]]:
+        """Query the named sources concurrently (an operator call, or a plain search).
+        Failures become records and notes; the others' evidence is kept."""
+
+        async def one(name: str) -> tuple[list[Evidence], RetrieverCall, str | None]:
+            source = self.sources.get(name)
+            label = f"{operator}({', '.join(args or [])})" if operator else query
+            if source is None:
+                return [], RetrieverCall(source=name, query=label, error="source unavailable"), f"{name}: unavailable"
+            t0 = time.perf_counter()
+            try:
+                if operator:
+                    hits = await source.aoperate(operator, list(args or []), question, k)
+                else:
+                    hits = await source.asearch(query, k)
+            except Exception as exc:  # a failing source must not stop the question
+                err = f"{type(exc).__name__}: {exc}"[:300]
+                return [], RetrieverCall(source=name, query=label, latency_s=time.perf_counter() - t0, error=err), f"{name}: {err}"
+            # Text and web sources give top-k; a KG answer is kept whole (ATOMR §3.3.1).
+            if source.kind != "kg":
+                hits = hits[:k]
+            return hits, RetrieverCall(source=name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0), None
+
+        results = await asyncio.gather(*(one(n) for n in source_names))
+        evidence: list[Evidence] = []
+        calls: list[RetrieverCall] = []
+        notes: list[str] = []
+        for hits, call, note in results:
+            evidence.extend(hits)
+            calls.append(call)
+            if note:
+                notes.append(f"retrieval failed — {note}")
+        return evidence, calls, notes

@@ -1,0 +1,47 @@
+"""Dynamic knowledge-source selection (ATOMR §3.3.1, Figure 9).
+
+With one usable source there is nothing to choose and no model call is made. If the model
+call fails or names no usable source, every available source is used and a note says so.
+"""
+
+from __future__ import annotations
+
+from langchain_core.runnables import RunnableConfig
+
+from atomgraph.nodes.atomr.common import current_run
+from atomgraph.nodes.atomr.runtime import AtomRRuntime
+from atomgraph.prompts.atomr.source_selection import (
+    SOURCE_SELECTION_PROMPT,
+    describe_sources,
+    parse_source_selection,
+)
+from atomgraph.state.atomr import StepInput
+
+
+def make_select_sources_node(rt: AtomRRuntime):
+    async def select_sources(inp: StepInput, config: RunnableConfig) -> dict:
+        run = current_run(inp)
+        available = list(rt.sources.available)
+        calls = []
+        if len(available) <= 1:
+            run.sources = available
+        else:
+            sources = list(rt.sources.available.values())
+            text, record = await rt.ask(
+                "executor",
+                "source_selection",
+                SOURCE_SELECTION_PROMPT,
+                {"question": run.resolved_question, "n_sources": len(sources), "source_list": describe_sources(sources)},
+                config,
+            )
+            calls.append(record)
+            run.llm_calls += 1
+            if text is None:
+                run.sources = available
+                run.notes.append(f"source selection failed ({record.error}); using all sources")
+            else:
+                run.sources = parse_source_selection(text, available)
+        run.step = "operate" if run.kind == "operator" and not run.fallback else "rag"
+        return {"runs": {run.id: run}, "llm_calls": calls}
+
+    return select_sources

@@ -1,0 +1,93 @@
+"""ATOMR's graph state: the question, its tree, one run record per tree node, usage.
+
+Execution is a small state machine per tree node. ``NodeRun.step`` names what the node
+does next (``select`` sources, ``operate``, reason over ``children`` or ``siblings``, direct
+``rag``); ``None`` means answered. The scheduler dispatches every node whose dependencies
+are answered, so independent branches run in the same superstep.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Literal, TypedDict
+
+from pydantic import BaseModel, Field
+
+from atomgraph.state.evidence import Evidence
+from atomgraph.state.tree import ReasoningTree
+from atomgraph.state.usage import LLMCall, RetrieverCall
+
+Step = Literal["select", "operate", "children", "siblings", "rag"]
+
+
+class NodeRun(BaseModel):
+    """What happened at one tree node: the executed tree is a dict of these."""
+
+    id: int
+    kind: str
+    question: str  # as planned, with [i] placeholders
+    resolved_question: str = ""  # [i] replaced by answers, as asked
+    operator: str | None = None  # the operator call as executed (references resolved)
+    step: Step | None = None  # next step; None once answered
+    sources: list[str] = Field(default_factory=list)  # chosen by source selection
+    evidence: list[Evidence] = Field(default_factory=list)
+    filter_dropped: list[str] = Field(default_factory=list)  # entities under the overlap threshold
+    paraphrase: str = ""
+    answers: list[str] = Field(default_factory=list)
+    answer: str = ""
+    fallback: str | None = None  # why direct RAG answered this node instead
+    notes: list[str] = Field(default_factory=list)  # recovered errors, in order
+    llm_calls: int = 0
+
+    @property
+    def done(self) -> bool:
+        return self.step is None
+
+
+def merge_runs(left: dict[int, NodeRun] | None, right: dict[int, NodeRun] | None) -> dict[int, NodeRun]:
+    """Reducer: parallel steps touch different nodes; a later record of a node replaces it."""
+    merged = dict(left or {})
+    for k, v in (right or {}).items():
+        merged[int(k)] = v if isinstance(v, NodeRun) else NodeRun.model_validate(v)
+    return merged
+
+
+class AtomRInput(TypedDict):
+    question: str
+
+
+class AtomROutput(TypedDict, total=False):
+    answer: str
+    answers: list[str]
+    trace: dict
+    retrieved_titles: list[str]
+    llm_calls: list[LLMCall]
+    retriever_calls: list[RetrieverCall]
+    stopped: str | None
+    error: str | None
+
+
+class AtomRState(TypedDict, total=False):
+    question: str
+    tree: ReasoningTree | None
+    plan_fallback: str | None  # why the planned tree was replaced by direct RAG on the question
+    raw_plan: str
+    runs: Annotated[dict[int, NodeRun], merge_runs]
+    llm_calls: Annotated[list[LLMCall], operator.add]
+    retriever_calls: Annotated[list[RetrieverCall], operator.add]
+    unavailable_sources: dict[str, str]
+    answer: str
+    answers: list[str]
+    trace: dict
+    retrieved_titles: list[str]
+    stopped: str | None
+    error: str | None
+
+
+class StepInput(TypedDict):
+    """What the scheduler sends to one step of one tree node."""
+
+    question: str
+    tree: ReasoningTree
+    runs: dict[int, NodeRun]
+    node_id: int
