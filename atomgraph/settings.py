@@ -87,6 +87,7 @@ class Settings(BaseModel):
     max_nodes: int = Field(40, ge=1, description="Largest reasoning tree executed.")
     max_depth: int = Field(6, ge=1, description="Deepest reasoning tree executed (levels of question nodes).")
     max_llm_calls: int = Field(80, ge=1, description="LLM calls allowed per question.")
+    max_parallel: int | None = Field(None, ge=1, description="Tree nodes run at once (unset: no limit; 1: sequential).")
 
     # --- evaluation ---------------------------------------------------------------------
     prices: dict[str, tuple[float, float]] = Field(

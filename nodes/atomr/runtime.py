@@ -25,7 +25,7 @@ from atomgraph.state.usage import LLMCall, RetrieverCall
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.registry import SourceSet, build_sources
 
-PARAMS = ("top_k", "filter_threshold", "max_llm_calls", "max_nodes", "max_depth")
+PARAMS = ("top_k", "filter_threshold", "max_llm_calls", "max_nodes", "max_depth", "max_parallel")
 
 
 @dataclass
@@ -35,6 +35,7 @@ class Params:
     max_llm_calls: int
     max_nodes: int
     max_depth: int
+    max_parallel: int | None  # tree nodes run at once (None: no limit; 1: strictly sequential)
 
 
 class AtomRRuntime:
@@ -78,8 +79,9 @@ class AtomRRuntime:
         conf = (config or {}).get("configurable", {}) or {}
         values: dict[str, Any] = {}
         for name in PARAMS:
+            default = getattr(self.settings, name)
             v = conf.get(name)
-            values[name] = type(getattr(self.settings, name))(v) if v is not None else getattr(self.settings, name)
+            values[name] = default if v is None else (int(v) if default is None else type(default)(v))
         return Params(**values)
 
     # --- calls --------------------------------------------------------------------------

@@ -24,9 +24,10 @@ STEP_NODES = {
 
 
 def ready_nodes(state: AtomRState) -> list[int]:
+    """Unanswered nodes whose dependencies are answered, in post-order."""
     tree, runs = state["tree"], state["runs"]
     return [
-        i for i in sorted(tree.nodes)
+        i for i in tree.topological_order()
         if not runs[i].done and all(runs[d].done for d in tree.nodes[i].dependencies)
     ]
 
@@ -39,7 +40,8 @@ def make_schedule_node(rt: AtomRRuntime):
         ready = ready_nodes(state)
         if not ready:
             return Command(goto="finalize", update={"error": "no tree node can run (unresolvable dependencies)"})
-        budget = rt.params(config).max_llm_calls
+        params = rt.params(config)
+        budget = params.max_llm_calls
         remaining = budget - len(state.get("llm_calls", []))
         if remaining <= 0:
             return Command(
@@ -48,7 +50,7 @@ def make_schedule_node(rt: AtomRRuntime):
             )
         sends = [
             Send(STEP_NODES[runs[i].step], {"question": state["question"], "tree": tree, "runs": runs, "node_id": i})
-            for i in ready[:remaining]
+            for i in ready[: min(remaining, params.max_parallel or remaining)]
         ]
         return Command(goto=sends)
 
