@@ -117,3 +117,84 @@ class ScriptedChatModel(BaseChatModel):
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         return self._result(self._respond(prompt), prompt)
+
+
+# --- ATOMR scripts -----------------------------------------------------------------------
+
+
+def prompt_marker(prompt) -> re.Pattern:
+    """A pattern that recognises prompts made from ``prompt`` (a ChatPromptTemplate): the
+    literal start of its first message, so scripts follow the template's own wording."""
+    first = prompt.messages[0]
+    template = getattr(getattr(first, "prompt", None), "template", None) or str(first)
+    head = template.strip().split("\n", 1)[0]
+    head = head.split("{", 1)[0].strip()[:60]
+    if len(head) < 12:
+        raise ValueError(f"prompt starts with too little literal text to recognise: {head!r}")
+    return re.compile(re.escape(head))
+
+
+def answer_reply(*answers: str, paraphrase: str | None = None) -> str:
+    """A model reply in ATOMR's answer format."""
+    import json
+
+    para = paraphrase if paraphrase is not None else (", ".join(answers) or "Unknown")
+    return f"So the answer is: (1) Paraphrase Answer: {para}; (2) Answer List: {json.dumps(list(answers), ensure_ascii=False)}"
+
+
+def atomr_stage(text: str) -> str | None:
+    """Which ATOMR prompt ``text`` was made from: plan, source_selection, search, relate,
+    filter, child_reasoning, sibling_reasoning or direct_rag."""
+    from atomgraph.prompts.atomr import operators, plan, reasoning, source_selection
+
+    markers = [
+        ("plan", plan.PLAN_PROMPT),
+        ("source_selection", source_selection.SOURCE_SELECTION_PROMPT),
+        ("search", operators.SEARCH_PROMPT),
+        ("relate", operators.RELATE_PROMPT),
+        ("filter", operators.FILTER_PROMPT),
+        ("child_reasoning", reasoning.CHILD_REASONING_PROMPT),
+        ("sibling_reasoning", reasoning.SIBLING_REASONING_PROMPT),
+        ("direct_rag", reasoning.DIRECT_RAG_PROMPT),
+    ]
+    for stage, prompt in markers:
+        if prompt_marker(prompt).search(text):
+            return stage
+    return None
+
+
+def atomr_scripted_model(
+    plans: dict[str, Any] | Callable[[str], str],
+    answer: Callable[[str, str], str] | None = None,
+    sources_reply: str = "Wikipedia, Google",
+    latency_s: float = 0.0,
+) -> ScriptedChatModel:
+    """A scripted model that plays every ATOMR role.
+
+    ``plans`` maps a question to the planner's reply (a tree dict or raw text), or is a
+    function of the prompt. ``answer(stage, prompt_text)`` writes the reply of every other
+    stage except source selection (default: ``answer_reply("ok")``).
+    """
+    import json
+
+    def plan_reply(text: str) -> str:
+        if callable(plans):
+            return plans(text)
+        # The longest matching question wins (one question may contain another).
+        for q in sorted(plans, key=len, reverse=True):
+            if q in text:
+                p = plans[q]
+                return p if isinstance(p, str) else json.dumps(p, ensure_ascii=False)
+        raise NoScriptedResponse("no plan scripted for this question")
+
+    def reply(text: str) -> str:
+        stage = atomr_stage(text)
+        if stage == "plan":
+            return plan_reply(text)
+        if stage == "source_selection":
+            return sources_reply
+        if stage is None:
+            raise NoScriptedResponse(f"not an ATOMR prompt:\n{text[:500]}")
+        return answer(stage, text) if answer else answer_reply("ok")
+
+    return ScriptedChatModel(rules=[(lambda _t: True, reply)], latency_s=latency_s)

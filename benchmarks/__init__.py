@@ -1,0 +1,1 @@
+"""Measured benchmarks: run `python -m benchmarks.<name>`."""

@@ -1,0 +1,52 @@
+"""An in-memory text source with TF-IDF keyword scoring, for small corpora: notebooks,
+quick experiments, benchmarks that must not measure a vector store."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Iterable
+
+from atomgraph.state.evidence import Evidence
+from atomgraph.tools.base import KnowledgeSource, SourceKind
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(text or "")]
+
+
+class InMemorySource(KnowledgeSource):
+    def __init__(
+        self,
+        passages: Iterable[dict | tuple[str, str]],
+        name: str = "memory",
+        description: str = "A small in-memory collection of passages.",
+        kind: SourceKind = "text",
+    ):
+        self.name, self.description, self.kind = name, description, kind
+        self._docs: list[tuple[str, str, Counter]] = []
+        for p in passages:
+            title, text = (p["title"], p["text"]) if isinstance(p, dict) else p
+            self._docs.append((title, text, Counter(_tokens(f"{title} {text}"))))
+        df = Counter(t for _, _, tf in self._docs for t in tf)
+        n = max(1, len(self._docs))
+        self._idf = {t: math.log(1 + n / c) for t, c in df.items()}
+
+    def unavailable_reason(self) -> str | None:
+        return None if self._docs else "the collection is empty"
+
+    def search(self, query: str, k: int = 3) -> list[Evidence]:
+        q = set(_tokens(query))
+        scored = []
+        for i, (title, text, tf) in enumerate(self._docs):
+            s = sum((1 + math.log(tf[t])) * self._idf.get(t, 0.0) for t in q if tf[t])
+            if s > 0:
+                scored.append((s, i, title, text))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        return [
+            Evidence(title=title, text=text, source=self.name, id=str(i), score=round(s, 4))
+            for s, i, title, text in scored[:k]
+        ]
