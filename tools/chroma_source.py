@@ -1,0 +1,263 @@
+"""Wikipedia passages in a Chroma collection: the text knowledge source.
+
+The collection lives in embedded storage (``chromadb.PersistentClient(settings.chroma_path)``)
+or, when ``settings.chroma_host`` is set, on a Chroma server (``chromadb.HttpClient``);
+everything else is the same code path. Vectors always come from atomgraph's embedding
+model (:mod:`atomgraph.embeddings`), never from Chroma's default embedding function.
+
+Collections are built by ``atomgraph index wikipedia`` (:mod:`atomgraph.tools.ingest`).
+Their metadata records the embedding model and dimension that built them; querying or
+adding with another model raises :class:`~atomgraph.errors.ConfigError`.
+
+Distances are cosine (``hnsw`` space ``cosine``: ``d = 1 - cos(q, p)``), and each result's
+score is the cosine similarity ``score = 1 - d`` (1 = same direction; higher is closer).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from atomgraph.embeddings import embedding_id, embedding_model
+from atomgraph.errors import ConfigError, SourceError
+from atomgraph.settings import Settings, get_settings
+from atomgraph.state.evidence import Evidence
+from atomgraph.tools.base import KnowledgeSource
+
+log = logging.getLogger(__name__)
+
+# Keys of the collection metadata written by atomgraph.
+META_MODEL = "atomgraph_embedding_model"
+META_DIM = "atomgraph_embedding_dim"
+META_KIND = "atomgraph_kind"
+KIND = "passages"
+
+
+def index_hint(collection: str, persist: str | None = None) -> str:
+    where = f" --persist {persist}" if persist else ""
+    return f"atomgraph index wikipedia CORPUS_FILE --collection {collection}{where}"
+
+
+def chroma_client(*, path: str | None = None, host: str | None = None, port: int = 8000, create: bool = True):
+    """An embedded client at ``path``, or an HTTP client for ``host:port``. ``None`` when the
+    embedded folder does not exist and ``create`` is false."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if host:
+        try:
+            return chromadb.HttpClient(host=host, port=port, settings=chroma_settings)
+        except Exception as exc:  # noqa: BLE001 - connection failures vary by transport
+            raise SourceError(f"cannot reach the Chroma server at {host}:{port}: {exc}") from exc
+    if path is None:
+        raise ConfigError("no Chroma location: set ATOMGRAPH_CHROMA_PATH (embedded) or ATOMGRAPH_CHROMA_HOST (server)")
+    if not create and not Path(path).is_dir():
+        return None
+    return chromadb.PersistentClient(path=path, settings=chroma_settings)
+
+
+def get_collection(client, name: str):
+    """The named collection, or ``None`` when it does not exist. Our vectors are always
+    passed explicitly, so no embedding function is attached."""
+    try:
+        return client.get_collection(name=name, embedding_function=None)
+    except Exception as exc:  # NotFoundError (1.x) / ValueError (older) / InvalidCollectionException
+        if "does not exist" in str(exc) or type(exc).__name__ in {"NotFoundError", "InvalidCollectionException"}:
+            return None
+        raise
+
+
+def create_collection(client, name: str, model_id: str, dim: int):
+    """Get or create ``name`` for passages embedded by ``model_id`` (cosine space)."""
+    try:
+        collection = client.get_or_create_collection(
+            name=name,
+            embedding_function=None,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={META_MODEL: model_id, META_DIM: int(dim), META_KIND: KIND},
+        )
+    except Exception as exc:  # noqa: BLE001 - chromadb raises its own error types by version
+        if "name" in str(exc).lower() and ("valid" in str(exc).lower() or "expected" in str(exc).lower()):
+            raise ConfigError(
+                f"invalid collection name {name!r}: use 3-512 characters from a-z A-Z 0-9 . _ -, "
+                "starting and ending with a letter or digit"
+            ) from None
+        raise SourceError(f"cannot create Chroma collection {name!r}: {exc}") from exc
+    check_model(collection, model_id, dim)
+    return collection
+
+
+def recorded_model(collection) -> tuple[str | None, int | None]:
+    meta = collection.metadata or {}
+    dim = meta.get(META_DIM)
+    return meta.get(META_MODEL), int(dim) if dim is not None else None
+
+
+def check_model(collection, model_id: str, dim: int | None = None) -> None:
+    """Refuse a collection built by another embedding model (or not by atomgraph)."""
+    built_by, built_dim = recorded_model(collection)
+    if built_by is None:
+        raise ConfigError(
+            f"Chroma collection {collection.name!r} records no embedding model (not built by atomgraph index); "
+            "rebuild it with 'atomgraph index wikipedia' or use another --collection"
+        )
+    if built_by != model_id or (dim is not None and built_dim is not None and dim != built_dim):
+        raise ConfigError(
+            f"Chroma collection {collection.name!r} was built with embedding model {built_by!r}"
+            f"{f' ({built_dim} dims)' if built_dim else ''}, but the configured model is {model_id!r}"
+            f"{f' ({dim} dims)' if dim else ''}; set ATOMGRAPH_EMBEDDING_MODEL={built_by} "
+            "or index into another collection"
+        )
+
+
+class ChromaWikipediaSource(KnowledgeSource):
+    """Top-k Wikipedia passages ("Title | text") by embedding similarity."""
+
+    name = "wikipedia"
+    kind = "text"
+    description = (
+        "Wikipedia passages (encyclopedic text about people, places, works, organisations and events), "
+        "searched by meaning."
+    )
+
+    def __init__(
+        self,
+        collection: str = "wikipedia",
+        *,
+        path: str | None = None,
+        host: str | None = None,
+        port: int = 8000,
+        embeddings: Embeddings | str | None = None,
+        settings: Settings | None = None,
+        name: str | None = None,
+        description: str | None = None,
+    ):
+        self.settings = settings or get_settings()
+        self.collection_name = collection
+        self.host = host
+        self.port = port
+        self.path = None if host else (path or self.settings.chroma_path)
+        if name:
+            self.name = name
+        if description:
+            self.description = description
+        self.embeddings = embedding_model(embeddings if embeddings is not None else self.settings)
+        self.model_id = embedding_id(self.embeddings)
+        self._client = None
+        self._collection = None
+
+    # --- storage ----------------------------------------------------------------------------
+    def _open(self, *, create: bool = False):
+        if self._collection is not None:
+            return self._collection
+        if self._client is None:
+            self._client = chroma_client(path=self.path, host=self.host, port=self.port, create=create)
+        if self._client is None:
+            return None
+        self._collection = get_collection(self._client, self.collection_name)
+        return self._collection
+
+    def _where(self) -> str:
+        return f"{self.host}:{self.port}" if self.host else str(self.path)
+
+    def unavailable_reason(self) -> str | None:
+        try:
+            collection = self._open()
+        except (SourceError, ConfigError) as exc:
+            return str(exc)
+        if collection is None:
+            return (
+                f"Chroma collection {self.collection_name!r} does not exist at {self._where()}; "
+                f"build it with: {index_hint(self.collection_name, self.path)}"
+            )
+        try:
+            check_model(collection, self.model_id)
+            if collection.count() == 0:
+                return (
+                    f"Chroma collection {self.collection_name!r} at {self._where()} is empty; "
+                    f"fill it with: {index_hint(self.collection_name, self.path)}"
+                )
+        except ConfigError as exc:
+            return str(exc)
+        return None
+
+    def count(self) -> int:
+        collection = self._open()
+        return 0 if collection is None else collection.count()
+
+    # --- search -----------------------------------------------------------------------------
+    def search(self, query: str, k: int = 3) -> list[Evidence]:
+        collection = self._open()
+        if collection is None:
+            raise SourceError(self.unavailable_reason() or f"Chroma collection {self.collection_name!r} is missing")
+        check_model(collection, self.model_id)
+        if not query or not query.strip() or k < 1:
+            return []
+        vector = self.embeddings.embed_query(query)
+        _, built_dim = recorded_model(collection)
+        if built_dim is not None and len(vector) != built_dim:
+            check_model(collection, self.model_id, len(vector))
+        try:
+            n = min(k, collection.count())
+            if n == 0:
+                return []
+            res = collection.query(
+                query_embeddings=[vector], n_results=n, include=["documents", "metadatas", "distances"]
+            )
+        except Exception as exc:  # noqa: BLE001 - storage/server failures are one failed call
+            raise SourceError(f"Chroma query on {self.collection_name!r} failed: {exc}") from exc
+        out = []
+        for pid, doc, meta, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]):
+            meta = dict(meta or {})
+            title = str(meta.pop("title", "") or "")
+            out.append(
+                Evidence(title=title, text=doc or "", source=self.name, id=pid, score=1.0 - float(dist), metadata=meta)
+            )
+        return out
+
+    # --- LangChain ---------------------------------------------------------------------------
+    def vectorstore(self):
+        """The same collection as a ``langchain_chroma.Chroma`` vector store (our embeddings,
+        cosine relevance scores)."""
+        from langchain_chroma import Chroma
+
+        collection = self._open()
+        if collection is None:
+            raise SourceError(self.unavailable_reason() or "missing collection")
+        check_model(collection, self.model_id)
+        return Chroma(
+            client=self._client,
+            collection_name=self.collection_name,
+            embedding_function=self.embeddings,
+            create_collection_if_not_exists=False,
+            relevance_score_fn=lambda distance: 1.0 - distance,
+        )
+
+    def info(self) -> dict[str, Any]:
+        collection = self._open()
+        if collection is None:
+            return {"collection": self.collection_name, "where": self._where(), "exists": False}
+        model, dim = recorded_model(collection)
+        return {
+            "collection": self.collection_name,
+            "where": self._where(),
+            "exists": True,
+            "count": collection.count(),
+            "embedding_model": model,
+            "embedding_dim": dim,
+        }
+
+
+def wikipedia_from_settings(settings: Settings) -> ChromaWikipediaSource:
+    """The registry's factory for the ``wikipedia`` source."""
+    return ChromaWikipediaSource(
+        settings.chroma_collection,
+        path=settings.chroma_path,
+        host=settings.chroma_host,
+        port=settings.chroma_port,
+        settings=settings,
+    )

