@@ -71,6 +71,7 @@ class TreeNode(BaseModel):
     operator: OperatorCall | None = None
     refs: list[int] = Field(default_factory=list)  # ids referenced in question / operator args
     depth: int = 1  # levels of question nodes; the root is 1
+    note: str = ""  # planner prose on a leaf without an operator (e.g. "Given answers of [6] and [8], ...")
 
     @property
     def dependencies(self) -> list[int]:

@@ -1,0 +1,431 @@
+"""Turn an ATOMR planner's output into a :class:`~atomgraph.state.tree.ReasoningTree`.
+
+The planner writes a flat JSON object: the root question maps to its numbered
+sub-questions (``"1. ..."``), each sub-question maps to its own sub-questions, to one
+operator call (``Search``/``Relate``/``Filter``) or to a ``[DR]`` mark (``[END]`` in the
+released trees).  Real output slips: numbers used twice or written ``2.1``, a child listed
+with different text than its own key, prose leaves, stray text around the JSON.
+:func:`parse_tree` repairs what it can repair unambiguously, records each repair in
+``tree.repairs``, and raises :class:`~atomgraph.state.tree.TreeParseError` otherwise
+(cycles, references to unknown nodes, empty trees, the authors' ``TREE_PARSING_ERROR``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from atomgraph.prompts.atomr.operator_call import parse_leaf
+from atomgraph.prompts.atomr.planner_json import extract_json_object, is_authors_error
+from atomgraph.state.tree import OperatorCall, ReasoningTree, TreeNode, TreeParseError
+
+__all__ = ["parse_tree", "TreeParseError"]
+
+SUB_LABEL_RE = re.compile(r"\s*(\d+(?:\.\d+)+)\.?\s+(\S.*)", re.S)  # "2.1 Who ..."
+LABEL_RE = re.compile(r"\s*(\d+)\s*[.):]\s*(.*)", re.S)  # "3. Who ...", "3) Who ..."
+LABEL_REF_RE = re.compile(r"\[(\d+(?:\.\d+)*)\]")
+
+
+def _split_label(key: str) -> tuple[str | None, str]:
+    for rx in (SUB_LABEL_RE, LABEL_RE):
+        m = rx.fullmatch(key)
+        if m:
+            return m.group(1), m.group(2).strip()
+    return None, key.strip()
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.split())
+
+
+def _loose(s: str) -> str:
+    return " ".join(re.sub(r"[^\w\[\]]+", " ", s.lower()).split())
+
+
+def _short(s: str, n: int = 60) -> str:
+    s = _norm(s)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+@dataclass(eq=False)
+class _Entry:
+    key: str
+    value: Any
+    label: str | None = None
+    text: str = ""
+    id: int | None = None
+    parent: "_Entry | None" = None
+    children: list["_Entry"] = field(default_factory=list)
+    shared: list["_Entry"] = field(default_factory=list)  # listed here but placed elsewhere
+
+    def ancestors(self) -> list["_Entry"]:
+        out, p = [], self.parent
+        while p is not None:
+            out.append(p)
+            p = p.parent
+        return out
+
+    def name(self) -> str:
+        return f"node {self.id}" if self.id is not None else repr(_short(self.key))
+
+
+class _Builder:
+    def __init__(self, repairs: list[str]):
+        self.repairs = repairs
+        self.entries: list[_Entry] = []
+        self.by_key: dict[str, _Entry] = {}
+        self.flattened = False
+
+    # --- collecting entries -------------------------------------------------------------
+    def add(self, key: Any, value: Any) -> None:
+        key = key if isinstance(key, str) else str(key)
+        if isinstance(value, dict):
+            sub = getattr(value, "pairs", None) or list(value.items())
+            if not self.flattened:
+                self.repairs.append("flattened nested JSON objects into the flat question → value form")
+                self.flattened = True
+            self.add(key, [k if isinstance(k, str) else str(k) for k, _ in sub])
+            for k, v in sub:
+                self.add(k, v)
+            return
+        if isinstance(value, tuple):
+            value = list(value)
+        if isinstance(value, list):
+            bad = [v for v in value if not isinstance(v, (str, int, float))]
+            if bad:
+                raise TreeParseError(
+                    f"the sub-questions of {_short(key)!r} must be strings, found {type(bad[0]).__name__}"
+                )
+            value = [v if isinstance(v, str) else str(v) for v in value]
+        elif value is not None and not isinstance(value, str):
+            raise TreeParseError(
+                f"the value of {_short(key)!r} must be a list of sub-questions, an operator call or [DR], "
+                f"found {type(value).__name__}"
+            )
+        norm = _norm(key)
+        if not norm:
+            raise TreeParseError("a question key is empty")
+        if norm in self.by_key:
+            if self.by_key[norm].value == value:
+                self.repairs.append(f"dropped the repeated entry for {_short(key)!r}")
+                return
+            raise TreeParseError(f"the question {_short(key)!r} appears twice with different values")
+        label, text = _split_label(norm)
+        e = _Entry(key=norm, value=value, label=label, text=text)
+        self.entries.append(e)
+        self.by_key[norm] = e
+
+    # --- the root -----------------------------------------------------------------------
+    def listed(self) -> set[str]:
+        out: set[str] = set()
+        for e in self.entries:
+            if isinstance(e.value, list):
+                out.update(_norm(v) for v in e.value)
+        return out
+
+    def find_root(self, question: str | None) -> _Entry:
+        listed = self.listed()
+        if question and question.strip():
+            q = _loose(question)
+            hits = [e for e in self.entries if _loose(e.key) == q and e.key not in listed]
+            if hits:
+                return self._as_root(hits[0])
+        free = [e for e in self.entries if e.key not in listed]
+        for pool in ([e for e in free if e.label is None], [e for e in free if e.label == "0"]):
+            if len(pool) == 1:
+                return self._as_root(pool[0])
+            if len(pool) > 1:
+                if question and question.strip():
+                    best = self._closest(question, pool)
+                    if best is not None:
+                        self.repairs.append(f"several unnumbered questions; took {_short(best.key)!r} as the root")
+                        return self._as_root(best)
+                names = ", ".join(repr(_short(e.key, 40)) for e in pool[:4])
+                raise TreeParseError(f"ambiguous root: several questions could be the root ({names})")
+        if not question or not question.strip():
+            raise TreeParseError("no root question: every question is numbered or listed as a sub-question")
+        tops = [e for e in self.entries if e.key not in listed and e.label not in (None, "0")]
+        if not tops:
+            raise TreeParseError("no root question: every question is listed as a sub-question (a cycle)")
+        root = _Entry(key=_norm(question), value=[e.key for e in tops], text=_norm(question))
+        self.entries.insert(0, root)
+        self.repairs.append(
+            "no root question in the output; used the given question as the root over "
+            + ", ".join(repr(_short(e.key, 40)) for e in tops)
+        )
+        return root
+
+    def _closest(self, question: str, pool: list[_Entry]) -> _Entry | None:
+        scored = sorted(((difflib.SequenceMatcher(None, _loose(question), _loose(e.key)).ratio(), i) for i, e in enumerate(pool)), reverse=True)
+        if scored[0][0] >= 0.8 and (len(scored) == 1 or scored[1][0] < scored[0][0] - 0.1):
+            return pool[scored[0][1]]
+        return None
+
+    @staticmethod
+    def _as_root(e: _Entry) -> _Entry:
+        e.label, e.text = None, e.key
+        return e
+
+    # --- children -----------------------------------------------------------------------
+    def match_child(self, item: str, parent: _Entry, root: _Entry) -> _Entry:
+        norm = _norm(item)
+        if norm in self.by_key:
+            return self.by_key[norm]
+        label, text = _split_label(norm)
+        if label is not None:
+            same = [e for e in self.entries if e.label == label and e is not root]
+            if same:
+                ratios = [difflib.SequenceMatcher(None, _loose(text), _loose(e.text)).ratio() for e in same]
+                best = max(range(len(same)), key=ratios.__getitem__)
+                if ratios[best] >= 0.5 and sum(r == ratios[best] for r in ratios) == 1:
+                    self.repairs.append(
+                        f"{parent.name()} lists {_short(item)!r}; matched it to the entry {_short(same[best].key)!r} by its number"
+                    )
+                    return same[best]
+        loose = [e for e in self.entries if _loose(e.text) == _loose(text) and e is not root]
+        if len(loose) == 1:
+            self.repairs.append(f"{parent.name()} lists {_short(item)!r}; matched it to {_short(loose[0].key)!r} ignoring punctuation")
+            return loose[0]
+        e = _Entry(key=norm, value=None, label=label, text=text)
+        if not text:
+            raise TreeParseError(f"{parent.name()} lists an empty sub-question {item!r}")
+        self.entries.append(e)
+        self.by_key[norm] = e
+        self.repairs.append(f"the sub-question {_short(item)!r} has no entry of its own; treated as an open question")
+        return e
+
+    def link(self, root: _Entry) -> list[_Entry]:
+        """Place every entry under its parent (BFS, first listing wins); the BFS order."""
+        order: list[_Entry] = []
+        queue = [root]
+        placed = {id(root)}
+        while True:
+            while queue:
+                p = queue.pop(0)
+                order.append(p)
+                for c in self._children_of(p, root):
+                    if c is p or c in p.ancestors():
+                        raise TreeParseError(
+                            f"cycle: {_short(p.key)!r} lists its own ancestor {_short(c.key)!r} as a sub-question"
+                        )
+                    if id(c) in placed:
+                        if c.parent is p or c in p.shared:
+                            self.repairs.append(f"{_short(p.key, 40)!r} lists {_short(c.key, 40)!r} twice; kept one")
+                        else:
+                            p.shared.append(c)
+                            self.repairs.append(
+                                f"{_short(c.key, 40)!r} is listed under two parents; kept it under the first, "
+                                f"the other ({_short(p.key, 40)!r}) now references it"
+                            )
+                        continue
+                    placed.add(id(c))
+                    c.parent = p
+                    p.children.append(c)
+                    queue.append(c)
+            orphans = [e for e in self.entries if id(e) not in placed]
+            if not orphans:
+                return order
+            e = orphans[0]
+            parent = None
+            if e.label and "." in e.label:
+                up = e.label.rsplit(".", 1)[0]
+                parent = next((o for o in order if o.label == up), None)
+            if parent is None:
+                raise TreeParseError(f"the question {_short(e.key)!r} is not a sub-question of any node (no parent lists it)")
+            self.repairs.append(f"{_short(e.key, 40)!r} was listed nowhere; attached it under {_short(parent.key, 40)!r} by its number")
+            placed.add(id(e))
+            e.parent = parent
+            parent.children.append(e)
+            queue.append(e)
+
+    def _children_of(self, p: _Entry, root: _Entry) -> list[_Entry]:
+        if not isinstance(p.value, list):
+            return []
+        items = [v for v in p.value if v.strip()]
+        if len(items) != len(p.value):
+            self.repairs.append(f"dropped empty sub-questions of {_short(p.key, 40)!r}")
+        if not items:
+            self.repairs.append(f"{_short(p.key, 40)!r} has an empty list of sub-questions; treated as an open question")
+            p.value = None
+            return []
+        if len(items) == 1 and _norm(items[0]) not in self.by_key and _split_label(items[0])[0] is None:
+            leaf = parse_leaf(items[0])
+            if leaf.kind in ("operator", "direct"):
+                self.repairs.append(f"{_short(p.key, 40)!r} has its leaf value inside a list; unwrapped it")
+                p.value = items[0]
+                return []
+        return [self.match_child(v, p, root) for v in items]
+
+
+def _assign_ids(order: list[_Entry], repairs: list[str]) -> None:
+    order[0].id = 0
+    taken: dict[int, _Entry] = {}
+    for e in order[1:]:
+        if e.label and e.label.isdigit() and int(e.label) > 0 and int(e.label) not in taken:
+            e.id = int(e.label)
+            taken[e.id] = e
+    nxt = max(taken, default=0) + 1
+    for e in order[1:]:
+        if e.id is not None:
+            continue
+        if e.label is None:
+            why = "it had no number"
+        elif not e.label.isdigit():
+            why = f"it was numbered {e.label}"
+        elif e.label == "0":
+            why = "number 0 is the root's"
+        else:
+            why = f"number {e.label} is already node {taken[int(e.label)].id}'s"
+        e.id, nxt = nxt, nxt + 1
+        repairs.append(f"numbered {_short(e.key)!r} as {e.id} ({why})")
+
+
+def _resolve_ref(label: str, e: _Entry, by_label: dict[str, list[_Entry]], root: _Entry) -> _Entry:
+    cands = list(by_label.get(label, []))
+    if label == "0" and not cands:
+        cands = [root]
+    if not cands:
+        raise TreeParseError(f"node {e.id} ({_short(e.text)!r}) refers to [{label}], which is not a node of the tree")
+    blocked = {id(e), *(id(a) for a in e.ancestors())}
+    ok = [c for c in cands if id(c) not in blocked]
+    if not ok:
+        what = "itself" if cands[0] is e else f"its ancestor node {cands[0].id}"
+        raise TreeParseError(f"dependency cycle: node {e.id} ({_short(e.text)!r}) refers to [{label}], {what}")
+    if len(ok) == 1:
+        return ok[0]
+
+    def distance(c: _Entry) -> int:
+        mine = [e, *e.ancestors()]
+        theirs = [c, *c.ancestors()]
+        common = next(a for a in mine if a in theirs)
+        return mine.index(common) + theirs.index(common)
+
+    ranked = sorted(ok, key=distance)
+    if distance(ranked[0]) == distance(ranked[1]):
+        raise TreeParseError(
+            f"node {e.id} refers to [{label}], but several nodes carry number {label} "
+            f"({', '.join(repr(_short(c.text, 30)) for c in ranked[:3])})"
+        )
+    return ranked[0]
+
+
+def _rewrite(text: str, mapping: dict[str, int]) -> str:
+    return LABEL_REF_RE.sub(lambda m: f"[{mapping[m.group(1)]}]" if m.group(1) in mapping else m.group(0), text)
+
+
+def _build_nodes(order: list[_Entry], repairs: list[str]) -> dict[int, TreeNode]:
+    root = order[0]
+    by_label: dict[str, list[_Entry]] = defaultdict(list)
+    for e in order[1:]:
+        if e.label is not None:
+            by_label[e.label].append(e)
+    nodes: dict[int, TreeNode] = {}
+    for e in order:
+        if e.id != root.id and not e.text:
+            raise TreeParseError(f"node {e.id} has an empty question")
+        operator: OperatorCall | None = None
+        note = ""
+        if e.children:
+            kind = "parent"
+        else:
+            try:
+                leaf = parse_leaf(e.value if isinstance(e.value, str) else None)
+            except ValueError as exc:
+                raise TreeParseError(f"node {e.id} ({_short(e.text)!r}) {exc}") from None
+            kind, operator, note = leaf.kind, leaf.operator, leaf.note
+            if e is root and kind == "direct":
+                kind, leaf.repairs = "open", ["the root is marked [DR] but has no siblings to reason from; treated as an open question"]
+            repairs.extend(f"node {e.id}: {r}" for r in leaf.repairs)
+        texts = [e.text if e is not root else "", *(operator.args if operator else []), note]
+        mapping: dict[str, int] = {}
+        refs: list[int] = []
+        for t in texts:
+            for m in LABEL_REF_RE.finditer(t):
+                label = m.group(1)
+                if label not in mapping:
+                    mapping[label] = _resolve_ref(label, e, by_label, root).id
+                if mapping[label] not in refs:
+                    refs.append(mapping[label])
+        changed = {k: v for k, v in mapping.items() if k != str(v)}
+        question = e.text
+        if changed:
+            question = _rewrite(question, changed)
+            note = _rewrite(note, changed)
+            if operator:
+                operator = operator.model_copy(update={"args": [_rewrite(a, changed) for a in operator.args]})
+            repairs.append(
+                f"node {e.id}: references " + ", ".join(f"[{k}] → [{v}]" for k, v in changed.items())
+            )
+        for s in e.shared:
+            if s.id not in refs:
+                refs.append(s.id)
+        node = TreeNode(
+            id=e.id,
+            question=question,
+            parent=e.parent.id if e.parent else None,
+            children=[c.id for c in e.children],
+            kind=kind,
+            operator=operator,
+            refs=refs,
+            depth=1 if e.parent is None else nodes[e.parent.id].depth + 1,
+            note=note,
+        )
+        nodes[e.id] = node
+    return nodes
+
+
+def _check_cycles(nodes: dict[int, TreeNode]) -> None:
+    state: dict[int, int] = {}
+    path: list[int] = []
+
+    def visit(i: int) -> None:
+        state[i] = 1
+        path.append(i)
+        for d in nodes[i].dependencies:
+            if state.get(d) == 1:
+                loop = path[path.index(d):] + [d]
+                raise TreeParseError("dependency cycle through nodes " + " → ".join(map(str, loop)))
+            if state.get(d) is None:
+                visit(d)
+        path.pop()
+        state[i] = 2
+
+    for i in sorted(nodes):
+        if i not in state:
+            visit(i)
+
+
+def _pairs(raw: Any, repairs: list[str]) -> list[tuple[Any, Any]]:
+    if isinstance(raw, str):
+        raw = extract_json_object(raw, repairs)
+    if is_authors_error(raw):
+        raise TreeParseError("the planner output is the authors' TREE_PARSING_ERROR marker (no tree)")
+    if not isinstance(raw, dict):
+        raise TreeParseError(
+            "planner output must be a JSON object mapping questions to sub-questions or operator calls, "
+            f"got {type(raw).__name__}"
+        )
+    return list(getattr(raw, "pairs", None) or raw.items())
+
+
+def parse_tree(raw: dict | str, question: str | None = None) -> ReasoningTree:
+    """Parse a planner output (parsed JSON ``dict`` or raw model text) into a tree.
+
+    ``question`` is the user's original question: it becomes ``tree.question`` and helps
+    find the root where the output is unclear.  Raises :class:`TreeParseError`."""
+    repairs: list[str] = []
+    b = _Builder(repairs)
+    for k, v in _pairs(raw, repairs):
+        b.add(k, v)
+    if not b.entries:
+        raise TreeParseError("empty tree: the planner output holds no questions")
+    root = b.find_root(question)
+    order = b.link(root)
+    _assign_ids(order, repairs)
+    nodes = _build_nodes(order, repairs)
+    _check_cycles(nodes)
+    q = _norm(question) if question and question.strip() else root.text
+    return ReasoningTree(question=q, nodes=nodes, root=0, repairs=repairs)
