@@ -1,8 +1,126 @@
-"""`atomgraph eval` (being built)."""
+"""`atomgraph eval`: score a predictions file, run a method over a dataset, report runs.
+
+    atomgraph eval score PREDICTIONS.jsonl [--dataset NAME] [--json]
+    atomgraph eval run --method rag --dataset hotpotqa-dev-100 [--limit N] [--concurrency C] --out DIR
+    atomgraph eval report DIR... [--out FILE] [--plots DIR]
+
+Models for `run` come from settings (ATOMGRAPH_MODEL, ...), or from ``--model NAME``, or
+from your own Python object: ``--model-factory my_pkg.models:make`` (a function taking the
+settings and returning a chat model or a role→model mapping; also ``$ATOMGRAPH_MODEL_FACTORY``).
+``--model scripted:RULES.json`` runs a scripted model (``atomgraph.testing.ScriptedChatModel``;
+file: ``{"rules": [[regex, response], ...], "default": ..., "latency_s": ...}``) for dry runs
+and tests. Sources likewise: ``--sources wikipedia,google`` or ``--sources-factory mod:fn``
+(a function taking the settings and returning knowledge sources).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from pathlib import Path
+
 
 def register(sub) -> None:
-    p = sub.add_parser("eval", help="(not yet available)")
-    p.set_defaults(func=lambda args: print("atomgraph eval: not yet available") or 2)
+    p = sub.add_parser("eval", help="score predictions, run methods over datasets, report runs",
+                       description=__doc__.split("\n\n", 1)[1], formatter_class=_raw())
+    esub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND")
+
+    s = esub.add_parser("score", help="EM / F1 / cover-EM of a predictions file")
+    s.add_argument("predictions", help="JSON lines with 'predicted' and 'gold' (or a run directory)")
+    s.add_argument("--dataset", help="dataset name or file giving question types, for per-type scores")
+    s.add_argument("--json", action="store_true", help="print JSON instead of text")
+    s.set_defaults(func=cmd_score)
+
+    r = esub.add_parser("run", help="run a method over a dataset, appending to DIR/predictions.jsonl")
+    r.add_argument("--method", required=True, help="registered method (atomr, standard, cot, rag, ...)")
+    r.add_argument("--dataset", required=True, help="dataset name (e.g. hotpotqa-dev-100, blendqa) or file")
+    r.add_argument("--out", required=True, help="run directory; rerunning the same command resumes it")
+    r.add_argument("--limit", type=int, help="first N examples only")
+    r.add_argument("--concurrency", type=int, default=4, help="examples in flight at once (default 4)")
+    r.add_argument("--timeout", type=float, help="seconds allowed per example (recorded as its error)")
+    r.add_argument("--model", help="model name for every role, or scripted:RULES.json")
+    r.add_argument("--model-factory", help="module:function returning the model(s) to use")
+    r.add_argument("--sources", help="comma-separated knowledge sources (default: settings)")
+    r.add_argument("--sources-factory", help="module:function returning the knowledge sources to use")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.set_defaults(func=cmd_run)
+
+    rep = esub.add_parser("report", help="Markdown tables and plots comparing run directories")
+    rep.add_argument("dirs", nargs="+", help="run directories")
+    rep.add_argument("--out", help="also write the Markdown to this file")
+    rep.add_argument("--plots", help="folder for PNG plots (default: beside --out, else ./eval_plots)")
+    rep.add_argument("--no-plots", action="store_true")
+    rep.set_defaults(func=cmd_report)
+
+    p.set_defaults(func=lambda args: p.print_help() or 2)
+
+
+def _raw():
+    import argparse
+
+    return argparse.RawDescriptionHelpFormatter
+
+
+def cmd_score(args) -> int:
+    from atomgraph.evaluation.report import score_predictions
+
+    result = score_predictions(args.predictions, dataset=args.dataset)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{result['file']}: n={result['n']}  EM {result['em']:.2f}  F1 {result['f1']:.2f}  "
+          f"cover-EM {result['cover_em']:.2f}")
+    for t, v in result["by_type"].items():
+        print(f"  {t:<20} n={v['n']:<4} EM {v['em']:.2f}  F1 {v['f1']:.2f}  cover-EM {v['cover_em']:.2f}")
+    if result.get("retrieval"):
+        ret = result["retrieval"]
+        print(f"  retrieval (n={ret['n']}): P {ret['precision']:.2f}  R {ret['recall']:.2f}  "
+              f"F1 {ret['f1']:.2f}  perfect recall {ret['perfect_recall']:.2f}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from atomgraph.evaluation.runner import import_object, model_from_spec, run_eval
+    from atomgraph.settings import get_settings
+
+    overrides = {}
+    if args.model and not args.model.startswith("scripted:"):
+        overrides["model"] = args.model
+    if args.sources:
+        overrides["sources"] = [s.strip() for s in args.sources.split(",") if s.strip()]
+    settings = get_settings(**overrides)
+    factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY")
+    model = model_from_spec(args.model, factory, settings)
+    sources = None
+    if args.sources_factory:
+        fn = import_object(args.sources_factory)
+        sources = fn(settings) if callable(fn) else fn
+    result = run_eval(
+        args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
+        model=model, sources=sources, settings=settings, timeout_s=args.timeout,
+        progress=not args.no_progress, dataset_name=args.dataset,
+    )
+    print(f"{args.method} on {args.dataset}: {result.finished} run now, {result.skipped} already done, "
+          f"{result.errors} with errors; F1 {result.f1:.2f}, cost ${result.cost_usd:.4f} "
+          f"-> {Path(args.out) / 'predictions.jsonl'}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from atomgraph.evaluation.plots import write_plots
+    from atomgraph.evaluation.pricing import price_table
+    from atomgraph.evaluation.report import markdown_tables, summarize_runs
+    from atomgraph.settings import get_settings
+
+    rows = summarize_runs(args.dirs, price_table(get_settings()))
+    text = markdown_tables(rows)
+    sys.stdout.write(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+    if not args.no_plots:
+        folder = args.plots or (str(Path(args.out).parent) if args.out else "eval_plots")
+        for path in write_plots(rows, folder):
+            print(f"plot: {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,173 @@
+"""Reports over run directories: one Markdown table per dataset, and summary rows for plots.
+
+>>> print(markdown_report(["runs/rag-hotpot", "runs/atomr-hotpot"]))
+
+Costs are recomputed from each record's tokens per model with the current price table, so a
+report can price an old run with new prices.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from atomgraph.errors import ConfigError
+from atomgraph.evaluation.metrics import aggregate_scores, mean
+from atomgraph.evaluation.pricing import tokens_cost
+from atomgraph.evaluation.records import read_records
+from atomgraph.evaluation.runner import PREDICTIONS, RUN_META
+
+
+def load_run(path: str | os.PathLike) -> tuple[dict, list[dict]]:
+    """``(run metadata, records)`` of a run directory (or of a predictions file)."""
+    p = Path(path)
+    pred = p / PREDICTIONS if p.is_dir() else p
+    if not pred.is_file():
+        raise ConfigError(f"{path} is not a run directory (no {PREDICTIONS})")
+    meta: dict = {}
+    meta_path = pred.parent / RUN_META
+    if meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{meta_path} is not valid JSON: {exc}") from exc
+    records = read_records(pred)
+    if records:
+        meta.setdefault("method", records[0].get("method"))
+        meta.setdefault("dataset", records[0].get("dataset"))
+    meta.setdefault("method", p.name)
+    meta.setdefault("dataset", "unknown")
+    return meta, records
+
+
+def _record_cost(rec: dict, prices: Mapping[str, tuple[float, float]]) -> tuple[float, set[str]]:
+    usage = rec.get("usage") or {}
+    by_model = usage.get("tokens_by_model")
+    if by_model is None:
+        return float(usage.get("cost_usd") or 0.0), set(usage.get("unpriced_models") or [])
+    total, unpriced = 0.0, set()
+    for model, (tin, tout) in by_model.items():
+        cost = tokens_cost(model, tin, tout, prices)
+        if cost is None:
+            if tin or tout:
+                unpriced.add(model)
+        else:
+            total += cost
+    return total, unpriced
+
+
+def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tuple[float, float]]) -> dict:
+    """One report row: accuracy overall and per type, usage means, cost, latency."""
+    scores = aggregate_scores(records)
+    n = len(records)
+    by_source: dict[str, int] = defaultdict(int)
+    for r in records:
+        for s, c in (r.get("usage") or {}).get("retriever_calls_by_source", {}).items():
+            by_source[s] += c
+    costs = [_record_cost(r, prices) for r in records]
+    unpriced = sorted(set().union(*(u for _, u in costs))) if costs else []
+    return {
+        "method": meta.get("method"),
+        "dataset": meta.get("dataset"),
+        "n": n,
+        "em": scores["em"],
+        "f1": scores["f1"],
+        "cover_em": scores["cover_em"],
+        "by_type": {t: v["f1"] for t, v in scores["by_type"].items()},
+        "retrieval": scores.get("retrieval"),
+        "llm_calls": mean((r.get("usage") or {}).get("llm_calls", 0) for r in records),
+        "retriever_calls": {s: c / n for s, c in sorted(by_source.items())} if n else {},
+        "tokens_in": mean((r.get("usage") or {}).get("prompt_tokens", 0) for r in records),
+        "tokens_out": mean((r.get("usage") or {}).get("completion_tokens", 0) for r in records),
+        "cost_usd": sum(c for c, _ in costs),
+        "cost_per_question": mean(c for c, _ in costs),
+        "unpriced_models": unpriced,
+        "latency_s": mean(r.get("latency_s", 0.0) for r in records),
+        "errors": sum(1 for r in records if r.get("error")),
+    }
+
+
+def summarize_runs(dirs: Iterable[str | os.PathLike], prices: Mapping[str, tuple[float, float]]) -> list[dict]:
+    return [summarize_run(*load_run(d), prices) for d in dirs]
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return f"{x:.{digits}f}"
+
+
+def markdown_tables(rows: Sequence[dict]) -> str:
+    """One Markdown table per dataset (rows in the order given)."""
+    by_dataset: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_dataset[str(r["dataset"])].append(r)
+    parts = []
+    for dataset, rs in by_dataset.items():
+        types = sorted({t for r in rs for t in r["by_type"]})
+        has_retrieval = any(r["retrieval"] for r in rs)
+        head = ["method", "n", "EM", "F1", *[f"F1 {t}" for t in types]]
+        if has_retrieval:
+            head += ["ret. P", "ret. R", "perfect R"]
+        head += ["LLM calls", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s", "errors"]
+        lines = [f"### {dataset}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in rs:
+            cells = [str(r["method"]), str(r["n"]), _fmt(r["em"]), _fmt(r["f1"])]
+            cells += [_fmt(r["by_type"][t]) if t in r["by_type"] else "–" for t in types]
+            if has_retrieval:
+                ret = r["retrieval"]
+                cells += [_fmt(ret["precision"]), _fmt(ret["recall"]), _fmt(ret["perfect_recall"])] if ret else ["–"] * 3
+            sources = ", ".join(f"{s} {c:.2f}" for s, c in r["retriever_calls"].items()) or "0"
+            cost = f"{r['cost_usd']:.4f}" + (" *" if r["unpriced_models"] else "")
+            cells += [_fmt(r["llm_calls"]), sources, f"{r['tokens_in']:.0f}", f"{r['tokens_out']:.0f}",
+                      cost, f"{r['cost_per_question']:.5f}", _fmt(r["latency_s"]), str(r["errors"])]
+            lines.append("| " + " | ".join(cells) + " |")
+        unpriced = sorted({m for r in rs for m in r["unpriced_models"]})
+        if unpriced:
+            lines += ["", f"\\* no price for model(s) {', '.join(unpriced)}: counted as $0 "
+                          "(add them to the `prices` setting)."]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def markdown_report(dirs: Iterable[str | os.PathLike], prices: Mapping[str, tuple[float, float]] | None = None) -> str:
+    """The Markdown report of run directories (prices default to settings)."""
+    if prices is None:
+        from atomgraph.evaluation.pricing import price_table
+        from atomgraph.settings import get_settings
+
+        prices = price_table(get_settings())
+    return markdown_tables(summarize_runs(dirs, prices))
+
+
+def score_predictions(path: str | os.PathLike, dataset: str | None = None) -> dict:
+    """EM / F1 / cover-EM (percent) of a predictions file with ``predicted`` and ``gold``
+    fields (the ATOMR release's shape, or a run's ``predictions.jsonl``), overall and per
+    ``question_type`` where records carry one, or as ``dataset`` (a name or file whose
+    questions match the predictions') gives it."""
+    from atomgraph.evaluation.datasets import DatasetError
+    from atomgraph.evaluation.metrics import answer_scores, retrieval_scores
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / PREDICTIONS
+    if not p.is_file():
+        raise ConfigError(f"predictions file {path} does not exist")
+    records = read_records(p)
+    types: dict[str, str | None] = {}
+    if dataset:
+        from atomgraph.evaluation.datasets import load_dataset
+
+        types = {" ".join(e.question.split()): e.question_type for e in load_dataset(dataset)}
+    scored = []
+    for i, r in enumerate(records, 1):
+        if "predicted" not in r or "gold" not in r:
+            raise DatasetError(f"{p}: record {i}: needs 'predicted' and 'gold' fields")
+        metrics = answer_scores(r["predicted"], r["gold"])
+        metrics["retrieval"] = retrieval_scores(r.get("retrieved_titles") or [], r.get("gold_titles") or [])
+        qtype = r.get("question_type") or types.get(" ".join(str(r.get("question", "")).split()))
+        scored.append({"question_type": qtype, "metrics": metrics})
+    if not scored:
+        raise DatasetError(f"{p} holds no predictions")
+    return {"file": str(p), **aggregate_scores(scored)}
