@@ -1,0 +1,283 @@
+"""ATOMR's answer format and a tolerant reader for it.
+
+Every ATOMR answering prompt (operators, child/sibling reasoning, direct RAG) asks the model
+to end with::
+
+    So the answer is: (1) Paraphrase Answer: <a sentence>; (2) Answer List: ["a", "b"]
+
+Real models bend this in many ways — markdown, code fences, single-quoted or unquoted
+lists, numbered lines instead of ``(1)``/``(2)``, a bare answer line, an invented next
+example after the answer. :func:`parse_answer` reads all of these and raises
+:class:`~atomgraph.errors.ParseError` only when nothing answer-like is present.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+from pydantic import BaseModel
+
+from atomgraph.errors import ParseError
+
+ANSWER_FORMAT = 'So the answer is: (1) Paraphrase Answer: <one sentence>; (2) Answer List: ["<item>", ...]'
+
+
+class ParsedAnswer(BaseModel):
+    paraphrase: str
+    answers: list[str]
+    unknown: bool  # the model said Unknown, gave an empty list, or said it cannot answer
+    raw: str
+
+
+def answer_text(answers: list[str]) -> str:
+    """How a list answer is written into a later question or the final answer:
+    the items joined by ``", "`` (empty string for an empty list)."""
+    return ", ".join(a.strip() for a in answers if a and a.strip())
+
+
+# --- text clean-up ------------------------------------------------------------------------
+_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "‘": "'", "’": "'"})
+_FENCE_RE = re.compile(r"^\s*```[\w-]*\s*$", re.M)
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s*", re.M)
+
+_SO_RE = re.compile(r"(?:\bso\s*,?\s*)?\bthe\s+(?:final\s+)?answer\s+is\s*[:：]?", re.I)
+_LIST_RE = re.compile(r"answer\s*list\s*[:：]?", re.I)
+_PARA_RE = re.compile(r"paraphrased?\s*answer\s*[:：]?", re.I)
+# where a model that keeps going starts inventing the next example
+_CONTINUATION_RE = re.compile(
+    r"\n\s*(?:question|q|retrieved knowledge|your question|child questions and answers|examples?)\s*[:.]", re.I
+)
+_ITEM2_RE = re.compile(r"[;,]?\s*(?:\(\s*2\s*\)|\b2\s*[.)])\s*(?=\**\s*answer\s*list)", re.I)
+_BARE_RE = re.compile(r"(?:^|\n)\s*(?:final\s+answer|answer)\s*[:：]\s*(.+)", re.I)
+
+_UNKNOWN_WORDS = {"unknown", "none", "n/a", "na", "null", "nil", "no answer", "not known", "unanswerable", ""}
+_CANNOT_RE = re.compile(
+    r"\b(?:cannot|can't|can ?not|unable to|impossible to)\s+(?:be\s+)?(?:answer|determine|determined|find|tell|identify)"
+    r"|\bnot enough information\b|\binsufficient information\b|\bno (?:relevant )?information\b|\bdo(?:es)? not (?:know|provide)\b|\bdon'?t know\b",
+    re.I,
+)
+_ABBREVIATIONS = {"jr.", "sr.", "inc.", "co.", "corp.", "ltd.", "st.", "dr.", "mr.", "mrs.", "ms.", "bros.", "vs.", "no.", "mt."}
+_MONTH_DAY_RE = re.compile(
+    r"^(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?"
+    r"|\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?)$",
+    re.I,
+)
+
+
+def _clean(text: str) -> str:
+    text = text.translate(_QUOTES).replace("\r\n", "\n")
+    text = _FENCE_RE.sub("", text)
+    text = _HEADING_RE.sub("", text)
+    text = text.replace("**", "").replace("__", "").replace("`", "")
+    return text.strip()
+
+
+def _is_unknown_item(item: str) -> bool:
+    return item.strip().strip(".!\"' ").lower() in _UNKNOWN_WORDS
+
+
+def _strip_period(item: str) -> str:
+    """Drop one trailing period, but keep abbreviations such as ``Jr.`` or ``D.C.``."""
+    item = item.strip()
+    if item.endswith(".") and not item.endswith(".."):
+        last = item.split()[-1]
+        if "." not in last[:-1] and last.lower() not in _ABBREVIATIONS:
+            return item[:-1].rstrip()
+    return item
+
+
+# --- list reading -------------------------------------------------------------------------
+def _flatten(value: object) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple, set)):
+        return [s for v in value for s in _flatten(v)]
+    if isinstance(value, bool):
+        return ["Yes" if value else "No"]
+    if isinstance(value, float) and value.is_integer():
+        return [str(int(value))]
+    return [str(value)]
+
+
+def _scan_list(s: str, start: int) -> tuple[list[str], int, bool]:
+    """Read a ``[...]`` list beginning at ``s[start] == '['`` by hand: items split on
+    top-level commas, a quote opens an item only at its start (so apostrophes inside
+    ``'Shakira's album'`` are fine). Returns (items, end index, any item was quoted)."""
+    items: list[str] = []
+    i, n, quoted_any = start + 1, len(s), False
+    while i < n:
+        while i < n and s[i] in " \t\n":
+            i += 1
+        if i >= n:
+            break
+        if s[i] == "]":
+            return items, i + 1, quoted_any
+        if s[i] == ",":
+            i += 1
+            continue
+        if s[i] in "\"'":
+            q, j, buf = s[i], i + 1, []
+            while j < n:
+                if s[j] == "\\" and j + 1 < n:
+                    buf.append(s[j + 1])
+                    j += 2
+                    continue
+                if s[j] == q and re.match(r"\s*(?:,|\]|$)", s[j + 1 :]):
+                    break
+                buf.append(s[j])
+                j += 1
+            items.append("".join(buf))
+            quoted_any = True
+            i = j + 1
+        else:
+            m = re.match(r"[^,\]\n]*", s[i:])
+            items.append(m.group(0).strip())
+            i += m.end()
+    return items, n, quoted_any
+
+
+def _merge_dates(items: list[str]) -> list[str]:
+    """Unquoted ``[August 4, 1961]`` splits into two pieces; put dates back together."""
+    out: list[str] = []
+    for it in items:
+        if out and re.fullmatch(r"\d{3,4}", it.strip()) and _MONTH_DAY_RE.match(out[-1].strip()):
+            out[-1] = f"{out[-1].strip()}, {it.strip()}"
+        else:
+            out.append(it)
+    return out
+
+
+def _read_list(s: str) -> tuple[list[str], bool] | None:
+    """The answer list at the start of ``s`` (after "Answer List:"). Returns (items, found)
+    or None when there is no list there."""
+    s = s.lstrip(" \t:：")
+    if s.startswith("["):
+        items, end, quoted = _scan_list(s, 0)
+        candidate = s[:end]
+        for loader in (json.loads, ast.literal_eval):
+            try:
+                return _flatten(loader(candidate)), True
+            except Exception:  # noqa: BLE001 - try the next reader
+                pass
+        if not quoted:
+            items = _merge_dates(items)
+        return items, True
+    # a numbered or bulleted list on the following lines
+    first, _, rest = s.partition("\n")
+    if not first.strip() and rest:
+        lines = []
+        for line in rest.split("\n"):
+            m = re.match(r"\s*(?:\d+[.)]|[-*•])\s+(.+)", line)
+            if not m:
+                if lines or line.strip():
+                    break
+                continue
+            lines.append(m.group(1))
+        if lines:
+            return [x.strip().strip("\"'") for x in lines], True
+    line = first.strip()
+    if not line:
+        return None
+    return [_strip_period(line.strip("\"' ").rstrip(";"))], True
+
+
+def _tidy(items: list[str]) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    for it in items:
+        it = re.sub(r"\s+", " ", it).strip().strip("\"'").strip()
+        key = it.lower()
+        if it and key not in seen:
+            seen.add(key)
+            out.append(it)
+    return out
+
+
+def _paraphrase(segment: str) -> str | None:
+    m = None
+    for m in _PARA_RE.finditer(segment):
+        pass
+    if not m:
+        return None
+    tail = segment[m.end() :]
+    cut = _ITEM2_RE.search(tail) or _LIST_RE.search(tail)
+    para = tail[: cut.start()] if cut else tail.split("\n")[0]
+    return _strip_period(para.strip().rstrip(";,").strip().strip("\"'").strip()) if para.strip() else ""
+
+
+def parse_answer(text: str) -> ParsedAnswer:
+    """Read ATOMR's "So the answer is: (1) Paraphrase Answer: …; (2) Answer List: […]"."""
+    raw = text if isinstance(text, str) else ""
+    body = _clean(raw)
+    if not body:
+        raise ParseError("the model returned an empty answer")
+
+    # ignore an invented next example after the first complete answer list
+    first_list = _LIST_RE.search(body)
+    if first_list:
+        after = _CONTINUATION_RE.search(body, first_list.end())
+        if after:
+            body = body[: after.start()]
+
+    so = None
+    for so in _SO_RE.finditer(body):
+        pass
+    segment = body[so.end() :] if so else body
+    preamble = body[: so.start()].strip() if so else ""
+
+    lst = None
+    for lst in _LIST_RE.finditer(segment):
+        pass
+    para = _paraphrase(segment)
+    answers: list[str] | None = None
+    if lst:
+        got = _read_list(segment[lst.end() :])
+        answers = got[0] if got else []
+    elif so:
+        # "So the answer is: Paris." or "So the answer is ["a", "b"]"
+        rest = re.sub(r"^\s*\(?1\)?\s*", "", segment) if para is None else ""
+        got = _read_list(rest) if rest.strip() else None
+        if got:
+            answers = got[0]
+    if answers is None and para is None and so is not None:
+        raise ParseError("the model output says 'So the answer is' but gives no answer: " + _excerpt(raw))
+    if answers is None and para is None:
+        bare = None
+        for bare in _BARE_RE.finditer(body):
+            pass
+        if bare:
+            answers = _read_list(bare.group(1))[0]
+        elif body.lstrip().startswith("["):
+            answers = _read_list(body)[0]
+        elif "\n" not in body and len(body) <= 200 and not _CANNOT_RE.search(body):
+            answers = [_strip_period(body.strip("\"' "))]
+        elif _CANNOT_RE.search(body):
+            return ParsedAnswer(paraphrase="Unknown", answers=[], unknown=True, raw=raw)
+        else:
+            raise ParseError(
+                "no answer found in the model output (expected '" + ANSWER_FORMAT + "'); got: " + _excerpt(raw)
+            )
+
+    if answers is None:  # a paraphrase but no list: the paraphrase is the answer
+        answers = [] if _is_unknown_item(para or "") else [_strip_period(para or "")]
+
+    items = [a for a in _tidy(answers) if not _is_unknown_item(a)]
+    if not para:
+        para = _last_sentence(preamble) or answer_text(items) or "Unknown"
+    unknown = not items
+    return ParsedAnswer(paraphrase=para or "Unknown", answers=items, unknown=unknown, raw=raw)
+
+
+def _last_sentence(text: str) -> str:
+    text = re.sub(r"^\s*answer\s*[:：]\s*", "", text.strip(), flags=re.I)
+    if not text:
+        return ""
+    lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+    return lines[-1][-500:].rstrip(".").strip() if lines else ""
+
+
+def _excerpt(text: str, n: int = 160) -> str:
+    flat = re.sub(r"\s+", " ", text or "").strip()
+    return repr(flat if len(flat) <= n else flat[: n - 3] + "...")

@@ -1,0 +1,112 @@
+"""Dynamic knowledge-source selection (ATOMR §3.3.1, KDD'25 Figure 9), in our words.
+
+The model names the sources to consult on one line ("Wikipedia, Google");
+:func:`parse_source_selection` maps those names back to registered source names.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from atomgraph.prompts.atomr.knowledge import source_label
+from atomgraph.prompts.atomr.templating import chat_prompt
+
+SOURCE_SELECTION_MARKER = "Task: select knowledge sources"
+
+_KIND_WORDS = {"text": "text corpus", "web": "web search", "kg": "knowledge graph"}
+
+_SYSTEM = f"""{SOURCE_SELECTION_MARKER}.
+
+Decide which of the available knowledge sources should be consulted to answer a question. You may choose more than one. Sources come in three kinds: text corpora (an encyclopedia such as Wikipedia), web search (a search engine such as Google) and knowledge graphs (structured facts such as Wikidata).
+
+Guidance:
+- Ordinary facts about an entity or the links between entities (names, dates, places, numbers such as population, creative works, plots, family and other relationships): consult every kind: text, web and knowledge graph.
+- Questions about what or who something is, explanations, or telling apart things that share a name ("Who is ...", "What is ...", "How does ..."): consult text and web.
+- Superlatives (the largest, longest, oldest, first, most ...): consult the knowledge graph and web.
+- Questions needing up-to-date knowledge (news, recent events, prices and financial figures, current office holders, details of recent products): consult web only.
+- When unsure, consult all of them.
+
+Only name sources from the available list, spelled as listed. Reply with one line: the chosen source names separated by commas, nothing else.
+
+Examples, with Wikipedia, Google and Wikidata available:
+Q: Who is Grace Hopper?
+A: Wikipedia, Google
+
+Q: When was the Eiffel Tower completed?
+A: Wikipedia, Google, Wikidata
+
+Q: What is the tallest building in Europe?
+A: Wikidata, Google
+
+Q: Who won the most recent Tour de France?
+A: Google
+
+Q: Who was the doctoral advisor of Emmy Noether?
+A: Wikipedia, Google, Wikidata"""
+
+SOURCE_SELECTION_PROMPT = chat_prompt(_SYSTEM, "Available sources ({n_sources}):\n{source_list}\n\nQ: {question}\nA:")
+
+
+def describe_sources(sources: Iterable[Any]) -> str:
+    """One line per source: ``- Wikipedia (text corpus): <description>``."""
+    lines = []
+    for s in sources:
+        kind = _KIND_WORDS.get(str(getattr(s, "kind", "") or ""), str(getattr(s, "kind", "") or "source"))
+        desc = re.sub(r"\s+", " ", str(getattr(s, "description", "") or "")).strip()
+        line = f"- {source_label(s.name)} ({kind})"
+        lines.append(f"{line}: {desc}" if desc else line)
+    return "\n".join(lines)
+
+
+_ANSWER_LINE_RE = re.compile(
+    r"^\s*(?:a|answer|final answer|sources?|selected(?: sources?)?|selection|choice)\s*[:：]\s*(.*)$", re.I
+)
+_CONTINUATION_RE = re.compile(r"\n\s*q\s*[:：]", re.I)
+
+
+def _alias_pattern(alias: str) -> re.Pattern:
+    words = [re.escape(w) for w in re.split(r"[\s_\-]+", alias.strip()) if w]
+    return re.compile(r"(?<![A-Za-z0-9_])" + r"[\s_\-]+".join(words) + r"(?![A-Za-z0-9_])", re.I)
+
+
+def _answer_segment(text: str, patterns: list[tuple[re.Pattern, str]]) -> str:
+    body = text.replace("**", "").replace("`", "")
+    cont = _CONTINUATION_RE.search(body, 1)
+    if cont and body[: cont.start()].strip():
+        body = body[: cont.start()]
+    lines = [ln for ln in body.splitlines() if ln.strip()]
+    marked = [m.group(1) for ln in lines if (m := _ANSWER_LINE_RE.match(ln))]
+    if marked:
+        return marked[-1]
+    has_alias = [ln for ln in lines if any(p.search(ln) for p, _ in patterns)]
+    if not has_alias:
+        return body
+    return lines[0] if lines[0] in has_alias else has_alias[-1]
+
+
+def match_sources(text: str, available: list[str]) -> list[str]:
+    """The registered names of ``available`` that ``text`` chooses, in the order written;
+    empty when it names none (``"all"`` chooses all)."""
+    aliases: dict[str, str] = {}
+    for name in available:
+        for alias in (name, source_label(name)):
+            aliases.setdefault(alias.lower(), name)
+    patterns = sorted(((_alias_pattern(a), n) for a, n in aliases.items()), key=lambda p: -len(p[0].pattern))
+    segment = _answer_segment(text or "", patterns)
+    found: dict[str, int] = {}
+    masked = segment
+    for pat, name in patterns:  # longest aliases first, so "Google News" is not also "Google"
+        for m in pat.finditer(masked):
+            found[name] = min(found.get(name, m.start()), m.start())
+        masked = pat.sub(lambda m: " " * len(m.group(0)), masked)
+    if not found and re.search(r"\ball\b", segment, re.I):
+        return list(available)
+    return sorted(found, key=found.__getitem__)
+
+
+def parse_source_selection(text: str, available: list[str]) -> list[str]:
+    """Registered source names chosen in ``text`` (case-insensitive on names and display
+    labels, order kept, unknown names dropped); all of ``available`` when none is usable —
+    :func:`match_sources` tells the two cases apart."""
+    return match_sources(text, available) or list(available)
