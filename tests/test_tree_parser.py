@@ -1,0 +1,204 @@
+"""parse_tree on hand-written quirky planner outputs and on all released ATOMR trees."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+from atomgraph.prompts.atomr import TreeParseError, parse_tree
+
+Q = "What is the nationality of the director of Jaws?"
+CLEAN = {
+    Q: ["1. Who directed Jaws?", "2. What is the nationality of [1]?"],
+    "1. Who directed Jaws?": ["3. What is Jaws?", "4. Who directed [3]?"],
+    "3. What is Jaws?": 'Search("Jaws", "1975 film")',
+    "4. Who directed [3]?": 'Relate([3], "director")',
+    "2. What is the nationality of [1]?": 'Relate([1], "nationality")',
+}
+
+
+def test_clean_tree_structure():
+    t = parse_tree(CLEAN, Q)
+    assert t.question == Q and t.repairs == []
+    assert t[0].children == [1, 2] and t[0].kind == "parent" and t[0].depth == 1
+    assert t[1].children == [3, 4] and t[1].parent == 0 and t[1].depth == 2
+    assert t[3].kind == "operator" and t[3].operator.name == "Search"
+    assert t[3].operator.args == ["Jaws", "1975 film"] and t[3].depth == 3
+    assert t[4].operator.args == ["[3]", "director"] and t[4].refs == [3]
+    assert t[2].refs == [1] and t.depth == 3
+    assert t.topological_order().index(1) < t.topological_order().index(2)
+
+
+def test_text_with_fence_and_prose():
+    raw = "Here is the tree you asked for:\n```json\n" + json.dumps(CLEAN, indent=2) + "\n```\nHope it helps!"
+    t = parse_tree(raw)
+    assert len(t) == 5 and t.question == Q
+    assert any("code fence" in r for r in t.repairs)
+
+
+def test_prose_around_bare_json_trailing_commas_and_python_literal():
+    body = json.dumps(CLEAN).replace('"]', '",]')
+    t = parse_tree("Sure. " + body + " Done.")
+    assert len(t) == 5
+    assert any("trailing commas" in r for r in t.repairs) and any("before" in r for r in t.repairs)
+    t2 = parse_tree(repr({"Who wrote Dune?": ["1. Who is the author of Dune?"], "1. Who is the author of Dune?": "Relate('Dune', 'author')"}))
+    assert t2[1].operator.args == ["Dune", "author"]
+    assert any("Python literal" in r for r in t2.repairs)
+
+
+def test_end_dr_and_prose_leaves():
+    raw = {
+        "Who is older, A or B?": ["1. When was A born?", "2. When was B born?", "3. Who is older?", "4. Is [3] alive?"],
+        "1. When was A born?": 'Relate("A", "date of birth")',
+        "2. When was B born?": 'Relate("B", "date of birth")',
+        "3. Who is older?": "Given answers of [1] and [2], which is earlier? [END]",
+        "4. Is [3] alive?": "Look it up somewhere.",
+    }
+    t = parse_tree(raw)
+    assert t[3].kind == "direct" and t[3].refs == [1, 2] and "which is earlier" in t[3].note
+    assert t[4].kind == "open" and t[4].refs == [3] and t[4].note == "Look it up somewhere."
+    assert parse_tree({"Q?": ["1. a?", "2. b [1]?"], "1. a?": "[END]", "2. b [1]?": "[DR]"})[1].kind == "direct"
+
+
+def test_root_leaf_is_an_operator_node_of_depth_one():
+    t = parse_tree({"Who is Murray Head?": 'Search("Murray Head")'})
+    assert len(t) == 1 and t[0].kind == "operator" and t.depth == 1 and t[0].operator.args == ["Murray Head"]
+
+
+def test_numbering_slips_duplicate_and_hierarchical_numbers():
+    raw = {
+        "Q?": ["1. A?", "2. B?", "3. Given [1] and [2], which?"],
+        "1. A?": ["3. What is X?", "4. Who made [3]?"],
+        "3. What is X?": 'Search("X")',
+        "4. Who made [3]?": 'Relate([3], "maker")',
+        "2. B?": ["2.1 What is Y?", "2.2 Who wrote [2.1]?"],
+        "2.1 What is Y?": 'Search("Y")',
+        "2.2 Who wrote [2.1]?": 'Relate([2.1], "author")',
+        "3. Given [1] and [2], which?": "[END]",
+    }
+    t = parse_tree(raw)
+    assert t[3].question.startswith("Given") and t[3].refs == [1, 2]
+    x = next(n for n in t.nodes.values() if n.question == "What is X?")
+    maker = t[4]
+    assert x.id not in (1, 2, 3, 4) and maker.refs == [x.id] and maker.operator.args == [f"[{x.id}]", "maker"]
+    assert maker.question == f"Who made [{x.id}]?"
+    wrote = next(n for n in t.nodes.values() if n.question.startswith("Who wrote"))
+    y = next(n for n in t.nodes.values() if n.question == "What is Y?")
+    assert wrote.refs == [y.id] and y.parent == 2 and wrote.parent == 2
+    assert t.depth == 3 and len(t) == 8 and len(t.repairs) >= 4
+
+
+def test_child_text_differs_from_key_matched_by_number():
+    raw = {
+        "Q?": ["1. What is V?", "2. Is Lake among the actors in [1]?"],
+        "1. What is V?": 'Search("V")',
+        "2. Is Lake among the actors in [9]?": 'Filter([1], "Lake")',
+    }
+    with pytest.raises(TreeParseError, match=r"\[9\]"):
+        parse_tree(raw)
+    raw["2. Is Lake among the actors in [1]!"] = raw.pop("2. Is Lake among the actors in [9]?")
+    t = parse_tree(raw)
+    assert t[2].operator.name == "Filter" and any("by its number" in r for r in t.repairs)
+
+
+def test_duplicates_unwrapped_lists_and_missing_entries():
+    raw = {"Q?": ["1. A?", "1. A?", "2. B?"], "1. A?": ['Search("A")']}
+    t = parse_tree(raw)
+    assert t[0].children == [1, 2] and t[1].kind == "operator"
+    assert t[2].kind == "open"  # listed but never given a value
+    assert any("twice" in r for r in t.repairs) and any("inside a list" in r for r in t.repairs)
+    shared = parse_tree({"Q?": ["1. A?", "2. B?"], "1. A?": ["3. C?"], "2. B?": ["3. C?"], "3. C?": 'Search("C")'})
+    assert shared[3].parent == 1 and shared[2].refs == [3]
+
+
+def test_hostile_operator_strings():
+    raw = {
+        "Q?": ["1. a?", "2. b?", "3. c?", "4. d?", "5. e?", "6. f?"],
+        "1. a?": 'Search("Hamilton Evans "Tony" James")',
+        "2. b?": "search(Murray Head, singer)",
+        "3. c?": 'Relate("India", "capital in " + [1])',
+        "4. d?": 'Filter([1, 2], "was a president")',
+        "5. e?": 'Filter(Search("actors"), "born in 1946")]',
+        "6. f?": "Relate([3], 'said \\'hi\\' to')",
+    }
+    t = parse_tree(raw)
+    assert t[1].operator.args == ['Hamilton Evans "Tony" James']
+    assert t[2].operator.name == "Search" and t[2].operator.args == ["Murray Head", "singer"]
+    assert t[3].operator.args == ["India", "capital in [1]"] and t[3].refs == [1]
+    assert t[4].operator.args == ["[1], [2]", "was a president"] and t[4].refs == [1, 2]
+    assert t[5].operator.args == ['Search("actors")', "born in 1946"]
+    assert t[6].operator.args == ["[3]", "said 'hi' to"]
+    assert len(t.repairs) >= 5
+    with pytest.raises(TreeParseError, match="more than one operator"):
+        parse_tree({"Q?": 'Search("a") then Relate([1], "b")'})
+
+
+@pytest.mark.parametrize(
+    "raw, pattern",
+    [
+        ({}, "empty tree"),
+        ("", "empty planner output"),
+        ("TREE_PARSING_ERROR", "TREE_PARSING_ERROR"),
+        ('"TREE_PARSING_ERROR"', "TREE_PARSING_ERROR"),
+        ("I cannot help with that.", "no JSON object"),
+        ('{"Q?": ["1. a?"], "1. a?": "Search(', "truncated"),
+        ('{"Q?": [1. a?]}', "not valid JSON"),
+        (["1. a?"], "must be a JSON object"),
+        ({"Q?": ["1. a?"], "1. a?": 'Relate([7], "x")'}, r"refers to \[7\]"),
+        ({"Q?": ["1. a?"], "1. a?": 'Relate([1], "x")'}, "cycle"),
+        ({"Q?": ["1. a [2]?", "2. b [1]?"], "1. a [2]?": "[END]", "2. b [1]?": "[END]"}, "cycle"),
+        ({"Q?": ["1. a?"], "1. a?": ["2. b?"], "2. b?": ["1. a?"]}, "cycle"),
+        ({"Q?": ["1. a?"], "1. a?": "[END]", "2. lost?": 'Search("x")'}, "not a sub-question"),
+        ({"Q?": ["1. a?"], "1. a?": 5}, "must be a list"),
+        ({"1. a?": 'Search("a")', "2. b?": 'Search("b")'}, "no root question"),
+        ({"Q?": ["1. a?"], "R?": ["2. b?"], "1. a?": "[END]", "2. b?": "[END]"}, "ambiguous root"),
+    ],
+)
+def test_unrepairable_outputs_raise(raw, pattern):
+    with pytest.raises(TreeParseError, match=pattern):
+        parse_tree(raw)
+
+
+def test_given_question_helps_root_and_missing_root():
+    t = parse_tree({"1. a?": 'Search("a")', "2. b [1]?": "[END]"}, question="Original?")
+    assert t[0].question == "Original?" and t[0].children == [1, 2] and t.repairs
+    assert parse_tree(json.dumps(CLEAN), "  what is the nationality of the director of jaws  ").root == 0
+
+
+def _released(shared_data, name):
+    path = shared_data / "atomr" / "released" / f"{name}_test_500_trees.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(
+    "name, mean, median, lo, hi",
+    [("hotpotqa", 2.65, 3, 2, 5), ("2Wiki", 2.97, 3, 2, 3)],
+)
+def test_released_trees_reproduce_table8(shared_data, name, mean, median, lo, hi):
+    depths, failed = [], []
+    for rec in _released(shared_data, name):
+        try:
+            tree = parse_tree(rec["reasoning_tree"], rec["question"])
+        except TreeParseError:
+            failed.append(rec["index"])
+            assert rec["reasoning_tree"] == "TREE_PARSING_ERROR"
+            continue
+        depths.append(tree.depth)
+        tree.topological_order()  # every tree is executable
+        # parsed trees survive a round trip through the planner's JSON shape
+        assert parse_tree(tree.to_planner_json()).depth == tree.depth
+    assert failed == [r["index"] for r in _released(shared_data, name) if r["reasoning_tree"] == "TREE_PARSING_ERROR"]
+    assert (round(statistics.fmean(depths), 2), statistics.median(depths), min(depths), max(depths)) == (mean, median, lo, hi)
+
+
+def test_released_text_form_parses_too(shared_data):
+    """The same trees given as raw model text (fenced JSON) parse to the same depths."""
+    for rec in _released(shared_data, "hotpotqa")[:60]:
+        if rec["reasoning_tree"] == "TREE_PARSING_ERROR":
+            continue
+        text = "```json\n" + json.dumps(rec["reasoning_tree"], ensure_ascii=False, indent=1) + "\n```"
+        assert parse_tree(text, rec["question"]).depth == parse_tree(rec["reasoning_tree"], rec["question"]).depth
