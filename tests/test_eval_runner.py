@@ -1,0 +1,145 @@
+"""Runs: records per example, errors kept on their example, resume after a SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+
+from atomgraph.errors import ConfigError
+from atomgraph.evaluation.datasets import Example
+from atomgraph.evaluation.records import read_records
+from atomgraph.evaluation.runner import arun_eval, run_eval
+from atomgraph.graphs.registry import register_method
+from atomgraph.models import ainvoke_recorded
+from atomgraph.settings import Settings
+from atomgraph.testing import ScriptedChatModel
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _examples(n: int) -> list[Example]:
+    return [Example(id=f"q{i}", question=f"What is item number {i}?", answers=[f"item {i}"],
+                    question_type="even" if i % 2 == 0 else "odd") for i in range(n)]
+
+
+def _dataset_file(path: Path, n: int) -> Path:
+    path.write_text("".join(json.dumps({"question_id": e.id, "question": e.question, "answers": e.answers,
+                                        "type": e.question_type}) + "\n" for e in _examples(n)))
+    return path
+
+
+def _answer_by_number(prompt: str) -> str:
+    import re
+
+    number = re.findall(r"item number (\d+)\?", prompt)[-1]
+    return f"So the answer is: item {number}"
+
+
+async def test_run_records_every_example_with_metrics_and_usage(tmp_path):
+    model = ScriptedChatModel(rules=[(r"item number 3\?", RuntimeError("provider down"))], default=_answer_by_number)
+    settings = Settings(prices={"scripted": (1.0, 2.0)})
+    result = await arun_eval("cot", _examples(6), tmp_path / "run", model=model, settings=settings,
+                             concurrency=3, progress=False, dataset_name="toy")
+    assert (result.total, result.finished, result.skipped, result.errors) == (6, 6, 0, 1)
+    records = read_records(tmp_path / "run" / "predictions.jsonl")
+    by_id = {r["id"]: r for r in records}
+    assert sorted(by_id) == [f"q{i}" for i in range(6)]
+    ok, failed = by_id["q0"], by_id["q3"]
+    assert ok["predicted"] == "item 0" and ok["metrics"]["f1"] == 1.0 and ok["error"] is None
+    assert ok["usage"]["llm_calls"] == 1 and ok["usage"]["tokens_by_role"]["answerer"][0] > 0
+    tin, tout = ok["usage"]["prompt_tokens"], ok["usage"]["completion_tokens"]
+    assert ok["usage"]["cost_usd"] == pytest.approx((tin * 1.0 + tout * 2.0) / 1e6)
+    assert failed["predicted"] == "" and "provider down" in failed["error"] and failed["metrics"]["f1"] == 0.0
+    assert result.f1 == pytest.approx(100 * 5 / 6)
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["method"] == "cot" and meta["dataset"] == "toy" and meta["settings"]["prices"]
+
+
+async def test_a_graph_that_raises_keeps_the_calls_it_made(tmp_path):
+    class S(TypedDict, total=False):
+        question: str
+        llm_calls: Annotated[list, operator.add]
+
+    def build(model=None, sources=None, settings=None, checkpointer=None):
+        async def ask(state):
+            _, call = await ainvoke_recorded(model, state["question"], role="planner", stage="plan")
+            return {"llm_calls": [call]}
+
+        async def explode(state):
+            raise ValueError("tree budget exceeded")
+
+        g = StateGraph(S)
+        g.add_node("ask", ask)
+        g.add_node("explode", explode)
+        g.add_edge(START, "ask")
+        g.add_edge("ask", "explode")
+        g.add_edge("explode", END)
+        return g.compile(checkpointer=checkpointer)
+
+    register_method("test-exploding", build)
+    result = await arun_eval("test-exploding", _examples(2), tmp_path / "x", model=ScriptedChatModel(default="ok"),
+                             progress=False)
+    assert result.errors == 2
+    rec = result.records[0]
+    assert "tree budget exceeded" in rec["error"]
+    assert rec["usage"]["llm_calls"] == 1 and rec["usage"]["llm_calls_by_role"] == {"planner": 1}
+
+
+def test_rerun_repairs_a_truncated_last_line_and_skips_done(tmp_path):
+    out = tmp_path / "run"
+    model = ScriptedChatModel(default=_answer_by_number)
+    run_eval("standard", _examples(3), out, model=model, progress=False, dataset_name="toy")
+    pred = out / "predictions.jsonl"
+    with open(pred, "ab") as fh:
+        fh.write(b'{"id": "q3", "predicted": "ite')  # a write cut short by a kill
+    result = run_eval("standard", _examples(5), out, model=model, progress=False, dataset_name="toy")
+    assert (result.skipped, result.finished) == (3, 2)
+    ids = [r["id"] for r in read_records(pred)]
+    assert sorted(ids) == ["q0", "q1", "q2", "q3", "q4"]
+    with pytest.raises(ConfigError, match="holds a run of method 'standard'"):
+        run_eval("cot", _examples(5), out, model=model, progress=False, dataset_name="toy")
+
+
+def test_killed_cli_run_resumes_with_each_example_exactly_once(tmp_path):
+    data = _dataset_file(tmp_path / "toy.jsonl", 24)
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": [[f"item number {i}\\?\\s*\\nAnswer", f"So the answer is: item {i}"]
+                                           for i in range(24)], "default": "So the answer is: ?", "latency_s": 0.15}))
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "atomgraph.cli", "eval", "run", "--method", "cot", "--dataset", str(data),
+           "--model", f"scripted:{rules}", "--concurrency", "2", "--out", str(out), "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pred = out / "predictions.jsonl"
+    deadline = time.monotonic() + 90
+    try:
+        while time.monotonic() < deadline:
+            if pred.exists() and pred.read_bytes().count(b"\n") >= 4:
+                break
+            if proc.poll() is not None:
+                pytest.fail(f"run ended early: {proc.stderr.read().decode()[-2000:]}")
+            time.sleep(0.02)
+        else:
+            pytest.fail("no predictions appeared")
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    partial = read_records(pred)
+    assert 4 <= len(partial) < 24
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "already done" in done.stdout
+    ids = [r["id"] for r in read_records(pred)]
+    assert len(ids) == 24 and len(set(ids)) == 24
+    assert all(r["metrics"]["f1"] == 1.0 for r in read_records(pred))
