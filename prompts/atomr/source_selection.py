@@ -70,19 +70,40 @@ def _alias_pattern(alias: str) -> re.Pattern:
     return re.compile(r"(?<![A-Za-z0-9_])" + r"[\s_\-]+".join(words) + r"(?![A-Za-z0-9_])", re.I)
 
 
+def _listy(line: str) -> bool:
+    """A short line that can only be (part of) a list of names, e.g. ``- Google``."""
+    return bool(line.strip()) and len(re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip()) <= 40
+
+
 def _answer_segment(text: str, patterns: list[tuple[re.Pattern, str]]) -> str:
+    """The part of the reply that holds the choice: after the last "A:"/"Answer:" marker;
+    else the first line (with the list lines right below it) when it names a source;
+    else the last line naming one (with the list lines right above it)."""
     body = text.replace("**", "").replace("`", "")
     cont = _CONTINUATION_RE.search(body, 1)
     if cont and body[: cont.start()].strip():
-        body = body[: cont.start()]
-    lines = [ln for ln in body.splitlines() if ln.strip()]
-    marked = [m.group(1) for ln in lines if (m := _ANSWER_LINE_RE.match(ln))]
-    if marked:
-        return marked[-1]
-    has_alias = [ln for ln in lines if any(p.search(ln) for p, _ in patterns)]
-    if not has_alias:
+        body = body[: cont.start()]  # an invented next example
+    lines = body.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        m = _ANSWER_LINE_RE.match(lines[i])
+        if m:
+            if m.group(1).strip():
+                return m.group(1)
+            below = [ln for ln in lines[i + 1 :] if ln.strip()]
+            return "\n".join(below[: next((k for k, ln in enumerate(below) if not _listy(ln)), len(below))])
+    lines = [ln for ln in lines if ln.strip()]
+    named = [i for i, ln in enumerate(lines) if any(p.search(ln) for p, _ in patterns)]
+    if not named:
         return body
-    return lines[0] if lines[0] in has_alias else has_alias[-1]
+    if named[0] == 0:
+        end = 1
+        while end < len(lines) and _listy(lines[end]):
+            end += 1
+        return "\n".join(lines[:end])
+    start = named[-1]
+    while start > 0 and _listy(lines[start - 1]) and _listy(lines[start]):
+        start -= 1
+    return "\n".join(lines[start : named[-1] + 1])
 
 
 def match_sources(text: str, available: list[str]) -> list[str]:
