@@ -175,6 +175,11 @@ class _Builder:
         if norm in self.by_key:
             return self.by_key[norm]
         label, text = _split_label(norm)
+        loose = [e for e in self.entries if _loose(e.text) == _loose(text) and e is not root]
+        if len(loose) == 1:
+            how = "its number and punctuation" if loose[0].label != label else "punctuation"
+            self.repairs.append(f"{parent.name()} lists {_short(item)!r}; matched it to {_short(loose[0].key)!r} ignoring {how}")
+            return loose[0]
         if label is not None:
             same = [e for e in self.entries if e.label == label and e is not root]
             if same:
@@ -185,10 +190,6 @@ class _Builder:
                         f"{parent.name()} lists {_short(item)!r}; matched it to the entry {_short(same[best].key)!r} by its number"
                     )
                     return same[best]
-        loose = [e for e in self.entries if _loose(e.text) == _loose(text) and e is not root]
-        if len(loose) == 1:
-            self.repairs.append(f"{parent.name()} lists {_short(item)!r}; matched it to {_short(loose[0].key)!r} ignoring punctuation")
-            return loose[0]
         e = _Entry(key=norm, value=None, label=label, text=text)
         if not text:
             raise TreeParseError(f"{parent.name()} lists an empty sub-question {item!r}")
