@@ -98,9 +98,13 @@ def test_child_text_differs_from_key_matched_by_number():
     }
     with pytest.raises(TreeParseError, match=r"\[9\]"):
         parse_tree(raw)
-    raw["2. Is Lake among the actors in [1]!"] = raw.pop("2. Is Lake among the actors in [9]?")
+    raw["2. Was Lake among the actors of [1]?"] = raw.pop("2. Is Lake among the actors in [9]?")
     t = parse_tree(raw)
-    assert t[2].operator.name == "Filter" and any("by its number" in r for r in t.repairs)
+    assert t[2].operator.name == "Filter" and t[2].question == "Was Lake among the actors of [1]?"
+    assert any("by its number" in r for r in t.repairs)
+    # a listed child whose number slipped is found by its text
+    t = parse_tree({"Q?": ["3. What is V?"], "1. What is V?": 'Search("V")'})
+    assert t[0].children == [1] and any("ignoring its number" in r for r in t.repairs)
 
 
 def test_duplicates_unwrapped_lists_and_missing_entries():
