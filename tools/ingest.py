@@ -16,6 +16,7 @@ Embedding of batch *n+1* overlaps the write of batch *n* (one writer thread).
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import sys
 import time
@@ -32,6 +33,8 @@ from atomgraph.errors import ConfigError, SourceError
 from atomgraph.settings import Settings, get_settings
 from atomgraph.tools.chroma_source import chroma_client, create_collection
 from atomgraph.tools.corpus_readers import Passage, count_hint, read_passages
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_BATCH_SIZE = 256
@@ -211,9 +214,11 @@ def ingest(
         if pending is not None:
             done, pending = pending, None
             try:
-                stats.added += done.result()
+                n = done.result()
             except Exception as exc:  # noqa: BLE001
                 raise SourceError(f"writing to Chroma collection {collection!r} failed: {exc}") from exc
+            stats.added += n
+            log.info("batch written: %d passages (%d added so far, %d records read)", n, stats.added, stats.read)
 
     def write(ids, docs, metas, vectors) -> int:
         coll.add(ids=ids, documents=docs, metadatas=metas, embeddings=vectors)

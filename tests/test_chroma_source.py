@@ -1,0 +1,161 @@
+"""The Wikipedia source over embedded Chroma, with the real local embedding model."""
+
+from __future__ import annotations
+
+import chromadb
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from atomgraph.embeddings import SentenceTransformerEmbeddings, embedding_id, embedding_model
+from atomgraph.errors import ConfigError, SourceError
+from atomgraph.settings import Settings
+from atomgraph.state.evidence import Evidence
+from atomgraph.tools.chroma_source import ChromaWikipediaSource, create_collection, wikipedia_from_settings
+from atomgraph.tools.corpus_readers import read_passages
+from atomgraph.tools.ingest import ingest
+from atomgraph.tools.registry import build_sources
+
+COLLECTION = "wiki-test"
+N = 200
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, shared_data):
+    """200 MuSiQue paragraphs embedded once for the module."""
+    path = tmp_path_factory.mktemp("chroma")
+    settings = Settings(chroma_path=str(path), chroma_collection=COLLECTION, sources=["wikipedia"])
+    corpus = shared_data / "hipporag" / "musique_train_corpus.json"
+    stats = ingest([corpus], COLLECTION, settings=settings, limit=N, progress=False)
+    passages = [p for _, p in zip(range(N), read_passages(corpus))]
+    return settings, stats, passages
+
+
+def test_index_holds_the_passages(indexed):
+    settings, stats, _ = indexed
+    assert stats.read == N
+    assert stats.added == stats.unique == stats.count
+    assert stats.unique >= N - 5  # a few corpus paragraphs are duplicates
+    assert ChromaWikipediaSource(COLLECTION, settings=settings).unavailable_reason() is None
+
+
+def test_search_returns_scored_title_text_evidence(indexed):
+    settings, _, passages = indexed
+    source = wikipedia_from_settings(settings)
+    target = passages[17]
+    first_sentence = target.text.split(". ")[0]
+    hits = source.search(f"{target.title} {first_sentence}", k=3)
+    assert len(hits) == 3
+    assert all(isinstance(h, Evidence) and h.source == "wikipedia" and h.id for h in hits)
+    assert hits[0].title == target.title and hits[0].text.startswith(first_sentence)
+    assert hits[0].render() == f"{target.title} | {hits[0].text}"
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(-1.0 <= s <= 1.0001 for s in scores)
+    assert scores[0] > 0.5  # cosine similarity of a near-verbatim query
+    assert source.search("   ", k=3) == []
+
+
+def test_k_larger_than_collection_is_clamped(indexed):
+    settings, stats, _ = indexed
+    hits = ChromaWikipediaSource(COLLECTION, settings=settings).search("music", k=stats.count + 50)
+    assert len(hits) == stats.count
+
+
+async def test_asearch(indexed):
+    settings, _, passages = indexed
+    hits = await wikipedia_from_settings(settings).asearch(passages[3].title, k=2)
+    assert len(hits) == 2
+
+
+def test_registry_builds_it(indexed):
+    settings, _, _ = indexed
+    sources = build_sources(settings, ["wikipedia"])
+    assert list(sources.available) == ["wikipedia"]
+    assert sources.get("wikipedia").kind == "text"
+
+
+def test_retriever_and_tool_adaptors(indexed):
+    settings, _, passages = indexed
+    source = wikipedia_from_settings(settings)
+    target = passages[42]
+    docs = source.as_retriever(k=2).invoke(f"{target.title} {target.text[:120]}")
+    assert len(docs) == 2 and isinstance(docs[0], Document)
+    assert docs[0].metadata["title"] == target.title and docs[0].metadata["source"] == "wikipedia"
+    assert "score" in docs[0].metadata
+    out = source.as_tool(k=2).invoke({"query": f"{target.title} {target.text[:120]}"})
+    assert out.startswith(f"[1] {target.title} | ") and "\n[2] " in out
+
+
+def test_langchain_vectorstore_view(indexed):
+    settings, _, passages = indexed
+    store = wikipedia_from_settings(settings).vectorstore()
+    target = passages[5]
+    docs = store.similarity_search_with_relevance_scores(f"{target.title} {target.text[:120]}", k=2)
+    assert docs[0][0].metadata["title"] == target.title
+    assert 0 < docs[0][1] <= 1.0001
+
+
+def test_different_embedding_model_is_refused(indexed):
+    settings, _, _ = indexed
+    other = DeterministicFakeEmbedding(size=384)
+    source = ChromaWikipediaSource(COLLECTION, settings=settings, embeddings=other)
+    with pytest.raises(ConfigError, match="built with embedding model 'sentence-transformers/all-MiniLM-L6-v2'"):
+        source.search("anything")
+    assert "built with embedding model" in source.unavailable_reason()
+    with pytest.raises(ConfigError, match="built with embedding model"):
+        ingest([__file__], COLLECTION, settings=settings, embeddings=other, fmt="tsv", progress=False)
+
+
+def test_missing_collection_is_unavailable(tmp_path):
+    settings = Settings(chroma_path=str(tmp_path / "nowhere"), chroma_collection="absent")
+    source = wikipedia_from_settings(settings)
+    reason = source.unavailable_reason()
+    assert "does not exist" in reason and "atomgraph index wikipedia" in reason
+    assert not (tmp_path / "nowhere").exists()  # checking creates nothing
+    with pytest.raises(SourceError, match="atomgraph index wikipedia"):
+        source.search("x")
+    sources = build_sources(settings, ["wikipedia"])
+    assert not sources.available and "atomgraph index wikipedia" in sources.unavailable["wikipedia"]
+
+
+def test_empty_collection_is_unavailable(tmp_path):
+    client = chromadb.PersistentClient(path=str(tmp_path / "db"))
+    create_collection(client, "empty-one", "sentence-transformers/all-MiniLM-L6-v2", 384)
+    settings = Settings(chroma_path=str(tmp_path / "db"))
+    reason = ChromaWikipediaSource("empty-one", settings=settings).unavailable_reason()
+    assert "is empty" in reason and "atomgraph index wikipedia" in reason
+
+
+def test_foreign_collection_is_refused(tmp_path):
+    client = chromadb.PersistentClient(path=str(tmp_path / "db"))
+    c = client.create_collection("foreign", embedding_function=None)
+    c.add(ids=["a"], documents=["x"], embeddings=[[0.1] * 384])
+    source = ChromaWikipediaSource("foreign", settings=Settings(chroma_path=str(tmp_path / "db")))
+    assert "records no embedding model" in source.unavailable_reason()
+
+
+def test_embedding_model_names():
+    default = embedding_model(Settings())
+    assert isinstance(default, SentenceTransformerEmbeddings)
+    assert embedding_id(default) == "sentence-transformers/all-MiniLM-L6-v2"
+    assert embedding_id(embedding_model("sentence-transformers/all-MiniLM-L6-v2")) == embedding_id(default)
+    assert default.model is embedding_model(Settings()).model  # loaded once per process
+    assert len(default.embed_query("hello")) == default.dimension == 384
+    openai = embedding_model(Settings(embedding_model="openai:text-embedding-3-small", openai_api_key="sk-test"))
+    assert embedding_id(openai) == "openai:text-embedding-3-small"
+    mine = DeterministicFakeEmbedding(size=8)
+    assert embedding_model(mine) is mine
+    assert embedding_id(mine) == "DeterministicFakeEmbedding"
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        embedding_model(Settings(embedding_model="openai:text-embedding-3-small"))
+    with pytest.raises(ConfigError, match="needs a model name"):
+        embedding_model("openai:")
+
+
+def test_unloadable_local_model_is_a_config_error(tmp_path):
+    (tmp_path / "broken").mkdir()
+    emb = embedding_model(str(tmp_path / "broken"))
+    assert embedding_id(emb).startswith("sentence-transformers:")
+    with pytest.raises(ConfigError, match="cannot load the sentence-transformers model"):
+        emb.embed_query("x")
