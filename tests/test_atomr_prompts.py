@@ -185,6 +185,9 @@ ANSWER_CASES = [
     ('["Daegu", "Seoul"]', ["Daegu", "Seoul"], False),
     ("So the answer is: (1) Paraphrase Answer: x; (2) Answer List: Martin Luther King Jr.", ["Martin Luther King Jr."], False),
     ("So the answer is: (1) Paraphrase Answer: x; (2) Answer List: [True]", ["Yes"], False),
+    ("So the answer is: (1) Paraphrase Answer: the answer is Paris; (2) Answer List: [\"Paris\"]", ["Paris"], False),
+    ('{"paraphrase_answer": "It is Paris", "answer_list": ["Paris"]}', ["Paris"], False),
+    ("Therefore, the answer is Uppsala.", ["Uppsala"], False),
     # a model that keeps going and invents the next example: the first answer counts
     ('So the answer is: (1) Paraphrase Answer: 2 people; (2) Answer List: ["2"]\n\nQuestion: Who is X?\nAnswer: So the answer is: (1) Paraphrase Answer: z; (2) Answer List: ["z"]', ["2"], False),
     # unknown
@@ -215,6 +218,9 @@ def test_parse_answer_keeps_the_paraphrase():
     parsed = parse_answer('Answer: Collins stayed in orbit. So the answer is: ["Neil Armstrong", "Buzz Aldrin"]')
     assert parsed.answers == ["Neil Armstrong", "Buzz Aldrin"]
     assert parsed.paraphrase == "Collins stayed in orbit"
+    assert parse_answer('{"paraphrase_answer": "It is Paris", "answer_list": ["Paris"]}').paraphrase == "It is Paris"
+    assert parse_answer("Therefore, the answer is Uppsala.").paraphrase == "Uppsala"
+    assert parse_answer("So the answer is: (1) Paraphrase Answer: the answer is Rome; (2) Answer List: []").unknown
 
 
 @pytest.mark.parametrize(

@@ -43,8 +43,8 @@ _FENCE_RE = re.compile(r"^\s*```[\w-]*\s*$", re.M)
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s*", re.M)
 
 _SO_RE = re.compile(r"(?:\bso\s*,?\s*)?\bthe\s+(?:final\s+)?answer\s+is\s*[:：]?", re.I)
-_LIST_RE = re.compile(r"answer\s*list\s*[:：]?", re.I)
-_PARA_RE = re.compile(r"paraphrased?\s*answer\s*[:：]?", re.I)
+_LIST_RE = re.compile(r"answer[\s_]*list[\"']?\s*[:：]?", re.I)
+_PARA_RE = re.compile(r"paraphrased?[\s_]*answer[\"']?\s*[:：]?", re.I)
 # where a model that keeps going starts inventing the next example
 _CONTINUATION_RE = re.compile(
     r"\n\s*(?:question|q|retrieved knowledge|your question|child questions and answers|examples?)\s*[:.]", re.I
@@ -195,16 +195,22 @@ def _tidy(items: list[str]) -> list[str]:
     return out
 
 
-def _paraphrase(segment: str) -> str | None:
+def _last(pattern: re.Pattern, text: str) -> re.Match | None:
     m = None
-    for m in _PARA_RE.finditer(segment):
+    for m in pattern.finditer(text):
         pass
+    return m
+
+
+def _paraphrase(segment: str) -> str | None:
+    m = _last(_PARA_RE, segment)
     if not m:
         return None
     tail = segment[m.end() :]
     cut = _ITEM2_RE.search(tail) or _LIST_RE.search(tail)
     para = tail[: cut.start()] if cut else tail.split("\n")[0]
-    return _strip_period(para.strip().rstrip(";,").strip().strip("\"'").strip()) if para.strip() else ""
+    para = para.strip(" \t\n;,\"'{}")
+    return _strip_period(para) if para else ""
 
 
 def parse_answer(text: str) -> ParsedAnswer:
@@ -221,24 +227,24 @@ def parse_answer(text: str) -> ParsedAnswer:
         if after:
             body = body[: after.start()]
 
-    so = None
-    for so in _SO_RE.finditer(body):
-        pass
-    segment = body[so.end() :] if so else body
-    preamble = body[: so.start()].strip() if so else ""
-
-    lst = None
-    for lst in _LIST_RE.finditer(segment):
-        pass
-    para = _paraphrase(segment)
+    lst = _last(_LIST_RE, body)
+    para_m = _last(_PARA_RE, body)
     answers: list[str] | None = None
-    if lst:
-        got = _read_list(segment[lst.end() :])
-        answers = got[0] if got else []
-    elif so:
+    if lst or para_m:
+        # the format's own markers win over any "the answer is" inside the paraphrase
+        anchor = min(m.start() for m in (lst, para_m) if m)
+        so = _last(_SO_RE, body[:anchor])
+        preamble = body[: so.start()] if so else re.sub(r"\(?1[.)]?\s*$", "", body[:anchor].rstrip())
+        para = _paraphrase(body)
+        if lst:
+            got = _read_list(body[lst.end() :])
+            answers = got[0] if got else []
+    else:
         # "So the answer is: Paris." or "So the answer is ["a", "b"]"
-        rest = re.sub(r"^\s*\(?1\)?\s*", "", segment) if para is None else ""
-        got = _read_list(rest) if rest.strip() else None
+        so = _last(_SO_RE, body)
+        preamble = body[: so.start()] if so else ""
+        para = None
+        got = _read_list(body[so.end() :]) if so and body[so.end() :].strip() else None
         if got:
             answers = got[0]
     if answers is None and para is None and so is not None:
@@ -275,7 +281,8 @@ def _last_sentence(text: str) -> str:
     if not text:
         return ""
     lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
-    return lines[-1][-500:].rstrip(".").strip() if lines else ""
+    last = lines[-1][-500:].rstrip(".").strip() if lines else ""
+    return last if len(last.split()) >= 3 else ""  # not a bare "Therefore,"
 
 
 def _excerpt(text: str, n: int = 160) -> str:
