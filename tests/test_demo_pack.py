@@ -170,6 +170,15 @@ def test_quantities_carry_units(kg):
     assert height["a"] == "161.53"
 
 
+def test_founding_years_carry_year_precision(kg):
+    rows = select(kg, """SELECT ?e ?t ?prec WHERE { ?e wdt:P571 ?t ;
+        p:P571/psv:P571 [ wikibase:timeValue ?t ; wikibase:timePrecision ?prec ] }""")
+    truthy = values(kg, "SELECT ?e WHERE { ?e wdt:P571 ?t }", "e")
+    assert {r["e"] for r in rows} == truthy
+    precision = {label_of(kg, r["e"]): r["prec"] for r in rows}
+    assert precision["University of Copenhagen"] == "9" and precision["Max Planck Society"] == "11"
+
+
 def test_some_well_known_facts(kg):
     einstein = "wd:Q937"
     born = values(kg, f"SELECT ?d WHERE {{ {einstein} wdt:P569 ?d }}", "d")
