@@ -166,10 +166,10 @@ def _from_atomr_row(row: dict, lineno: int, stem: str, blend_type: str | None) -
     else:
         raise ValueError("missing field 'answers'")
     index = row.get("index", lineno - 1)
-    ex_id = str(row.get("question_id") or f"{stem}-{index}")
+    ex_id = str(row.get("question_id") or row.get("id") or f"{stem}-{index}")
     gold_titles: list[str] = []
     qtype = row.get("type") or row.get("question_type")
-    meta = {k: v for k, v in row.items() if k not in {"question", "answers", "question_id"}}
+    meta = {k: v for k, v in row.items() if k not in {"question", "answers", "question_id", "id"}}
     if blend_type:
         meta["subtype"] = row.get("type")
         qtype = blend_type
