@@ -85,7 +85,7 @@ def format_quantity(amount: str, unit_iri: str | None, unit_label: str | None) -
 def qid_from_iri(iri: str) -> str | None:
     if iri.startswith(WD):
         local = iri[len(WD):]
-        if re.match(r"^[QP]\d+$", local):
+        if re.fullmatch(r"[QP]\d+", local):
             return local
     return None
 

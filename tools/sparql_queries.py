@@ -32,9 +32,9 @@ PREFIX skos: <http://www.w3.org/2004/02/skos/core#>
 PREFIX schema: <http://schema.org/>
 """
 
-_QID = re.compile(r"^Q[1-9]\d{0,11}$")
-_PID = re.compile(r"^P[1-9]\d{0,11}$")
-_LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)*$")
+_QID = re.compile(r"Q[1-9]\d{0,11}")
+_PID = re.compile(r"P[1-9]\d{0,11}")
+_LANG = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]+)*")
 _ECHAR = {"\\": "\\\\", '"': '\\"', "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 
 MAX_LITERAL_CHARS = 400  # longer "names" are not names; callers skip them
@@ -61,7 +61,7 @@ def literal(text: str) -> str:
 
 
 def check_lang(lang: str) -> str:
-    if not isinstance(lang, str) or not _LANG.match(lang):
+    if not isinstance(lang, str) or not _LANG.fullmatch(lang):
         raise QueryInputError(f"invalid language tag {lang!r}: expected e.g. 'en' or 'pt-br'")
     return lang
 
@@ -71,13 +71,13 @@ def lang_literal(text: str, lang: str) -> str:
 
 
 def check_qid(qid: str) -> str:
-    if not isinstance(qid, str) or not _QID.match(qid):
+    if not isinstance(qid, str) or not _QID.fullmatch(qid):
         raise QueryInputError(f"invalid Wikidata item id {qid!r}: expected Q followed by digits, e.g. Q76")
     return qid
 
 
 def check_pid(pid: str) -> str:
-    if not isinstance(pid, str) or not _PID.match(pid):
+    if not isinstance(pid, str) or not _PID.fullmatch(pid):
         raise QueryInputError(f"invalid Wikidata property id {pid!r}: expected P followed by digits, e.g. P40")
     return pid
 
@@ -88,7 +88,7 @@ def as_qid(text: str) -> str | None:
     for prefix in (WD, "wd:", "https://www.wikidata.org/wiki/"):
         if t.startswith(prefix):
             t = t[len(prefix):]
-    return t if _QID.match(t) else None
+    return t if _QID.fullmatch(t) else None
 
 
 def as_pid(text: str) -> str | None:
@@ -96,7 +96,7 @@ def as_pid(text: str) -> str | None:
     for prefix in (WD, WDT, "wd:", "wdt:", "https://www.wikidata.org/wiki/Property:"):
         if t.startswith(prefix):
             t = t[len(prefix):]
-    return t if _PID.match(t) else None
+    return t if _PID.fullmatch(t) else None
 
 
 def _items(qids: Iterable[str]) -> str:

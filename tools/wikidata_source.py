@@ -56,6 +56,16 @@ def _words(text: str) -> set[str]:
     return out
 
 
+def _wanted_datatype(question: str) -> str | None:
+    """The kind of value a question asks for, from its wh-word: when → time, how many/much → quantity."""
+    t = question.casefold()
+    if re.search(r"\b(when|what year|which year|what date)\b", t):
+        return "time"
+    if re.search(r"\bhow (many|much|tall|high|long|big|large|old)\b", t):
+        return "quantity"
+    return None
+
+
 def _case_variants(name: str) -> list[str]:
     n = " ".join(name.split())
     variants = [n, n.lower(), n.title(), n[:1].upper() + n[1:], n.upper()]
@@ -450,7 +460,8 @@ class WikidataSource(KnowledgeSource):
             return []
         qwords = _words(query) - set().union(*(_words(h.get("label") or "") for h in heads[:2]))
         facts = self._facts(heads[:2], self.max_facts)
-        facts.sort(key=lambda f: -len(qwords & _words(f"{f.relation_label} {f.tail_label}")))
+        wants = _wanted_datatype(query)
+        facts.sort(key=lambda f: (-len(qwords & _words(f"{f.relation_label} {f.tail_label}")), f.datatype != wants))
         return [self._entity_ev(h) for h in heads[:2]] + [self._fact_ev(f) for f in facts]
 
     def _mentions(self, text: str, max_words: int = 16, max_n: int = 5) -> list[dict]:
