@@ -104,3 +104,11 @@ def test_building_without_a_model_is_a_config_error():
     import atomgraph.graphs.baselines as b  # importing needs no model
 
     assert callable(b.build_rag_graph)
+
+
+async def test_hostile_question_text_reaches_the_model_verbatim():
+    hostile = 'What is {question} }} {{evidence}} "; DROP TABLE x; --?'
+    model = ScriptedChatModel(default="So the answer is: {weird}")
+    out = await build_method("rag", model=model, sources=[KeywordSource("wiki", PASSAGES)]).ainvoke({"question": hostile})
+    assert out["answer"] == "{weird}"
+    assert hostile in model.prompts[0]
