@@ -225,7 +225,16 @@ def test_parse_answer_keeps_the_paraphrase():
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   \n ", "```\n```", "So the answer is:", "A long answer\nthat spans lines\nbut never says what the answer is"],
+    [
+        "",
+        "   \n ",
+        "```\n```",
+        "So the answer is:",
+        "A long answer\nthat spans lines\nbut never says what the answer is",
+        "I am not sure what format you want.",
+        "Sure! Here is my reasoning about the passages.",
+        "The passages discuss several different people who share this name and lived in different centuries.",
+    ],
 )
 def test_parse_answer_raises_on_unusable_output(text):
     with pytest.raises(ParseError) as err:

@@ -59,6 +59,8 @@ _CANNOT_RE = re.compile(
     re.I,
 )
 _ABBREVIATIONS = {"jr.", "sr.", "inc.", "co.", "corp.", "ltd.", "st.", "dr.", "mr.", "mrs.", "ms.", "bros.", "vs.", "no.", "mt."}
+# a lone line that talks to the user rather than answering
+_CHATTER_RE = re.compile(r"\s*(?:i|i'm|i'd|i'll|sorry|as an ai|let me|please|here is|here's|okay|ok|sure|hello|hi)\b", re.I)
 _MONTH_DAY_RE = re.compile(
     r"^(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?"
     r"|\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?)$",
@@ -257,7 +259,7 @@ def parse_answer(text: str) -> ParsedAnswer:
             answers = _read_list(bare.group(1))[0]
         elif body.lstrip().startswith("["):
             answers = _read_list(body)[0]
-        elif "\n" not in body and len(body) <= 200 and not _CANNOT_RE.search(body):
+        elif "\n" not in body and len(body.split()) <= 12 and not _CANNOT_RE.search(body) and not _CHATTER_RE.match(body):
             answers = [_strip_period(body.strip("\"' "))]
         elif _CANNOT_RE.search(body):
             return ParsedAnswer(paraphrase="Unknown", answers=[], unknown=True, raw=raw)
