@@ -196,6 +196,7 @@ ANSWER_CASES = [
     ("So the answer is: (1) Paraphrase Answer: nothing found; (2) Answer List: [None]", [], True),
     ("So the answer is: (1) Paraphrase Answer: x; (2) Answer List: N/A", [], True),
     ("Unknown.", [], True),
+    ("So the answer is: it cannot be determined from the passages.", [], True),
     ("I cannot answer this question from the given information.\nThe passages are about something else.", [], True),
 ]
 

@@ -271,7 +271,8 @@ def parse_answer(text: str) -> ParsedAnswer:
     if answers is None:  # a paraphrase but no list: the paraphrase is the answer
         answers = [] if _is_unknown_item(para or "") else [_strip_period(para or "")]
 
-    items = [a for a in _tidy(answers) if not _is_unknown_item(a)]
+    # "Unknown", "None", "I cannot determine this from the passages" are not answers
+    items = [a for a in _tidy(answers) if not _is_unknown_item(a) and not _CANNOT_RE.search(a)]
     if not para:
         para = _last_sentence(preamble) or answer_text(items) or "Unknown"
     unknown = not items
