@@ -7,7 +7,6 @@ Nothing here touches the network.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import deque
-from typing import Any, Iterable, Sequence
+from typing import Sequence
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import Settings
@@ -136,6 +136,7 @@ class WikidataSource(KnowledgeSource):
             fuzzy = _PUBLIC_WDQS not in str(getattr(backend, "url", ""))
         self.fuzzy = fuzzy
         self.queries: deque[str] = deque(maxlen=50)  # the most recent query texts
+        self._resolved: dict[tuple[str, int], list[dict]] = {}  # mention -> items, bounded
 
     # --- plumbing -----------------------------------------------------------------------
     def select(self, query: str) -> list[dict]:
@@ -252,13 +253,20 @@ class WikidataSource(KnowledgeSource):
         """The items an entity mention most likely means: exact matches (most linked first),
         else the best prefix/contains match."""
         n = n or self.max_heads
+        key = (entity or "", n)
+        if key in self._resolved:
+            return [dict(h) for h in self._resolved[key]]
         qid = q.as_qid(entity or "")
         if qid:
-            return self._details([qid])
-        hits = self._find(entity, n, fuzzy=False)
-        if not hits and self.fuzzy:
-            hits = self._find(entity, 1)
-        return hits[:n]
+            hits = self._details([qid])
+        else:
+            hits = self._find(entity, n, fuzzy=False)
+            if not hits and self.fuzzy:
+                hits = self._find(entity, 1)
+        if len(self._resolved) >= 512:
+            self._resolved.pop(next(iter(self._resolved)))
+        self._resolved[key] = hits[:n]
+        return [dict(h) for h in hits[:n]]
 
     # --- properties ---------------------------------------------------------------------
     def resolve_relation(self, relation: str, limit: int = 4) -> list[tuple[str, str]]:
