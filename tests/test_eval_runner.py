@@ -143,3 +143,27 @@ def test_killed_cli_run_resumes_with_each_example_exactly_once(tmp_path):
     ids = [r["id"] for r in read_records(pred)]
     assert len(ids) == 24 and len(set(ids)) == 24
     assert all(r["metrics"]["f1"] == 1.0 for r in read_records(pred))
+
+
+def test_cli_run_with_model_and_sources_factories(tmp_path, monkeypatch, capsys):
+    from atomgraph.cli import main
+
+    (tmp_path / "my_plugins.py").write_text(
+        "from atomgraph.testing import ScriptedChatModel\n"
+        "from atomgraph.tools.memory_source import InMemorySource\n"
+        "def model(settings):\n"
+        "    return ScriptedChatModel(default='So the answer is: item 1')\n"
+        "def sources(settings):\n"
+        "    return [InMemorySource([{'title': 'Item 1', 'text': 'item number 1 is item 1'}], name='notes')]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = _dataset_file(tmp_path / "toy.jsonl", 3)
+    rc = main(["eval", "run", "--method", "rag", "--dataset", str(data), "--out", str(tmp_path / "r"),
+               "--model-factory", "my_plugins:model", "--sources-factory", "my_plugins:sources", "--no-progress"])
+    assert rc == 0 and "3 run now" in capsys.readouterr().out
+    records = read_records(tmp_path / "r" / "predictions.jsonl")
+    assert {r["usage"]["retriever_calls_by_source"]["notes"] for r in records} == {1}
+    assert [r["metrics"]["f1"] for r in sorted(records, key=lambda r: r["id"])] == [0.5, 1.0, 0.5]
+    assert main(["eval", "run", "--method", "rag", "--dataset", str(data), "--out", str(tmp_path / "r"),
+                 "--model-factory", "my_plugins:nope"]) == 2
+    assert "cannot import 'my_plugins:nope'" in capsys.readouterr().err
