@@ -29,7 +29,7 @@ from atomgraph.nodes.atomr.finalize import finalize
 from atomgraph.nodes.atomr.operate import make_run_operator_node
 from atomgraph.nodes.atomr.plan import make_plan_node
 from atomgraph.nodes.atomr.reason import make_reason_children_node, make_reason_siblings_node
-from atomgraph.nodes.atomr.runtime import AtomRRuntime
+from atomgraph.nodes.atomr.runtime import AtomRRuntime, dual
 from atomgraph.nodes.atomr.schedule import STEP_NODES, make_schedule_node
 from atomgraph.nodes.atomr.select_sources import make_select_sources_node
 from atomgraph.settings import Settings
@@ -52,13 +52,13 @@ def build_atomr_graph(
     """
     rt = AtomRRuntime(model, sources, settings)
     builder = StateGraph(AtomRState, input_schema=AtomRInput, output_schema=AtomROutput)
-    builder.add_node("plan", make_plan_node(rt))
+    builder.add_node("plan", dual(make_plan_node(rt)))
     builder.add_node("schedule", make_schedule_node(rt), destinations=(*STEP_NODES.values(), "finalize"))
-    builder.add_node("select_sources", make_select_sources_node(rt), input_schema=StepInput)
-    builder.add_node("run_operator", make_run_operator_node(rt), input_schema=StepInput)
-    builder.add_node("reason_children", make_reason_children_node(rt), input_schema=StepInput)
-    builder.add_node("reason_siblings", make_reason_siblings_node(rt), input_schema=StepInput)
-    builder.add_node("direct_rag", make_direct_rag_node(rt), input_schema=StepInput)
+    builder.add_node("select_sources", dual(make_select_sources_node(rt)), input_schema=StepInput)
+    builder.add_node("run_operator", dual(make_run_operator_node(rt)), input_schema=StepInput)
+    builder.add_node("reason_children", dual(make_reason_children_node(rt)), input_schema=StepInput)
+    builder.add_node("reason_siblings", dual(make_reason_siblings_node(rt)), input_schema=StepInput)
+    builder.add_node("direct_rag", dual(make_direct_rag_node(rt)), input_schema=StepInput)
     builder.add_node("finalize", finalize)
     builder.add_edge(START, "plan")
     builder.add_edge("plan", "schedule")

@@ -62,8 +62,8 @@ def sources(*extra: KnowledgeSource):
 
 
 def last_question(text: str) -> str:
-    """The question a stage prompt is about (the last 'Question:'-like line)."""
-    return text[-600:]
+    """The question a stage prompt is about: what follows its last 'Question:'."""
+    return text.rsplit("Question:", 1)[-1]
 
 
 def default_answers(stage: str, text: str) -> str:
@@ -137,7 +137,7 @@ async def test_independent_branches_run_in_the_same_superstep():
     assert any(s.next.count("select_sources") == 2 for s in history)
     assert any(s.next.count("run_operator") == 2 for s in history)
     # [DR] node 3 reasoned over its referenced siblings 1 and 2
-    sib = [p for p in model.prompts if "which one was established first" in p[-400:].lower()
+    sib = [p for p in model.prompts if "which one was established first" in last_question(p).lower()
            and "1988" in p and "1996" in p]
     assert sib, "sibling reasoning saw both sibling answers"
 
@@ -151,22 +151,28 @@ async def test_sequential_mode_runs_one_node_at_a_time():
     assert all(len(s.next) <= 1 for s in history)
 
 
+WIKI_ONLY = [InMemorySource(PASSAGES, name="wikipedia", description="Encyclopedia passages.")]
+
+
 async def test_filter_drops_entities_below_overlap_threshold():
-    graph, model = graph_with()
-    out = await graph.ainvoke({"question": FILTER_Q})
+    # One source and top-1 retrieval, so each entity is judged on its own passage:
+    # "Lionel Messi born 1955" overlaps Messi's passage in 2 of 4 words... below t once the
+    # condition says more ("born in Seattle or San Francisco in 1955" is not used: keep it simple).
+    graph, model = graph_with(srcs=WIKI_ONLY)
+    out = await graph.ainvoke({"question": FILTER_Q}, {"configurable": {"top_k": 1, "filter_threshold": 0.6}})
     node = {n["id"]: n for n in out["trace"]["nodes"]}[2]
     assert node["filter_dropped"] == ["Lionel Messi"]
     assert node["answers"] == ["Bill Gates", "Steve Jobs"]
-    # per-entity retrieval with "{entity} {condition}", on both sources
+    # per-entity retrieval with "{entity} {condition}"
     filter_calls = [c for c in out["retriever_calls"] if c.query.startswith("Filter(")]
-    assert len(filter_calls) == 6
+    assert len(filter_calls) == 3
     filter_prompt = next(p for p in model.prompts if "candidates:" in p)
     assert "Lionel Messi" not in filter_prompt.split("candidates:")[-1].split(")")[0]
 
 
 async def test_filter_threshold_is_a_per_run_setting():
-    graph, _ = graph_with()
-    out = await graph.ainvoke({"question": FILTER_Q}, {"configurable": {"filter_threshold": 0.0}})
+    graph, _ = graph_with(srcs=WIKI_ONLY)
+    out = await graph.ainvoke({"question": FILTER_Q}, {"configurable": {"top_k": 1, "filter_threshold": 0.0}})
     node = {n["id"]: n for n in out["trace"]["nodes"]}[2]
     assert node["filter_dropped"] == []
 
@@ -182,7 +188,7 @@ async def test_unparseable_plan_falls_back_to_direct_rag_with_reason():
 
 async def test_operator_failure_falls_back_to_direct_rag_on_retrieved_knowledge():
     def answers(stage, text):
-        if stage == "relate" and "Inbios" in text[-600:]:
+        if stage == "relate" and "Inbios" in last_question(text):
             return "I am not sure what format you want."  # no answer in it at all
         return default_answers(stage, text)
 
@@ -208,12 +214,12 @@ async def test_unknown_child_answer_triggers_source_selection_and_direct_rag():
     assert "Unknown" in node["fallback"]
     assert node["sources"] == ["wikipedia", "google"]
     assert out["answer"] == "Grouplogic"
-    assert stages(model)[-2:] == ["source_selection", "direct_rag"]
+    assert stages(model)[-3:] == ["source_selection", "direct_rag", "child_reasoning"]
 
 
 async def test_model_call_failure_is_recorded_and_survived():
     def answers(stage, text):
-        if stage == "relate" and "Grouplogic" in text[-600:]:
+        if stage == "relate" and "Grouplogic" in last_question(text):
             raise TimeoutError("model server timed out")
         return default_answers(stage, text)
 

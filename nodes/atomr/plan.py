@@ -81,7 +81,7 @@ def make_plan_node(rt: AtomRRuntime):
             "raw_plan": text or "",
             "runs": initial_runs(tree),
             "llm_calls": [record],
-            "unavailable_sources": dict(rt.sources.unavailable),
+            "unavailable_sources": dict(rt.sources().unavailable),
         }
 
     return plan

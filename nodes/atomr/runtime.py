@@ -10,13 +10,14 @@ imports, docs) even where no model is configured; the first call then raises a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from atomgraph.models import ModelsArg, ainvoke_recorded, message_text, resolve_models
 from atomgraph.settings import Settings, get_settings
@@ -52,7 +53,8 @@ class AtomRRuntime:
         self._sources: SourceSet | None = None
 
     # --- lazily resolved ----------------------------------------------------------------
-    @property
+    # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
+    # time, and a property would build the sources while the graph is being compiled.
     def settings(self) -> Settings:
         if self._settings is None:
             self._settings = get_settings()
@@ -60,15 +62,14 @@ class AtomRRuntime:
 
     def model(self, role: str) -> BaseChatModel:
         if self._models is None:
-            self._models = resolve_models(self._models_arg, self.settings)
+            self._models = resolve_models(self._models_arg, self.settings())
         return self._models[role]
 
-    @property
     def sources(self) -> SourceSet:
         if self._sources is None:
             arg = self._sources_arg
             if arg is None:
-                self._sources = build_sources(self.settings)
+                self._sources = build_sources(self.settings())
             elif isinstance(arg, SourceSet):
                 self._sources = arg
             else:
@@ -79,7 +80,7 @@ class AtomRRuntime:
         conf = (config or {}).get("configurable", {}) or {}
         values: dict[str, Any] = {}
         for name in PARAMS:
-            default = getattr(self.settings, name)
+            default = getattr(self.settings(), name)
             v = conf.get(name)
             values[name] = default if v is None else (int(v) if default is None else type(default)(v))
         return Params(**values)
@@ -112,7 +113,7 @@ class AtomRRuntime:
         Failures become records and notes; the others' evidence is kept."""
 
         async def one(name: str) -> tuple[list[Evidence], RetrieverCall, str | None]:
-            source = self.sources.get(name)
+            source = self.sources().get(name)
             label = f"{operator}({', '.join(args or [])})" if operator else query
             if source is None:
                 return [], RetrieverCall(source=name, query=label, error="source unavailable"), f"{name}: unavailable"
@@ -140,3 +141,23 @@ class AtomRRuntime:
             if note:
                 notes.append(f"retrieval failed — {note}")
         return evidence, calls, notes
+
+
+def run_sync(coro):
+    """Run a coroutine to completion from synchronous code, also where an event loop is
+    already running in this thread (a notebook cell calling ``graph.invoke``)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def dual(afunc) -> RunnableLambda:
+    """An async node usable from ``graph.invoke`` as well as ``graph.ainvoke``."""
+
+    def func(inp, config: RunnableConfig):
+        return run_sync(afunc(inp, config))
+
+    return RunnableLambda(func, afunc=afunc, name=afunc.__name__)

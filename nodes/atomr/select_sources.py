@@ -21,12 +21,12 @@ from atomgraph.state.atomr import StepInput
 def make_select_sources_node(rt: AtomRRuntime):
     async def select_sources(inp: StepInput, config: RunnableConfig) -> dict:
         run = current_run(inp)
-        available = list(rt.sources.available)
+        available = list(rt.sources().available)
         calls = []
         if len(available) <= 1:
             run.sources = available
         else:
-            sources = list(rt.sources.available.values())
+            sources = list(rt.sources().available.values())
             text, record = await rt.ask(
                 "executor",
                 "source_selection",
