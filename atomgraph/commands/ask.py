@@ -1,4 +1,12 @@
-"""``atomgraph ask "QUESTION" [--method atomr] [--sources ...] [--json]``."""
+"""``atomgraph ask "QUESTION" [--method atomr] [--sources ...] [--json]``.
+
+Models come from settings (ATOMGRAPH_MODEL, ...), or ``--model NAME``, or your own Python
+object: ``--model-factory my_pkg.models:make`` (also ``$ATOMGRAPH_MODEL_FACTORY``), a
+function taking the settings and returning a chat model or a role→model mapping;
+``--model scripted:RULES.json`` runs a scripted model. Sources likewise: ``--sources
+wikipedia,google`` or ``--sources-factory my_pkg.sources:make`` (settings → sources).
+These work as in ``atomgraph eval run`` (see :mod:`atomgraph.evaluation.runner`).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +23,10 @@ def register(sub) -> None:
     p.add_argument("question", help="the question")
     p.add_argument("--method", default="atomr", help="registered method (default: atomr)")
     p.add_argument("--sources", help="comma-separated knowledge sources (default: settings)")
-    p.add_argument("--model", help="chat model for every role (overrides ATOMGRAPH_MODEL)")
+    p.add_argument("--model", help="chat model for every role (overrides ATOMGRAPH_MODEL), or scripted:RULES.json")
+    p.add_argument("--model-factory", help="module:function returning the model(s) to use "
+                   "(default: $ATOMGRAPH_MODEL_FACTORY)")
+    p.add_argument("--sources-factory", help="module:function returning the knowledge sources to use")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
@@ -33,18 +44,33 @@ async def _ask(graph, question: str, show_progress: bool) -> dict:
                     print(f"  {node} [{run.id}] {status}", file=sys.stderr)
                 if node == "plan" and update:
                     print(f"  plan: {len(update['tree'])} nodes", file=sys.stderr)
-    return result
+    # "values" chunks carry the whole state; keep what the graph declares as its output.
+    keys = getattr(graph, "output_channels", None)
+    if isinstance(keys, (list, tuple)):
+        result = {k: result[k] for k in keys if k in result}
+    return {"question": question, **result}
 
 
 def run(args) -> int:
+    import os
+
+    from atomgraph.evaluation.runner import import_object, model_from_spec
     from atomgraph.graphs.registry import build_method
 
-    overrides = {"model": args.model}
+    overrides = {}
+    if args.model and not args.model.startswith("scripted:"):
+        overrides["model"] = args.model
     if args.sources:
         overrides["sources"] = [s.strip() for s in args.sources.split(",") if s.strip()]
     settings = get_settings(**overrides)
-    resolve_models(None, settings)  # fail early, naming the missing setting
-    graph = build_method(args.method, settings=settings)
+    factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY")
+    model = model_from_spec(args.model, factory, settings)
+    resolve_models(model, settings)  # fail early, naming the missing setting
+    sources = None
+    if args.sources_factory:
+        fn = import_object(args.sources_factory)
+        sources = fn(settings) if callable(fn) else fn
+    graph = build_method(args.method, model=model, sources=sources, settings=settings)
     result = asyncio.run(_ask(graph, args.question, show_progress=not (args.json or args.quiet)))
     if args.json:
         print(json.dumps(jsonable(result), ensure_ascii=False, indent=2))
