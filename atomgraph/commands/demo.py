@@ -1,8 +1,77 @@
-"""`atomgraph demo` (being built)."""
+"""``atomgraph demo [--persist DIR] [--questions N] [--json] [--model-factory MOD:FN]``.
+
+Runs ATOMR over the offline demo knowledge pack (see :mod:`atomgraph.demo_run`): indexes the
+pack's passages into an embedded Chroma collection, serves its knowledge graph in process,
+answers each demo question and prints the answer, the gold answer, F1 and the executed
+reasoning tree, then a summary. Needs a chat model (see ``MODEL_HELP`` below).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+
+MODEL_HELP = """\
+atomgraph demo needs a chat model: {reason}
+
+Configure one with environment variables (or the same keys in atomgraph.toml):
+  OpenAI:                       export OPENAI_API_KEY=sk-...  ATOMGRAPH_MODEL=gpt-4o-mini
+  OpenAI-compatible server      export OPENAI_BASE_URL=http://localhost:8000/v1  ATOMGRAPH_MODEL=<served model name>
+  (vLLM, Ollama, llama.cpp):    (Ollama: http://localhost:11434/v1; llama.cpp server: http://localhost:8080/v1)
+  any init_chat_model provider: export ATOMGRAPH_MODEL=anthropic:claude-sonnet-4-5  (plus that provider's key)
+Per-role models: ATOMGRAPH_PLANNER_MODEL, ATOMGRAPH_EXECUTOR_MODEL, ATOMGRAPH_ANSWERER_MODEL.
+Or bring your own object: --model-factory my_pkg.models:make (also $ATOMGRAPH_MODEL_FACTORY),
+a function taking the settings and returning a chat model or a role->model mapping."""
+
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="(not yet available)")
-    p.set_defaults(func=lambda args: print("atomgraph demo: not yet available") or 2)
+    p = sub.add_parser(
+        "demo",
+        help="answer the demo questions with ATOMR over the bundled knowledge pack (offline stores)",
+        description=__doc__.split("\n\n", 1)[1],
+    )
+    p.add_argument("--persist", default=None,
+                   help="embedded Chroma folder for the demo passages (default: .atomgraph/demo)")
+    p.add_argument("--questions", type=int, default=None, metavar="N", help="first N demo questions only")
+    p.add_argument("--json", action="store_true", help="print every result and the summary as one JSON object")
+    p.add_argument("--model-factory", default=None, metavar="MODULE:FUNCTION",
+                   help="function taking the settings and returning the chat model(s) (default: $ATOMGRAPH_MODEL_FACTORY, else settings)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from atomgraph.demo_pack import kg_path
+    from atomgraph.demo_run import demo_models, demo_settings, render_record, render_summary, run_demo
+    from atomgraph.errors import ConfigError
+    from atomgraph.models import MISSING_MODEL_HELP
+    from atomgraph.settings import get_settings
+
+    if args.questions is not None and args.questions < 1:
+        raise ConfigError("--questions must be at least 1")
+    settings = demo_settings(get_settings(), args.persist)
+    factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY") or None
+    try:
+        models = demo_models(settings, factory)  # before any indexing: fail fast and clearly
+    except ConfigError as exc:
+        reason = "none is configured." if str(exc) == MISSING_MODEL_HELP else str(exc)
+        print(MODEL_HELP.format(reason=reason), file=sys.stderr)
+        return 2
+
+    def show(i: int, record: dict) -> None:
+        if not args.json:
+            print(render_record(i, record), end="\n\n", flush=True)
+
+    def indexed(stats) -> None:
+        if not args.json:
+            print(f"Demo passages in {settings.chroma_path}: {stats.added} added, {stats.skipped} already indexed "
+                  f"(collection {settings.chroma_collection!r} holds {stats.count}); knowledge graph: {kg_path()}\n",
+                  flush=True)
+
+    result = run_demo(settings, persist=settings.chroma_path, limit=args.questions, model=models,
+                      on_record=show, on_indexed=indexed, progress=not args.json and sys.stderr.isatty())
+    if args.json:
+        print(json.dumps(result.as_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(render_summary(result))
+    return 1 if result.errors else 0

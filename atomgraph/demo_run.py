@@ -1,0 +1,233 @@
+"""The offline demo (``atomgraph demo`` / ``make demo``): ATOMR over the demo knowledge pack.
+
+1. the chat model(s) are resolved first, so a missing model is reported before any work;
+2. the pack's passages are indexed into an embedded Chroma collection (``atomgraph-demo``
+   under ``.atomgraph/demo/`` by default; ingestion is content-hashed, so a second run adds
+   nothing);
+3. the pack's ``kg.ttl`` is served in process (pyoxigraph) as the ``wikidata`` source, and
+   Google joins when ``SERPAPI_API_KEY`` is set;
+4. each demo question is answered with ATOMR and scored against its gold answers.
+
+>>> result = run_demo(model=my_chat_model, limit=2)
+>>> print(render_summary(result))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from atomgraph.demo_pack import PASSAGES_FILE, kg_path, load_questions, pack_dir
+from atomgraph.evaluation.metrics import answer_scores, mean
+from atomgraph.evaluation.records import jsonable
+from atomgraph.models import ModelsArg, resolve_models
+from atomgraph.settings import Settings, get_settings
+from atomgraph.state.usage import summarize_usage
+from atomgraph.tools.registry import SourceSet, build_sources
+
+DEMO_COLLECTION = "atomgraph-demo"
+DEFAULT_PERSIST = ".atomgraph/demo"
+
+
+@dataclass
+class DemoResult:
+    """Every question's record (question, gold, answer, scores, trace, usage) and the totals."""
+
+    records: list[dict] = field(default_factory=list)
+    indexed: dict[str, Any] = field(default_factory=dict)  # the ingestion summary
+    sources: list[str] = field(default_factory=list)
+    unavailable_sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def mean_f1(self) -> float:
+        """Mean F1 over the questions, in percent."""
+        return 100 * mean(r["metrics"]["f1"] for r in self.records) if self.records else 0.0
+
+    @property
+    def mean_em(self) -> float:
+        return 100 * mean(r["metrics"]["em"] for r in self.records) if self.records else 0.0
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for r in self.records if r.get("error"))
+
+    def usage(self):
+        """Usage summed over every question (:class:`~atomgraph.state.usage.UsageSummary`)."""
+        return summarize_usage(
+            [c for r in self.records for c in r["llm_calls"]],
+            [c for r in self.records for c in r["retriever_calls"]],
+        )
+
+    def as_dict(self) -> dict:
+        u = self.usage()
+        return {
+            "questions": [
+                {k: v for k, v in r.items() if k not in ("llm_calls", "retriever_calls")} for r in jsonable(self.records)
+            ],
+            "summary": {
+                "n": len(self.records),
+                "mean_f1": self.mean_f1,
+                "mean_em": self.mean_em,
+                "errors": self.errors,
+                "usage": u.model_dump(mode="json"),
+                "sources": self.sources,
+                "unavailable_sources": self.unavailable_sources,
+                "indexed": self.indexed,
+            },
+        }
+
+
+# --- the pieces ------------------------------------------------------------------------------
+
+def demo_settings(settings: Settings | None = None, persist: str | Path | None = None) -> Settings:
+    """``settings`` pointed at the demo pack: the embedded Chroma folder ``persist`` (default
+    ``.atomgraph/demo``), collection ``atomgraph-demo``, and ``kg.ttl`` as the Wikidata file;
+    Google only when a SerpAPI key is set."""
+    settings = settings or get_settings()
+    sources = ["wikipedia", "google", "wikidata"] if settings.serpapi_api_key else ["wikipedia", "wikidata"]
+    return settings.model_copy(update={
+        "chroma_path": str(persist or DEFAULT_PERSIST),
+        "chroma_host": None,
+        "chroma_collection": DEMO_COLLECTION,
+        "wikidata_file": str(kg_path()),
+        "sources": sources,
+    })
+
+
+def index_demo_passages(settings: Settings, *, progress: bool = False):
+    """Index the pack's passages into ``settings.chroma_path`` / ``settings.chroma_collection``
+    (already-indexed passages are skipped). Returns the :class:`~atomgraph.tools.ingest.IngestStats`."""
+    from atomgraph.tools.ingest import ingest
+
+    Path(settings.chroma_path).mkdir(parents=True, exist_ok=True)
+    return ingest(
+        [pack_dir() / PASSAGES_FILE], settings.chroma_collection, settings=settings,
+        persist=settings.chroma_path, fmt="jsonl", progress=progress,
+    )
+
+
+def demo_sources(settings: Settings) -> SourceSet:
+    """The demo's knowledge sources (``settings`` from :func:`demo_settings`)."""
+    return build_sources(settings, settings.sources)
+
+
+def demo_models(settings: Settings, factory: str | None = None) -> ModelsArg:
+    """The chat model(s): from ``factory`` ("module:function", see
+    :func:`~atomgraph.evaluation.runner.model_from_spec`), else from settings. Raises
+    :class:`~atomgraph.errors.ConfigError` when none is configured."""
+    from atomgraph.evaluation.runner import model_from_spec
+
+    given = model_from_spec(None, factory, settings) if factory else None
+    return resolve_models(given, settings)
+
+
+def question_record(question: dict, values: dict, *, latency_s: float, error: str | None = None) -> dict:
+    """One demo question's result, scored against its gold answers."""
+    answer = str(values.get("answer") or "")
+    return {
+        "id": question["id"],
+        "type": question.get("type"),
+        "question": question["question"],
+        "gold": list(question["answers"]),
+        "answer": answer,
+        "answers": [str(a) for a in values.get("answers") or []],
+        "metrics": answer_scores(answer, question["answers"]),
+        "trace": values.get("trace") or {},
+        "stopped": values.get("stopped"),
+        "error": error or values.get("error"),
+        "latency_s": latency_s,
+        "llm_calls": list(values.get("llm_calls") or []),
+        "retriever_calls": list(values.get("retriever_calls") or []),
+    }
+
+
+# --- a whole demo run ----------------------------------------------------------------------------
+
+async def arun_demo(
+    settings: Settings | None = None,
+    *,
+    persist: str | Path | None = None,
+    limit: int | None = None,
+    model: ModelsArg = None,
+    factory: str | None = None,
+    on_record: Callable[[int, dict], None] | None = None,
+    on_indexed: Callable[[Any], None] | None = None,
+    progress: bool = False,
+) -> DemoResult:
+    """Run the demo; ``on_indexed(stats)`` is called once the passages are indexed and
+    ``on_record(i, record)`` as each question finishes.
+
+    ``model``: chat model(s) to use (default: ``factory``, else settings). Questions run one
+    after another; a question that fails is recorded with its error and the run goes on.
+    """
+    from atomgraph.graphs.atomr import build_atomr_graph
+
+    settings = demo_settings(settings, persist)
+    models = resolve_models(model, settings) if model is not None else demo_models(settings, factory)
+    questions = load_questions()
+    if limit is not None:
+        questions = questions[: max(0, limit)]
+    stats = await asyncio.to_thread(index_demo_passages, settings, progress=progress)
+    if on_indexed is not None:
+        on_indexed(stats)
+    sources = demo_sources(settings)
+    result = DemoResult(indexed=stats.as_dict(), sources=list(sources.available), unavailable_sources=dict(sources.unavailable))
+    graph = build_atomr_graph(model=models, sources=sources, settings=settings)
+    for i, q in enumerate(questions, 1):
+        t0 = time.perf_counter()
+        error = None
+        try:
+            values = await graph.ainvoke({"question": q["question"]})
+        except Exception as exc:  # one question's failure must not end the demo
+            values, error = {}, f"{type(exc).__name__}: {exc}"[:500]
+        record = question_record(q, values, latency_s=time.perf_counter() - t0, error=error)
+        result.records.append(record)
+        if on_record is not None:
+            on_record(i, record)
+    return result
+
+
+def run_demo(settings: Settings | None = None, **kwargs: Any) -> DemoResult:
+    """Synchronous :func:`arun_demo`."""
+    return asyncio.run(arun_demo(settings, **kwargs))
+
+
+# --- rendering -----------------------------------------------------------------------------------
+
+def render_record(i: int, record: dict) -> str:
+    from atomgraph.render import render_atomr_trace, render_usage
+
+    lines = [
+        f"Q{i} ({record['id']}, {record.get('type') or 'question'}): {record['question']}",
+        f"  Answer: {record['answer'] or '(none)'}",
+        f"  Gold:   {' | '.join(record['gold'])}",
+        f"  F1 {100 * record['metrics']['f1']:.1f}  EM {100 * record['metrics']['em']:.0f}  ({record['latency_s']:.1f} s)",
+    ]
+    if record.get("stopped"):
+        lines.append(f"  Stopped early: {record['stopped']}")
+    if record.get("error"):
+        lines.append(f"  Error: {record['error']}")
+    trace = record.get("trace") or {}
+    if trace.get("nodes"):
+        lines.append("  Executed tree:")
+        lines += ["    " + ln for ln in render_atomr_trace(trace).splitlines()]
+    lines.append("  " + render_usage(record))
+    return "\n".join(lines)
+
+
+def render_summary(result: DemoResult) -> str:
+    u = result.usage()
+    by_source = ", ".join(f"{k} {v}" for k, v in sorted(u.retriever_calls_by_source.items())) or "none"
+    lines = [
+        f"Demo summary: {len(result.records)} questions, mean F1 {result.mean_f1:.1f}, EM {result.mean_em:.1f}"
+        + (f", {result.errors} with errors" if result.errors else ""),
+        f"  LLM calls: {u.llm_calls} ({u.prompt_tokens} prompt + {u.completion_tokens} completion tokens)",
+        f"  Retriever calls: {u.retriever_calls} ({by_source})",
+        f"  Sources: {', '.join(result.sources) or 'none'}",
+    ]
+    for name, why in result.unavailable_sources.items():
+        lines.append(f"  Unavailable: {name}: {why}")
+    return "\n".join(lines)
