@@ -9,7 +9,9 @@ are answered, so independent branches run in the same superstep.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Literal
+
+from typing_extensions import TypedDict  # pydantic (JSON schemas for Studio) needs this one on 3.11
 
 from pydantic import BaseModel, Field
 

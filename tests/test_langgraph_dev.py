@@ -135,8 +135,6 @@ def test_server_lists_the_atomr_graph_with_its_nodes(langgraph_server):
     assert ("run_operator", "schedule") in edges
 
 
-@pytest.mark.xfail(strict=True, reason="state/atomr.py uses typing.TypedDict; pydantic on Python 3.11 needs "
-                   "typing_extensions.TypedDict to build the input/output JSON schemas Studio shows")
 def test_server_describes_the_input_schema(langgraph_server):
     assistant = atomr_assistant(langgraph_server)
     r = langgraph_server.get(f"/assistants/{assistant['assistant_id']}/schemas")
