@@ -68,6 +68,12 @@ def chat_model(role: Role = "answerer", settings: Settings | None = None) -> Bas
     if prefix in INIT_CHAT_MODEL_PROVIDERS:
         from langchain.chat_models import init_chat_model
 
+        if prefix == "openai":  # the settings' key and server apply to OpenAI's provider too
+            if settings.openai_api_key:
+                common["api_key"] = settings.openai_api_key
+            if settings.openai_base_url:
+                common["base_url"] = settings.openai_base_url
+
         try:
             model = init_chat_model(name, **common)
         except ImportError as exc:

@@ -1,0 +1,177 @@
+"""Settings, the chat-model factory, the response cache, and an OpenAI-compatible server.
+
+The server is a real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions
+protocol (as vLLM, Ollama and llama.cpp do) and answers from an ATOMR script, so the whole
+graph runs through langchain-openai's client, configured by settings alone.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from langchain_community.cache import SQLiteCache
+from langchain_openai import ChatOpenAI
+
+from atomgraph.errors import ConfigError
+from atomgraph.graphs.atomr import build_atomr_graph
+from atomgraph.models import chat_model, resolve_models
+from atomgraph.settings import Settings, get_settings
+from atomgraph.testing import ScriptedChatModel, answer_reply, atomr_scripted_model
+from atomgraph.tools.memory_source import InMemorySource
+
+
+def test_defaults_env_and_toml_in_priority_order(tmp_path, monkeypatch):
+    assert get_settings().temperature == 0.0 and get_settings().cache is True
+    cfg = tmp_path / "atomgraph.toml"
+    cfg.write_text('model = "from-toml"\ntop_k = 5\nsources = ["wikipedia"]\n')
+    assert get_settings().model == "from-toml"  # ./atomgraph.toml is read (tests run in tmp_path)
+    monkeypatch.setenv("ATOMGRAPH_MODEL", "from-env")
+    monkeypatch.setenv("ATOMGRAPH_SOURCES", "wikidata, google")
+    monkeypatch.setenv("ATOMGRAPH_CACHE", "off")
+    s = get_settings()
+    assert (s.model, s.top_k, s.sources, s.cache) == ("from-env", 5, ["wikidata", "google"], False)
+    assert get_settings(model="override").model == "override"
+
+
+def test_roles_default_to_the_one_model(monkeypatch):
+    monkeypatch.setenv("ATOMGRAPH_MODEL", "m-all")
+    monkeypatch.setenv("ATOMGRAPH_PLANNER_MODEL", "m-plan")
+    s = get_settings()
+    assert [s.model_for(r) for r in ("planner", "executor", "answerer")] == ["m-plan", "m-all", "m-all"]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("top_k = 0", "top_k"),
+        ("nonsense = 1", "unknown setting"),
+        ("model = ", "not valid TOML"),
+    ],
+)
+def test_bad_config_is_a_clear_error(tmp_path, content, message):
+    cfg = tmp_path / "atomgraph.toml"
+    cfg.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        get_settings()
+
+
+def test_missing_config_file_is_named(monkeypatch):
+    monkeypatch.setenv("ATOMGRAPH_CONFIG", "/nonexistent/atomgraph.toml")
+    with pytest.raises(ConfigError, match="/nonexistent/atomgraph.toml"):
+        get_settings()
+
+
+def test_no_model_names_every_way_to_configure_one():
+    with pytest.raises(ConfigError) as err:
+        chat_model("planner", Settings())
+    for needle in ("ATOMGRAPH_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "init_chat_model"):
+        assert needle in str(err.value)
+
+
+def test_openai_model_without_key_or_base_url_is_a_clear_error():
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        chat_model("answerer", Settings(model="gpt-4o"))
+
+
+def test_openai_compatible_server_and_provider_strings(tmp_path):
+    m = chat_model("executor", Settings(model="llama3.1:8b", openai_base_url="http://127.0.0.1:9/v1", cache=False))
+    assert isinstance(m, ChatOpenAI)
+    assert m.model_name == "llama3.1:8b"  # an Ollama tag is a model name, not a provider
+    assert str(m.openai_api_base).startswith("http://127.0.0.1:9/v1")
+    assert m.temperature == 0.0
+    m = chat_model("executor", Settings(model="openai:gpt-4o-mini", openai_api_key="sk-test", cache=False))
+    assert isinstance(m, ChatOpenAI) and m.model_name == "gpt-4o-mini"
+    with pytest.raises(ConfigError, match="provider package|cannot build"):
+        chat_model("executor", Settings(model="anthropic:claude-x", cache=False))
+
+
+def test_resolve_models_accepts_one_model_or_a_role_map():
+    a, b = ScriptedChatModel(default="a"), ScriptedChatModel(default="b")
+    assert all(m is a for m in resolve_models(a).values())
+    roles = resolve_models({"planner": a, "answerer": b}, Settings())
+    assert roles["planner"] is a and roles["answerer"] is b and roles["executor"] is b
+    with pytest.raises(ConfigError, match="unknown model role"):
+        resolve_models({"critic": a})
+
+
+def test_response_cache_answers_repeated_prompts(tmp_path):
+    model = ScriptedChatModel(default="cached answer")
+    model.cache = SQLiteCache(database_path=str(tmp_path / "c.sqlite"))
+    assert model.invoke("same prompt").content == "cached answer"
+    assert model.invoke("same prompt").content == "cached answer"
+    assert len(model.prompts) == 1
+
+
+# --- an OpenAI-compatible server on loopback -------------------------------------------------
+
+QUESTION = "Who directed Kuhle Wampe?"
+PLAN = {QUESTION: ["1. What is Kuhle Wampe?", "2. Who directed [1]?"],
+        "1. What is Kuhle Wampe?": 'Search("Kuhle Wampe")', "2. Who directed [1]?": 'Relate([1], "director")'}
+
+
+def _answers(stage, text):
+    asked = text.rsplit("Question:", 1)[-1]
+    if stage == "search":
+        return answer_reply("Kuhle Wampe")
+    if stage == "relate" and "Kuhle Wampe" in asked:
+        return answer_reply("Slatan Dudow")
+    return answer_reply("Slatan Dudow")
+
+
+@pytest.fixture
+def openai_compatible_server():
+    script = atomr_scripted_model({QUESTION: PLAN}, answer=_answers, sources_reply="Wikipedia")
+    requests: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            requests.append(body)
+            if not self.path.endswith("/chat/completions"):
+                self.send_error(404)
+                return
+            prompt = "\n".join(m["content"] if isinstance(m["content"], str) else str(m["content"]) for m in body["messages"])
+            text = script._respond(prompt)
+            payload = {
+                "id": f"chatcmpl-{len(requests)}", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                "usage": {"prompt_tokens": 100 + len(requests), "completion_tokens": 7, "total_tokens": 107 + len(requests)},
+            }
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
+    server.shutdown()
+    server.server_close()
+
+
+async def test_atomr_runs_unchanged_against_an_openai_compatible_server(openai_compatible_server, monkeypatch):
+    base_url, requests = openai_compatible_server
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("ATOMGRAPH_MODEL", "local-llama")
+    passages = [{"title": "Kuhle Wampe", "text": "Kuhle Wampe is a 1932 film directed by Slatan Dudow."}]
+    graph = build_atomr_graph(sources=[InMemorySource(passages, name="wikipedia")])
+    out = await graph.ainvoke({"question": QUESTION})
+    assert out["answer"] == "Slatan Dudow"
+    assert len(requests) == 4  # plan, Search, Relate, child reasoning (one source: no selection call)
+    assert {r["model"] for r in requests} == {"local-llama"} and all(r["temperature"] == 0 for r in requests)
+    # token usage comes from the server's usage field
+    assert [c.prompt_tokens for c in out["llm_calls"]][:1] == [101]
+    assert all(c.completion_tokens == 7 for c in out["llm_calls"])
+    # the response cache (on by default) answers the same question again without the server
+    graph2 = build_atomr_graph(sources=[InMemorySource(passages, name="wikipedia")])
+    again = await graph2.ainvoke({"question": QUESTION})
+    assert again["answer"] == "Slatan Dudow" and len(requests) == 4
