@@ -14,19 +14,14 @@ import asyncio
 import json
 import sys
 
-from atomgraph.models import resolve_models
-from atomgraph.settings import get_settings
+from atomgraph.commands.common import add_model_source_args, model_and_sources
 
 
 def register(sub) -> None:
     p = sub.add_parser("ask", help="answer one question and show how it was answered")
     p.add_argument("question", help="the question")
     p.add_argument("--method", default="atomr", help="registered method (default: atomr)")
-    p.add_argument("--sources", help="comma-separated knowledge sources (default: settings)")
-    p.add_argument("--model", help="chat model for every role (overrides ATOMGRAPH_MODEL), or scripted:RULES.json")
-    p.add_argument("--model-factory", help="module:function returning the model(s) to use "
-                   "(default: $ATOMGRAPH_MODEL_FACTORY)")
-    p.add_argument("--sources-factory", help="module:function returning the knowledge sources to use")
+    add_model_source_args(p)
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
@@ -52,24 +47,9 @@ async def _ask(graph, question: str, show_progress: bool) -> dict:
 
 
 def run(args) -> int:
-    import os
-
-    from atomgraph.evaluation.runner import import_object, model_from_spec
     from atomgraph.graphs.registry import build_method
 
-    overrides = {}
-    if args.model and not args.model.startswith("scripted:"):
-        overrides["model"] = args.model
-    if args.sources:
-        overrides["sources"] = [s.strip() for s in args.sources.split(",") if s.strip()]
-    settings = get_settings(**overrides)
-    factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY")
-    model = model_from_spec(args.model, factory, settings)
-    resolve_models(model, settings)  # fail early, naming the missing setting
-    sources = None
-    if args.sources_factory:
-        fn = import_object(args.sources_factory)
-        sources = fn(settings) if callable(fn) else fn
+    settings, model, sources = model_and_sources(args)
     graph = build_method(args.method, model=model, sources=sources, settings=settings)
     result = asyncio.run(_ask(graph, args.question, show_progress=not (args.json or args.quiet)))
     if args.json:

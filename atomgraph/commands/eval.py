@@ -16,9 +16,10 @@ and tests. Sources likewise: ``--sources wikipedia,google`` or ``--sources-facto
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
+
+from atomgraph.commands.common import add_model_source_args, model_and_sources
 
 
 def register(sub) -> None:
@@ -39,10 +40,7 @@ def register(sub) -> None:
     r.add_argument("--limit", type=int, help="first N examples only")
     r.add_argument("--concurrency", type=int, default=4, help="examples in flight at once (default 4)")
     r.add_argument("--timeout", type=float, help="seconds allowed per example (recorded as its error)")
-    r.add_argument("--model", help="model name for every role, or scripted:RULES.json")
-    r.add_argument("--model-factory", help="module:function returning the model(s) to use")
-    r.add_argument("--sources", help="comma-separated knowledge sources (default: settings)")
-    r.add_argument("--sources-factory", help="module:function returning the knowledge sources to use")
+    add_model_source_args(r)
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
 
@@ -81,21 +79,9 @@ def cmd_score(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from atomgraph.evaluation.runner import import_object, model_from_spec, run_eval
-    from atomgraph.settings import get_settings
+    from atomgraph.evaluation.runner import run_eval
 
-    overrides = {}
-    if args.model and not args.model.startswith("scripted:"):
-        overrides["model"] = args.model
-    if args.sources:
-        overrides["sources"] = [s.strip() for s in args.sources.split(",") if s.strip()]
-    settings = get_settings(**overrides)
-    factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY")
-    model = model_from_spec(args.model, factory, settings)
-    sources = None
-    if args.sources_factory:
-        fn = import_object(args.sources_factory)
-        sources = fn(settings) if callable(fn) else fn
+    settings, model, sources = model_and_sources(args, require_model=False)
     result = run_eval(
         args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout,
