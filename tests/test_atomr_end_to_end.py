@@ -100,8 +100,11 @@ async def test_without_the_passage_store_the_search_node_cannot_answer(demo_stor
     nodes = nodes_of(out)
     assert nodes[1]["answer"] == "Ulm"  # the KG hop still works
     assert nodes[2]["fallback"] and "Unknown" in nodes[2]["fallback"]
-    assert out["answer"] != "Ulm Minster"
-    assert by_source(out["retriever_calls"]) == {"wikidata": 3}  # two operators + the RAG fallback search
+    assert out["answer"] == "Unknown" and out["answers"] == []
+    assert nodes[0]["fallback"] == "child reasoning: the model answered Unknown"
+    # two operators, then the root's direct-RAG search with the whole question
+    assert [c.query for c in out["retriever_calls"]][-1] == Q1
+    assert by_source(out["retriever_calls"]) == {"wikidata": 3}
     assert "source_selection" not in [c.stage for c in out["llm_calls"]]  # one source: nothing to choose
 
 
