@@ -181,7 +181,7 @@ async def arun_demo(
         error = None
         try:
             values = await graph.ainvoke({"question": q["question"]})
-        except Exception as exc:  # one question's failure must not end the demo
+        except Exception as exc:  # noqa: BLE001 - one question's failure must not end the demo
             values, error = {}, f"{type(exc).__name__}: {exc}"[:500]
         record = question_record(q, values, latency_s=time.perf_counter() - t0, error=error)
         result.records.append(record)

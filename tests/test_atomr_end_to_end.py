@@ -95,7 +95,7 @@ async def test_without_the_passage_store_the_search_node_cannot_answer(demo_stor
     """The control: with the KG alone, the 'tallest church' passage is never retrieved, so the
     reader says Unknown and the node falls back to direct RAG, which cannot answer either."""
     kg_only = SourceSet.of([wikidata_from_settings(demo_store)])
-    graph, model = graph_over(kg_only, demo_store)
+    graph, _ = graph_over(kg_only, demo_store)
     out = await graph.ainvoke({"question": Q1})
     nodes = nodes_of(out)
     assert nodes[1]["answer"] == "Ulm"  # the KG hop still works
