@@ -49,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("atomgraph: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `atomgraph ... | head`: the reader left; not an error of ours
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

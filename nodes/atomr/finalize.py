@@ -60,4 +60,5 @@ def finalize(state: AtomRState) -> dict:
         "trace": build_trace({**state, "stopped": stopped}),
         "retrieved_titles": titles,
         "stopped": stopped,
+        "error": state.get("error"),
     }
