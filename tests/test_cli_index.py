@@ -69,6 +69,7 @@ def test_index_errors_are_one_line(tmp_path, capsys):
     assert f"{tsv}:1: not valid JSON" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_killed_ingestion_resumes_to_exactly_the_unique_passages(tmp_path, corpus):
     db = tmp_path / "db"
     cmd = [sys.executable, "-m", "atomgraph.cli", "-v", "index", "wikipedia", str(corpus),
