@@ -159,3 +159,55 @@ def test_unloadable_local_model_is_a_config_error(tmp_path):
     assert embedding_id(emb).startswith("sentence-transformers:")
     with pytest.raises(ConfigError, match="cannot load the sentence-transformers model"):
         emb.embed_query("x")
+
+
+@pytest.fixture()
+def chroma_server(tmp_path):
+    """A real Chroma server on 127.0.0.1 (the `chroma` binary chromadb installs)."""
+    import shutil
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    exe = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
+    if not Path(exe).exists():
+        pytest.skip("the chroma server binary is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [exe, "run", "--path", str(tmp_path / "server-db"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat()
+                break
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.2)
+        else:
+            pytest.fail("chroma server did not start")
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def test_same_code_path_over_a_chroma_server(chroma_server, tmp_path, shared_data):
+    settings = Settings(chroma_host="127.0.0.1", chroma_port=chroma_server, chroma_collection="served")
+    source = wikipedia_from_settings(settings)
+    assert "does not exist at 127.0.0.1:" in source.unavailable_reason()
+    corpus = shared_data / "hipporag" / "2wikimultihopqa_corpus.json"
+    stats = ingest([corpus], settings=settings, limit=20, progress=False)
+    assert stats.added == stats.count >= 20
+    again = ingest([corpus], settings=settings, limit=20, progress=False)
+    assert again.added == 0
+    source = wikipedia_from_settings(settings)
+    assert source.unavailable_reason() is None
+    hits = source.search("Teutberga queen of Lotharingia", k=2)
+    assert hits[0].title == "Teutberga" and hits[0].score > 0.5
+    assert not (tmp_path / "chroma").exists()  # nothing embedded was created
