@@ -207,4 +207,11 @@ def count_hint(path: str | Path, fmt: str = "auto") -> int | None:
             for block in iter(lambda: f.read(1 << 20), b""):
                 n += block.count(b"\n")
         return max(0, n - (1 if fmt == "tsv" else 0)) or None
+    if fmt == "hipporag" and path.is_file() and path.stat().st_size < 512 << 20:
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (ValueError, OSError):
+            return None  # the reader reports the problem with its line number
+        return len(data) if isinstance(data, (list, dict)) else None
     return None
