@@ -9,11 +9,11 @@ the vector store), ``kg.ttl`` (Wikidata-shaped Turtle for an in-process SPARQL s
 from __future__ import annotations
 
 import hashlib
-import json
 from importlib import resources
 from pathlib import Path
 
 from atomgraph.errors import AtomgraphError
+from atomgraph.jsonl import iter_json_objects
 
 PASSAGES_FILE = "passages.jsonl"
 QUESTIONS_FILE = "questions.jsonl"
@@ -53,15 +53,7 @@ def _read_jsonl(name: str, required: tuple[str, ...]) -> list[dict]:
     path = _file(name)
     rows: list[dict] = []
     with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise AtomgraphError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise AtomgraphError(f"{path}:{lineno}: expected a JSON object")
+        for lineno, row in iter_json_objects(fh, str(path), error=AtomgraphError):
             missing = [key for key in required if key not in row]
             if missing:
                 raise AtomgraphError(f"{path}:{lineno}: missing {', '.join(missing)}")

@@ -24,6 +24,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import AtomgraphError
+from atomgraph.jsonl import iter_json_objects
 
 
 class DatasetError(AtomgraphError):
@@ -122,7 +123,7 @@ def load_file(path: Path) -> list[Example]:
         try:
             rows = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+            raise DatasetError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
         return [_from_json_row(path, i, row) for i, row in enumerate(rows)]
     return list(_jsonl_examples(path, text))
 
@@ -130,19 +131,11 @@ def load_file(path: Path) -> list[Example]:
 def _jsonl_examples(path: Path, text: str) -> Iterator[Example]:
     stem = path.stem
     blend_type = next((t for k, t in _BLEND_TYPES.items() if stem.startswith(k)), None)
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from exc
-        if not isinstance(row, dict):
-            raise DatasetError(f"{path}: line {lineno}: expected a JSON object")
+    for lineno, row in iter_json_objects(text.splitlines(), str(path), error=DatasetError):
         try:
             yield _from_atomr_row(row, lineno, stem, blend_type)
         except (KeyError, TypeError, ValueError) as exc:
-            raise DatasetError(f"{path}: line {lineno}: {exc}") from exc
+            raise DatasetError(f"{path}:{lineno}: {exc}") from exc
 
 
 def _answer_list(value: Any, field: str) -> list[str]:

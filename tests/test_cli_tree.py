@@ -69,11 +69,11 @@ def test_bad_inputs_name_the_problem(trees_file, tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(TREES[0]) + "\n{not json\n", encoding="utf-8")
     assert main(["tree", "stats", str(bad)]) == 2
-    assert f"{bad}:line 2: not valid JSON" in capsys.readouterr().err
+    assert f"{bad}:2: not valid JSON" in capsys.readouterr().err
     nofield = tmp_path / "nofield.jsonl"
     nofield.write_text('{"index": 1, "question": "q"}\n', encoding="utf-8")
     assert main(["tree", "stats", str(nofield)]) == 2
-    assert "line 1" in capsys.readouterr().err
+    assert f"{nofield}:1: expected a JSON object with a 'reasoning_tree' field" in capsys.readouterr().err
     assert main(["tree", "stats", str(tmp_path / "missing.jsonl")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main(["tree", "show", str(trees_file), "--index", "9"]) == 2

@@ -74,10 +74,10 @@ def test_python_literal_fields(tmp_path):
 
 
 @pytest.mark.parametrize("content,needle", [
-    ('{"question": "q?", "answers": ["a"]}\n{"question": "q2?", "answers": [\n', "line 2"),
-    ('{"question": "q?", "answers": ["a"]}\n\n{"answers": ["a"]}\n', "line 3: missing field 'question'"),
-    ('{"question": "q?"}\n', "line 1: missing field 'answers'"),
-    ('{"question": "q?", "answers": {"x": 1}}\n', "line 1"),
+    ('{"question": "q?", "answers": ["a"]}\n{"question": "q2?", "answers": [\n', ":2: not valid JSON"),
+    ('{"question": "q?", "answers": ["a"]}\n\n{"answers": ["a"]}\n', ":3: missing field 'question'"),
+    ('{"question": "q?"}\n', ":1: missing field 'answers'"),
+    ('{"question": "q?", "answers": {"x": 1}}\n', ":1: "),
     ('[1, 2]\n', "item 0"),
 ])
 def test_bad_files_name_the_line(tmp_path, content, needle):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from atomgraph.errors import AtomgraphError, ParseError
+from atomgraph.jsonl import iter_json_objects
 from atomgraph.prompts.atomr import TreeParseError, parse_tree
 from atomgraph.prompts.atomr.planner_json import loads
 from atomgraph.state.tree import ReasoningTree
@@ -56,16 +57,10 @@ def load_planner_file(path: str | Path) -> list[PlannerRecord]:
             raise ParseError(f"{p}:line {exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
         return [_record(obj, i, f"{p} item {i}") for i, obj in enumerate(items)]
     records = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = loads(line)
-        except json.JSONDecodeError as exc:
-            raise ParseError(f"{p}:line {n}: not valid JSON ({exc.msg}, column {exc.colno})") from None
-        if not isinstance(obj, dict) or "reasoning_tree" not in obj:
-            raise ParseError(f"{p}:line {n}: expected a JSON object with a 'reasoning_tree' field")
-        records.append(_record(obj, len(records), f"{p}:line {n}"))
+    for n, obj in iter_json_objects(text.splitlines(), str(p), loads=loads):
+        if "reasoning_tree" not in obj:
+            raise ParseError(f"{p}:{n}: expected a JSON object with a 'reasoning_tree' field")
+        records.append(_record(obj, len(records), f"{p}:{n}"))
     if not records:
         raise ParseError(f"{p}: no planner records (the file is empty)")
     return records
