@@ -10,7 +10,7 @@ On ``2wikimultihopqa_corpus.json`` (6,119 paragraphs; ``--limit`` for quick runs
    (reading, splitting, hashing, id look-ups, embedding, writing), unique passages / s;
    the ratio ingestion / encoder is the share of pure encoding speed that indexing keeps;
 3. query latency p50/p95 of ``ChromaWikipediaSource.search(q, k=3)`` (embedding the query
-   included) over ~200 questions;
+   included) over ~200 questions, right after indexing and again in a second pass;
 4. peak resident memory (``ru_maxrss``).
 
 Encoder and ingestion are timed in interleaved rounds over slices of the corpus (order
@@ -145,11 +145,17 @@ def main(argv: list[str] | None = None) -> int:
         source = ChromaWikipediaSource("bench", settings=run_settings, embeddings=emb)
         qs = questions(args.queries, rounds[0][1])
         source.search(qs[0], k=3)
-        latencies = []
-        for q in qs:
-            t0 = time.perf_counter()
-            source.search(q, k=3)
-            latencies.append((time.perf_counter() - t0) * 1000)
+
+        def timed_pass() -> list[float]:
+            out = []
+            for q in qs:
+                t0 = time.perf_counter()
+                source.search(q, k=3)
+                out.append((time.perf_counter() - t0) * 1000)
+            return out
+
+        latencies = timed_pass()  # right after indexing (Chroma may still be compacting)
+        latencies_again = timed_pass()  # the same queries once more
         count = source.count()
 
     results = {
@@ -171,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         "queries": len(latencies),
         "query_ms_p50": round(statistics.median(latencies), 2),
         "query_ms_p95": round(percentile(latencies, 95), 2),
+        "query_ms_p50_second_pass": round(statistics.median(latencies_again), 2),
+        "query_ms_p95_second_pass": round(percentile(latencies_again, 95), 2),
         "peak_rss_mb_after_model_load": round(rss_model, 1),
         "peak_rss_mb_after_ingest": round(rss_ingest, 1),
         "peak_rss_mb": round(peak_rss_mb(), 1),
@@ -181,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         ("ingestion", f"{ingest_rate:.1f} passages/s ({ingest_s:.1f} s)"),
         ("ingestion / encoder", f"{results['ingest_over_encoder']:.3f}"),
         ("query latency k=3", f"p50 {results['query_ms_p50']} ms, p95 {results['query_ms_p95']} ms ({len(latencies)} queries)"),
+        ("  second pass", f"p50 {results['query_ms_p50_second_pass']} ms, p95 {results['query_ms_p95_second_pass']} ms"),
         ("peak RSS", f"{results['peak_rss_mb']:.0f} MiB (after model load {rss_model:.0f} MiB)"),
     ]
     width = max(len(r[0]) for r in rows)
