@@ -50,10 +50,11 @@ def measure(make, repeat: int) -> dict[str, tuple[int, float, float]]:
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=20)
-    args = ap.parse_args()
+    ap.add_argument("--out", help="write the results as JSON here")
+    args = ap.parse_args(argv)
     import sys
 
     sys.path.insert(0, str(KG.parents[1]))
@@ -73,6 +74,13 @@ def main() -> int:
         nq, lc, _ = local[name]
         _, hc, hw = http[name]
         print(f"{name:20} {nq:7d} {lc:9.2f} {hc:8.2f} {hc / lc:10.1f} {hw / hc:16.2f}")
+    if args.out:
+        import json
+
+        rows = {n: {"queries": local[n][0], "local_ms": local[n][1], "http_ms": http[n][1],
+                    "http_over_local": http[n][1] / local[n][1], "warm_over_cold_http": http[n][2] / http[n][1]}
+                for n in OPS}
+        Path(args.out).write_text(json.dumps(rows, indent=2))
     return 0
 
 
