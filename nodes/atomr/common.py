@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.atomr.answer_format import ParsedAnswer, answer_text, parse_answer
-from atomgraph.state.atomr import NodeRun, StepInput
+from atomgraph.state.atomr import NodeRun, Step, StepInput
 from atomgraph.state.tree import substitute_refs
 
 
@@ -35,6 +35,18 @@ def read_answer(text: str | None) -> tuple[ParsedAnswer | None, str | None]:
     if parsed.unknown or not parsed.answers:
         return None, "the model answered Unknown"
     return parsed, None
+
+
+def conclude(run: NodeRun, text: str | None, *, failure: str, then: Step) -> NodeRun:
+    """Settle ``run`` with the model's answer, or record why it failed and send the node to
+    its fallback step ``then``."""
+    run.llm_calls += 1
+    parsed, problem = read_answer(text)
+    if parsed is None:
+        run.fallback = f"{failure}: {problem}"
+        run.step = then
+        return run
+    return settle(run, parsed)
 
 
 def settle(run: NodeRun, parsed: ParsedAnswer) -> NodeRun:

@@ -15,7 +15,7 @@ import asyncio
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.common import current_run, read_answer, resolve, settle
+from atomgraph.nodes.atomr.common import conclude, current_run, resolve
 from atomgraph.nodes.atomr.filtering import overlap_coefficient, split_entities
 from atomgraph.nodes.atomr.runtime import AtomRRuntime
 from atomgraph.prompts.atomr.answer_format import answer_text
@@ -99,13 +99,7 @@ def make_run_operator_node(rt: AtomRRuntime):
 
         variables["knowledge"] = format_knowledge(run.evidence)
         text, record = await rt.ask("executor", op.name.lower(), operator_prompt(op.name), variables, config)
-        run.llm_calls += 1
-        parsed, problem = read_answer(text)
-        if parsed is None:
-            run.fallback = f"{op.name} failed: {problem}"
-            run.step = "rag"
-        else:
-            settle(run, parsed)
+        conclude(run, text, failure=f"{op.name} failed", then="rag")
         return {"runs": {run.id: run}, "llm_calls": [record], "retriever_calls": retriever_calls}
 
     return run_operator

@@ -7,7 +7,7 @@ from __future__ import annotations
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.common import current_run, read_answer, resolve, settle
+from atomgraph.nodes.atomr.common import conclude, current_run, resolve
 from atomgraph.nodes.atomr.runtime import AtomRRuntime
 from atomgraph.prompts.atomr.reasoning import (
     CHILD_REASONING_PROMPT,
@@ -36,13 +36,7 @@ def _make(rt: AtomRRuntime, stage: str, prompt: ChatPromptTemplate, related):
         text, record = await rt.ask(
             "answerer", stage, prompt, {"question": run.resolved_question, "qa_pairs": format_qa_pairs(pairs)}, config
         )
-        run.llm_calls += 1
-        parsed, problem = read_answer(text)
-        if parsed is None:
-            run.fallback = f"{stage.replace('_', ' ')}: {problem}"
-            run.step = "select"
-        else:
-            settle(run, parsed)
+        conclude(run, text, failure=stage.replace("_", " "), then="select")
         return {"runs": {run.id: run}, "llm_calls": [record]}
 
     reason.__name__ = stage
