@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import datetime as _dt
 import fcntl
-import importlib
 import json
 import os
 import sys
@@ -32,6 +31,7 @@ from atomgraph.evaluation.datasets import Example, load_dataset
 from atomgraph.evaluation.metrics import answer_scores, answer_text, mean, retrieval_scores
 from atomgraph.evaluation.pricing import calls_cost, price_table
 from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
+from atomgraph.imports import import_object  # noqa: F401 - re-exported: part of this module's API
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.usage import summarize_usage
 
@@ -53,17 +53,6 @@ class RunResult:
 
 
 # --- plugging in models and sources ------------------------------------------------------
-
-def import_object(spec: str) -> Any:
-    """``"package.module:attribute"`` → the attribute."""
-    module, sep, attr = spec.partition(":")
-    if not sep or not module or not attr:
-        raise ConfigError(f"{spec!r} is not of the form 'module:attribute'")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"cannot import {spec!r}: {exc}") from exc
-
 
 def scripted_model_from_file(path: str | os.PathLike) -> BaseChatModel:
     """A :class:`~atomgraph.testing.ScriptedChatModel` from a JSON file:

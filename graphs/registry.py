@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable
 
 from atomgraph.errors import ConfigError
+from atomgraph.imports import import_object
 
 GraphBuilder = Callable[..., Any]
 
@@ -40,11 +40,10 @@ def method_builder(name: str) -> GraphBuilder:
     except KeyError:
         raise ConfigError(f"unknown method {name!r}; registered methods: {', '.join(method_names())}") from None
     if isinstance(b, str):
-        module, _, attr = b.partition(":")
         try:
-            b = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"method {name!r} cannot be loaded from {_BUILDERS[name]!r}: {exc}") from exc
+            b = import_object(b)
+        except ConfigError as exc:
+            raise ConfigError(f"method {name!r} cannot be loaded: {exc}") from exc
         _BUILDERS[name] = b
     return b
 

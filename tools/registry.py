@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from atomgraph.errors import ConfigError, SourceUnavailable
+from atomgraph.imports import import_object
 from atomgraph.settings import Settings
 from atomgraph.tools.base import KnowledgeSource
 
@@ -42,8 +42,7 @@ def _factory(name: str) -> SourceFactory:
     except KeyError:
         raise ConfigError(f"unknown knowledge source {name!r}; registered: {', '.join(registered_sources())}") from None
     if isinstance(f, str):
-        module, _, attr = f.partition(":")
-        f = getattr(importlib.import_module(module), attr)
+        f = import_object(f)
         _FACTORIES[name] = f
     return f
 
