@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Callable
 
 from langchain_core.language_models import BaseChatModel
@@ -14,8 +13,7 @@ from atomgraph.errors import ParseError
 from atomgraph.models import ainvoke_recorded, message_text
 from atomgraph.prompts.baselines import extract_answer
 from atomgraph.state.evidence import Evidence, render_evidence
-from atomgraph.state.usage import RetrieverCall
-from atomgraph.tools.base import KnowledgeSource
+from atomgraph.tools.base import KnowledgeSource, recorded_retrieval
 
 
 def make_retrieve_node(sources: list[KnowledgeSource], k: int) -> Callable:
@@ -24,19 +22,9 @@ def make_retrieve_node(sources: list[KnowledgeSource], k: int) -> Callable:
     A failing source is recorded on its RetrieverCall; the others still contribute.
     """
 
-    async def _one(source: KnowledgeSource, question: str) -> tuple[list[Evidence], RetrieverCall]:
-        t0 = time.perf_counter()
-        try:
-            hits = await source.asearch(question, k)
-        except Exception as exc:  # SourceError, network errors: keep going with the others
-            return [], RetrieverCall(source=source.name, query=question, latency_s=time.perf_counter() - t0,
-                                     error=f"{type(exc).__name__}: {exc}"[:500])
-        return hits, RetrieverCall(source=source.name, query=question, hits=len(hits),
-                                   latency_s=time.perf_counter() - t0)
-
     async def retrieve(state: dict) -> dict[str, Any]:
         question = state["question"]
-        results = await asyncio.gather(*(_one(s, question) for s in sources))
+        results = await asyncio.gather(*(recorded_retrieval(s, question, k) for s in sources))
         evidence = [e for hits, _ in results for e in hits]
         calls = [c for _, c in results]
         return {

@@ -12,6 +12,7 @@ Each source is also a LangChain retriever (``as_retriever``) and tool (``as_tool
 from __future__ import annotations
 
 import asyncio
+import time
 from abc import ABC, abstractmethod
 from typing import Literal
 
@@ -21,6 +22,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool
 
 from atomgraph.state.evidence import Evidence, render_evidence
+from atomgraph.state.usage import RetrieverCall
 
 SourceKind = Literal["text", "web", "kg"]
 
@@ -90,3 +92,31 @@ class SourceRetriever(BaseRetriever):
 
     async def _aget_relevant_documents(self, query: str, *, run_manager) -> list[Document]:  # type: ignore[override]
         return [evidence_to_document(e) for e in await self.source.asearch(query, self.k)]
+
+
+async def recorded_retrieval(
+    source: KnowledgeSource,
+    query: str,
+    k: int,
+    *,
+    operator: str | None = None,
+    args: list[str] | None = None,
+    question: str = "",
+) -> tuple[list[Evidence], RetrieverCall]:
+    """One source call (a plain search, or an atomic operator when ``operator`` is given),
+    timed and recorded. A failure is returned on the record, never raised, so the other
+    sources of a question carry on. Text and web sources give their top ``k``; a KG answer
+    is kept whole (ATOMR §3.3.1)."""
+    label = f"{operator}({', '.join(args or [])})" if operator else query
+    t0 = time.perf_counter()
+    try:
+        if operator:
+            hits = await source.aoperate(operator, list(args or []), question, k)
+        else:
+            hits = await source.asearch(query, k)
+    except Exception as exc:  # SourceError, network errors, a user's source raising
+        err = f"{type(exc).__name__}: {exc}"[:500]
+        return [], RetrieverCall(source=source.name, query=label, latency_s=time.perf_counter() - t0, error=err)
+    if source.kind != "kg":
+        hits = hits[:k]
+    return hits, RetrieverCall(source=source.name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0)

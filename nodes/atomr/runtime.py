@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -23,7 +22,7 @@ from atomgraph.models import ModelsArg, ainvoke_recorded, message_text, resolve_
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.usage import LLMCall, RetrieverCall
-from atomgraph.tools.base import KnowledgeSource
+from atomgraph.tools.base import KnowledgeSource, recorded_retrieval
 from atomgraph.tools.registry import SourceSet, build_sources
 
 PARAMS = ("top_k", "filter_threshold", "max_llm_calls", "max_nodes", "max_depth", "max_parallel")
@@ -112,34 +111,22 @@ class AtomRRuntime:
         """Query the named sources concurrently (an operator call, or a plain search).
         Failures become records and notes; the others' evidence is kept."""
 
-        async def one(name: str) -> tuple[list[Evidence], RetrieverCall, str | None]:
+        async def one(name: str) -> tuple[list[Evidence], RetrieverCall]:
             source = self.sources().get(name)
-            label = f"{operator}({', '.join(args or [])})" if operator else query
             if source is None:
-                return [], RetrieverCall(source=name, query=label, error="source unavailable"), f"{name}: unavailable"
-            t0 = time.perf_counter()
-            try:
-                if operator:
-                    hits = await source.aoperate(operator, list(args or []), question, k)
-                else:
-                    hits = await source.asearch(query, k)
-            except Exception as exc:  # a failing source must not stop the question
-                err = f"{type(exc).__name__}: {exc}"[:300]
-                return [], RetrieverCall(source=name, query=label, latency_s=time.perf_counter() - t0, error=err), f"{name}: {err}"
-            # Text and web sources give top-k; a KG answer is kept whole (ATOMR §3.3.1).
-            if source.kind != "kg":
-                hits = hits[:k]
-            return hits, RetrieverCall(source=name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0), None
+                label = f"{operator}({', '.join(args or [])})" if operator else query
+                return [], RetrieverCall(source=name, query=label, error="source unavailable")
+            return await recorded_retrieval(source, query, k, operator=operator, args=args, question=question)
 
         results = await asyncio.gather(*(one(n) for n in source_names))
         evidence: list[Evidence] = []
         calls: list[RetrieverCall] = []
         notes: list[str] = []
-        for hits, call, note in results:
+        for hits, call in results:
             evidence.extend(hits)
             calls.append(call)
-            if note:
-                notes.append(f"retrieval failed — {note}")
+            if call.error:
+                notes.append(f"retrieval failed — {call.source}: {call.error}")
         return evidence, calls, notes
 
 
