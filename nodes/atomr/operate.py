@@ -18,7 +18,6 @@ from langchain_core.runnables import RunnableConfig
 from atomgraph.nodes.atomr.common import conclude, current_run, resolve
 from atomgraph.nodes.atomr.filtering import overlap_coefficient, split_entities
 from atomgraph.nodes.atomr.runtime import AtomRRuntime
-from atomgraph.prompts.atomr.answer_format import answer_text
 from atomgraph.prompts.atomr.knowledge import format_knowledge
 from atomgraph.prompts.atomr.operators import operator_prompt
 from atomgraph.state.atomr import NodeRun, StepInput
@@ -26,14 +25,8 @@ from atomgraph.state.tree import REF_RE, OperatorCall
 
 
 def resolve_args(op: OperatorCall, runs: dict[int, NodeRun]) -> list[str]:
-    out = []
-    for arg in op.args:
-        m = REF_RE.fullmatch(arg.strip())
-        if m and int(m.group(1)) in runs:
-            out.append(answer_text(runs[int(m.group(1))].answers) or runs[int(m.group(1))].answer)
-        else:
-            out.append(resolve(arg, runs))
-    return out
+    """The operator's arguments with every ``[i]`` replaced by node i's answer."""
+    return [resolve(arg, runs) for arg in op.args]
 
 
 def filter_candidates(op: OperatorCall, runs: dict[int, NodeRun]) -> list[str]:
