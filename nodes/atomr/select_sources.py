@@ -13,7 +13,7 @@ from atomgraph.nodes.atomr.runtime import AtomRRuntime
 from atomgraph.prompts.atomr.source_selection import (
     SOURCE_SELECTION_PROMPT,
     describe_sources,
-    parse_source_selection,
+    match_sources,
 )
 from atomgraph.state.atomr import StepInput
 
@@ -40,7 +40,10 @@ def make_select_sources_node(rt: AtomRRuntime):
                 run.sources = available
                 run.notes.append(f"source selection failed ({record.error}); using all sources")
             else:
-                run.sources = parse_source_selection(text, available)
+                run.sources = match_sources(text, available)
+                if not run.sources:
+                    run.sources = available
+                    run.notes.append("source selection named no available source; using all sources")
         run.step = "operate" if run.kind == "operator" and not run.fallback else "rag"
         return {"runs": {run.id: run}, "llm_calls": calls}
 
