@@ -53,6 +53,8 @@ def run(args) -> int:
     graph = build_method(args.method, model=model, sources=sources, settings=settings)
     result = asyncio.run(_ask(graph, args.question, show_progress=not (args.json or args.quiet)))
     if args.json:
+        from atomgraph.evaluation.records import jsonable
+
         print(json.dumps(jsonable(result), ensure_ascii=False, indent=2))
         return 0 if not result.get("error") else 1
     from atomgraph.render import render_atomr_trace, render_usage
@@ -70,13 +72,3 @@ def run(args) -> int:
     print(render_usage(result))
     return 0 if not result.get("error") else 1
 
-
-def jsonable(obj):
-    """Graph output (pydantic records inside) as plain JSON values."""
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump(mode="json")
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    return obj
