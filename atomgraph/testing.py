@@ -122,18 +122,6 @@ class ScriptedChatModel(BaseChatModel):
 # --- ATOMR scripts -----------------------------------------------------------------------
 
 
-def prompt_marker(prompt) -> re.Pattern:
-    """A pattern that recognises prompts made from ``prompt`` (a ChatPromptTemplate): the
-    literal start of its first message, so scripts follow the template's own wording."""
-    first = prompt.messages[0]
-    template = getattr(getattr(first, "prompt", None), "template", None) or str(first)
-    head = template.strip().split("\n", 1)[0]
-    head = head.split("{", 1)[0].strip()[:60]
-    if len(head) < 12:
-        raise ValueError(f"prompt starts with too little literal text to recognise: {head!r}")
-    return re.compile(re.escape(head))
-
-
 def answer_reply(*answers: str, paraphrase: str | None = None) -> str:
     """A model reply in ATOMR's answer format."""
     import json
@@ -147,20 +135,18 @@ def atomr_stage(text: str) -> str | None:
     filter, child_reasoning, sibling_reasoning or direct_rag."""
     from atomgraph.prompts.atomr import operators, plan, reasoning, source_selection
 
+    # Each ATOMR prompt opens with its own task marker.
     markers = [
-        ("plan", plan.PLAN_PROMPT),
-        ("source_selection", source_selection.SOURCE_SELECTION_PROMPT),
-        ("search", operators.SEARCH_PROMPT),
-        ("relate", operators.RELATE_PROMPT),
-        ("filter", operators.FILTER_PROMPT),
-        ("child_reasoning", reasoning.CHILD_REASONING_PROMPT),
-        ("sibling_reasoning", reasoning.SIBLING_REASONING_PROMPT),
-        ("direct_rag", reasoning.DIRECT_RAG_PROMPT),
+        ("plan", plan.PLAN_MARKER),
+        ("source_selection", source_selection.SOURCE_SELECTION_MARKER),
+        ("search", operators.SEARCH_MARKER),
+        ("relate", operators.RELATE_MARKER),
+        ("filter", operators.FILTER_MARKER),
+        ("child_reasoning", reasoning.CHILD_MARKER),
+        ("sibling_reasoning", reasoning.SIBLING_MARKER),
+        ("direct_rag", reasoning.DIRECT_RAG_MARKER),
     ]
-    for stage, prompt in markers:
-        if prompt_marker(prompt).search(text):
-            return stage
-    return None
+    return next((stage for stage, marker in markers if marker in text), None)
 
 
 def atomr_scripted_model(
