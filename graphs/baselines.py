@@ -29,7 +29,7 @@ from atomgraph.settings import Settings, get_settings
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.usage import LLMCall, RetrieverCall
 from atomgraph.tools.base import KnowledgeSource
-from atomgraph.tools.registry import SourceSet, build_sources
+from atomgraph.tools.registry import SourceSet, as_source_set
 
 
 class BaselineInput(TypedDict):
@@ -73,14 +73,6 @@ def build_cot_graph(model: ModelsArg = None, sources: Any = None, settings: Sett
     return _closed_book("cot", model, settings, checkpointer)
 
 
-def _source_list(sources: SourceSet | Iterable[KnowledgeSource] | None, settings: Settings) -> list[KnowledgeSource]:
-    if sources is None:
-        sources = build_sources(settings)
-    if isinstance(sources, SourceSet):
-        return list(sources)
-    return list(SourceSet.of(sources))
-
-
 def build_rag_graph(model: ModelsArg = None, sources: SourceSet | Iterable[KnowledgeSource] | None = None,
                     settings: Settings | None = None, checkpointer: Any = None) -> CompiledStateGraph:
     """Standard RAG: one retrieval from every available source, then one answer.
@@ -89,7 +81,7 @@ def build_rag_graph(model: ModelsArg = None, sources: SourceSet | Iterable[Knowl
     """
     settings = settings or get_settings()
     answerer = resolve_models(model, settings)["answerer"]
-    source_list = _source_list(sources, settings)
+    source_list = list(as_source_set(sources, settings))
     g = StateGraph(BaselineState, input_schema=BaselineInput, output_schema=BaselineOutput)
     g.add_node("retrieve", make_retrieve_node(source_list, settings.top_k))
     g.add_node("answer", make_answer_node(answerer, PROMPTS["rag"], "rag"))

@@ -91,3 +91,13 @@ def build_sources(settings: Settings, names: Iterable[str] | None = None) -> Sou
         else:
             out.available[name] = source
     return out
+
+
+def as_source_set(sources: SourceSet | Iterable[KnowledgeSource] | None, settings: Settings) -> SourceSet:
+    """What graph builders accept as ``sources`` — a SourceSet, any iterable of sources, or
+    None for the sources settings name — as one SourceSet."""
+    if sources is None:
+        return build_sources(settings)
+    if isinstance(sources, SourceSet):
+        return sources
+    return SourceSet.of(sources)

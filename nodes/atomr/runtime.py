@@ -23,7 +23,7 @@ from atomgraph.settings import Settings, get_settings
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.usage import LLMCall, RetrieverCall
 from atomgraph.tools.base import KnowledgeSource, recorded_retrieval
-from atomgraph.tools.registry import SourceSet, build_sources
+from atomgraph.tools.registry import SourceSet, as_source_set
 
 PARAMS = ("top_k", "filter_threshold", "max_llm_calls", "max_nodes", "max_depth", "max_parallel")
 
@@ -66,13 +66,7 @@ class AtomRRuntime:
 
     def sources(self) -> SourceSet:
         if self._sources is None:
-            arg = self._sources_arg
-            if arg is None:
-                self._sources = build_sources(self.settings())
-            elif isinstance(arg, SourceSet):
-                self._sources = arg
-            else:
-                self._sources = SourceSet.of(arg)
+            self._sources = as_source_set(self._sources_arg, self.settings())
         return self._sources
 
     def params(self, config: RunnableConfig | None) -> Params:
