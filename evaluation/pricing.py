@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from atomgraph.settings import Settings
-from atomgraph.state.usage import LLMCall
+from atomgraph.state.usage import LLMCall, summarize_usage
 
 # USD per 1M tokens: (input, output). List prices as published by the providers.
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
@@ -55,15 +55,20 @@ def tokens_cost(model: str | None, prompt_tokens: int, completion_tokens: int,
     return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
 
 
-def calls_cost(calls: Iterable[LLMCall | dict], table: Mapping[str, tuple[float, float]]) -> tuple[float, list[str]]:
-    """Total dollars of ``calls`` and the sorted names of models with no price."""
+def models_cost(tokens_by_model: Mapping[str, tuple[int, int]], table: Mapping[str, tuple[float, float]]) -> tuple[float, list[str]]:
+    """Total dollars of (input, output) token counts per model, and the sorted names of
+    models with tokens but no price."""
     total, unpriced = 0.0, set()
-    for c in calls:
-        c = c if isinstance(c, LLMCall) else LLMCall.model_validate(c)
-        cost = tokens_cost(c.model, c.prompt_tokens, c.completion_tokens, table)
+    for model, (tin, tout) in tokens_by_model.items():
+        cost = tokens_cost(model, tin, tout, table)
         if cost is None:
-            if c.prompt_tokens or c.completion_tokens:
-                unpriced.add(c.model or "unknown")
+            if tin or tout:
+                unpriced.add(model)
         else:
             total += cost
     return total, sorted(unpriced)
+
+
+def calls_cost(calls: Iterable[LLMCall | dict], table: Mapping[str, tuple[float, float]]) -> tuple[float, list[str]]:
+    """Total dollars of ``calls`` and the sorted names of models with no price."""
+    return models_cost(summarize_usage(calls, []).tokens_by_model, table)

@@ -16,7 +16,7 @@ from typing import Iterable, Mapping, Sequence
 
 from atomgraph.errors import ConfigError
 from atomgraph.evaluation.metrics import aggregate_scores, mean
-from atomgraph.evaluation.pricing import tokens_cost
+from atomgraph.evaluation.pricing import models_cost
 from atomgraph.evaluation.records import read_records
 from atomgraph.evaluation.runner import PREDICTIONS, RUN_META
 
@@ -48,15 +48,8 @@ def _record_cost(rec: dict, prices: Mapping[str, tuple[float, float]]) -> tuple[
     by_model = usage.get("tokens_by_model")
     if by_model is None:
         return float(usage.get("cost_usd") or 0.0), set(usage.get("unpriced_models") or [])
-    total, unpriced = 0.0, set()
-    for model, (tin, tout) in by_model.items():
-        cost = tokens_cost(model, tin, tout, prices)
-        if cost is None:
-            if tin or tout:
-                unpriced.add(model)
-        else:
-            total += cost
-    return total, unpriced
+    total, unpriced = models_cost(by_model, prices)
+    return total, set(unpriced)
 
 
 def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tuple[float, float]]) -> dict:
