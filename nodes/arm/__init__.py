@@ -1,0 +1,1 @@
+"""arm (work in progress)."""

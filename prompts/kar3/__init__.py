@@ -1,0 +1,1 @@
+"""kar3 (work in progress)."""
