@@ -4,7 +4,10 @@ The planner writes a flat JSON object: the root question maps to its numbered
 sub-questions (``"1. ..."``), each sub-question maps to its own sub-questions, to one
 operator call (``Search``/``Relate``/``Filter``) or to a ``[DR]`` mark (``[END]`` in the
 released trees).  Real output slips: numbers used twice or written ``2.1``, a child listed
-with different text than its own key, prose leaves, stray text around the JSON.
+with different text than its own key, a numbered sub-question no parent lists (attached
+where its number says, else under the root), one sub-question written as a string instead
+of a list, a question citing its own number (kept as text), prose leaves, stray text around
+the JSON.
 :func:`parse_tree` repairs what it can repair unambiguously, records each repair in
 ``tree.repairs``, and raises :class:`~atomgraph.state.tree.TreeParseError` otherwise
 (cycles, references to unknown nodes, empty trees, the authors' ``TREE_PARSING_ERROR``).
@@ -118,6 +121,36 @@ class _Builder:
         self.entries.append(e)
         self.by_key[norm] = e
 
+    # --- a sub-question written as a plain string ------------------------------------------
+    def wrap_string_children(self) -> None:
+        """A value that is one sub-question (``"Q?": "1. Who ...?"``) instead of a one-item
+        list becomes that list. An operator call, a ``[DR]``/``[END]`` mark or prose stays a
+        leaf: only a value that is another entry's key (give or take punctuation), or a
+        numbered question of its own, is taken for a sub-question."""
+        for e in self.entries:
+            if not isinstance(e.value, str) or not e.value.strip():
+                continue
+            value = _norm(e.value)
+            target = self.by_key.get(value)
+            if target is e:
+                continue
+            if target is None:
+                try:
+                    leaf = parse_leaf(value)
+                except ValueError:
+                    continue  # two operator calls: reported when the leaf is built
+                if leaf.kind != "open":
+                    continue
+                label, text = _split_label(value)
+                if label is None or not text or parse_leaf(text).kind != "open":
+                    continue
+                if not any(_loose(x.text) == _loose(text) for x in self.entries if x is not e) and e.label is not None:
+                    continue  # a numbered line inside a leaf's prose, not a sub-question
+            e.value = [value]
+            self.repairs.append(
+                f"{_short(e.key, 40)!r} has the sub-question {_short(value, 40)!r} as a string, not a list; read it as a list"
+            )
+
     # --- the root -----------------------------------------------------------------------
     def listed(self) -> set[str]:
         out: set[str] = set()
@@ -229,18 +262,33 @@ class _Builder:
             orphans = [e for e in self.entries if id(e) not in placed]
             if not orphans:
                 return order
-            e = orphans[0]
-            parent = None
-            if e.label and "." in e.label:
-                up = e.label.rsplit(".", 1)[0]
-                parent = next((o for o in order if o.label == up), None)
-            if parent is None:
-                raise TreeParseError(f"the question {_short(e.key)!r} is not a sub-question of any node (no parent lists it)")
-            self.repairs.append(f"{_short(e.key, 40)!r} was listed nowhere; attached it under {_short(parent.key, 40)!r} by its number")
-            placed.add(id(e))
-            e.parent = parent
-            parent.children.append(e)
-            queue.append(e)
+            self._adopt(self._pick_orphan(orphans), order, root, queue, placed)
+
+    def _pick_orphan(self, orphans: list[_Entry]) -> _Entry:
+        """The next unplaced entry to attach: one that no entry lists (the others are reached
+        through it), the first such in the output's order."""
+        listed = self.listed()
+        free = [e for e in orphans if e.key not in listed]
+        return (free or orphans)[0]
+
+    def _adopt(self, e: _Entry, order: list[_Entry], root: _Entry, queue: list[_Entry], placed: set[int]) -> None:
+        """Attach an entry no parent lists where its number says: ``2.1`` under ``2``, a plain
+        number under the root. An unnumbered one cannot be placed."""
+        if e.label is None or e.label == "0":
+            raise TreeParseError(f"the question {_short(e.key)!r} is not a sub-question of any node (no parent lists it)")
+        parent = None
+        if "." in e.label:
+            up = e.label.rsplit(".", 1)[0]
+            parent = next((o for o in order if o.label == up and o is not root), None)
+        if parent is not None:
+            where = f"under {_short(parent.key, 40)!r} by its number"
+        else:
+            parent, where = root, "under the root"
+        self.repairs.append(f"{_short(e.key, 40)!r} was listed nowhere; attached it {where}")
+        placed.add(id(e))
+        e.parent = parent
+        parent.children.append(e)
+        queue.append(e)
 
     def _children_of(self, p: _Entry, root: _Entry) -> list[_Entry]:
         if not isinstance(p.value, list):
@@ -285,6 +333,8 @@ def _assign_ids(order: list[_Entry], repairs: list[str]) -> None:
 
 
 def _resolve_ref(label: str, e: _Entry, by_label: dict[str, list[_Entry]], root: _Entry) -> _Entry:
+    """The node ``[label]`` in ``e``'s text means; ``e`` itself where only ``e`` carries that
+    number (the caller keeps such a reference as text)."""
     cands = list(by_label.get(label, []))
     if label == "0" and not cands:
         cands = [root]
@@ -292,6 +342,8 @@ def _resolve_ref(label: str, e: _Entry, by_label: dict[str, list[_Entry]], root:
         raise TreeParseError(f"node {e.id} ({_short(e.text)!r}) refers to [{label}], which is not a node of the tree")
     blocked = {id(e), *(id(a) for a in e.ancestors())}
     ok = [c for c in cands if id(c) not in blocked]
+    if not ok and any(c is e for c in cands):
+        return e
     if not ok:
         what = "itself" if cands[0] is e else f"its ancestor node {cands[0].id}"
         raise TreeParseError(f"dependency cycle: node {e.id} ({_short(e.text)!r}) refers to [{label}], {what}")
@@ -340,16 +392,30 @@ def _build_nodes(order: list[_Entry], repairs: list[str]) -> dict[int, TreeNode]
             if e is root and kind == "direct":
                 kind, leaf.repairs = "open", ["the root is marked [DR] but has no siblings to reason from; treated as an open question"]
             repairs.extend(f"node {e.id}: {r}" for r in leaf.repairs)
-        texts = [e.text if e is not root else "", *(operator.args if operator else []), note]
+        # (text, whether a reference to the node's own number may stay as text there): an
+        # operator argument naming its own node would need the node's answer to run it
+        texts = [(e.text if e is not root else "", True), *((a, False) for a in (operator.args if operator else [])),
+                 (note, True)]
         mapping: dict[str, int] = {}
         refs: list[int] = []
-        for t in texts:
+        own: list[str] = []
+        for t, own_ok in texts:
             for m in LABEL_REF_RE.finditer(t):
                 label = m.group(1)
                 if label not in mapping:
                     mapping[label] = _resolve_ref(label, e, by_label, root).id
-                if mapping[label] not in refs:
-                    refs.append(mapping[label])
+                if mapping[label] != e.id:
+                    if mapping[label] not in refs:
+                        refs.append(mapping[label])
+                elif not own_ok:
+                    raise TreeParseError(
+                        f"dependency cycle: node {e.id} ({_short(e.text)!r}) uses [{label}], its own answer, "
+                        f"in its {operator.name if operator else 'operator'} call"
+                    )
+                elif label not in own:
+                    own.append(label)
+        for label in own:
+            repairs.append(f"node {e.id}: its question refers to its own number [{label}]; kept it as text, not a dependency")
         changed = {k: v for k, v in mapping.items() if k != str(v)}
         question = e.text
         if changed:
@@ -423,6 +489,7 @@ def parse_tree(raw: dict | str, question: str | None = None) -> ReasoningTree:
         b.add(k, v)
     if not b.entries:
         raise TreeParseError("empty tree: the planner output holds no questions")
+    b.wrap_string_children()
     root = b.find_root(question)
     order = b.link(root)
     _assign_ids(order, repairs)
