@@ -12,10 +12,11 @@ from oxigraph_server import TEST_KG, oxigraph_endpoint, oxigraph_server  # noqa:
 
 from atomgraph.errors import ConfigError, SourceError, SourceUnavailable
 from atomgraph.settings import Settings
+from atomgraph.text import split_entities
 from atomgraph.tools import build_sources
 from atomgraph.tools import sparql_queries as q
 from atomgraph.tools.sparql_backends import OxigraphFileStore, SparqlEndpoint
-from atomgraph.tools.wikidata_source import WikidataSource, split_entities, wikidata_from_settings
+from atomgraph.tools.wikidata_source import WikidataSource, wikidata_from_settings
 
 HOSTILE = [
     'Sandbox "} ; DELETE WHERE { ?s ?p ?o } #',

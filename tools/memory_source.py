@@ -4,18 +4,12 @@ quick experiments, benchmarks that must not measure a vector store."""
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from typing import Iterable
 
 from atomgraph.state.evidence import Evidence
+from atomgraph.text import words
 from atomgraph.tools.base import KnowledgeSource, SourceKind
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-
-
-def _tokens(text: str) -> list[str]:
-    return [t.lower() for t in _TOKEN.findall(text or "")]
 
 
 class InMemorySource(KnowledgeSource):
@@ -30,7 +24,7 @@ class InMemorySource(KnowledgeSource):
         self._docs: list[tuple[str, str, Counter]] = []
         for p in passages:
             title, text = (p["title"], p["text"]) if isinstance(p, dict) else p
-            self._docs.append((title, text, Counter(_tokens(f"{title} {text}"))))
+            self._docs.append((title, text, Counter(words(f"{title} {text}"))))
         df = Counter(t for _, _, tf in self._docs for t in tf)
         n = max(1, len(self._docs))
         self._idf = {t: math.log(1 + n / c) for t, c in df.items()}
@@ -39,7 +33,7 @@ class InMemorySource(KnowledgeSource):
         return None if self._docs else "the collection is empty"
 
     def search(self, query: str, k: int = 3) -> list[Evidence]:
-        q = set(_tokens(query))
+        q = set(words(query))
         scored = []
         for i, (title, text, tf) in enumerate(self._docs):
             s = sum((1 + math.log(tf[t])) * self._idf.get(t, 0.0) for t in q if tf[t])

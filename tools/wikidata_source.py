@@ -10,7 +10,6 @@ readable triple ``(head, relation, tail)`` and whose metadata holds ids, labels 
 
 from __future__ import annotations
 
-import ast
 import re
 from collections import deque
 from typing import Sequence
@@ -18,6 +17,7 @@ from typing import Sequence
 from atomgraph.errors import ConfigError
 from atomgraph.settings import Settings
 from atomgraph.state.evidence import Evidence
+from atomgraph.text import STOPWORDS, content_words, ngrams, split_entities
 from atomgraph.tools import sparql_queries as q
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.kg_values import (
@@ -31,10 +31,6 @@ from atomgraph.tools.kg_values import (
 )
 from atomgraph.tools.sparql_backends import OxigraphFileStore, SparqlBackend, SparqlEndpoint
 
-_STOP = set(
-    "a an the of in on at to for by with from and or is are was were be been who whom whose what which when where "
-    "how many much does do did has have had as that this these those it its his her their there than among".split()
-)
 # Condition words and the relation words they usually mean.
 _ALIASES = {
     "born": "birth", "birthday": "birth", "died": "death", "dead": "death", "married": "spouse", "wife": "spouse",
@@ -42,13 +38,14 @@ _ALIASES = {
     "tall": "height", "located": "country", "lives": "residence", "wrote": "author", "written": "author",
 }
 _PUBLIC_WDQS = "query.wikidata.org"
+_MENTION_TOKEN = re.compile(r"[\w'.\-]+")
 
 
 def _words(text: str) -> set[str]:
+    """Content words for matching a question or condition against facts: relation words
+    for common condition words, a plural's final s dropped."""
     out = set()
-    for w in re.findall(r"[\w']+", (text or "").casefold()):
-        if w in _STOP:
-            continue
+    for w in content_words(text):
         w = _ALIASES.get(w, w)
         if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
             w = w[:-1]
@@ -93,25 +90,6 @@ def _relation_variants(relation: str) -> list[str]:
 def _v(row: dict, name: str) -> str | None:
     cell = row.get(name)
     return cell.get("value") if cell else None
-
-
-def split_entities(text: str) -> list[str]:
-    """Entity names from an operator argument: a Python/JSON list, or names separated by
-    ';', newlines, ',' or ' and '."""
-    t = (text or "").strip()
-    if not t:
-        return []
-    if t[0] in "[(":
-        try:
-            value = ast.literal_eval(t)
-            if isinstance(value, (list, tuple)):
-                return [str(x).strip() for x in value if str(x).strip()]
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            t = t.strip("[]()")
-    for sep in (";", "\n", ",", " and "):
-        if sep in t:
-            return [p.strip(" '\"") for p in t.split(sep) if p.strip(" '\"")]
-    return [t.strip(" '\"")]
 
 
 class WikidataSource(KnowledgeSource):
@@ -476,14 +454,11 @@ class WikidataSource(KnowledgeSource):
         whole = self._resolve(text, 2) if len(text.split()) <= max_n else []
         if whole:
             return whole
-        tokens = re.findall(r"[\w'.\-]+", text)[:max_words]
-        grams = []
-        for n in range(min(max_n, len(tokens)), 0, -1):
-            for i in range(len(tokens) - n + 1):
-                gram = tokens[i : i + n]
-                if all(t.casefold() in _STOP for t in gram) or (n == 1 and len(gram[0]) < 3):
-                    continue
-                grams.append(" ".join(gram))
+        tokens = _MENTION_TOKEN.findall(text)[:max_words]  # names keep their case, dots, hyphens
+        grams = [
+            " ".join(gram) for gram in ngrams(tokens, max_n)
+            if not all(t.casefold() in STOPWORDS for t in gram) and not (len(gram) == 1 and len(gram[0]) < 3)
+        ]
         if not grams:
             return []
         names = list(dict.fromkeys(v for g in grams for v in _case_variants(g)[:3]))
