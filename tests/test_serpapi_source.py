@@ -19,7 +19,7 @@ from requests.adapters import BaseAdapter
 from atomgraph.errors import SourceError
 from atomgraph.settings import Settings
 from atomgraph.tools import build_sources
-from atomgraph.tools.retry import call_with_retries, parse_retry_after
+from atomgraph.tools.retry import acall_with_retries, call_with_retries, parse_retry_after
 from atomgraph.tools.serpapi_source import GoogleSource, google_from_settings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "serpapi"
@@ -151,14 +151,15 @@ async def test_async_search_retries_without_blocking():
         [(503, {}, b'{"error": "Internal error"}'), (200, {}, recorded("obama_birthday.json"))]
     )
     ev = await src.asearch("When was Barack Obama born?", k=1)
-    assert ev[0].metadata["kind"] == "answer_box" and sleeps == [0.5]
+    assert ev[0].metadata["kind"] == "answer_box" and len(sleeps) == 1 and 0.5 <= sleeps[0] <= 0.75
 
 
 def test_5xx_exhausted_is_a_source_error_after_bounded_attempts():
     src, adapter, sleeps = make_source([(503, {}, b"{}")] * 3, retries=3)
     with pytest.raises(SourceError, match=r"failed after 3 attempts: HTTP 503"):
         src.search("anything", k=3)
-    assert len(adapter.requests) == 3 and sleeps == [0.5, 1.0]
+    assert len(adapter.requests) == 3 and len(sleeps) == 2
+    assert 0.5 <= sleeps[0] <= 0.75 and 1.0 <= sleeps[1] <= 1.25  # exponential backoff, jittered
 
 
 def test_connection_errors_are_retried():
@@ -166,7 +167,7 @@ def test_connection_errors_are_retried():
         [requests.exceptions.ConnectionError("connection reset"), (200, {}, recorded("organic_only.json"))]
     )
     assert src.search("Coke Kahani writers", k=1)[0].title == "Coke Kahani - Wikipedia"
-    assert sleeps == [0.5]
+    assert len(sleeps) == 1 and 0.5 <= sleeps[0] <= 0.75
 
 
 def test_missing_key_makes_the_source_unavailable():
@@ -231,3 +232,54 @@ def test_non_transient_errors_are_not_retried():
     with pytest.raises(SourceError, match="x failed: ValueError: malformed"):
         call_with_retries(bad, what="x", attempts=3, sleep=sleeps.append)
     assert sleeps == []
+
+
+def test_backoff_grows_exponentially_up_to_the_cap_with_bounded_jitter():
+    sleeps, calls = [], []
+
+    def down():
+        calls.append(1)
+        raise TimeoutError("read timed out")
+
+    with pytest.raises(SourceError, match=r"x failed after 6 attempts: timed out"):
+        call_with_retries(down, what="x", attempts=6, base_delay=1, max_delay=5, jitter=0.5, sleep=sleeps.append)
+    assert len(calls) == 6 and len(sleeps) == 5
+    for wait, low in zip(sleeps, [1, 2, 4, 5, 5]):
+        assert low <= wait <= min(5, low + 0.5)
+    exact = []
+    with pytest.raises(SourceError):
+        call_with_retries(down, what="x", attempts=4, base_delay=0.5, jitter=0, sleep=exact.append)
+    assert exact == [0.5, 1.0, 2.0]
+
+
+async def test_async_retries_honour_an_http_date_retry_after():
+    from email.utils import formatdate
+
+    class Throttled(Exception):
+        def __init__(self, headers):
+            super().__init__("throttled")
+            self.response = type("R", (), {"status_code": 503, "headers": headers, "reason": "Service Unavailable"})()
+
+    sleeps, calls = [], []
+
+    async def asleep(s):
+        sleeps.append(s)
+
+    async def flaky():
+        calls.append(1)
+        if len(calls) == 1:
+            raise Throttled({"retry-after": formatdate(time.time() + 12, usegmt=True)})
+        if len(calls) == 2:
+            raise Throttled({})
+        return "ok"
+
+    assert await acall_with_retries(flaky, what="x", attempts=3, sleep=asleep) == "ok"
+    assert 10 < sleeps[0] <= 12 and 1.0 <= sleeps[1] <= 1.25  # the date, then the second backoff step
+
+    async def always():
+        raise Throttled({"Retry-After": "1"})
+
+    sleeps.clear()
+    with pytest.raises(SourceError, match=r"x failed after 2 attempts: HTTP 503 \(Service Unavailable\)"):
+        await acall_with_retries(always, what="x", attempts=2, sleep=asleep)
+    assert sleeps == [1.0]

@@ -1,9 +1,11 @@
-"""Bounded retries with exponential backoff for calls to knowledge sources.
+"""Bounded retries for calls to knowledge sources, with tenacity.
 
-Transient failures are retried: timeouts, connection errors, HTTP 429 (waiting as long as
-the server's ``Retry-After`` asks, seconds or an HTTP-date, up to a cap) and HTTP 5xx.
-Anything else fails at once. After ``attempts`` tries the last failure becomes a
-:class:`~atomgraph.errors.SourceError` whose message says what went wrong.
+Transient failures are retried: timeouts, connection errors, HTTP 429 and HTTP 5xx. Between
+attempts the wait grows exponentially with random jitter (``base_delay · 2ⁿ⁻¹ + U(0, jitter)``,
+at most ``max_delay``), except where the server sent ``Retry-After`` (seconds or an
+HTTP-date): then exactly that long, up to ``max_retry_after``. Anything else fails at once.
+After ``attempts`` tries the last failure becomes a :class:`~atomgraph.errors.SourceError`
+whose message says what went wrong.
 
 >>> call_with_retries(lambda: fetch(url), what="google search", attempts=3)
 
@@ -22,6 +24,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity.wait import wait_base, wait_exponential_jitter
+
 from atomgraph.errors import SourceError
 
 log = logging.getLogger(__name__)
@@ -31,15 +36,6 @@ T = TypeVar("T")
 DEFAULT_BASE_DELAY = 0.5
 DEFAULT_MAX_DELAY = 8.0
 DEFAULT_MAX_RETRY_AFTER = 30.0
-
-
-class TransientError(Exception):
-    """Raise from a source call to ask for a retry (e.g. a payload that says "try later")."""
-
-    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -89,17 +85,13 @@ def _header(headers: Any, name: str) -> str | None:
 
 def _judge_status(status: int, headers: Any, detail: str = "") -> Failure:
     reason = f"HTTP {status}" + (f" ({detail})" if detail else "")
-    if status == 429:
-        return Failure(True, reason, parse_retry_after(_header(headers, "Retry-After")))
-    if 500 <= status <= 599:
+    if status == 429 or 500 <= status <= 599:
         return Failure(True, reason, parse_retry_after(_header(headers, "Retry-After")))
     return Failure(False, reason)
 
 
 def classify(exc: BaseException) -> Failure:
     """Judge one exception: retryable (and Retry-After) or final."""
-    if isinstance(exc, TransientError):
-        return Failure(True, str(exc), exc.retry_after)
     # HTTP errors first: several libraries' HTTP errors are also OSErrors.
     if isinstance(exc, urllib.error.HTTPError):
         return _judge_status(exc.code, exc.headers, str(exc.reason or ""))
@@ -125,25 +117,61 @@ def classify(exc: BaseException) -> Failure:
     return Failure(False, f"{name}: {exc}")
 
 
-def backoff_delay(attempt: int, base_delay: float, max_delay: float) -> float:
-    """Delay before retry number ``attempt`` (1-based): base * 2**(attempt-1), capped."""
-    return min(max_delay, base_delay * (2 ** (attempt - 1)))
+class wait_retry_after_or(wait_base):
+    """Wait what the failure's ``Retry-After`` asks (capped), else what ``backoff`` says."""
+
+    def __init__(self, judge: Callable[[BaseException], Failure], backoff: wait_base, cap: float):
+        self.judge, self.backoff, self.cap = judge, backoff, cap
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        asked = self.judge(exc).retry_after if exc is not None else None
+        if asked is not None:
+            return min(self.cap, asked)
+        return self.backoff(retry_state)
 
 
-def _next_wait(failure: Failure, attempt: int, base_delay: float, max_delay: float, max_retry_after: float) -> float:
-    if failure.retry_after is not None:
-        return min(max_retry_after, failure.retry_after)
-    return backoff_delay(attempt, base_delay, max_delay)
+class _Policy:
+    """One call's retry rules as tenacity arguments, shared by the sync and async runners."""
 
+    def __init__(self, what: str, attempts: int, base_delay: float, max_delay: float, max_retry_after: float,
+                 jitter: float | None, judge: Callable[[BaseException], Failure]):
+        self.what = what
+        self.attempts = max(1, int(attempts))
+        self.tries = 0
+        self._judge = judge
+        self._last: tuple[BaseException, Failure] | None = None
+        jitter = base_delay / 2 if jitter is None else jitter
+        self.kwargs = dict(
+            stop=stop_after_attempt(self.attempts),
+            retry=retry_if_exception(lambda e: not isinstance(e, SourceError) and self.judge(e).retryable),
+            wait=wait_retry_after_or(
+                self.judge, wait_exponential_jitter(multiplier=base_delay, max=max_delay, jitter=jitter), max_retry_after
+            ),
+            before_sleep=self._log,
+            reraise=True,
+        )
 
-def _give_up(what: str, attempt: int, failure: Failure, exc: BaseException) -> SourceError:
-    if failure.retryable:
-        msg = f"{what} failed after {attempt} attempt{'s' if attempt != 1 else ''}: {failure.reason}"
-    else:
-        msg = f"{what} failed: {failure.reason}"
-    err = SourceError(msg)
-    err.__cause__ = exc
-    return err
+    def judge(self, exc: BaseException) -> Failure:
+        """``judge(exc)``, asked once per exception (the predicate, wait and log all need it)."""
+        if self._last is None or self._last[0] is not exc:
+            self._last = (exc, self._judge(exc))
+        return self._last[1]
+
+    def _log(self, state: RetryCallState) -> None:
+        failure = self.judge(state.outcome.exception())
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.info("%s: %s; retrying in %.2fs (attempt %d of %d)", self.what, failure.reason, wait,
+                 state.attempt_number + 1, self.attempts)
+
+    def give_up(self, exc: Exception) -> SourceError:
+        failure = self.judge(exc)
+        if failure.retryable:
+            n = self.tries
+            msg = f"{self.what} failed after {n} attempt{'s' if n != 1 else ''}: {failure.reason}"
+        else:
+            msg = f"{self.what} failed: {failure.reason}"
+        return SourceError(msg)
 
 
 def call_with_retries(
@@ -154,24 +182,23 @@ def call_with_retries(
     base_delay: float = DEFAULT_BASE_DELAY,
     max_delay: float = DEFAULT_MAX_DELAY,
     max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
+    jitter: float | None = None,
     judge: Callable[[BaseException], Failure] = classify,
     sleep: Callable[[float], Any] = time.sleep,
 ) -> T:
-    """Run ``fn`` up to ``attempts`` times; raise SourceError naming ``what`` when it keeps failing."""
-    attempts = max(1, int(attempts))
-    for attempt in range(1, attempts + 1):
-        try:
-            return fn()
-        except SourceError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - judged below
-            failure = judge(exc)
-            if not failure.retryable or attempt >= attempts:
-                raise _give_up(what, attempt, failure, exc) from exc
-            wait = _next_wait(failure, attempt, base_delay, max_delay, max_retry_after)
-            log.info("%s: %s; retrying in %.2fs (attempt %d of %d)", what, failure.reason, wait, attempt + 1, attempts)
-            sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover
+    """Run ``fn`` up to ``attempts`` times; raise SourceError naming ``what`` when it keeps
+    failing. ``jitter`` is the most random seconds added to a backoff (default base_delay/2)."""
+    policy = _Policy(what, attempts, base_delay, max_delay, max_retry_after, jitter, judge)
+    try:
+        for attempt in Retrying(sleep=sleep, **policy.kwargs):
+            with attempt:
+                policy.tries = attempt.retry_state.attempt_number
+                return fn()
+    except SourceError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - judged by the policy
+        raise policy.give_up(exc) from exc
+    raise AssertionError("unreachable: tenacity re-raises the last failure")  # pragma: no cover
 
 
 async def acall_with_retries(
@@ -182,21 +209,19 @@ async def acall_with_retries(
     base_delay: float = DEFAULT_BASE_DELAY,
     max_delay: float = DEFAULT_MAX_DELAY,
     max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
+    jitter: float | None = None,
     judge: Callable[[BaseException], Failure] = classify,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
 ) -> T:
     """Async twin of :func:`call_with_retries`: ``fn`` returns an awaitable, waits do not block."""
-    attempts = max(1, int(attempts))
-    for attempt in range(1, attempts + 1):
-        try:
-            return await fn()
-        except SourceError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - judged below
-            failure = judge(exc)
-            if not failure.retryable or attempt >= attempts:
-                raise _give_up(what, attempt, failure, exc) from exc
-            wait = _next_wait(failure, attempt, base_delay, max_delay, max_retry_after)
-            log.info("%s: %s; retrying in %.2fs (attempt %d of %d)", what, failure.reason, wait, attempt + 1, attempts)
-            await sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover
+    policy = _Policy(what, attempts, base_delay, max_delay, max_retry_after, jitter, judge)
+    try:
+        async for attempt in AsyncRetrying(sleep=sleep, **policy.kwargs):
+            with attempt:
+                policy.tries = attempt.retry_state.attempt_number
+                return await fn()
+    except SourceError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - judged by the policy
+        raise policy.give_up(exc) from exc
+    raise AssertionError("unreachable: tenacity re-raises the last failure")  # pragma: no cover
