@@ -134,6 +134,22 @@ def test_split_long_passages():
     assert all(len(enc.encode_ordinary(p)) <= 60 for p in split_text(long_word, 60))
 
 
+def test_split_prefers_sentence_ends_of_every_kind_then_words():
+    enc = token_encoding()
+    text = " ".join(
+        f"Did Heisenberg study in Munich in {1920 + i}? He did! Sommerfeld was his doctoral advisor there." for i in range(12)
+    )
+    pieces = split_text(text, max_tokens=40)
+    assert all(len(enc.encode_ordinary(p)) <= 40 for p in pieces) and " ".join(pieces) == text
+    assert all(p[-1] in ".!?" for p in pieces)  # every cut at a sentence end
+    run_on = " ".join(["word"] * 300)  # no sentence end at all: cut between words
+    pieces = split_text(run_on, max_tokens=50)
+    assert all(len(enc.encode_ordinary(p)) <= 50 for p in pieces) and " ".join(pieces) == run_on
+    assert split_text("", 5) == [""]
+    with pytest.raises(ConfigError, match="max_tokens"):
+        split_text("text", 0)
+
+
 def test_passage_ids_are_content_hashes():
     assert passage_id("A", "text") == passage_id("A", "text")
     assert passage_id("A", "text") != passage_id("B", "text") != passage_id("A", "text.")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,44 +58,49 @@ def embed_input(title: str, text: str) -> str:
     return f"{title} | {text}" if title else text
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+def count_tokens(text: str) -> int:
+    """cl100k tokens in ``text``."""
+    return len(token_encoding().encode_ordinary(text))
+
+
+@lru_cache(maxsize=8)
+def _splitter(max_tokens: int):
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    # Sentence ends first, then any whitespace, then characters; each separator stays with
+    # the text after it, so pieces joined by single spaces give back a single-spaced text.
+    return RecursiveCharacterTextSplitter(
+        separators=[r"(?<=[.!?])\s+", r"\s+", ""],
+        is_separator_regex=True,
+        keep_separator=True,
+        chunk_size=max_tokens,
+        chunk_overlap=0,
+        length_function=count_tokens,
+    )
 
 
 def split_text(text: str, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[str]:
-    """``text`` in pieces of at most ``max_tokens`` tokens, cut at sentence ends where
-    possible, else between words, else inside a word."""
+    """``text`` in pieces of at most ``max_tokens`` cl100k tokens, cut at sentence ends where
+    possible, else between words, else inside a word (langchain-text-splitters)."""
     if max_tokens < 1:
         raise ConfigError("max_tokens must be at least 1")
-    enc = token_encoding()
-
-    def ntok(s: str) -> int:
-        return len(enc.encode_ordinary(s))
-
-    if ntok(text) <= max_tokens:
+    if count_tokens(text) <= max_tokens:
         return [text]
-    units: list[str] = []
-    for sentence in _SENTENCE_END.split(text):
-        if ntok(sentence) <= max_tokens:
-            units.append(sentence)
-            continue
-        for word in sentence.split():
-            if ntok(word) <= max_tokens:
-                units.append(word)
-            else:  # one enormous "word": cut it by characters
-                step = max(1, max_tokens)
-                units.extend(word[i : i + step] for i in range(0, len(word), step))
     pieces: list[str] = []
-    current = ""
-    for unit in units:
-        candidate = f"{current} {unit}" if current else unit
-        if current and ntok(candidate) > max_tokens:
-            pieces.append(current)
-            current = unit
-        else:
-            current = candidate
-    if current:
-        pieces.append(current)
-    return [p.strip() for p in pieces if p.strip()]
+    for piece in _splitter(max_tokens).split_text(text):
+        pieces.extend(_fit(piece, max_tokens))
+    return [p for p in pieces if p]
+
+
+def _fit(piece: str, max_tokens: int) -> list[str]:
+    """The splitter sums its parts' token counts; a joined piece can count differently at a
+    seam. Halve the rare piece that ends up over the limit."""
+    if count_tokens(piece) <= max_tokens or len(piece) < 2:
+        return [piece.strip()]
+    mid = len(piece) // 2
+    cut = piece.rfind(" ", 0, mid)
+    cut = cut if cut > 0 else mid
+    return _fit(piece[:cut], max_tokens) + _fit(piece[cut:], max_tokens)
 
 
 @dataclass
