@@ -61,9 +61,8 @@ def chat_model(role: Role = "answerer", settings: Settings | None = None) -> Bas
     name = settings.model_for(role)
     if not name:
         raise ConfigError(MISSING_MODEL_HELP)
+    # The output cap is bound per stage (cap_output), so a cached response is keyed by it.
     common: dict[str, Any] = {"temperature": settings.temperature}
-    if settings.max_tokens:
-        common["max_tokens"] = settings.max_tokens
     prefix = name.split(":", 1)[0] if ":" in name else None
     if prefix in INIT_CHAT_MODEL_PROVIDERS:
         from langchain.chat_models import init_chat_model
@@ -115,7 +114,7 @@ def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -
         raise ConfigError(f"unknown model role(s) {sorted(unknown)}; roles are {', '.join(ROLES)}")
     if len(given) < len(ROLES):
         settings = settings or get_settings()
-        default = given.get("answerer") or given.get("executor") or given.get("planner")
+        default = next((given[r] for r in ("answerer", "executor", "planner", *ROLES) if r in given), None)
         for role in ROLES:
             if role in given:
                 continue
@@ -124,6 +123,57 @@ def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -
             else:
                 given[role] = chat_model(role, settings)
     return given
+
+
+class LazyModels(Mapping[str, BaseChatModel]):
+    """Models by role, each built from settings on first use (so a graph compiles, and a
+    method that never uses a role never needs it configured)."""
+
+    def __init__(self, models: ModelsArg = None, settings: Settings | None = None):
+        self._arg = models
+        self._settings = settings
+        self._resolved: dict[str, BaseChatModel] | None = None
+
+    def _all(self) -> dict[str, BaseChatModel]:
+        if self._resolved is None:
+            self._resolved = resolve_models(self._arg, self._settings)
+        return self._resolved
+
+    def __getitem__(self, role: str) -> BaseChatModel:
+        if role not in ROLES:
+            raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(ROLES)}")
+        return self._all()[role]
+
+    def __iter__(self):
+        return iter(ROLES)
+
+    def __len__(self) -> int:
+        return len(ROLES)
+
+
+def cap_output(model: BaseChatModel, max_tokens: int):
+    """``model`` bound to generate at most ``max_tokens`` tokens.
+
+    ChatOpenAI sends the cap as ``max_completion_tokens``, which some OpenAI-compatible
+    servers (older vLLM, llama.cpp, Ollama's compatibility layer) ignore; for a model served
+    anywhere but api.openai.com the cap also travels as ``max_tokens`` in the request body.
+    Ollama's own chat model calls it ``num_predict``.
+    """
+    n = int(max_tokens)
+    try:
+        from langchain_openai.chat_models.base import BaseChatOpenAI
+    except ImportError:  # pragma: no cover - langchain-openai is a dependency
+        BaseChatOpenAI = ()  # type: ignore[assignment]
+    if isinstance(model, BaseChatOpenAI):
+        base = str(getattr(model, "openai_api_base", None) or "")
+        if base and "api.openai.com" not in base:
+            extra = dict(getattr(model, "extra_body", None) or {})
+            extra["max_tokens"] = n
+            return model.bind(max_completion_tokens=n, extra_body=extra)
+        return model.bind(max_completion_tokens=n)
+    if type(model).__name__ == "ChatOllama":
+        return model.bind(num_predict=n)
+    return model.bind(max_tokens=n)
 
 
 def model_name(model: BaseChatModel) -> str:

@@ -1,52 +1,93 @@
-"""atomgraph's settings: one documented place.
+"""atomgraph's settings: one documented place, loaded with pydantic-settings.
 
 Values come, in increasing priority, from the defaults below, a TOML config file
-(``$ATOMGRAPH_CONFIG`` or ``./atomgraph.toml``; keys are the field names, e.g.
-``model = "gpt-4o"``), and environment variables (``ATOMGRAPH_<FIELD>`` in upper case,
-plus the providers' own ``OPENAI_API_KEY``, ``OPENAI_BASE_URL`` and ``SERPAPI_API_KEY``).
+(``$ATOMGRAPH_CONFIG`` or ``./atomgraph.toml``; top-level keys are the field names, e.g.
+``model = "gpt-4o"``, and each method has its own table, e.g. ``[atomr]`` with
+``top_k = 5``), and environment variables: ``ATOMGRAPH_<FIELD>`` in upper case, nested
+per method with a double underscore (``ATOMGRAPH_ATOMR__TOP_K=5``), plus the providers' own
+``OPENAI_API_KEY``, ``OPENAI_BASE_URL`` and ``SERPAPI_API_KEY``.
 
-Chat models are configured by role (``planner``, ``executor``, ``answerer``); a role with
-no model of its own uses ``model``. A model is either a plain name (served by OpenAI, or by
-the OpenAI-compatible server at ``OPENAI_BASE_URL``: vLLM, Ollama, llama.cpp) or any
-``init_chat_model`` provider string such as ``"anthropic:claude-sonnet-4-5"``.
+Chat models are configured by role (``planner``, ``executor``, ``answerer`` for ATOMR and
+the baselines; ``atomizer``, ``proposer``, ``selector`` for KAR³; ``decoder`` for ARM); a
+role with no model of its own uses ``model``. A model is either a plain name (served by
+OpenAI, or by the OpenAI-compatible server at ``OPENAI_BASE_URL``: vLLM, Ollama, llama.cpp)
+or any ``init_chat_model`` provider string such as ``"anthropic:claude-sonnet-4-5"``.
+
+Each method's run parameters (its ``[section]``) are the dataclass its graph declares as
+LangGraph ``context_schema``; see :mod:`atomgraph.state.context`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from atomgraph.errors import ConfigError
+from atomgraph.state.atomr import AtomRContext
+from atomgraph.state.baselines import ClosedBookContext, RagContext
 
-Role = Literal["planner", "executor", "answerer"]
-ROLES: tuple[Role, ...] = ("planner", "executor", "answerer")
-
-# Environment variables read besides ATOMGRAPH_<FIELD>.
-_PROVIDER_ENV = {
-    "openai_api_key": "OPENAI_API_KEY",
-    "openai_base_url": "OPENAI_BASE_URL",
-    "serpapi_api_key": "SERPAPI_API_KEY",
-}
+Role = Literal["planner", "executor", "answerer", "atomizer", "proposer", "selector", "decoder"]
+ROLES: tuple[Role, ...] = ("planner", "executor", "answerer", "atomizer", "proposer", "selector", "decoder")
 
 
-class Settings(BaseModel):
+# The TOML file the settings being built read (chosen by Settings.load).
+_CONFIG_FILE: contextvars.ContextVar[str | None] = contextvars.ContextVar("atomgraph_config_file", default=None)
+
+
+def _env(name: str, provider_var: str) -> Any:
+    """A field read from ATOMGRAPH_<NAME> or the provider's own variable."""
+    return AliasChoices(f"ATOMGRAPH_{name.upper()}", provider_var)
+
+
+class Settings(BaseSettings):
     """Every tunable of atomgraph. See the module docstring for where values come from."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ATOMGRAPH_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+        populate_by_name=True,
+    )
 
     # --- chat models -------------------------------------------------------------------
     model: str | None = Field(None, description="Default chat model for every role.")
-    planner_model: str | None = Field(None, description="Model that plans reasoning trees.")
-    executor_model: str | None = Field(None, description="Model that runs operators and selects sources.")
-    answerer_model: str | None = Field(None, description="Model that reasons over child/sibling answers and RAG.")
+    planner_model: str | None = Field(None, description="Model that plans reasoning trees (ATOMR).")
+    executor_model: str | None = Field(None, description="Model that runs operators and selects sources (ATOMR).")
+    answerer_model: str | None = Field(None, description="Model that reasons over answers and writes final answers.")
+    atomizer_model: str | None = Field(None, description="Model that writes atomic questions for chunks (KAR³ indexing).")
+    proposer_model: str | None = Field(None, description="Model that proposes atomic sub-questions (KAR³).")
+    selector_model: str | None = Field(None, description="Model that selects the next atomic question/chunk (KAR³).")
+    decoder_model: str | None = Field(None, description="Model that decomposes, aligns, drafts and verifies (ARM).")
     temperature: float = 0.0
-    max_tokens: int | None = None
+    max_tokens: int = Field(
+        1024, ge=1,
+        description="Output-token cap of a stage that declares none. Every call is capped; it reaches "
+                    "OpenAI-compatible servers as max_tokens as well as max_completion_tokens.",
+    )
+    stage_max_tokens: dict[str, int] = Field(
+        default_factory=dict, description="Output-token cap per stage name (e.g. {\"plan\": 2048}), over the stage's own default.",
+    )
+    structured_output: bool = Field(
+        False, description="Ask models for JSON-schema structured output (with_structured_output) where a stage "
+                           "declares a schema; off: plain-text prompts with tolerant parsers (any model).",
+    )
     request_timeout: float = 120.0
     max_retries: int = 2
-    openai_api_key: str | None = None
-    openai_base_url: str | None = None
+    openai_api_key: str | None = Field(None, validation_alias=_env("openai_api_key", "OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, validation_alias=_env("openai_base_url", "OPENAI_BASE_URL"))
 
     # --- LLM response cache -------------------------------------------------------------
     cache: bool = Field(True, description="Cache LLM responses in SQLite (repeatable experiments).")
@@ -61,7 +102,7 @@ class Settings(BaseModel):
     embedding_batch_size: int = 64
 
     # --- knowledge sources --------------------------------------------------------------
-    sources: list[str] = Field(
+    sources: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["wikipedia", "google", "wikidata"],
         description="Knowledge sources offered to source selection (those available are used).",
     )
@@ -69,7 +110,7 @@ class Settings(BaseModel):
     chroma_host: str | None = Field(None, description="Chroma server host; embedded storage when unset.")
     chroma_port: int = 8000
     chroma_collection: str = "wikipedia"
-    serpapi_api_key: str | None = None
+    serpapi_api_key: str | None = Field(None, validation_alias=_env("serpapi_api_key", "SERPAPI_API_KEY"))
     serpapi_location: str | None = None
     serpapi_hl: str | None = "en"
     serpapi_gl: str | None = None
@@ -81,13 +122,11 @@ class Settings(BaseModel):
     source_retries: int = 3
     user_agent: str = "atomgraph/0.1 (https://github.com/atomgraph/atomgraph; research QA library)"
 
-    # --- ATOMR --------------------------------------------------------------------------
-    top_k: int = Field(3, ge=1, description="Passages per text/web source (paper: k = 3).")
-    filter_threshold: float = Field(0.5, ge=0, le=1, description="Filter's overlap-coefficient threshold t.")
-    max_nodes: int = Field(40, ge=1, description="Largest reasoning tree executed.")
-    max_depth: int = Field(6, ge=1, description="Deepest reasoning tree executed (levels of question nodes).")
-    max_llm_calls: int = Field(80, ge=1, description="LLM calls allowed per question.")
-    max_parallel: int | None = Field(None, ge=1, description="Tree nodes run at once (unset: no limit; 1: sequential).")
+    # --- methods' run parameters (each also the graph's context schema) ------------------
+    atomr: AtomRContext = Field(default_factory=AtomRContext, description="ATOMR run parameters.")
+    rag: RagContext = Field(default_factory=RagContext, description="Standard RAG run parameters.")
+    standard: ClosedBookContext = Field(default_factory=ClosedBookContext, description="Standard prompting.")
+    cot: ClosedBookContext = Field(default_factory=ClosedBookContext, description="Chain-of-thought prompting.")
 
     # --- evaluation ---------------------------------------------------------------------
     prices: dict[str, tuple[float, float]] = Field(
@@ -95,15 +134,47 @@ class Settings(BaseModel):
         description="USD per 1M (input, output) tokens by model name; merged over built-in defaults.",
     )
 
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _comma_list(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [x.strip() for x in v.split(",") if x.strip()]
+        return v
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _switch(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip().lower() in {"off", "no", "false", "0"}:
+            return False
+        if isinstance(v, str) and v.strip().lower() in {"on", "yes", "true", "1"}:
+            return True
+        return v
+
     def model_for(self, role: Role) -> str | None:
         """The model name configured for ``role`` (its own, else the default)."""
         return getattr(self, f"{role}_model") or self.model
 
+    def stage_cap(self, stage: str, default: int | None = None) -> int:
+        """The output-token cap of ``stage``: its setting, else its own default, else ``max_tokens``."""
+        return int(self.stage_max_tokens.get(stage) or default or self.max_tokens)
+
+    def section(self, name: str) -> Any:
+        """A method's settings section (its run-parameter dataclass), or None."""
+        return getattr(self, name, None) if name in type(self).model_fields else None
+
     # -----------------------------------------------------------------------------------
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        toml = _CONFIG_FILE.get()
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml:
+            sources.append(_TomlSource(settings_cls, toml_file=toml))
+        return tuple(sources)
+
     @classmethod
     def load(cls, config_file: str | os.PathLike | None = None, **overrides: Any) -> "Settings":
         """Defaults < config file < environment < ``overrides``."""
-        values: dict[str, Any] = {}
         path = config_file or os.environ.get("ATOMGRAPH_CONFIG")
         if path is None and Path("atomgraph.toml").is_file():
             path = "atomgraph.toml"
@@ -112,49 +183,30 @@ class Settings(BaseModel):
             if not p.is_file():
                 raise ConfigError(f"config file {p} does not exist (set by ATOMGRAPH_CONFIG or --config)")
             try:
-                data = tomllib.loads(p.read_text(encoding="utf-8"))
+                tomllib.loads(p.read_text(encoding="utf-8"))
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"config file {p} is not valid TOML: {exc}") from exc
-            values.update(data.get("atomgraph", data))
-        values.update(_from_env(cls))
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        unknown = sorted(set(values) - set(cls.model_fields))
-        if unknown:
-            raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+        token = _CONFIG_FILE.set(str(path) if path else None)
         try:
-            return cls(**values)
+            return cls(**{k: v for k, v in overrides.items() if v is not None})
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(x) for x in first["loc"])
+            if first["type"] == "extra_forbidden":
+                raise ConfigError(f"unknown setting(s): {field}") from exc
             raise ConfigError(f"setting {field!r} is invalid: {first['msg']}") from exc
+        finally:
+            _CONFIG_FILE.reset(token)
 
 
-def _from_env(cls: type[Settings]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, field in cls.model_fields.items():
-        raw = os.environ.get(f"ATOMGRAPH_{name.upper()}")
-        if raw is None and name in _PROVIDER_ENV:
-            raw = os.environ.get(_PROVIDER_ENV[name])
-        if raw is None or raw == "":
-            continue
-        out[name] = _coerce(raw, field.annotation)
-    return out
+class _TomlSource(TomlConfigSettingsSource):
+    """The TOML file, where a legacy ``[atomgraph]`` table holding everything is unwrapped."""
 
-
-def _coerce(raw: str, annotation: Any) -> Any:
-    text = str(annotation)
-    if annotation is bool or text == "bool":
-        return raw.strip().lower() in {"1", "true", "yes", "on"}
-    if "list[str]" in text:
-        return [s.strip() for s in raw.split(",") if s.strip()]
-    if "dict" in text:
-        import json
-
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"environment value {raw!r} must be JSON") from exc
-    return raw  # pydantic converts numbers
+    def _read_file(self, file_path):  # type: ignore[override]
+        data = super()._read_file(file_path)
+        if set(data) == {"atomgraph"} and isinstance(data["atomgraph"], dict):
+            return data["atomgraph"]
+        return data
 
 
 def get_settings(**overrides: Any) -> Settings:

@@ -1,11 +1,14 @@
 """A scripted chat model, for tests, notebooks and benchmarks without an LLM.
 
-``ScriptedChatModel`` answers each prompt by the first rule whose pattern matches the
-prompt text (the messages' contents joined). Rules run concurrently-safe, so graphs that
-call the model from parallel branches get deterministic answers regardless of order.
+``ScriptedChatModel`` answers each call by its prompt stage: every atomgraph stage runs
+tagged ``stage:<name>``, and ``stages={"plan": reply, ...}`` answers by that tag (a reply is
+a string, a function of the prompt text, or an exception to raise). Calls without a stage
+rule fall to ``rules`` — (pattern, reply) pairs matched against the prompt text (a regex, a
+predicate, or ``"stage:<name>"``) — and then to ``default``. Every call is recorded with its
+stage and the output cap it ran under, concurrently-safe, so graphs that call the model from
+parallel branches get deterministic answers regardless of order.
 
->>> model = ScriptedChatModel(rules=[("Decomposition Tree", '{"Q?": "Search(\\"X\\")"}'),
-...                                  (r"select .* knowledge source", "Wikipedia")],
+>>> model = ScriptedChatModel(stages={"plan": '{"Q?": "Search(\\"X\\")"}', "source_selection": "Wikipedia"},
 ...                           default="So the answer is: (1) Paraphrase Answer: x; (2) Answer List: [\\"x\\"]")
 """
 
@@ -39,15 +42,25 @@ def prompt_text(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(out)
 
 
+def stage_of(run_manager: Any) -> str | None:
+    """The stage a model call runs for: its ``stage:<name>`` tag (inherited from the stage's run)."""
+    for tag in getattr(run_manager, "tags", None) or []:
+        if isinstance(tag, str) and tag.startswith("stage:"):
+            return tag.split(":", 1)[1]
+    return None
+
+
 class ScriptedChatModel(BaseChatModel):
     """Answers by rules (pattern → response); optional fixed latency; records every prompt."""
 
     rules: list[Any] = Field(default_factory=list)
+    stages: dict[str, Any] = Field(default_factory=dict)
     default: Any = None
     latency_s: float = 0.0
     model_name: str = "scripted"
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _prompts: list[str] = PrivateAttr(default_factory=list)
+    _calls: list[dict] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -59,25 +72,38 @@ class ScriptedChatModel(BaseChatModel):
         with self._lock:
             return list(self._prompts)
 
+    @property
+    def calls(self) -> list[dict]:
+        """Every call so far: ``{"stage", "prompt", "max_tokens"}``, in arrival order."""
+        with self._lock:
+            return list(self._calls)
+
     def add_rules(self, rules: Iterable[Rule]) -> "ScriptedChatModel":
         self.rules.extend(rules)
         return self
 
-    def _respond(self, text: str) -> str:
+    def _respond(self, text: str, stage: str | None = None, kwargs: dict | None = None) -> str:
+        kwargs = kwargs or {}
+        cap = kwargs.get("max_tokens", kwargs.get("max_completion_tokens"))
         with self._lock:
             self._prompts.append(text)
+            self._calls.append({"stage": stage, "prompt": text, "max_tokens": cap})
+        if stage is not None and stage in self.stages:
+            return self._materialize(self.stages[stage], text)
         for pattern, response in self.rules:
             if callable(pattern) and not isinstance(pattern, re.Pattern):
                 hit = pattern(text)
             elif isinstance(pattern, re.Pattern):
                 hit = bool(pattern.search(text))
+            elif pattern.startswith("stage:"):
+                hit = stage == pattern.split(":", 1)[1]
             else:
                 hit = bool(re.search(pattern, text, flags=re.S | re.I))
             if hit:
                 return self._materialize(response, text)
         if self.default is not None:
             return self._materialize(self.default, text)
-        raise NoScriptedResponse(f"no scripted response for prompt:\n{text[:2000]}")
+        raise NoScriptedResponse(f"no scripted response for stage {stage!r}, prompt:\n{text[:2000]}")
 
     @staticmethod
     def _materialize(response: Response, text: str) -> str:
@@ -104,7 +130,7 @@ class ScriptedChatModel(BaseChatModel):
         prompt = prompt_text(messages)
         if self.latency_s:
             time.sleep(self.latency_s)
-        return self._result(self._respond(prompt), prompt)
+        return self._result(self._respond(prompt, stage_of(run_manager), kwargs), prompt)
 
     async def _agenerate(
         self,
@@ -116,7 +142,7 @@ class ScriptedChatModel(BaseChatModel):
         prompt = prompt_text(messages)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        return self._result(self._respond(prompt), prompt)
+        return self._result(self._respond(prompt, stage_of(run_manager), kwargs), prompt)
 
 
 # --- ATOMR scripts -----------------------------------------------------------------------
@@ -128,25 +154,6 @@ def answer_reply(*answers: str, paraphrase: str | None = None) -> str:
 
     para = paraphrase if paraphrase is not None else (", ".join(answers) or "Unknown")
     return f"So the answer is: (1) Paraphrase Answer: {para}; (2) Answer List: {json.dumps(list(answers), ensure_ascii=False)}"
-
-
-def atomr_stage(text: str) -> str | None:
-    """Which ATOMR prompt ``text`` was made from: plan, source_selection, search, relate,
-    filter, child_reasoning, sibling_reasoning or direct_rag."""
-    from atomgraph.prompts.atomr import operators, plan, reasoning, source_selection
-
-    # Each ATOMR prompt opens with its own task marker.
-    markers = [
-        ("plan", plan.PLAN_MARKER),
-        ("source_selection", source_selection.SOURCE_SELECTION_MARKER),
-        ("search", operators.SEARCH_MARKER),
-        ("relate", operators.RELATE_MARKER),
-        ("filter", operators.FILTER_MARKER),
-        ("child_reasoning", reasoning.CHILD_MARKER),
-        ("sibling_reasoning", reasoning.SIBLING_MARKER),
-        ("direct_rag", reasoning.DIRECT_RAG_MARKER),
-    ]
-    return next((stage for stage, marker in markers if marker in text), None)
 
 
 def atomr_scripted_model(
@@ -173,14 +180,13 @@ def atomr_scripted_model(
                 return p if isinstance(p, str) else json.dumps(p, ensure_ascii=False)
         raise NoScriptedResponse("no plan scripted for this question")
 
-    def reply(text: str) -> str:
-        stage = atomr_stage(text)
-        if stage == "plan":
-            return plan_reply(text)
-        if stage == "source_selection":
-            return sources_reply
-        if stage is None:
-            raise NoScriptedResponse(f"not an ATOMR prompt:\n{text[:500]}")
-        return answer(stage, text) if answer else answer_reply("ok")
+    def answering(stage: str):
+        return lambda text: answer(stage, text) if answer else answer_reply("ok")
 
-    return ScriptedChatModel(rules=[(lambda _t: True, reply)], latency_s=latency_s)
+    stages: dict[str, Any] = {"plan": plan_reply, "source_selection": sources_reply}
+    stages.update({s: answering(s) for s in ATOMR_ANSWER_STAGES})
+    return ScriptedChatModel(stages=stages, latency_s=latency_s)
+
+
+# The ATOMR stages that answer in ATOMR's answer format.
+ATOMR_ANSWER_STAGES = ("search", "relate", "filter", "child_reasoning", "sibling_reasoning", "direct_rag")

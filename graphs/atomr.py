@@ -1,7 +1,7 @@
 """ATOMR (KDD 2025) as a LangGraph workflow.
 
-    START → plan → schedule ⇄ {select_sources, run_operator, reason_children,
-                               reason_siblings, direct_rag} → finalize → END
+    START → plan → review_plan → schedule ⇄ {select_sources, run_operator, reason_children,
+                                             reason_siblings, direct_rag} → finalize → END
 
 ``plan`` writes and parses the Atomic Reasoning Tree; ``schedule`` dispatches (with
 ``Send``) every tree node whose children and referenced siblings are answered, so
@@ -12,8 +12,10 @@ and returns to ``schedule``; ``finalize`` returns the answer and the executed tr
 >>> graph = build_atomr_graph(model=my_chat_model, sources=[my_source])
 >>> graph.invoke({"question": "Which was founded first, X or Y?"})["answer"]
 
-Per-run overrides go in ``config["configurable"]``: ``top_k``, ``filter_threshold``,
-``max_llm_calls``, ``max_nodes``, ``max_depth``.
+Run parameters are :class:`~atomgraph.state.atomr.AtomRContext` (the graph's context
+schema, drawn as a form in Studio; settings section ``[atomr]``), per run as
+``graph.invoke(inp, context={"top_k": 5})`` or ``config={"configurable": {"top_k": 5}}``.
+``review_plan`` pauses after planning (needs a checkpointer); see ``nodes/atomr/plan.py``.
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ from atomgraph.models import ModelsArg
 from atomgraph.nodes.atomr.direct_rag import make_direct_rag_node
 from atomgraph.nodes.atomr.finalize import finalize
 from atomgraph.nodes.atomr.operate import make_run_operator_node
-from atomgraph.nodes.atomr.plan import make_plan_node
+from atomgraph.nodes.atomr.plan import make_plan_node, make_review_node
 from atomgraph.nodes.atomr.reason import make_reason_children_node, make_reason_siblings_node
-from atomgraph.nodes.atomr.runtime import AtomRRuntime, dual
 from atomgraph.nodes.atomr.schedule import STEP_NODES, make_schedule_node
 from atomgraph.nodes.atomr.select_sources import make_select_sources_node
+from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
-from atomgraph.state.atomr import AtomRInput, AtomROutput, AtomRState, StepInput
+from atomgraph.state.atomr import AtomRContext, AtomRInput, AtomROutput, AtomRState, StepInput
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.registry import SourceSet
 
@@ -50,9 +52,11 @@ def build_atomr_graph(
     "answerer": m3}``; unset roles come from settings. ``sources``: the knowledge sources
     (default: those settings name). Both are resolved on first use.
     """
-    rt = AtomRRuntime(model, sources, settings)
-    builder = StateGraph(AtomRState, input_schema=AtomRInput, output_schema=AtomROutput)
+    rt = MethodRuntime(AtomRContext, "atomr", model, sources, settings)
+    builder = StateGraph(AtomRState, context_schema=rt.context_schema(), input_schema=AtomRInput,
+                         output_schema=AtomROutput)
     builder.add_node("plan", dual(make_plan_node(rt)))
+    builder.add_node("review_plan", make_review_node(rt))
     builder.add_node("schedule", make_schedule_node(rt), destinations=(*STEP_NODES.values(), "finalize"))
     builder.add_node("select_sources", dual(make_select_sources_node(rt)), input_schema=StepInput)
     builder.add_node("run_operator", dual(make_run_operator_node(rt)), input_schema=StepInput)
@@ -61,7 +65,8 @@ def build_atomr_graph(
     builder.add_node("direct_rag", dual(make_direct_rag_node(rt)), input_schema=StepInput)
     builder.add_node("finalize", finalize)
     builder.add_edge(START, "plan")
-    builder.add_edge("plan", "schedule")
+    builder.add_edge("plan", "review_plan")
+    builder.add_edge("review_plan", "schedule")
     for step in STEP_NODES.values():
         builder.add_edge(step, "schedule")
     builder.add_edge("finalize", END)

@@ -2,7 +2,8 @@
 chain-of-thought (two demonstrations each), and standard RAG over one retrieval.
 
 Every prompt asks the model to end with ``So the answer is: <answer>``;
-:func:`extract_answer` reads that line back.
+:func:`extract_answer` reads that line back. Each prompt takes ``examples`` (the first
+``demonstrations`` worked examples, :func:`examples`) and ``question``; RAG also ``evidence``.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import re
 
 from langchain_core.prompts import ChatPromptTemplate
+from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
+from atomgraph.prompts.stage import Stage, text_parser
 
 _SYSTEM = (
     "You answer knowledge-intensive questions. Give the shortest answer that fully answers "
@@ -35,33 +38,29 @@ DEMONSTRATIONS: list[tuple[str, str, str]] = [
 ]
 
 
-def _demos(with_reasoning: bool) -> str:
+def examples(n: int = len(DEMONSTRATIONS), *, with_reasoning: bool = False) -> str:
+    """The first ``n`` demonstrations as prompt text ("" for none)."""
     blocks = []
-    for q, why, a in DEMONSTRATIONS:
+    for q, why, a in DEMONSTRATIONS[: max(0, n)]:
         body = f"{why}\nSo the answer is: {a}" if with_reasoning else f"So the answer is: {a}"
         blocks.append(f"Question: {q}\nAnswer: {body}")
-    return "\n\n".join(blocks)
-
-
-def _escape(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
+    return ("Examples:\n\n" + "\n\n".join(blocks) + "\n\n") if blocks else ""
 
 
 STANDARD_PROMPT = ChatPromptTemplate.from_messages([
     ("system", _SYSTEM + " Answer directly, without explanation."),
-    ("human", "Examples:\n\n" + _escape(_demos(False)) + "\n\nQuestion: {question}\nAnswer:"),
+    ("human", "{examples}Question: {question}\nAnswer:"),
 ])
 
 COT_PROMPT = ChatPromptTemplate.from_messages([
     ("system", _SYSTEM + " First reason step by step in a few short sentences."),
-    ("human", "Examples:\n\n" + _escape(_demos(True)) + "\n\nQuestion: {question}\nAnswer: Let's think step by step."),
+    ("human", "{examples}Question: {question}\nAnswer: Let's think step by step."),
 ])
 
 RAG_PROMPT = ChatPromptTemplate.from_messages([
     ("system", _SYSTEM + " Use the retrieved passages below; where they do not hold the answer, "
                "answer from what you know."),
-    ("human", "Examples of the answer format:\n\n" + _escape(_demos(False))
-              + "\n\nRetrieved passages:\n{evidence}\n\nQuestion: {question}\nAnswer:"),
+    ("human", "{examples}Retrieved passages:\n{evidence}\n\nQuestion: {question}\nAnswer:"),
 ])
 
 PROMPTS = {"standard": STANDARD_PROMPT, "cot": COT_PROMPT, "rag": RAG_PROMPT}
@@ -91,3 +90,22 @@ def extract_answer(text: str) -> str:
     if not answer:
         raise ParseError(f"no answer after 'So the answer is:' in: {text[:200]!r}")
     return answer
+
+
+class FinalAnswer(BaseModel):
+    reasoning: str = Field("", description="Short reasoning (may be empty).")
+    answer: str = Field(description="The shortest full answer: an entity, date, number, yes or no.")
+
+
+def _structured_answer(a: FinalAnswer) -> str:
+    if not a.answer.strip():
+        raise ParseError("the structured answer is empty")
+    return a.answer.strip()
+
+
+def _stage(name: str, max_tokens: int) -> Stage[str]:
+    return Stage(name=name, role="answerer", prompt=PROMPTS[name], parser=text_parser(extract_answer, "final_answer"),
+                 schema=FinalAnswer, from_structured=_structured_answer, max_tokens=max_tokens)
+
+
+STAGES: dict[str, Stage[str]] = {"standard": _stage("standard", 128), "cot": _stage("cot", 512), "rag": _stage("rag", 256)}

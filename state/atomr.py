@@ -9,6 +9,7 @@ are answered, so independent branches run in the same superstep.
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from typing_extensions import TypedDict  # pydantic (JSON schemas for Studio) needs this one on 3.11
@@ -16,8 +17,22 @@ from typing_extensions import TypedDict  # pydantic (JSON schemas for Studio) ne
 from pydantic import BaseModel, Field
 
 from atomgraph.state.evidence import Evidence
+from atomgraph.state.output import MethodInput, MethodOutput
 from atomgraph.state.tree import ReasoningTree
 from atomgraph.state.usage import LLMCall, RetrieverCall
+
+
+@dataclass(kw_only=True)
+class AtomRContext:
+    """ATOMR's run parameters (settings section ``[atomr]``; the graph's context schema)."""
+
+    top_k: Annotated[int, Field(ge=1, description="Passages kept per text/web source for each atomic operator (paper: k = 3).")] = 3
+    filter_threshold: Annotated[float, Field(ge=0, le=1, description="Filter pre-selection: overlap-coefficient threshold t between '{entity} {condition}' and the entity's passages.")] = 0.5
+    max_nodes: Annotated[int, Field(ge=1, description="Largest reasoning tree executed; a bigger plan falls back to direct RAG.")] = 40
+    max_depth: Annotated[int, Field(ge=1, description="Deepest reasoning tree executed (levels of question nodes).")] = 6
+    max_llm_calls: Annotated[int, Field(ge=1, description="LLM calls allowed per question (exact: the run stops with the best answer so far).")] = 80
+    max_parallel: Annotated[int | None, Field(ge=1, description="Tree nodes run at once (empty: no limit; 1: strictly sequential post-order).")] = None
+    review_plan: Annotated[bool, Field(description="Pause after planning so the tree can be reviewed and edited before it runs (needs a checkpointer).")] = False
 
 Step = Literal["select", "operate", "children", "siblings", "rag"]
 
@@ -47,26 +62,16 @@ class NodeRun(BaseModel):
 
 
 def merge_runs(left: dict[int, NodeRun] | None, right: dict[int, NodeRun] | None) -> dict[int, NodeRun]:
-    """Reducer: parallel steps touch different nodes; a later record of a node replaces it."""
+    """Reducer: parallel steps touch different nodes; a later record of a node replaces it.
+    (An edited plan replaces every record at once with ``Overwrite``.)"""
     merged = dict(left or {})
     for k, v in (right or {}).items():
         merged[int(k)] = v if isinstance(v, NodeRun) else NodeRun.model_validate(v)
     return merged
 
 
-class AtomRInput(TypedDict):
-    question: str
-
-
-class AtomROutput(TypedDict, total=False):
-    answer: str
-    answers: list[str]
-    trace: dict
-    retrieved_titles: list[str]
-    llm_calls: list[LLMCall]
-    retriever_calls: list[RetrieverCall]
-    stopped: str | None
-    error: str | None
+AtomRInput = MethodInput
+AtomROutput = MethodOutput
 
 
 class AtomRState(TypedDict, total=False):
@@ -81,6 +86,7 @@ class AtomRState(TypedDict, total=False):
     answer: str
     answers: list[str]
     trace: dict
+    retrieved_ids: list[str]
     retrieved_titles: list[str]
     stopped: str | None
     error: str | None

@@ -18,7 +18,9 @@ class LLMCall(BaseModel):
     completion_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = False
-    error: str | None = None
+    max_tokens: int | None = None  # the output cap the call ran under
+    error: str | None = None  # the call failed (network, auth, rate limit after retries)
+    parse_error: str | None = None  # the call returned, but its output could not be read
 
 
 class RetrieverCall(BaseModel):

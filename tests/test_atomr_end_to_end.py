@@ -21,7 +21,6 @@ from atomgraph.demo_pack import kg_path, load_passages, load_questions
 from atomgraph.demo_run import DEMO_COLLECTION, arun_demo, demo_settings, demo_sources, index_demo_passages
 from atomgraph.graphs.atomr import build_atomr_graph
 from atomgraph.settings import Settings
-from atomgraph.testing import atomr_stage
 from atomgraph.tools.registry import SourceSet
 from atomgraph.tools.wikidata_source import wikidata_from_settings
 
@@ -60,7 +59,7 @@ def by_source(calls) -> dict[str, int]:
 
 
 def stage_prompts(model, stage: str) -> list[str]:
-    return [p for p in model.prompts if atomr_stage(p) == stage]
+    return [c["prompt"] for c in model.calls if c["stage"] == stage]
 
 
 async def test_bridge_question_reads_the_church_passage_from_chroma(demo_store, store_sources):

@@ -101,9 +101,7 @@ def graph_with(answer=default_answers, plans=PLANS, srcs=None, **kw):
 
 
 def stages(model) -> list[str]:
-    from atomgraph.testing import atomr_stage
-
-    return [atomr_stage(p) for p in model.prompts]
+    return [c["stage"] for c in model.calls]
 
 
 async def test_bridge_question_resolves_references_and_records_usage():

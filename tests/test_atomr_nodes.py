@@ -11,11 +11,12 @@ from atomgraph.nodes.atomr.finalize import finalize
 from atomgraph.nodes.atomr.operate import make_run_operator_node, resolve_args
 from atomgraph.nodes.atomr.plan import initial_runs, make_plan_node
 from atomgraph.nodes.atomr.reason import make_reason_children_node, sibling_refs
-from atomgraph.nodes.atomr.runtime import AtomRRuntime
+from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.nodes.atomr.schedule import make_schedule_node
 from atomgraph.nodes.atomr.select_sources import make_select_sources_node
 from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.settings import Settings
+from atomgraph.state.atomr import AtomRContext
 from atomgraph.testing import ScriptedChatModel, answer_reply
 from atomgraph.tools.memory_source import InMemorySource
 
@@ -33,7 +34,7 @@ PASSAGES = [{"title": "Grouplogic", "text": "GroupLogic was established in 1988.
 def runtime(model, sources=None, **settings):
     srcs = sources if sources is not None else [InMemorySource(PASSAGES, name="wikipedia"),
                                                 InMemorySource(PASSAGES, name="google", kind="web")]
-    return AtomRRuntime(model, srcs, Settings(cache=False, **settings))
+    return MethodRuntime(AtomRContext, "atomr", model, srcs, Settings(cache=False, **settings))
 
 
 def step_input(tree, runs, i):

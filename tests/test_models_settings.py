@@ -26,13 +26,16 @@ from atomgraph.tools.memory_source import InMemorySource
 def test_defaults_env_and_toml_in_priority_order(tmp_path, monkeypatch):
     assert get_settings().temperature == 0.0 and get_settings().cache is True
     cfg = tmp_path / "atomgraph.toml"
-    cfg.write_text('model = "from-toml"\ntop_k = 5\nsources = ["wikipedia"]\n')
+    cfg.write_text('model = "from-toml"\nsources = ["wikipedia"]\n[atomr]\ntop_k = 5\n')
     assert get_settings().model == "from-toml"  # ./atomgraph.toml is read (tests run in tmp_path)
     monkeypatch.setenv("ATOMGRAPH_MODEL", "from-env")
     monkeypatch.setenv("ATOMGRAPH_SOURCES", "wikidata, google")
     monkeypatch.setenv("ATOMGRAPH_CACHE", "off")
     s = get_settings()
-    assert (s.model, s.top_k, s.sources, s.cache) == ("from-env", 5, ["wikidata", "google"], False)
+    monkeypatch.setenv("ATOMGRAPH_ATOMR__MAX_PARALLEL", "2")
+    s = get_settings()
+    assert (s.model, s.atomr.top_k, s.atomr.max_parallel, s.sources, s.cache) == (
+        "from-env", 5, 2, ["wikidata", "google"], False)
     assert get_settings(model="override").model == "override"
 
 
@@ -46,7 +49,7 @@ def test_roles_default_to_the_one_model(monkeypatch):
 @pytest.mark.parametrize(
     "content, message",
     [
-        ("top_k = 0", "top_k"),
+        ("[atomr]\ntop_k = 0", "atomr.top_k"),
         ("nonsense = 1", "unknown setting"),
         ("model = ", "not valid TOML"),
     ],
@@ -105,57 +108,42 @@ def test_response_cache_answers_repeated_prompts(tmp_path):
     assert len(model.prompts) == 1
 
 
-# --- an OpenAI-compatible server on loopback -------------------------------------------------
+# --- an OpenAI-compatible server process on loopback that honours only max_tokens ---------
 
 QUESTION = "Who directed Kuhle Wampe?"
 PLAN = {QUESTION: ["1. What is Kuhle Wampe?", "2. Who directed [1]?"],
         "1. What is Kuhle Wampe?": 'Search("Kuhle Wampe")', "2. Who directed [1]?": 'Relate([1], "director")'}
-
-
-def _answers(stage, text):
-    asked = text.rsplit("Question:", 1)[-1]
-    if stage == "search":
-        return answer_reply("Kuhle Wampe")
-    if stage == "relate" and "Kuhle Wampe" in asked:
-        return answer_reply("Slatan Dudow")
-    return answer_reply("Slatan Dudow")
+SCRIPT = {
+    "plan": json.dumps(PLAN),
+    "search": answer_reply("Kuhle Wampe"),
+    "relate": answer_reply("Slatan Dudow"),
+    "child_reasoning": answer_reply("Slatan Dudow"),
+    "direct_rag": answer_reply("Slatan Dudow"),
+}
 
 
 @pytest.fixture
-def openai_compatible_server():
-    script = atomr_scripted_model({QUESTION: PLAN}, answer=_answers, sources_reply="Wikipedia")
-    requests: list[dict] = []
+def openai_compatible_server(tmp_path):
+    """tests/openai_compat_server.py in its own process: (base URL, function reading its requests)."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    server = Path(__file__).with_name("openai_compat_server.py")
+    proc = subprocess.Popen([sys.executable, str(server), str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline())
+        log = tmp_path / "script.json.requests.jsonl"
 
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            requests.append(body)
-            if not self.path.endswith("/chat/completions"):
-                self.send_error(404)
-                return
-            prompt = "\n".join(m["content"] if isinstance(m["content"], str) else str(m["content"]) for m in body["messages"])
-            text = script._respond(prompt)
-            payload = {
-                "id": f"chatcmpl-{len(requests)}", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-                "usage": {"prompt_tokens": 100 + len(requests), "completion_tokens": 7, "total_tokens": 107 + len(requests)},
-            }
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+        def requests() -> list[dict]:
+            return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
-    server.shutdown()
-    server.server_close()
+        yield f"http://127.0.0.1:{port}/v1", requests
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 async def test_atomr_runs_unchanged_against_an_openai_compatible_server(openai_compatible_server, monkeypatch):
@@ -166,12 +154,38 @@ async def test_atomr_runs_unchanged_against_an_openai_compatible_server(openai_c
     graph = build_atomr_graph(sources=[InMemorySource(passages, name="wikipedia")])
     out = await graph.ainvoke({"question": QUESTION})
     assert out["answer"] == "Slatan Dudow"
-    assert len(requests) == 4  # plan, Search, Relate, child reasoning (one source: no selection call)
-    assert {r["model"] for r in requests} == {"local-llama"} and all(r["temperature"] == 0 for r in requests)
-    # token usage comes from the server's usage field
-    assert [c.prompt_tokens for c in out["llm_calls"]][:1] == [101]
-    assert all(c.completion_tokens == 7 for c in out["llm_calls"])
+    sent = requests()
+    assert len(sent) == 4  # plan, Search, Relate, child reasoning (one source: no selection call)
+    assert {r["model"] for r in sent} == {"local-llama"} and all(r["temperature"] == 0 for r in sent)
+    # Every call is capped, and the cap reaches a server that reads only max_tokens.
+    caps = {c.stage: c.max_tokens for c in out["llm_calls"]}
+    assert caps == {"plan": 1024, "search": 512, "relate": 512, "child_reasoning": 384}
+    assert [r["max_tokens"] for r in sent] == [r["max_completion_tokens"] for r in sent] == list(caps.values())
+    # one capped call per step: the server rambled to the cap, never to its 7,000-token runaway
+    assert [c.completion_tokens for c in out["llm_calls"]] == list(caps.values())
+    assert all(c.prompt_tokens == 100 and c.error is None for c in out["llm_calls"])
     # the response cache (on by default) answers the same question again without the server
     graph2 = build_atomr_graph(sources=[InMemorySource(passages, name="wikipedia")])
     again = await graph2.ainvoke({"question": QUESTION})
-    assert again["answer"] == "Slatan Dudow" and len(requests) == 4
+    assert again["answer"] == "Slatan Dudow" and len(requests()) == 4
+
+
+async def test_stage_caps_are_settable_and_the_server_ignores_max_completion_tokens(openai_compatible_server,
+                                                                                    monkeypatch):
+    base_url, requests = openai_compatible_server
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("ATOMGRAPH_MODEL", "local-llama")
+    monkeypatch.setenv("ATOMGRAPH_CACHE", "off")
+    monkeypatch.setenv("ATOMGRAPH_STAGE_MAX_TOKENS", '{"plan": 300}')
+    monkeypatch.setenv("ATOMGRAPH_MAX_TOKENS", "64")
+    # The control: ChatOpenAI's own cap (max_completion_tokens) alone does not stop this server.
+    raw = ChatOpenAI(model="local-llama", base_url=base_url, api_key="x", max_tokens=50)
+    reply = await raw.ainvoke("hello")
+    assert reply.usage_metadata["output_tokens"] == 7000
+    passages = [{"title": "Kuhle Wampe", "text": "Kuhle Wampe is a 1932 film directed by Slatan Dudow."}]
+    s = get_settings(stage_max_tokens={"plan": 300, "search": 40, "relate": 40, "child_reasoning": 40})
+    out = await build_atomr_graph(sources=[InMemorySource(passages, name="wikipedia")], settings=s).ainvoke(
+        {"question": QUESTION})
+    assert out["answer"] == "Slatan Dudow"
+    assert [r.get("max_tokens") for r in requests()[1:]] == [300, 40, 40, 40]
+    assert max(c.completion_tokens for c in out["llm_calls"]) == 300

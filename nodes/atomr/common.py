@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from atomgraph.errors import ParseError
-from atomgraph.prompts.atomr.answer_format import ParsedAnswer, answer_text, parse_answer
-from atomgraph.state.atomr import NodeRun, Step, StepInput
+from atomgraph.nodes.runtime import MethodRuntime, StageResult
+from atomgraph.prompts.atomr.answer_format import ParsedAnswer, answer_text
+from atomgraph.state.atomr import AtomRContext, NodeRun, Step, StepInput
 from atomgraph.state.tree import substitute_refs
+
+AtomRRuntime = MethodRuntime[AtomRContext]
 
 
 def known_answers(runs: dict[int, NodeRun]) -> dict[int, str]:
@@ -24,24 +26,21 @@ def current_run(inp: StepInput) -> NodeRun:
     return run
 
 
-def read_answer(text: str | None) -> tuple[ParsedAnswer | None, str | None]:
+def read_answer(result: StageResult) -> tuple[ParsedAnswer | None, str | None]:
     """(parsed answer, None) or (None, why it is unusable)."""
-    if text is None:
-        return None, "the model call failed"
-    try:
-        parsed = parse_answer(text)
-    except ParseError as exc:
-        return None, f"unreadable model output ({exc})"
+    if not result.ok:
+        return None, result.problem
+    parsed: ParsedAnswer = result.value
     if parsed.unknown or not parsed.answers:
         return None, "the model answered Unknown"
     return parsed, None
 
 
-def conclude(run: NodeRun, text: str | None, *, failure: str, then: Step) -> NodeRun:
+def conclude(run: NodeRun, result: StageResult, *, failure: str, then: Step) -> NodeRun:
     """Settle ``run`` with the model's answer, or record why it failed and send the node to
     its fallback step ``then``."""
     run.llm_calls += 1
-    parsed, problem = read_answer(text)
+    parsed, problem = read_answer(result)
     if parsed is None:
         run.fallback = f"{failure}: {problem}"
         run.step = then

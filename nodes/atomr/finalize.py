@@ -53,8 +53,11 @@ def finalize(state: AtomRState) -> dict:
     chosen = root if root.done else best_answered(state)
     if not root.done and chosen is not None and stopped:
         stopped = f"{stopped} (from node {chosen.id}: {chosen.resolved_question or chosen.question})"
-    titles = list(dict.fromkeys(e.title for r in runs.values() for e in r.evidence if e.title))
+    evidence = [e for i in tree.topological_order() for e in runs[i].evidence]
+    titles = list(dict.fromkeys(e.title for e in evidence if e.title))
+    ids = list(dict.fromkeys(e.id for e in evidence if e.id))
     return {
+        "retrieved_ids": ids,
         "answer": chosen.answer if chosen else "Unknown",
         "answers": chosen.answers if chosen else [],
         "trace": build_trace({**state, "stopped": stopped}),

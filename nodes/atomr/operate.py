@@ -15,11 +15,10 @@ import asyncio
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.common import conclude, current_run, resolve
+from atomgraph.nodes.atomr.common import AtomRRuntime, conclude, current_run, resolve
 from atomgraph.nodes.atomr.filtering import overlap_coefficient, split_entities
-from atomgraph.nodes.atomr.runtime import AtomRRuntime
 from atomgraph.prompts.atomr.knowledge import format_knowledge
-from atomgraph.prompts.atomr.operators import operator_prompt
+from atomgraph.prompts.atomr.stages import operator_stage
 from atomgraph.state.atomr import NodeRun, StepInput
 from atomgraph.state.tree import REF_RE, OperatorCall
 
@@ -91,8 +90,8 @@ def make_run_operator_node(rt: AtomRRuntime):
             run.evidence, retriever_calls, run.notes = evidence, calls, run.notes + notes
 
         variables["knowledge"] = format_knowledge(run.evidence)
-        text, record = await rt.ask("executor", op.name.lower(), operator_prompt(op.name), variables, config)
-        conclude(run, text, failure=f"{op.name} failed", then="rag")
-        return {"runs": {run.id: run}, "llm_calls": [record], "retriever_calls": retriever_calls}
+        result = await rt.ask(operator_stage(op.name), variables, config)
+        conclude(run, result, failure=f"{op.name} failed", then="rag")
+        return {"runs": {run.id: run}, "llm_calls": [result.call], "retriever_calls": retriever_calls}
 
     return run_operator

@@ -4,16 +4,12 @@ to direct RAG: source selection, retrieval, then RAG."""
 
 from __future__ import annotations
 
-from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.common import conclude, current_run, resolve
-from atomgraph.nodes.atomr.runtime import AtomRRuntime
-from atomgraph.prompts.atomr.reasoning import (
-    CHILD_REASONING_PROMPT,
-    SIBLING_REASONING_PROMPT,
-    format_qa_pairs,
-)
+from atomgraph.nodes.atomr.common import AtomRRuntime, conclude, current_run, resolve
+from atomgraph.prompts.atomr.reasoning import format_qa_pairs
+from atomgraph.prompts.atomr.stages import CHILD_REASONING_STAGE, SIBLING_REASONING_STAGE
+from atomgraph.prompts.stage import Stage
 from atomgraph.state.atomr import StepInput
 
 
@@ -28,24 +24,22 @@ def sibling_refs(inp: StepInput) -> list[int]:
     return [s for s in tree.nodes[node.parent].children if s < i]
 
 
-def _make(rt: AtomRRuntime, stage: str, prompt: ChatPromptTemplate, related):
+def _make(rt: AtomRRuntime, stage: Stage, related):
     async def reason(inp: StepInput, config: RunnableConfig) -> dict:
         run = current_run(inp)
         runs, tree = inp["runs"], inp["tree"]
         pairs = [(j, resolve(tree.nodes[j].question, runs), runs[j].answer or "Unknown") for j in related(inp)]
-        text, record = await rt.ask(
-            "answerer", stage, prompt, {"question": run.resolved_question, "qa_pairs": format_qa_pairs(pairs)}, config
-        )
-        conclude(run, text, failure=stage.replace("_", " "), then="select")
-        return {"runs": {run.id: run}, "llm_calls": [record]}
+        result = await rt.ask(stage, {"question": run.resolved_question, "qa_pairs": format_qa_pairs(pairs)}, config)
+        conclude(run, result, failure=stage.name.replace("_", " "), then="select")
+        return {"runs": {run.id: run}, "llm_calls": [result.call]}
 
-    reason.__name__ = stage
+    reason.__name__ = stage.name
     return reason
 
 
 def make_reason_children_node(rt: AtomRRuntime):
-    return _make(rt, "child_reasoning", CHILD_REASONING_PROMPT, lambda inp: inp["tree"].nodes[inp["node_id"]].children)
+    return _make(rt, CHILD_REASONING_STAGE, lambda inp: inp["tree"].nodes[inp["node_id"]].children)
 
 
 def make_reason_siblings_node(rt: AtomRRuntime):
-    return _make(rt, "sibling_reasoning", SIBLING_REASONING_PROMPT, sibling_refs)
+    return _make(rt, SIBLING_REASONING_STAGE, sibling_refs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
-from atomgraph.nodes.atomr.runtime import AtomRRuntime
+from atomgraph.nodes.atomr.common import AtomRRuntime
 from atomgraph.state.atomr import AtomRState
 
 STEP_NODES = {

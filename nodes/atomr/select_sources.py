@@ -8,13 +8,9 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.common import current_run
-from atomgraph.nodes.atomr.runtime import AtomRRuntime
-from atomgraph.prompts.atomr.source_selection import (
-    SOURCE_SELECTION_PROMPT,
-    describe_sources,
-    match_sources,
-)
+from atomgraph.nodes.atomr.common import AtomRRuntime, current_run
+from atomgraph.prompts.atomr.source_selection import describe_sources, match_sources
+from atomgraph.prompts.atomr.stages import SOURCE_SELECTION_STAGE
 from atomgraph.state.atomr import StepInput
 
 
@@ -27,20 +23,18 @@ def make_select_sources_node(rt: AtomRRuntime):
             run.sources = available
         else:
             sources = list(rt.sources().available.values())
-            text, record = await rt.ask(
-                "executor",
-                "source_selection",
-                SOURCE_SELECTION_PROMPT,
+            result = await rt.ask(
+                SOURCE_SELECTION_STAGE,
                 {"question": run.resolved_question, "n_sources": len(sources), "source_list": describe_sources(sources)},
                 config,
             )
-            calls.append(record)
+            calls.append(result.call)
             run.llm_calls += 1
-            if text is None:
+            if not result.ok:
                 run.sources = available
-                run.notes.append(f"source selection failed ({record.error}); using all sources")
+                run.notes.append(f"source selection failed ({result.problem}); using all sources")
             else:
-                run.sources = match_sources(text, available)
+                run.sources = match_sources(result.value, available)
                 if not run.sources:
                     run.sources = available
                     run.notes.append("source selection named no available source; using all sources")

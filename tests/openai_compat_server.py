@@ -1,0 +1,91 @@
+"""An OpenAI-compatible chat server, run as its own process on 127.0.0.1, that behaves like a
+small local model behind an older vLLM / llama.cpp server:
+
+- it reads ``max_tokens`` and ignores ``max_completion_tokens`` (what ChatOpenAI sends);
+- after its answer it rambles on (an invented next example, over and over) until the cap, or
+  ``RUNAWAY_TOKENS`` tokens without one — as a small model did until its context filled.
+
+It answers by stage: the request's system message is compared with each ATOMR stage's own
+system prompt (the template's first message), so the server needs no prompt-wording rules.
+A token is a whitespace-separated word here.
+
+    python tests/openai_compat_server.py SCRIPT.json   # prints the port, then serves
+
+SCRIPT.json: ``{"stage name": reply, ...}`` with ``"plan"`` mapping to the planner's reply.
+Every request body is appended to ``SCRIPT.json.requests.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+RUNAWAY_TOKENS = 7000
+RAMBLE = "Question: what else could be asked here? Answer: let me think about this again."
+
+
+def stage_of(system: str) -> str | None:
+    from atomgraph.prompts.atomr.stages import STAGES
+
+    for name, stage in STAGES.items():
+        first = stage.prompt.messages[0]
+        template = getattr(getattr(first, "prompt", None), "template", "")
+        if template and template.replace("{{", "{").replace("}}", "}") == system:
+            return name
+    return None
+
+
+def main() -> None:
+    script_path = Path(sys.argv[1])
+    script = json.loads(script_path.read_text(encoding="utf-8"))
+    log = script_path.with_name(script_path.name + ".requests.jsonl")
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with log.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(body) + "\n")
+            if not self.path.endswith("/chat/completions"):
+                self.send_error(404)
+                return
+            system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+            reply = str(script.get(stage_of(system) or "", "I cannot tell which task this is."))
+            words = reply.split(" ")
+            while len(" ".join(words).split()) < RUNAWAY_TOKENS:
+                words += RAMBLE.split(" ")
+            cap = body.get("max_tokens")  # max_completion_tokens is not read, on purpose
+            limit = min(int(cap), RUNAWAY_TOKENS) if cap else RUNAWAY_TOKENS
+            out: list[str] = []
+            count = 0
+            for w in words:
+                n = len(w.split())
+                if count + n > limit:
+                    break
+                out.append(w)
+                count += n
+            finish = "length" if count >= limit else "stop"
+            text = " ".join(out)
+            payload = {
+                "id": "chatcmpl-local", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": count, "total_tokens": 100 + count},
+            }
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
