@@ -22,12 +22,25 @@ _BUILDERS: dict[str, GraphBuilder | str] = {
     "cot": "atomgraph.graphs.baselines:build_cot_graph",
     "rag": "atomgraph.graphs.baselines:build_rag_graph",
 }
+_DESCRIPTIONS: dict[str, str] = {
+    "atomr": "ATOMR: plan an atomic reasoning tree (Search/Relate/Filter leaves), execute it bottom-up over the sources",
+    "standard": "Closed-book standard prompting (two demonstrations), one LLM call",
+    "cot": "Closed-book chain-of-thought (two demonstrations), one LLM call",
+    "rag": "Standard RAG: one retrieval of the question from every source, then one answer",
+}
 
 
-def register_method(name: str, builder: GraphBuilder | str) -> None:
+def register_method(name: str, builder: GraphBuilder | str, description: str = "") -> None:
     """Make ``name`` usable by ``atomgraph eval run --method`` and :func:`build_method`.
-    ``builder`` is a callable or a ``"module:function"`` import string."""
+    ``builder`` is a callable or a ``"module:function"`` import string; ``description`` is the
+    one line ``atomgraph eval methods`` shows."""
     _BUILDERS[name] = builder
+    _DESCRIPTIONS[name] = description or _DESCRIPTIONS.get(name, "")
+
+
+def method_descriptions() -> dict[str, str]:
+    """Every registered method with its one-line description, by name."""
+    return {name: _DESCRIPTIONS.get(name, "") for name in method_names()}
 
 
 def method_names() -> list[str]:
