@@ -1,0 +1,135 @@
+"""Object-retrieval evaluation (§4.2 of the ARM paper): precision, recall, F1 and perfect
+recall (all gold objects retrieved), in percent, overall and by question group.
+
+Groups: ``all``; ``single_gold`` and ``multi_gold``; and multi-gold questions by the kind
+of their gold objects (``multi_table``, ``multi_passage``, ``multi_mixed``), so Spider's
+multi-table questions are reported on their own.
+
+Scores compare object ids exactly. :func:`atomgraph.evaluation.metrics.retrieval_scores`
+compares *titles* (case-folded, ``_`` as space), which would merge ids such as
+``db#sep#Singer`` and ``db#sep#singer``; the arithmetic is the same.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from atomgraph.evaluation.metrics import RETRIEVAL_KEYS
+from atomgraph.tools.objects import DataObject, Question
+
+
+def id_scores(retrieved: Sequence[str], gold: Iterable[str]) -> dict[str, float]:
+    """Precision, recall, F1 and perfect recall (0/1) of retrieved ids against gold ids."""
+    gold_set = set(gold)
+    got = list(dict.fromkeys(retrieved))
+    hit = len(set(got) & gold_set)
+    precision = hit / len(got) if got else 0.0
+    recall = hit / len(gold_set) if gold_set else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if hit else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "perfect_recall": float(bool(gold_set) and hit == len(gold_set))}
+
+
+def question_groups(q: Question, kinds: dict[str, str]) -> list[str]:
+    """The groups a question is reported in (see module doc)."""
+    groups = ["all"]
+    if len(q.gold_ids) <= 1:
+        return groups + ["single_gold"]
+    gk = {kinds.get(g, "passage") for g in q.gold_ids}
+    return groups + ["multi_gold", "multi_table" if gk == {"table"} else "multi_passage" if gk == {"passage"} else "multi_mixed"]
+
+
+def summarize(records: Sequence[dict]) -> dict[str, dict]:
+    """Mean scores in percent per group, with question counts and mean objects retrieved."""
+    out: dict[str, dict] = {}
+    for r in records:
+        for g in r["groups"]:
+            acc = out.setdefault(g, {"questions": 0, "objects": 0.0, **{k: 0.0 for k in RETRIEVAL_KEYS}})
+            acc["questions"] += 1
+            acc["objects"] += len(r["retrieved"])
+            for k in RETRIEVAL_KEYS:
+                acc[k] += r["scores"][k]
+    for acc in out.values():
+        n = acc["questions"]
+        acc["objects"] = round(acc["objects"] / n, 3)
+        for k in RETRIEVAL_KEYS:
+            acc[k] = round(100 * acc[k] / n, 2)
+    return out
+
+
+@dataclass
+class EvalRun:
+    method: str
+    k: int
+    summary: dict[str, dict]
+    records: list[dict]
+
+
+def evaluate(
+    retrieve: Callable[[Question], object],
+    questions: Sequence[Question],
+    objects: Sequence[DataObject],
+    *,
+    method: str,
+    k: int,
+    out_dir: str | Path | None = None,
+    keep_trace: bool = True,
+) -> EvalRun:
+    """Score ``retrieve`` (question → :class:`~atomgraph.nodes.arm.retrieval.RetrievalResult`)
+    on every question; with ``out_dir``, write ``results.jsonl`` (one line per question) and
+    ``summary.json``. A question whose retrieval raises is scored as retrieving nothing, with
+    the error recorded."""
+    kinds = {o.id: o.kind for o in objects}
+    records: list[dict] = []
+    fh = None
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        fh = open(Path(out_dir) / "results.jsonl", "w", encoding="utf-8")
+    try:
+        for q in questions:
+            error = None
+            try:
+                res = retrieve(q)
+                ids, scores, trace = list(res.ids), list(res.scores), res.trace
+            except Exception as exc:  # noqa: BLE001 - a failure is data in the results
+                ids, scores, trace, error = [], [], {}, f"{type(exc).__name__}: {exc}"
+            rec = {
+                "id": q.id,
+                "question": q.question,
+                "gold_ids": list(q.gold_ids),
+                "retrieved": ids,
+                "retrieved_scores": [round(s, 6) for s in scores],
+                "scores": id_scores(ids, q.gold_ids),
+                "groups": question_groups(q, kinds),
+            }
+            if error:
+                rec["error"] = error
+            if keep_trace and trace:
+                rec["trace"] = trace
+            records.append(rec)
+            if fh:
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    finally:
+        if fh:
+            fh.close()
+    summary = summarize(records)
+    if out_dir is not None:
+        (Path(out_dir) / "summary.json").write_text(json.dumps({"method": method, "k": k, "groups": summary}, indent=2))
+    return EvalRun(method, k, summary, records)
+
+
+def format_summary(run: EvalRun) -> str:
+    """A plain-text table: one row per group."""
+    cols = ["group", "questions", "objects", "P", "R", "F1", "PR"]
+    rows = [[g, str(s["questions"]), f"{s['objects']:.2f}", *(f"{s[k]:.1f}" for k in RETRIEVAL_KEYS)]
+            for g, s in run.summary.items()]
+    cells = [cols, *rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
+    lines = [f"method {run.method}, k = {run.k} (percent; PR = perfect recall)"]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in cells]
+    errors = sum(1 for r in run.records if "error" in r)
+    if errors:
+        lines.append(f"{errors} question(s) failed; see 'error' in the results")
+    return "\n".join(lines)

@@ -1,0 +1,358 @@
+"""Information alignment without the LLM call (§3.2.1 of the ARM paper).
+
+The paper lets the model rephrase each of its keywords as corpus n-grams by constrained
+beam decoding. Served models offer different constraints, so this module builds each of
+them over a *shortlist* of corpus n-grams for one keyword:
+
+- vLLM: a ``structured_outputs`` body with ``choice`` (:func:`vllm_choice_body`);
+- llama.cpp: a GBNF grammar whose root is one of the shortlisted strings (:func:`gbnf_grammar`);
+- OpenAI structured outputs: a JSON schema with an ``enum`` of at most 1,000 values
+  (:func:`openai_json_schema_body`);
+- any other model: free generation, then :func:`snap` to the nearest corpus n-grams.
+
+INVARIANT: whatever path produced it, an aligned n-gram returned by this module
+(:func:`parse_alignment`, :func:`snap`, :func:`align_keyword`) is a corpus n-gram of the
+index (``index.has_ngram``) — or nothing at all.
+
+Without a model, :func:`extract_keywords` takes the maximal question spans that are corpus
+n-grams (stopwords dropped), and :func:`align_keyword` keeps the best shortlisted n-grams.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Sequence
+
+from rapidfuzz import fuzz, process
+
+from atomgraph.tools.arm_index import MAX_N, ArmIndex, normalize_ngram, raw_tokens, stopwords, tokens
+
+DecodingMode = Literal["vllm_choice", "llamacpp_grammar", "openai_json_schema", "free"]
+MODES: tuple[str, ...] = ("vllm_choice", "llamacpp_grammar", "openai_json_schema", "free")
+OPENAI_ENUM_MAX = 1000  # OpenAI structured outputs: at most 1,000 enum values in a schema
+OPENAI_ENUM_CHARS = 15000  # ... and at most 15,000 characters over >250 string values
+
+
+@dataclass(frozen=True)
+class ScoredNgram:
+    """A corpus n-gram with its match score in [0, 1] and how it was found."""
+
+    ngram: str
+    score: float
+    how: str = "lexical"
+
+
+# --- shortlists ----------------------------------------------------------------------------------
+
+def _match_score(query: str, ngram: str) -> float:
+    if query == ngram:
+        return 1.0
+    return 0.5 * fuzz.ratio(query, ngram) / 100 + 0.5 * fuzz.token_set_ratio(query, ngram) / 100
+
+
+def _variants(token: str, index: ArmIndex, limit: int, cutoff: float) -> list[str]:
+    """Corpus words close to ``token`` (itself first when it is one): fuzzy over the vocabulary."""
+    out = [token] if index.has_ngram(token) else []
+    if len(token) >= 3:
+        for word, _, _ in process.extract(token, index.unigrams, scorer=fuzz.ratio, limit=limit, score_cutoff=cutoff):
+            if word not in out:
+                out.append(word)
+    return out
+
+
+def shortlist(keyword: str, index: ArmIndex, *, limit: int = 50, fuzzy_cutoff: float = 80.0,
+              prefix_limit: int = 40) -> list[ScoredNgram]:
+    """Corpus n-grams for one keyword, best first (§3.2.1's candidate space, made finite).
+
+    Candidates are the keyword itself when it is a corpus n-gram, its sub-spans, spans built
+    from fuzzy variants of its words (rapidfuzz over the corpus vocabulary: "singers" →
+    "singer"), and trie prefix extensions of those ("singer" → "singer id"). Each is scored
+    against the keyword (edit ratio and token-set ratio). Every entry is a corpus n-gram.
+    """
+    kt = tokens(keyword) if isinstance(keyword, str) else []
+    if not kt:
+        return []
+    query = " ".join(kt)
+    stop = stopwords()
+    found: dict[str, str] = {}
+    variants = [_variants(t, index, 4, fuzzy_cutoff) if t not in stop else ([t] if index.has_ngram(t) else []) for t in kt]
+    for n in range(1, min(MAX_N, len(kt)) + 1):
+        for i in range(len(kt) - n + 1):
+            span = kt[i : i + n]
+            if all(t in stop for t in span):
+                continue
+            exact = " ".join(span)
+            if index.has_ngram(exact):
+                found.setdefault(exact, "exact" if exact == query else "lexical")
+            combos = [[]]
+            for vs in variants[i : i + n]:
+                combos = [c + [v] for c in combos for v in vs[:3]][:27]
+            for c in combos:
+                g = " ".join(c)
+                if index.has_ngram(g):
+                    found.setdefault(g, "fuzzy")
+    seeds = [t for t, vs in zip(kt, variants) if t not in stop for t in vs[:2]]
+    for seed in dict.fromkeys(seeds):
+        for g in index.with_prefix(seed + " ", prefix_limit):
+            found.setdefault(g, "prefix")
+    scored = [ScoredNgram(g, round(_match_score(query, g), 6), how) for g, how in found.items() if index.has_ngram(g)]
+    scored.sort(key=lambda s: (-s.score, len(s.ngram), s.ngram))
+    return scored[: max(0, limit)]
+
+
+def snap(text: Any, index: ArmIndex, *, limit: int = 1, candidates: Sequence[str] | None = None) -> list[ScoredNgram]:
+    """The corpus n-grams nearest to free text (the "any other model" path of §3.2.1).
+
+    ``text`` may be anything a model returns: empty, hostile, very long, not a string. With
+    ``candidates`` (a shortlist), those are preferred when one matches well (≥ 0.6). The
+    result holds only corpus n-grams; it is empty when the text has no word at all.
+    """
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    text = text[:2000]
+    norm = normalize_ngram(text)
+    if not norm:
+        return []
+    if index.has_ngram(norm):
+        return [ScoredNgram(norm, 1.0, "exact")]
+    if candidates:
+        ranked = sorted(
+            (ScoredNgram(c, round(_match_score(norm, c), 6), "snap") for c in candidates if index.has_ngram(c)),
+            key=lambda s: (-s.score, len(s.ngram)),
+        )
+        if ranked and ranked[0].score >= 0.6:
+            return ranked[:limit]
+    words = norm.split()
+    if len(words) > 12:  # long generations: the first dozen words carry the rephrased keyword
+        norm = " ".join(words[:12])
+    out = [ScoredNgram(s.ngram, s.score, "snap") for s in shortlist(norm, index, limit=limit)]
+    return [s for s in out if index.has_ngram(s.ngram)]
+
+
+# --- constrained-decoding request bodies -------------------------------------------------
+
+def vllm_choice_body(allowed: Sequence[str]) -> dict[str, Any]:
+    """Extra body for vLLM's OpenAI-compatible server: the output is exactly one of ``allowed``
+    (``structured_outputs.choice``; the older ``guided_choice`` field is gone)."""
+    return {"structured_outputs": {"choice": list(allowed)}}
+
+
+def gbnf_literal(text: str) -> str:
+    """A GBNF string literal for ``text``: quotes, backslashes and control characters escaped."""
+    out = ['"']
+    for ch in text:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def gbnf_grammar(allowed: Sequence[str]) -> str:
+    """A llama.cpp GBNF grammar accepting exactly one of ``allowed`` (at least one needed)."""
+    if not allowed:
+        raise ValueError("a grammar needs at least one allowed n-gram")
+    return "root ::= " + " | ".join(gbnf_literal(a) for a in allowed) + "\n"
+
+
+def llamacpp_grammar_body(allowed: Sequence[str]) -> dict[str, Any]:
+    """Extra body for llama.cpp's server (``/completion`` and ``/v1/chat/completions``)."""
+    return {"grammar": gbnf_grammar(allowed)}
+
+
+def fit_enum(allowed: Sequence[str], *, max_values: int = OPENAI_ENUM_MAX, max_chars: int = OPENAI_ENUM_CHARS) -> list[str]:
+    """The longest prefix of ``allowed`` (sorted best first) that OpenAI accepts as an enum:
+    ≤ ``max_values`` values, and ≤ ``max_chars`` characters in all when over 250 values."""
+    out: list[str] = []
+    total = 0
+    for a in allowed:
+        if len(out) >= max_values:
+            break
+        if len(out) >= 250 and total + len(a) > max_chars:
+            break
+        out.append(a)
+        total += len(a)
+    return out
+
+
+def openai_json_schema_body(allowed: Sequence[str], *, max_values: int = OPENAI_ENUM_MAX) -> dict[str, Any]:
+    """``response_format`` for OpenAI structured outputs: ``{"ngram": <one of the enum>}``."""
+    values = fit_enum(allowed, max_values=max_values)
+    return {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "aligned_ngram",
+                "strict": True,
+                "schema": {
+                    "type": "object",
+                    "properties": {"ngram": {"type": "string", "enum": values}},
+                    "required": ["ngram"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+    }
+
+
+def decoding_mode(server: str | Iterable[str] | None) -> DecodingMode:
+    """The constraint to use, from what the server offers.
+
+    ``server`` is a server kind (``"vllm"``, ``"llama.cpp"``/``"llamacpp"``, ``"openai"``) or a
+    set of capabilities (``"structured_outputs"``, ``"grammar"``, ``"json_schema"``); anything
+    else gets free generation plus :func:`snap`.
+    """
+    if server is None:
+        return "free"
+    caps = {server.lower()} if isinstance(server, str) else {str(s).lower() for s in server}
+    if caps & {"vllm", "structured_outputs", "choice", "vllm_choice"}:
+        return "vllm_choice"
+    if caps & {"llama.cpp", "llamacpp", "llama-cpp", "grammar", "gbnf", "llamacpp_grammar"}:
+        return "llamacpp_grammar"
+    if caps & {"openai", "json_schema", "openai_json_schema"}:
+        return "openai_json_schema"
+    return "free"
+
+
+@dataclass(frozen=True)
+class AlignmentRequest:
+    """What to send for one keyword: the mode, the allowed n-grams, and the extra body."""
+
+    keyword: str
+    mode: DecodingMode
+    allowed: tuple[str, ...]
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+def build_alignment_request(keyword: str, index: ArmIndex, mode: DecodingMode = "free", *,
+                            shortlist_size: int = 50, max_enum: int = OPENAI_ENUM_MAX) -> AlignmentRequest:
+    """The constrained-decoding request for one keyword (free generation when the shortlist is
+    empty, since no constraint can then be satisfied)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown decoding mode {mode!r}; expected one of {', '.join(MODES)}")
+    allowed = tuple(s.ngram for s in shortlist(keyword, index, limit=shortlist_size))
+    if not allowed or mode == "free":
+        return AlignmentRequest(keyword, "free", allowed, {})
+    if mode == "vllm_choice":
+        body = vllm_choice_body(allowed)
+    elif mode == "llamacpp_grammar":
+        body = llamacpp_grammar_body(allowed)
+    else:
+        body = openai_json_schema_body(allowed, max_values=max_enum)
+        allowed = tuple(body["response_format"]["json_schema"]["schema"]["properties"]["ngram"]["enum"])
+    return AlignmentRequest(keyword, mode, allowed, body)
+
+
+@dataclass(frozen=True)
+class AlignedNgram:
+    """One aligned keyword: a corpus n-gram, the keyword it came from, and the path taken
+    (``constrained``: the model's output was an allowed value; ``snapped``: it was not)."""
+
+    keyword: str
+    ngram: str
+    score: float
+    path: str
+
+
+_QUOTES = "\"'`“”‘’«» \t\r\n"
+
+
+def _output_text(output: Any, mode: str) -> str:
+    if isinstance(output, dict):
+        value = output.get("ngram")
+        return value if isinstance(value, str) else json.dumps(output, ensure_ascii=False)
+    if not isinstance(output, str):
+        return "" if output is None else str(output)
+    if mode == "openai_json_schema" or output.lstrip().startswith("{"):
+        try:
+            data = json.loads(output)
+        except (ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("ngram"), str):
+            return data["ngram"]
+    return output.strip(_QUOTES)
+
+
+def parse_alignment(output: Any, request: AlignmentRequest, index: ArmIndex) -> AlignedNgram | None:
+    """The aligned n-gram from a model's output for ``request`` (None when nothing aligns).
+
+    A constrained output that is an allowed corpus n-gram is kept as is; anything else (a
+    server that ignored the constraint, free text, garbage) is snapped to the nearest corpus
+    n-gram, preferring the shortlist. The result always satisfies ``index.has_ngram``.
+    """
+    text = _output_text(output, request.mode)
+    norm = normalize_ngram(text)
+    if norm and norm in request.allowed and index.has_ngram(norm):
+        return AlignedNgram(request.keyword, norm, 1.0, "constrained")
+    hits = snap(text, index, limit=1, candidates=request.allowed) or snap(request.keyword, index, limit=1)
+    if not hits or not index.has_ngram(hits[0].ngram):
+        return None
+    return AlignedNgram(request.keyword, hits[0].ngram, hits[0].score, "snapped")
+
+
+# --- LLM-free keywords and alignment -------------------------------------------------------
+
+def keyword_parts(keyword: str) -> list[str]:
+    """The parts of a keyword to align: ``"singers:name"`` (Spider's table:column items) gives
+    ``["singers", "name"]``; any other keyword is one part."""
+    if not isinstance(keyword, str):
+        return []
+    if ":" in keyword:
+        parts = [p.strip() for p in keyword.split(":")]
+        return [p for p in parts if p]
+    return [keyword.strip()] if keyword.strip() else []
+
+
+def extract_keywords(question: str, index: ArmIndex, *, max_n: int = MAX_N) -> list[str]:
+    """LLM-free keywords: the maximal question spans (≤ ``max_n`` words, greedy left to right)
+    that are corpus n-grams, with leading/trailing stopwords dropped and stopword-only spans
+    skipped. These stand in for the model's decomposition of §3.2.1."""
+    if not isinstance(question, str):
+        return []
+    stop = stopwords()
+    low = [t.casefold() for t in raw_tokens(question)]
+    out: list[str] = []
+    p = 0
+    while p < len(low):
+        if low[p] in stop:
+            p += 1
+            continue
+        taken = 0
+        for L in range(min(max_n, len(low) - p), 0, -1):
+            span = low[p : p + L]
+            while span and span[-1] in stop:
+                span = span[:-1]
+            if not span:
+                continue
+            g = " ".join(span)
+            if index.has_ngram(g):
+                if g not in out:
+                    out.append(g)
+                taken = len(span)
+                break
+        p += max(taken, 1)
+    return out
+
+
+def align_keyword(keyword: str, index: ArmIndex, *, per_keyword: int = 3, min_score: float = 0.5) -> list[AlignedNgram]:
+    """LLM-free alignment of one keyword (each ``table:column`` part separately): the best
+    ``per_keyword`` shortlisted corpus n-grams scoring at least ``min_score``."""
+    out: list[AlignedNgram] = []
+    for part in keyword_parts(keyword):
+        for s in shortlist(part, index, limit=per_keyword):
+            if s.score >= min_score and index.has_ngram(s.ngram):
+                out.append(AlignedNgram(keyword, s.ngram, s.score, s.how))
+    return out

@@ -1,0 +1,302 @@
+"""Structure alignment as a mixed-integer program (§3.2.2 and Appendix B of the ARM paper).
+
+Choose k of M candidate objects maximising  Σ_i R_i b_i + Σ_{i<j} C_ij c_ij  subject to
+Σ_i b_i = k, at most ``max_links`` connections (Appendix B's Σ c_ij ≤ 2(k−1) over ordered
+pairs is k−1 unordered links: the chosen objects may form a tree of connections), and
+linking constraints. Two formulations:
+
+- ``tight`` (default): a variable c_ij only for pairs with C_ij > 0 (a pair that cannot add
+  to the objective needs none), linked by c_ij ≤ b_i and c_ij ≤ b_j;
+- ``naive``: a variable for every pair and the aggregated 2 c_ij ≤ b_i + b_j of Appendix B
+  (kept for the benchmark; its LP relaxation is weaker and it has M(M−1)/2 variables).
+
+The solver is CBC through python-mip, silenced, warm-started with a greedy solution
+(``model.start``) and bounded by a time limit: a proven optimum is ``optimal``, the best
+feasible solution found in time is ``feasible``, and when CBC returns nothing usable the
+greedy solution is used (``greedy``). :func:`brute_force` is the reference for tests.
+
+Compatibility C_ij (:func:`compatibility_matrix`): tables are joinable through a pair of
+columns (names; values when rows exist; never across two different ``database`` values);
+passages are linked when one mentions the other's title (the index's title mentions),
+plus a weighted share of embedding similarity above a floor.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from rapidfuzz import fuzz
+
+from atomgraph.tools.arm_index import ArmIndex
+from atomgraph.tools.objects import DataObject, split_identifier
+
+
+@dataclass
+class StructureResult:
+    """The objects the MIP chose (candidate positions), and how it got them."""
+
+    chosen: list[int]
+    objective: float
+    status: str  # "optimal" | "feasible" | "greedy"
+    solve_seconds: float
+    greedy_objective: float
+    links: list[tuple[int, int, float]] = field(default_factory=list)
+    pair_variables: int = 0
+    formulation: str = "tight"
+    time_limit_s: float | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "chosen": self.chosen,
+            "objective": round(self.objective, 6),
+            "status": self.status,
+            "solve_ms": round(self.solve_seconds * 1000, 3),
+            "greedy_objective": round(self.greedy_objective, 6),
+            "links": [[i, j, round(c, 4)] for i, j, c in self.links],
+            "pair_variables": self.pair_variables,
+            "formulation": self.formulation,
+            "time_limit_s": self.time_limit_s,
+        }
+
+
+# --- objective, greedy and brute force ---------------------------------------------------
+
+def _pairs(C: np.ndarray) -> list[tuple[int, int, float]]:
+    n = C.shape[0]
+    sym = np.maximum(C, C.T)
+    iu, ju = np.triu_indices(n, k=1)
+    vals = sym[iu, ju]
+    keep = vals > 0
+    return [(int(i), int(j), float(v)) for i, j, v in zip(iu[keep], ju[keep], vals[keep])]
+
+
+def selection_value(chosen: Sequence[int], R: np.ndarray, C: np.ndarray, max_links: int | None) -> tuple[float, list]:
+    """The objective of a chosen set and its counted links (the best ``max_links`` pairs)."""
+    s = list(chosen)
+    links = []
+    for a, b in itertools.combinations(sorted(s), 2):
+        c = float(max(C[a, b], C[b, a]))
+        if c > 0:
+            links.append((a, b, c))
+    links.sort(key=lambda t: -t[2])
+    if max_links is not None:
+        links = links[: max(0, max_links)]
+    return float(sum(R[i] for i in s)) + sum(c for _, _, c in links), links
+
+
+def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None) -> list[int]:
+    """Add, one at a time, the object that raises the objective most (the warm start)."""
+    n = len(R)
+    chosen: list[int] = []
+    while len(chosen) < min(k, n):
+        best, best_v = None, -np.inf
+        for j in range(n):
+            if j in chosen:
+                continue
+            v, _ = selection_value(chosen + [j], R, C, max_links)
+            if v > best_v + 1e-12:
+                best, best_v = j, v
+        chosen.append(best)
+    return chosen
+
+
+def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None) -> tuple[float, tuple[int, ...]]:
+    """The optimum by enumeration (reference for tests; n ≤ 12 or so)."""
+    n = len(R)
+    best = (-np.inf, ())
+    for s in itertools.combinations(range(n), min(k, n)):
+        v, _ = selection_value(s, R, C, max_links)
+        if v > best[0] + 1e-12:
+            best = (v, s)
+    return best
+
+
+# --- the MIP ---------------------------------------------------------------------------------
+
+def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None, formulation: str = "tight"):
+    """The python-mip model (CBC, silent), its b and c variables, and the pairs they cover."""
+    import mip
+
+    n = len(R)
+    model = mip.Model(sense=mip.MAXIMIZE, solver_name=mip.CBC)
+    model.verbose = 0
+    model.threads = 1
+    b = [model.add_var(var_type=mip.BINARY, name=f"b{i}") for i in range(n)]
+    if formulation == "tight":
+        pairs = _pairs(C)
+    elif formulation == "naive":
+        sym = np.maximum(C, C.T)
+        pairs = [(i, j, float(sym[i, j])) for i, j in itertools.combinations(range(n), 2)]
+    else:
+        raise ValueError(f"unknown formulation {formulation!r}")
+    c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
+    model.objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(w * v for (_, _, w), v in zip(pairs, c))
+    model += mip.xsum(b) == k
+    if max_links is not None and c:
+        model += mip.xsum(c) <= max_links
+    for (i, j, _), v in zip(pairs, c):
+        if formulation == "tight":
+            model += v <= b[i]
+            model += v <= b[j]
+        else:
+            model += 2 * v <= b[i] + b[j]
+    return model, b, c, pairs
+
+
+def solve_structure(
+    R: Sequence[float],
+    C: np.ndarray,
+    k: int,
+    *,
+    max_links: int | None = -1,
+    time_limit_s: float = 0.5,
+    formulation: str = "tight",
+) -> StructureResult:
+    """Choose ``k`` objects maximising relevance plus compatibility (§3.2.2, Appendix B).
+
+    ``max_links=-1`` (default) is the paper's k−1 links; ``None`` counts every chosen pair.
+    The best solution CBC finds within ``time_limit_s`` is used; see the module doc.
+    """
+    import mip
+
+    R = np.asarray(R, dtype=float)
+    C = np.asarray(C, dtype=float)
+    n = len(R)
+    if C.shape != (n, n):
+        raise ValueError(f"C must be {n}x{n}, got {C.shape}")
+    k = max(0, min(int(k), n))
+    if max_links == -1:
+        max_links = max(0, k - 1)
+    t0 = time.perf_counter()
+    start = greedy(R, C, k, max_links)
+    g_val, g_links = selection_value(start, R, C, max_links)
+    if k == 0 or k == n or not _pairs(C):
+        # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
+        chosen = list(range(n)) if k == n else sorted(range(n), key=lambda i: -R[i])[:k]
+        v, links = selection_value(chosen, R, C, max_links)
+        return StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, formulation, time_limit_s)
+    model, b, c, pairs = build_model(R, C, k, max_links=max_links, formulation=formulation)
+    chosen_set = set(start)
+    counted = {(i, j) for i, j, _ in g_links}
+    model.start = [(b[i], 1.0 if i in chosen_set else 0.0) for i in range(n)] + [
+        (v, 1.0 if (i, j) in counted else 0.0) for (i, j, _), v in zip(pairs, c)
+    ]
+    status = model.optimize(max_seconds=max(time_limit_s, 1e-3))
+    elapsed = time.perf_counter() - t0
+    chosen: list[int] = []
+    if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and model.num_solutions:
+        chosen = [i for i in range(n) if b[i].x is not None and b[i].x >= 0.5]
+    label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
+    if len(chosen) != k:
+        chosen, label = start, "greedy"
+    v, links = selection_value(chosen, R, C, max_links)
+    if v < g_val - 1e-9:  # never worse than the warm start
+        chosen, v, links, label = start, g_val, g_links, "greedy"
+    chosen.sort(key=lambda i: -R[i])
+    return StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), formulation, time_limit_s)
+
+
+# --- compatibility C_ij --------------------------------------------------------------------
+
+_KEYLIKE = ("id", "code", "key", "no", "number", "num")
+_GENERIC = {"id", "name", "description", "date", "type", "title", "details", "year", "age", "other details"}
+
+
+def _singular(w: str) -> str:
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+        return w[:-1]
+    return w
+
+
+def _table_name(obj: DataObject) -> str:
+    name = obj.title.split(".")[-1] if obj.database and obj.title.startswith(obj.database + ".") else obj.title
+    return " ".join(_singular(w) for w in split_identifier(name).split())
+
+
+def column_compatibility(a: DataObject, x: str, b: DataObject, y: str, *, value_weight: float = 0.5) -> float:
+    """Join-ability of column ``x`` of table ``a`` with column ``y`` of table ``b`` in [0, 1]:
+    same key-like name (``singer_id`` = ``singer_id``), a foreign-key pattern (``singer_id`` in
+    one, ``id`` in a table named singer), a close name, and value overlap (Jaccard) when both
+    tables have rows."""
+    wx, wy = split_identifier(x), split_identifier(y)
+    name = 0.0
+    if wx == wy:
+        last = wx.split()[-1] if wx else ""
+        if wx == "id":
+            name = 0.2
+        elif last in _KEYLIKE:
+            name = 1.0
+        elif wx in _GENERIC:
+            name = 0.3
+        else:
+            name = 0.6
+    else:
+        ta, tb = _table_name(a), _table_name(b)
+        if (wy in ("id", f"{tb} id") and wx in (f"{tb} id", f"{tb} code")) or (
+            wx in ("id", f"{ta} id") and wy in (f"{ta} id", f"{ta} code")
+        ):
+            name = 1.0
+        elif wx.split()[-1:] == wy.split()[-1:] and wx.split()[-1:] and wx.split()[-1] in _KEYLIKE[:3]:
+            r = fuzz.ratio(wx, wy) / 100
+            name = 0.5 * r if r >= 0.8 else 0.0
+    if a.rows and b.rows and value_weight > 0:
+        ix, iy = a.columns.index(x), b.columns.index(y)
+        vx = {r[ix].strip().casefold() for r in a.rows if r[ix].strip()}
+        vy = {r[iy].strip().casefold() for r in b.rows if r[iy].strip()}
+        jac = len(vx & vy) / len(vx | vy) if vx and vy else 0.0
+        return (1 - value_weight) * name + value_weight * jac
+    return name
+
+
+def table_compatibility(a: DataObject, b: DataObject) -> float:
+    """The best column pair's join-ability; 0 across two different databases."""
+    if a.database is not None and b.database is not None and a.database != b.database:
+        return 0.0
+    return max((column_compatibility(a, x, b, y) for x in a.columns for y in b.columns), default=0.0)
+
+
+def compatibility_matrix(
+    index: ArmIndex,
+    positions: Sequence[int],
+    *,
+    link_weight: float = 1.0,
+    join_weight: float = 1.0,
+    semantic_weight: float = 0.0,
+    semantic_floor: float = 0.5,
+) -> np.ndarray:
+    """C_ij over the candidates at ``positions`` (object indices of ``index``).
+
+    passage/passage and table/passage: ``link_weight`` when one mentions the other's title;
+    table/table: ``join_weight`` × the best column join-ability; every pair also gets
+    ``semantic_weight`` × (cosine − ``semantic_floor``)₊ of their embeddings.
+    """
+    pos = list(positions)
+    n = len(pos)
+    C = np.zeros((n, n))
+    objs = [index.objects[p] for p in pos]
+    where = {p: a for a, p in enumerate(pos)}
+    if link_weight:
+        for a, p in enumerate(pos):
+            for q in index.mentions[p]:
+                b = where.get(q)
+                if b is not None and b != a:
+                    C[a, b] = C[b, a] = max(C[a, b], link_weight)
+    if join_weight:
+        for a, b in itertools.combinations(range(n), 2):
+            if objs[a].is_table and objs[b].is_table:
+                v = join_weight * table_compatibility(objs[a], objs[b])
+                if v > 0:
+                    C[a, b] = C[b, a] = max(C[a, b], v)
+    if semantic_weight and n:
+        V = index.object_vectors[pos]
+        S = np.clip(V @ V.T - semantic_floor, 0, None) * semantic_weight
+        np.fill_diagonal(S, 0)
+        C = C + S
+    np.fill_diagonal(C, 0)
+    return C

@@ -1,0 +1,79 @@
+"""ARM run parameters: one dataclass, the ``arm`` graph's LangGraph ``context_schema``.
+
+Every field carries its description and bounds (pydantic ``Field`` in ``Annotated``), so a
+run's context can be validated (:meth:`ArmContext.validated`) and documented from one
+place. Defaults follow the ARM paper where it gives a value (k = 5, three drafts, n-grams of
+1–3 words, five rows/sentences per verbalised object) and our measured tuning elsewhere
+(see ``benchmarks/bench_arm_retrieval.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Annotated, Literal
+
+from pydantic import Field, TypeAdapter
+
+
+@dataclass(kw_only=True)
+class ArmContext:
+    """Parameters of one ARM run (retrieval, alignment, structure, drafts, voting)."""
+
+    # -- what is retrieved -------------------------------------------------------------
+    k: Annotated[int, Field(description="objects to retrieve (the MIP's Σ b_i = k; paper: 5)", ge=1)] = 5
+
+    # -- information alignment (§3.2.1) ----------------------------------------------------
+    decoding: Annotated[
+        Literal["auto", "vllm_choice", "llamacpp_grammar", "openai_json_schema", "free"],
+        Field(description="constrained-decoding form for n-gram alignment; 'auto' picks from what the server offers"),
+    ] = "auto"
+    shortlist_size: Annotated[int, Field(description="corpus n-grams offered to the model per keyword", ge=1)] = 50
+    enum_max_values: Annotated[
+        int, Field(description="cap on an OpenAI JSON-schema enum (OpenAI allows 1,000)", ge=1, le=1000)
+    ] = 1000
+    ngrams_per_keyword: Annotated[int, Field(description="aligned n-grams kept per keyword (LLM-free path)", ge=1)] = 2
+    min_alignment_score: Annotated[
+        float, Field(description="lowest match score for an LLM-free aligned n-gram", ge=0, le=1)
+    ] = 0.6
+
+    # -- candidate pool ----------------------------------------------------------------------
+    bm25_pool: Annotated[int, Field(description="top objects by BM25 over the aligned n-grams", ge=0)] = 10
+    dense_pool: Annotated[int, Field(description="top objects by embedding similarity to the question", ge=0)] = 10
+    expansion_seeds: Annotated[
+        int, Field(description="top candidates whose most compatible objects join the pool (§3.2.2 expansion)", ge=0)
+    ] = 5
+    expansion_per_seed: Annotated[int, Field(description="compatible objects added per seed (paper's k)", ge=0)] = 3
+    expansion_hops: Annotated[int, Field(description="expansion steps (paper's l)", ge=0)] = 1
+    max_candidates: Annotated[int, Field(description="cap on the candidate pool given to the MIP", ge=1)] = 40
+
+    # -- relevance R_i and compatibility C_ij (§3.2.2) ---------------------------------------
+    bm25_weight: Annotated[
+        float, Field(description="share of BM25 (vs embedding similarity) in R_i, both min-max normalised", ge=0, le=1)
+    ] = 0.5
+    link_weight: Annotated[float, Field(description="C_ij of an entity link (one object mentions the other's title)", ge=0)] = 0.5
+    join_weight: Annotated[float, Field(description="C_ij scale of the best column join between two tables", ge=0)] = 0.5
+    semantic_weight: Annotated[float, Field(description="C_ij share of embedding similarity above the floor", ge=0)] = 0.0
+    semantic_floor: Annotated[float, Field(description="cosine similarity below which objects add no C_ij", ge=-1, le=1)] = 0.5
+    max_links: Annotated[
+        int | None, Field(description="links counted in the objective; -1 = k-1 (Appendix B), None = all pairs", ge=-1)
+    ] = -1
+    mip_time_limit_s: Annotated[float, Field(description="CBC time limit; the best feasible solution is used", gt=0)] = 0.5
+
+    # -- drafts, self-verification, aggregation (§3.2.2, §3.3; LLM side) ----------------------
+    drafts: Annotated[int, Field(description="expanded search-object sets, one MIP draft each (paper: 3)", ge=1)] = 3
+    verbalize_top_rows: Annotated[
+        int, Field(description="most similar rows/sentences shown per object in a draft (Appendix C: 5)", ge=1)
+    ] = 5
+    vote_weight: Annotated[
+        float, Field(description="share of mean token log-probability (vs softmaxed vote count) in object confidence", ge=0, le=1)
+    ] = 0.5
+    max_keywords: Annotated[int, Field(description="keywords taken from the model's decomposition", ge=1)] = 12
+    temperature: Annotated[float, Field(description="sampling temperature for the ARM model calls", ge=0)] = 0.0
+
+    @classmethod
+    def validated(cls, **values) -> "ArmContext":
+        """An ``ArmContext`` with every bound checked (pydantic ``ValidationError`` otherwise)."""
+        return TypeAdapter(cls).validate_python(values)
+
+    def to_json(self) -> dict:
+        return asdict(self)
