@@ -129,9 +129,57 @@ def test_operate_maps_the_three_operators(source):
     filt = source.operate("Filter", ["Lionel Messi, Steven Jobs, Bill Gates", "born in 1955"], "q")
     assert {e.metadata["entity"] for e in filt} == {"Lionel Messi", "Steven Jobs", "Bill Gates"}
     assert all(e.metadata["relation_label"] in {"date of birth", "place of birth"} for e in filt)
+    assert {e.metadata["head_label"]: e.metadata["satisfies"] for e in filt} == {
+        "Lionel Messi": False, "Steve Jobs": True, "Bill Gates": True}
     # nothing structured: falls back to search
     fallback = source.operate("Relate", ["Praia", "zzz unknown relation"], "q")
     assert fallback and fallback[0].id == "Q3751"
+
+
+@pytest.mark.parametrize(
+    "entity, condition, facts",
+    [
+        # one candidate at a time, as ATOMR's Filter asks: the attribute the condition names,
+        # each value marked with whether it meets the condition
+        ("Steve Jobs", "born before June 1955", {"(Steve Jobs, date of birth, 24 February 1955)": True}),
+        ("Bill Gates", "was born before June 1955", {"(Bill Gates, date of birth, 28 October 1955)": False}),
+        ("Lionel Messi", "not born in 1955", {"(Lionel Messi, date of birth, 24 June 1987)": True}),
+        ("Barack Obama", "height over 1.8 metres", {"(Barack Obama, height, 1.87 metre)": True}),
+        ("Paris", "has a population of more than 2 million", {"(Paris, population, 2145906)": True}),
+        ("Manuel Valls", "whose nationality is Spain", {"(Manuel Valls, country of citizenship, Spain)": True,
+                                                         "(Manuel Valls, country of citizenship, France)": False}),
+        ("Bill Gates", "is a citizen of Spain", {"(Bill Gates, country of citizenship, United States)": False}),
+        ("Microsoft", "founded before 1980", {"(Microsoft, inception, 4 April 1975)": True,
+                                               "(Microsoft, founded by, Bill Gates)": None}),
+        ("Q5284", "born in Seattle", {"(Bill Gates, date of birth, 28 October 1955)": None}),  # a date is no city
+    ],
+)
+def test_operate_filter_states_the_conditions_attribute_per_entity(file_source, entity, condition, facts):
+    ev = file_source.operate("Filter", [entity, condition], f"Which of them is {condition}?")
+    assert {e.text: e.metadata["satisfies"] for e in ev} == facts
+    assert all(e.metadata["entity"] == entity and e.metadata["filter"] == condition for e in ev)
+    assert [e.metadata["satisfies"] for e in ev] == sorted((e.metadata["satisfies"] for e in ev),
+                                                            key=lambda m: {True: 0, None: 1, False: 2}[m])
+
+
+def test_operate_filter_on_the_real_endpoint_matches_the_file_store(endpoint_source, file_source):
+    args = ["['Lionel Messi', 'Steve Jobs', 'Bill Gates']", "born after 1950"]
+    over_http = endpoint_source.operate("Filter", args, "q")
+    assert [(e.text, e.metadata["satisfies"]) for e in over_http] == [
+        (e.text, e.metadata["satisfies"]) for e in file_source.operate("Filter", args, "q")]
+    assert sorted(e.metadata["entity"] for e in over_http if e.metadata["satisfies"]) == [
+        "Bill Gates", "Lionel Messi", "Steve Jobs"]
+
+
+def test_operate_filter_without_a_known_attribute_keeps_overlapping_facts(file_source):
+    # no comparison word: the condition's words name the attribute ("married" → spouse)
+    ev = file_source.operate("Filter", ["Barack Obama", "married to Michelle Obama"], "q")
+    assert [e.text for e in ev] == ["(Barack Obama, spouse, Michelle Obama)"] and ev[0].metadata["satisfies"] is None
+    # no property named at all: the entity's facts that share a word with the condition
+    ev = file_source.operate("Filter", ["Praia", "a city of Cape Verde country"], "q")
+    assert {e.text for e in ev} == {"(Praia, country, Cape Verde)", "(Praia, instance of, city)"}
+    assert sorted(file_source.condition_properties("born")) == [("P19", "place of birth"), ("P569", "date of birth")]
+    assert file_source.condition_properties("zzz qqq") == []
 
 
 def test_split_entities():

@@ -166,3 +166,88 @@ def fact_satisfies(fact: Fact, op: str, value: str) -> bool:
         same = label == wanted or (fact.tail_id is not None and fact.tail_id.casefold() == wanted)
         return same if op == "=" else not same
     return False  # ordering text is not meaningful
+
+
+# --- Filter conditions written as text ------------------------------------------------------
+@dataclass(frozen=True)
+class Condition:
+    """A Filter condition read as ``<attribute> <op> <value>`` ("born before 1960" →
+    attribute "born", op "<", value "1960"); op and value are None where the text holds no
+    comparison ("was a president")."""
+
+    text: str
+    attribute: str
+    op: str | None = None
+    value: str | None = None
+
+
+# comparison words → operator (the longest phrase wins: "no more than" over "more than")
+_COMPARATORS = {
+    ">=": ["at least", "no less than", "not before", "not earlier than", "no earlier than", ">="],
+    "<=": ["at most", "no more than", "not after", "not later than", "no later than", "<="],
+    ">": ["more than", "greater than", "larger than", "higher than", "taller than", "older than", "over", "above",
+          "exceeding", "after", "later than", "since", ">"],
+    "<": ["less than", "fewer than", "smaller than", "lower than", "shorter than", "under", "below", "before",
+          "earlier than", "prior to", "<"],
+    "!=": ["not in", "not on", "is not", "was not", "other than", "!="],
+    "=": ["in", "on", "is", "was", "are", "were", "equals", "equal to", "as", "="],
+}.items()
+_NEGATED = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_COMPARATOR_RE = re.compile(
+    r"\s(" + "|".join(sorted((re.escape(w) for _, ws in _COMPARATORS for w in ws), key=len, reverse=True)) + r")\s",
+    re.I,
+)
+_OP_OF = {w.lower(): op for op, ws in _COMPARATORS for w in ws}
+_LEADING = re.compile(
+    r"^(?:(?:who|whose|which|that|is|was|are|were|has|had|have|the|a|an|its|their|his|her)\s+)+", re.I
+)
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
+
+
+def parse_condition(text: str) -> Condition:
+    """Read a Filter condition: the attribute phrase before the first comparison word, the
+    value after it; without one, "X of Y" reads as X = Y. A condition with neither ("is a
+    president") is all attribute, with no op or value."""
+    t = " ".join((text or "").split()).strip(" .?!")
+    body = _LEADING.sub("", t)
+    m = _COMPARATOR_RE.search(f" {body} ")
+    if m and m.start() > 0:
+        attribute = body[: m.start()].strip()
+        value = _ARTICLE.sub("", body[m.end() - 1 :].strip()).strip(" '\"")
+        op = _OP_OF[m.group(1).lower()]
+        if attribute.lower().startswith("not "):  # "not born in 1955"
+            attribute, op = attribute[4:].strip(), _NEGATED[op]
+        if attribute and value:
+            return Condition(t, attribute, op, value)
+    attribute, of, value = body.rpartition(" of ")  # "citizen of Spain"
+    if of and attribute.strip() and value.strip():
+        return Condition(t, attribute.strip(), "=", _ARTICLE.sub("", value.strip()).strip(" '\""))
+    return Condition(t, body or t)
+
+
+def value_kind(value: str) -> str:
+    """What a condition's value is: 'time' (a year or date), 'quantity' (a number) or 'text'."""
+    if _parse_date_value(value) is not None:
+        return "time"
+    first = value.split()[0] if value.split() else value
+    return "quantity" if _number(first) is not None else "text"
+
+
+def condition_met(fact: Fact, cond: Condition) -> bool | None:
+    """Whether ``fact`` meets ``cond``; None where the condition has no comparison or its value
+    is not of the fact's kind (a year against a place)."""
+    if cond.op is None or cond.value is None:
+        return None
+    kind = value_kind(cond.value)
+    if kind == "time" and fact.datatype == "time":
+        return fact_satisfies(fact, cond.op, cond.value)
+    if kind == "quantity" and fact.datatype == "quantity":
+        number, *rest = cond.value.split()
+        scale = _SCALE.get(rest[0].lower(), 1.0) if rest else 1.0
+        return fact_satisfies(fact, cond.op, str(_number(number) * scale))
+    if kind == "text" and fact.datatype not in ("time", "quantity"):
+        label, wanted = fact.tail_label.casefold(), cond.value.casefold()
+        same = wanted in label or label in wanted or (fact.tail_id or "").casefold() == wanted
+        return {"=": same, "!=": not same}.get(cond.op)
+    return None

@@ -3,8 +3,10 @@ over SPARQL (a remote endpoint, or a Turtle file served in process by pyoxigraph
 
 Atomic operators run natively (``operate``): ``Search(name[, descriptor])`` finds and
 describes entities, ``Relate(head, x)`` follows relation ``x`` both ways (or, when ``x`` names
-an entity, finds the relations between the two), ``Filter(entities, condition)`` returns each
-entity's facts that overlap the condition. Every fact is an :class:`Evidence` whose text is a
+an entity, finds the relations between the two), ``Filter(entities, condition)`` reads the
+condition ("born before 1960"), fetches each entity's value of the attribute it names and marks
+whether it meets the condition (an entity without that attribute gives its facts that overlap
+the condition). Every fact is an :class:`Evidence` whose text is a
 readable triple ``(head, relation, tail)`` and whose metadata holds ids, labels and datatype.
 """
 
@@ -17,16 +19,20 @@ from typing import Sequence
 from atomgraph.errors import ConfigError
 from atomgraph.settings import Settings
 from atomgraph.state.evidence import Evidence
-from atomgraph.text import STOPWORDS, content_words, ngrams, split_entities
+from atomgraph.text import STOPWORDS, content_words, ngrams, split_entities, words
 from atomgraph.tools import sparql_queries as q
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.kg_values import (
+    OPERATORS,
+    Condition,
     Fact,
+    condition_met,
     fact_satisfies,
     format_number,
     format_quantity,
     format_time,
     literal_kind,
+    parse_condition,
     qid_from_iri,
 )
 from atomgraph.tools.sparql_backends import OxigraphFileStore, SparqlBackend, SparqlEndpoint
@@ -37,6 +43,15 @@ _ALIASES = {
     "husband": "spouse", "citizen": "citizenship", "nationality": "citizenship", "founded": "inception",
     "tall": "height", "located": "country", "lives": "residence", "wrote": "author", "written": "author",
 }
+# Condition words and the Wikidata properties they usually ask about (Filter conditions).
+_CONDITION_PROPERTIES = {
+    "born": ("date of birth", "place of birth"), "birth": ("date of birth", "place of birth"),
+    "died": ("date of death", "place of death"), "death": ("date of death", "place of death"),
+    "married": ("spouse",), "nationality": ("country of citizenship",), "citizen": ("country of citizenship",),
+    "founded": ("inception", "founded by"), "established": ("inception",), "tall": ("height",),
+    "wrote": ("author",), "written": ("author",), "directed": ("director",), "located": ("country",),
+}
+_MAX_CONDITION_GRAMS = 6  # n-grams of a condition tried as property names, at most
 _PUBLIC_WDQS = "query.wikidata.org"
 _MENTION_TOKEN = re.compile(r"[\w'.\-]+")
 
@@ -406,10 +421,6 @@ class WikidataSource(KnowledgeSource):
             out.append(self._fact_ev(fact))
         return out
 
-    def facts(self, entity: str, limit: int | None = None) -> list[Evidence]:
-        """The one-hop facts of the items ``entity`` names."""
-        return [self._fact_ev(f) for f in self._facts(self._resolve(entity), limit or self.max_facts)]
-
     def _facts(self, heads: list[dict], limit: int) -> list[Fact]:
         if not heads:
             return []
@@ -418,22 +429,48 @@ class WikidataSource(KnowledgeSource):
         details = self._statement_details(qids, None) if rows else {}
         return self._facts_from_rows(rows, self._labels_of(heads), {}, "forward", details)
 
+    def condition_properties(self, attribute: str) -> list[tuple[str, str]]:
+        """``(pid, label)`` of the properties a Filter condition's attribute phrase names: the
+        phrase as a property name, the properties its words usually mean ("born" → date and
+        place of birth), else the longest n-gram of its words that is a property name."""
+        found = dict(self.resolve_relation(attribute)) if attribute else {}
+        for w in words(attribute):
+            for name in _CONDITION_PROPERTIES.get(w, ()):
+                for pid, label in self.resolve_relation(name, limit=1):
+                    found.setdefault(pid, label)
+        if not found:
+            toks = [w for w in words(attribute) if w not in STOPWORDS]
+            for gram in ngrams(toks, 3)[:_MAX_CONDITION_GRAMS]:
+                found.update(self.resolve_relation(" ".join(gram)))
+                if found:
+                    break
+        return list(found.items())
+
+    def _filter_facts(self, entity: str, props: list[tuple[str, str]], cond: Condition) -> list[tuple[Fact, bool | None]]:
+        """The values of ``props`` for ``entity`` with whether each meets ``cond``, met first."""
+        heads = self._resolve(entity, 1)
+        if not heads or not props:
+            return []
+        judged = [(f, condition_met(f, cond)) for f in self._relate(heads, props, self.max_facts, reverse=False)]
+        return sorted(judged, key=lambda fm: {True: 0, None: 1, False: 2}[fm[1]])
+
+    def _filter_ev(self, fact: Fact, entity: str, cond: Condition, met: bool | None) -> Evidence:
+        ev = self._fact_ev(fact)
+        ev.metadata.update({"entity": entity, "filter": cond.text, "satisfies": met})
+        return ev
+
     def filter_entities(self, entities: Sequence[str], relation: str, op: str, value: str) -> list[Evidence]:
         """Of ``entities`` (labels or QIDs), the facts showing those whose ``relation`` value
         satisfies ``op value`` (op: = != < <= > >= contains)."""
+        if op not in OPERATORS:
+            raise ValueError(f"unknown filter operator {op!r}; use one of {', '.join(OPERATORS)}")
         props = self.resolve_relation(relation)
-        if not props:
-            return []
+        cond = Condition(f"{relation} {op} {value}", relation, op, value)
         out: list[Evidence] = []
         for entity in entities:
-            heads = self._resolve(entity, 1)
-            if not heads:
-                continue
-            for fact in self._relate(heads, props, self.max_facts, reverse=False):
+            for fact, _ in self._filter_facts(entity, props, cond):
                 if fact_satisfies(fact, op, value):
-                    ev = self._fact_ev(fact)
-                    ev.metadata.update({"filter": f"{fact.relation_label} {op} {value}", "entity": entity})
-                    out.append(ev)
+                    out.append(self._filter_ev(fact, entity, cond, True))
         return out
 
     # --- the KnowledgeSource interface --------------------------------------------------
@@ -505,15 +542,24 @@ class WikidataSource(KnowledgeSource):
         return out[: self.max_facts]
 
     def _op_filter(self, entities_text: str, condition: str) -> list[Evidence]:
+        """Filter(entities, condition) on the KG: for each entity, the values of the attribute
+        the condition names, each marked with whether it meets the condition
+        (``metadata["satisfies"]``: True, False, or None where it cannot be judged); the
+        executor reasons over them. An entity without that attribute gives its one-hop facts
+        that share words with the condition instead."""
+        cond = parse_condition(condition)
+        props = self.condition_properties(cond.attribute)
+        names = [entities_text] if self._resolve(entities_text, 1) else split_entities(entities_text)
         cwords = _words(condition)
         out: list[Evidence] = []
-        for name in split_entities(entities_text)[:20]:
-            heads = self._resolve(name, 1)
-            for fact in self._facts(heads, self.max_facts):
+        for name in names[:20]:
+            judged = self._filter_facts(name, props, cond)
+            if judged:
+                out += [self._filter_ev(fact, name, cond, met) for fact, met in judged]
+                continue
+            for fact in self._facts(self._resolve(name, 1), self.max_facts):
                 if cwords & _words(f"{fact.relation_label} {fact.tail_label}"):
-                    ev = self._fact_ev(fact)
-                    ev.metadata["entity"] = name
-                    out.append(ev)
+                    out.append(self._filter_ev(fact, name, cond, None))
         return out[: self.max_facts * 2]
 
 
