@@ -250,7 +250,7 @@ def test_question_referring_to_its_own_number_keeps_it_as_text():
     t = parse_tree(raw, q)
     assert t[2].question == "What is the nationality of [2]?" and t[2].refs == [1]
     assert t.topological_order() == [1, 2, 0]
-    assert any("node 2: its question refers to its own number [2]" in r for r in t.repairs)
+    assert any("node 2: its text refers to its own number [2]" in r for r in t.repairs)
     # on a [DR] node, with its real references beside it
     raw = {
         "Who is older, A or B?": ["1. When was A born?", "2. When was B born?", "3. Is [1] earlier than [2] ([3])?"],

@@ -415,7 +415,7 @@ def _build_nodes(order: list[_Entry], repairs: list[str]) -> dict[int, TreeNode]
                 elif label not in own:
                     own.append(label)
         for label in own:
-            repairs.append(f"node {e.id}: its question refers to its own number [{label}]; kept it as text, not a dependency")
+            repairs.append(f"node {e.id}: its text refers to its own number [{label}]; kept it as text, not a dependency")
         changed = {k: v for k, v in mapping.items() if k != str(v)}
         question = e.text
         if changed:
