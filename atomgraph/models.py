@@ -151,13 +151,15 @@ class LazyModels(Mapping[str, BaseChatModel]):
         return len(ROLES)
 
 
-def cap_output(model: BaseChatModel, max_tokens: int):
-    """``model`` bound to generate at most ``max_tokens`` tokens.
+def cap_output(model: BaseChatModel, max_tokens: int) -> BaseChatModel:
+    """A copy of ``model`` that generates at most ``max_tokens`` tokens (a copy rather than a
+    binding, so that ``with_structured_output`` keeps the cap).
 
     ChatOpenAI sends the cap as ``max_completion_tokens``, which some OpenAI-compatible
     servers (older vLLM, llama.cpp, Ollama's compatibility layer) ignore; for a model served
     anywhere but api.openai.com the cap also travels as ``max_tokens`` in the request body.
-    Ollama's own chat model calls it ``num_predict``.
+    Other chat models get their own cap field (``max_tokens``, Ollama's ``num_predict``,
+    Google's ``max_output_tokens``), else a bound ``max_tokens`` argument.
     """
     n = int(max_tokens)
     try:
@@ -165,15 +167,16 @@ def cap_output(model: BaseChatModel, max_tokens: int):
     except ImportError:  # pragma: no cover - langchain-openai is a dependency
         BaseChatOpenAI = ()  # type: ignore[assignment]
     if isinstance(model, BaseChatOpenAI):
+        update: dict[str, Any] = {"max_tokens": n}
         base = str(getattr(model, "openai_api_base", None) or "")
         if base and "api.openai.com" not in base:
-            extra = dict(getattr(model, "extra_body", None) or {})
-            extra["max_tokens"] = n
-            return model.bind(max_completion_tokens=n, extra_body=extra)
-        return model.bind(max_completion_tokens=n)
-    if type(model).__name__ == "ChatOllama":
-        return model.bind(num_predict=n)
-    return model.bind(max_tokens=n)
+            update["extra_body"] = {**(getattr(model, "extra_body", None) or {}), "max_tokens": n}
+        return model.model_copy(update=update)
+    fields = getattr(type(model), "model_fields", {})
+    for name in ("max_tokens", "num_predict", "max_output_tokens"):
+        if name in fields:
+            return model.model_copy(update={name: n})
+    return model.bind(max_tokens=n)  # type: ignore[return-value]
 
 
 def model_name(model: BaseChatModel) -> str:

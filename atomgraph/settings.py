@@ -37,6 +37,10 @@ from pydantic_settings import (
 from atomgraph.errors import ConfigError
 from atomgraph.state.atomr import AtomRContext
 from atomgraph.state.baselines import ClosedBookContext, RagContext
+from atomgraph.state.compare import (DecomposedRagContext, IrcotContext, IterRetGenContext, ReactContext,
+                                     SelfAskContext)
+from atomgraph.state.indexing import WikipediaIndexContext
+from atomgraph.state.kar3 import Kar3Context
 
 Role = Literal["planner", "executor", "answerer", "atomizer", "proposer", "selector", "decoder"]
 ROLES: tuple[Role, ...] = ("planner", "executor", "answerer", "atomizer", "proposer", "selector", "decoder")
@@ -127,6 +131,14 @@ class Settings(BaseSettings):
     rag: RagContext = Field(default_factory=RagContext, description="Standard RAG run parameters.")
     standard: ClosedBookContext = Field(default_factory=ClosedBookContext, description="Standard prompting.")
     cot: ClosedBookContext = Field(default_factory=ClosedBookContext, description="Chain-of-thought prompting.")
+    self_ask: SelfAskContext = Field(default_factory=SelfAskContext, description="Self-Ask with retrieval run parameters.")
+    ircot: IrcotContext = Field(default_factory=IrcotContext, description="IRCoT run parameters.")
+    react: ReactContext = Field(default_factory=ReactContext, description="ReAct agent run parameters.")
+    iter_retgen: IterRetGenContext = Field(default_factory=IterRetGenContext, description="Iter-RetGen run parameters.")
+    decomposed_rag: DecomposedRagContext = Field(default_factory=DecomposedRagContext, description="Decomposed RAG run parameters.")
+    kar3: Kar3Context = Field(default_factory=Kar3Context, description="KAR³ run parameters (QA loop and atomizing).")
+    wikipedia_index: WikipediaIndexContext = Field(default_factory=WikipediaIndexContext,
+                                                   description="Indexing a corpus into the Wikipedia collection.")
 
     # --- evaluation ---------------------------------------------------------------------
     prices: dict[str, tuple[float, float]] = Field(

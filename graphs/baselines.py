@@ -10,7 +10,7 @@
 
 Each returns the method output contract (:mod:`atomgraph.state.output`). The module
 attributes ``standard``, ``cot`` and ``rag`` (for ``langgraph.json``) are built from
-settings on first access; models and sources are resolved when a run starts.
+settings; models and sources are resolved when a run starts.
 """
 
 from __future__ import annotations
@@ -66,13 +66,9 @@ def build_rag_graph(model: ModelsArg = None, sources: SourceSet | Iterable[Knowl
     return _graph("rag", MethodRuntime(RagContext, "rag", model, sources, settings), checkpointer, True)
 
 
-_LAZY = {"standard": build_standard_graph, "cot": build_cot_graph, "rag": build_rag_graph, "graph": build_rag_graph}
-
-
-def __getattr__(name: str):
-    # Built on first access, so importing this module never needs a model.
-    if name in _LAZY:
-        value = _LAZY[name]()
-        globals()[name] = value
-        return value
-    raise AttributeError(name)
+# The graphs `langgraph dev` and LangGraph Studio load (models and sources from settings,
+# resolved when a run starts).
+standard = build_standard_graph()
+cot = build_cot_graph()
+rag = build_rag_graph()
+graph = rag

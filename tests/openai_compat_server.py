@@ -11,7 +11,8 @@ A token is a whitespace-separated word here.
 
     python tests/openai_compat_server.py SCRIPT.json   # prints the port, then serves
 
-SCRIPT.json: ``{"stage name": reply, ...}`` with ``"plan"`` mapping to the planner's reply.
+SCRIPT.json: ``{"stage name": reply, ...}`` with ``"plan"`` mapping to the planner's reply;
+``"stage name.json"`` holds the JSON value a structured-output (json_schema) request gets.
 Every request body is appended to ``SCRIPT.json.requests.jsonl``.
 """
 
@@ -54,7 +55,15 @@ def main() -> None:
                 self.send_error(404)
                 return
             system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
-            reply = str(script.get(stage_of(system) or "", "I cannot tell which task this is."))
+            # A JSON-schema request (structured output) is answered from "<stage>.json" (no rambling:
+            # the server's grammar ends the reply with the JSON value).
+            structured = (body.get("response_format") or {}).get("type") == "json_schema"
+            key = (stage_of(system) or "") + (".json" if structured else "")
+            reply = script.get(key, "I cannot tell which task this is.")
+            if structured:
+                self._send(body, json.dumps(reply), len(json.dumps(reply).split()), "stop")
+                return
+            reply = str(reply)
             words = reply.split(" ")
             while len(" ".join(words).split()) < RUNAWAY_TOKENS:
                 words += RAMBLE.split(" ")
@@ -68,8 +77,9 @@ def main() -> None:
                     break
                 out.append(w)
                 count += n
-            finish = "length" if count >= limit else "stop"
-            text = " ".join(out)
+            self._send(body, " ".join(out), count, "length" if count >= limit else "stop")
+
+        def _send(self, body: dict, text: str, count: int, finish: str) -> None:
             payload = {
                 "id": "chatcmpl-local", "object": "chat.completion", "created": 0, "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}],

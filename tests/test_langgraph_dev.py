@@ -1,4 +1,4 @@
-"""`langgraph dev` (the in-memory LangGraph server) serves the ATOMR graph from langgraph.json.
+"""`langgraph dev` (the in-memory LangGraph server) serves every graph of langgraph.json.
 
 The server runs from the repository root, as a user would start it, on 127.0.0.1 and a
 free port, fully offline: no browser, no reload watcher, no LangSmith tracing, no CLI
@@ -104,12 +104,44 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-def atomr_assistant(client: httpx.Client) -> dict:
-    r = client.post("/assistants/search", json={"graph_id": "atomr", "limit": 10})
+def assistant_of(client: httpx.Client, graph_id: str) -> dict:
+    r = client.post("/assistants/search", json={"graph_id": graph_id, "limit": 10})
     r.raise_for_status()
-    found = [a for a in r.json() if a["graph_id"] == "atomr"]
-    assert found, f"no assistant for graph 'atomr' in {r.json()}"
+    found = [a for a in r.json() if a["graph_id"] == graph_id]
+    assert found, f"no assistant for graph {graph_id!r} in {r.json()}"
     return found[0]
+
+
+def atomr_assistant(client: httpx.Client) -> dict:
+    return assistant_of(client, "atomr")
+
+
+def registered_graphs() -> list[str]:
+    return sorted(json.loads((REPO / "langgraph.json").read_text())["graphs"])
+
+
+def test_langgraph_json_registers_every_method_and_the_indexing_graph():
+    from atomgraph.graphs.registry import method_names
+
+    graphs = set(registered_graphs())
+    assert {"atomr", "standard", "cot", "rag", "wikipedia_index"} <= graphs
+    missing = [m for m in method_names() if m not in graphs]
+    assert not missing, f"registered methods not in langgraph.json: {missing}"
+
+
+def test_every_graph_loads_with_a_parameter_form(langgraph_server):
+    """Each graph is drawn, and Studio gets a non-empty run-parameter (context) schema."""
+    for graph_id in registered_graphs():
+        assistant = assistant_of(langgraph_server, graph_id)
+        r = langgraph_server.get(f"/assistants/{assistant['assistant_id']}/graph")
+        assert r.status_code == 200, (graph_id, r.text[:500])
+        assert len(r.json()["nodes"]) >= 3, graph_id  # __start__, at least one node, __end__
+        r = langgraph_server.get(f"/assistants/{assistant['assistant_id']}/schemas")
+        assert r.status_code == 200, (graph_id, r.text[:500])
+        context = r.json().get("context_schema") or {}
+        assert context.get("properties"), f"{graph_id}: empty parameter schema {r.json()}"
+        for name, prop in context["properties"].items():
+            assert prop.get("description"), f"{graph_id}.{name} has no description"
 
 
 def test_langgraph_json_is_valid_and_names_atomr():
@@ -130,7 +162,7 @@ def test_server_lists_the_atomr_graph_with_its_nodes(langgraph_server):
     assert {"plan", "schedule", "select_sources", "run_operator", "reason_children",
             "reason_siblings", "direct_rag", "finalize"} <= nodes
     edges = {(e["source"], e["target"]) for e in drawing["edges"]}
-    assert ("__start__", "plan") in edges and ("plan", "schedule") in edges
+    assert ("__start__", "plan") in edges and ("plan", "review_plan") in edges and ("review_plan", "schedule") in edges
     assert ("schedule", "finalize") in edges and ("finalize", "__end__") in edges
     assert ("run_operator", "schedule") in edges
 

@@ -113,7 +113,17 @@ def test_response_cache_answers_repeated_prompts(tmp_path):
 QUESTION = "Who directed Kuhle Wampe?"
 PLAN = {QUESTION: ["1. What is Kuhle Wampe?", "2. Who directed [1]?"],
         "1. What is Kuhle Wampe?": 'Search("Kuhle Wampe")', "2. Who directed [1]?": 'Relate([1], "director")'}
+def _structured_answer(answer: str) -> dict:
+    return {"reasoning": "From the passage.", "paraphrase": f"The answer is {answer}", "answers": [answer]}
+
+
 SCRIPT = {
+    "plan.json": {"nodes": [{"question": QUESTION, "children": list(PLAN[QUESTION])},
+                            {"question": "1. What is Kuhle Wampe?", "operator": PLAN["1. What is Kuhle Wampe?"]},
+                            {"question": "2. Who directed [1]?", "operator": PLAN["2. Who directed [1]?"]}]},
+    "search.json": _structured_answer("Kuhle Wampe"),
+    "relate.json": _structured_answer("Slatan Dudow"),
+    "child_reasoning.json": _structured_answer("Slatan Dudow"),
     "plan": json.dumps(PLAN),
     "search": answer_reply("Kuhle Wampe"),
     "relate": answer_reply("Slatan Dudow"),
@@ -189,3 +199,22 @@ async def test_stage_caps_are_settable_and_the_server_ignores_max_completion_tok
     assert out["answer"] == "Slatan Dudow"
     assert [r.get("max_tokens") for r in requests()[1:]] == [300, 40, 40, 40]
     assert max(c.completion_tokens for c in out["llm_calls"]) == 300
+
+
+async def test_structured_output_mode_sends_json_schemas_and_reads_them(openai_compatible_server, monkeypatch):
+    """With structured_output on, each stage asks for its JSON schema (response_format) and the
+    reply is read into the same values the text parsers give."""
+    base_url, requests = openai_compatible_server
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("ATOMGRAPH_MODEL", "local-llama")
+    monkeypatch.setenv("ATOMGRAPH_CACHE", "off")
+    monkeypatch.setenv("ATOMGRAPH_STRUCTURED_OUTPUT", "true")
+    passages = [{"title": "Kuhle Wampe", "text": "Kuhle Wampe is a 1932 film directed by Slatan Dudow."}]
+    out = await build_atomr_graph(sources=[InMemorySource(passages, name="wikipedia")]).ainvoke({"question": QUESTION})
+    assert out["answer"] == "Slatan Dudow"
+    sent = requests()
+    assert [r["response_format"]["json_schema"]["name"] for r in sent] == [
+        "PlanSchema", "AnswerSchema", "AnswerSchema", "AnswerSchema"]
+    assert all(r["max_tokens"] for r in sent)
+    assert [n["operator"] for n in out["trace"]["nodes"] if n["operator"]] == [
+        'Search("Kuhle Wampe")', 'Relate("Kuhle Wampe", "director")']

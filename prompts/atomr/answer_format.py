@@ -151,10 +151,17 @@ def _merge_dates(items: list[str]) -> list[str]:
     return out
 
 
+# "[3] Albert Einstein | Albert Einstein (1879–1955) was ...": a line of the retrieved
+# knowledge (see knowledge.py), copied out by the model; its "[3]" is a citation, not a list.
+_EVIDENCE_LINE_RE = re.compile(r"\[\d+\]\s+[^\n|\[\]]{1,200}\|")
+
+
 def _read_list(s: str) -> tuple[list[str], bool] | None:
     """The answer list at the start of ``s`` (after "Answer List:"). Returns (items, found)
     or None when there is no list there."""
     s = s.lstrip(" \t:：")
+    if _EVIDENCE_LINE_RE.match(s):
+        return None
     if s.startswith("["):
         items, end, quoted = _scan_list(s, 0)
         candidate = s[:end]
@@ -255,10 +262,11 @@ def parse_answer(text: str) -> ParsedAnswer:
         bare = None
         for bare in _BARE_RE.finditer(body):
             pass
-        if bare:
-            answers = _read_list(bare.group(1))[0]
-        elif body.lstrip().startswith("["):
-            answers = _read_list(body)[0]
+        got = _read_list(bare.group(1) if bare else body) if bare or body.lstrip().startswith("[") else None
+        if _EVIDENCE_LINE_RE.match((bare.group(1) if bare else body).lstrip(" \t:：")):
+            raise ParseError("the model output is a passage of the retrieved knowledge, not an answer: " + _excerpt(raw))
+        if got:
+            answers = got[0]
         elif "\n" not in body and len(body.split()) <= 12 and not _CANNOT_RE.search(body) and not _CHATTER_RE.match(body):
             answers = [_strip_period(body.strip("\"' "))]
         elif _CANNOT_RE.search(body):
