@@ -1,0 +1,120 @@
+"""ARM (alignment-oriented retrieval) as a LangGraph graph, on the method kit.
+
+decompose → align → retrieve → structure → draft → verify → aggregate → answer
+
+>>> graph = build_arm_graph(model=my_model, objects="objects.jsonl")
+>>> out = graph.invoke({"question": "Which singers performed in 2014?"}, context={"k": 5})
+>>> out["retrieved_ids"], out["answer"], out["trace"]["drafts"]
+
+The data collection is ``objects`` (a path, a list of DataObject or an ArmIndex), or the
+``sources`` argument when it is one of those, or the run's ``objects`` parameter
+(``ATOMGRAPH_ARM__OBJECTS``). Run parameters: :class:`~atomgraph.state.arm_graph.ArmGraphContext`.
+A question that carries ``"keywords"`` replays them as the information-alignment output
+(no model call for decomposition or alignment).
+
+:func:`arm_llm_retriever` runs the graph without its answer stage as a retriever
+``Question -> RetrievalResult``, for ``atomgraph retrieve --method arm`` with a model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from atomgraph.models import ModelsArg
+from atomgraph.nodes.arm.collection import Collection
+from atomgraph.nodes.arm.graph_nodes import (
+    ArmRuntime,
+    make_aggregate_node,
+    make_align_node,
+    make_answer_node,
+    make_decompose_node,
+    make_draft_node,
+    make_retrieve_node,
+    make_structure_node,
+    make_verify_node,
+)
+from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.settings import Settings
+from atomgraph.state.arm_graph import ArmGraphContext, ArmInput, ArmState
+from atomgraph.state.output import MethodOutput
+
+STEPS = ("decompose", "align", "retrieve", "structure", "draft", "verify", "aggregate", "answer")
+
+
+def _objects_arg(objects: Any, sources: Any) -> Any:
+    if objects is not None:
+        return objects
+    from atomgraph.tools.arm_index import ArmIndex
+    from atomgraph.tools.objects import DataObject
+
+    if isinstance(sources, (str, Path, ArmIndex)):
+        return sources
+    if isinstance(sources, (list, tuple)) and sources and all(isinstance(o, DataObject) for o in sources):
+        return list(sources)
+    return None
+
+
+def build_arm_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
+                    checkpointer: Any = None, *, objects: Any = None, embeddings: Any = None) -> CompiledStateGraph:
+    """The ``arm`` graph. Building needs no model, objects or network; a run resolves them."""
+    rt = MethodRuntime(ArmGraphContext, "arm", model, [], settings)
+    art = ArmRuntime(rt, Collection(_objects_arg(objects, sources), embeddings))
+    g = StateGraph(ArmState, context_schema=rt.context_schema(), input_schema=ArmInput, output_schema=MethodOutput)
+    makers = {"decompose": make_decompose_node, "align": make_align_node, "retrieve": make_retrieve_node,
+              "structure": make_structure_node, "draft": make_draft_node, "verify": make_verify_node,
+              "aggregate": make_aggregate_node, "answer": make_answer_node}
+    for name in STEPS:
+        g.add_node(name, dual(makers[name](art)))
+    g.add_edge(START, "decompose")
+    g.add_conditional_edges("decompose", lambda s: "answer" if s.get("error") else "align", ["align", "answer"])
+    for a, b in zip(STEPS[1:-1], STEPS[2:]):
+        g.add_edge(a, b)
+    g.add_edge("answer", END)
+    return g.compile(checkpointer=checkpointer, name="arm")
+
+
+def arm_llm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
+                      settings: Settings | None = None) -> Callable:
+    """A retriever ``Question -> RetrievalResult`` running the ``arm`` graph up to the vote
+    (no answer): LLM decomposition and constrained alignment, or the question's replayed
+    keywords; MIP drafts; the decoder's changes and verification; the weighted vote.
+
+    ``ctx`` is an ``ArmContext`` (or ``ArmGraphContext``) whose fields become the run's
+    context. For ``atomgraph retrieve --method arm`` when a model is configured.
+    """
+    from dataclasses import asdict, fields
+
+    from atomgraph.nodes.arm.retrieval import RetrievalResult
+
+    graph = build_arm_graph(model=model, settings=settings, objects=index)
+    names = {f.name for f in fields(ArmGraphContext)}
+    base = {k: v for k, v in (asdict(ctx) if ctx is not None else {}).items() if k in names}
+    context = {**base, "answer": False}
+
+    def retrieve(question) -> RetrievalResult:
+        inp: dict[str, Any] = {"question": getattr(question, "question", question)}
+        kws = getattr(question, "keywords", None)
+        if kws:
+            inp["keywords"] = list(kws)
+        out = graph.invoke(inp, context=context)
+        trace = out.get("trace") or {}
+        conf = {v["id"]: v["confidence"] for v in trace.get("votes") or []}
+        ids = list(out.get("retrieved_ids") or [])
+        result = RetrievalResult("arm", ids, [float(conf.get(i, 0.0)) for i in ids], trace)
+        result.trace["llm_calls"] = len(out.get("llm_calls") or [])
+        return result
+
+    return retrieve
+
+
+def __getattr__(name: str):
+    # Built on first access, so importing this module never needs a model or objects.
+    if name == "graph":
+        value = build_arm_graph()
+        globals()[name] = value
+        return value
+    raise AttributeError(name)
