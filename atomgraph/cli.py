@@ -1,4 +1,4 @@
-"""The ``atomgraph`` command line: ``ask``, ``demo``, ``tree``, ``index``, ``eval``.
+"""The ``atomgraph`` command line: ``ask``, ``demo``, ``tree``, ``index``, ``eval``, ``retrieve``.
 
 Each sub-command lives in ``atomgraph/commands/<name>.py`` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func(args) -> int``.
@@ -14,7 +14,7 @@ import sys
 
 from atomgraph.errors import AtomgraphError
 
-COMMANDS = ["ask", "demo", "tree", "index", "eval"]
+COMMANDS = ["ask", "demo", "tree", "index", "eval", "retrieve"]
 
 
 def build_parser() -> argparse.ArgumentParser:

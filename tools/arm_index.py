@@ -328,8 +328,22 @@ class ArmIndex:
         return np.asarray(self.bm25.get_scores(toks), dtype=np.float32)[: len(self.objects)]
 
     def embed_query(self, text: str) -> np.ndarray:
-        vec = _embed(self.embeddings, [text or " "], query=True)
-        return vec[0]
+        """The normalised query vector (cached per text; :meth:`prime_queries` fills it in batch)."""
+        cache = self.__dict__.setdefault("_query_cache", {})
+        vec = cache.get(text)
+        if vec is None:
+            vec = _embed(self.embeddings, [text or " "], query=True)[0]
+            if len(cache) < 100_000:
+                cache[text] = vec
+        return vec
+
+    def prime_queries(self, texts: Sequence[str]) -> None:
+        """Embed many query texts in one batch (evaluation runs), filling the query cache."""
+        cache = self.__dict__.setdefault("_query_cache", {})
+        todo = [t for t in dict.fromkeys(texts) if t not in cache]
+        if todo:
+            for t, v in zip(todo, _embed(self.embeddings, [t or " " for t in todo], query=True)):
+                cache[t] = v
 
     def dense_scores(self, text_or_vector) -> np.ndarray:
         """Cosine similarity of every object to a query: the best of its chunks (Appendix D.2)."""

@@ -81,8 +81,8 @@ def shortlist(keyword: str, index: ArmIndex, *, limit: int = 50, fuzzy_cutoff: f
     for n in range(1, min(MAX_N, len(kt)) + 1):
         for i in range(len(kt) - n + 1):
             span = kt[i : i + n]
-            if all(t in stop for t in span):
-                continue
+            if n < len(kt) and (span[0] in stop or span[-1] in stop):
+                continue  # a sub-span starting or ending with a stopword is never the better rephrasing
             exact = " ".join(span)
             if index.has_ngram(exact):
                 found.setdefault(exact, "exact" if exact == query else "lexical")

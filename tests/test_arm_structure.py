@@ -1,0 +1,126 @@
+"""ARM structure alignment (§3.2.2, Appendix B): the MIP against brute force, the tight
+model's structure, the time-limit path, and table/passage compatibility."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from atomgraph.nodes.arm.structure import (
+    brute_force,
+    build_model,
+    column_compatibility,
+    compatibility_matrix,
+    greedy,
+    selection_value,
+    solve_structure,
+    table_compatibility,
+)
+from atomgraph.tools.arm_index import ArmIndex
+from atomgraph.tools.objects import parse_object
+from tests.arm_fixtures import OBJECTS
+
+
+def _instance(rng, n, density):
+    R = rng.random(n)
+    C = rng.random((n, n)) * (rng.random((n, n)) < density)
+    C = np.triu(C, 1)
+    return R, C + C.T
+
+
+@pytest.mark.parametrize("max_links", [-1, None, 2])
+def test_mip_is_optimal_against_brute_force(max_links):
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        n = int(rng.integers(1, 13))
+        k = int(rng.integers(1, n + 1))
+        R, C = _instance(rng, n, float(rng.choice([0.0, 0.2, 0.5, 1.0])))
+        res = solve_structure(R, C, k, max_links=max_links, time_limit_s=10)
+        cap = max(0, k - 1) if max_links == -1 else max_links
+        best, _ = brute_force(R, C, k, cap)
+        assert res.status == "optimal"
+        assert len(res.chosen) == k == len(set(res.chosen))
+        assert res.objective == pytest.approx(best, abs=1e-6)
+        assert selection_value(res.chosen, R, C, cap)[0] == pytest.approx(res.objective)
+        assert res.objective >= res.greedy_objective - 1e-9
+
+
+def test_tight_model_has_variables_only_for_positive_pairs():
+    R = np.array([0.5, 0.4, 0.3, 0.2, 0.1])
+    C = np.zeros((5, 5))
+    C[0, 3] = C[3, 0] = 0.7
+    C[1, 2] = 0.2  # one direction only: still one pair
+    model, b, c, pairs = build_model(R, C, 2, max_links=1, formulation="tight")
+    assert [(i, j) for i, j, _ in pairs] == [(0, 3), (1, 2)]
+    assert len(b) == 5 and len(c) == 2 and model.num_cols == 7
+    # Σb = k, the link cap, and two linking rows per pair (c_ij ≤ b_i, c_ij ≤ b_j)
+    assert model.num_rows == 1 + 1 + 2 * 2
+    naive, _, c_all, pairs_all = build_model(R, C, 2, max_links=1, formulation="naive")
+    assert len(c_all) == 10 and naive.num_rows == 1 + 1 + 10
+    res = solve_structure(R, C, 2, time_limit_s=10)
+    assert sorted(res.chosen) == [0, 3] and res.links == [(0, 3, 0.7)] and res.pair_variables == 2
+
+
+def test_naive_formulation_reaches_the_same_optimum():
+    rng = np.random.default_rng(3)
+    R, C = _instance(rng, 10, 0.4)
+    tight = solve_structure(R, C, 4, formulation="tight", time_limit_s=10)
+    naive = solve_structure(R, C, 4, formulation="naive", time_limit_s=10)
+    assert tight.objective == pytest.approx(naive.objective) and naive.pair_variables == 45
+
+
+def test_time_limit_returns_a_feasible_solution_marked_as_such():
+    rng = np.random.default_rng(5)
+    R, C = _instance(rng, 90, 0.6)
+    res = solve_structure(R, C, 12, max_links=None, time_limit_s=0.001)
+    assert res.status in {"feasible", "greedy"}
+    assert len(res.chosen) == 12 == len(set(res.chosen))
+    assert res.objective >= res.greedy_objective - 1e-9
+    assert res.to_json()["status"] == res.status and res.time_limit_s == 0.001
+
+
+def test_trivial_cases():
+    R = np.array([0.1, 0.9, 0.5])
+    none = solve_structure(R, np.zeros((3, 3)), 2)
+    assert none.status == "optimal" and none.chosen == [1, 2] and none.pair_variables == 0
+    everything = solve_structure(R, np.ones((3, 3)) - np.eye(3), 5)
+    assert sorted(everything.chosen) == [0, 1, 2]
+    assert solve_structure([], np.zeros((0, 0)), 3).chosen == []
+    with pytest.raises(ValueError):
+        solve_structure(R, np.zeros((2, 2)), 1)
+    assert greedy(R, np.zeros((3, 3)), 1, None) == [1]
+
+
+def _obj(o):
+    return parse_object(o, "fixture")
+
+
+def test_table_join_ability():
+    by_id = {o["id"]: _obj(o) for o in OBJECTS}
+    singer, concert, sic = by_id["concert_singer#sep#singer"], by_id["concert_singer#sep#concert"], by_id["concert_singer#sep#singer_in_concert"]
+    pets, has_pet = by_id["pets_1#sep#Pets"], by_id["pets_1#sep#Has_Pet"]
+    assert column_compatibility(singer, "Singer_ID", sic, "Singer_ID", value_weight=0) == 1.0
+    assert table_compatibility(concert, sic) == 1.0
+    assert table_compatibility(pets, has_pet) == 1.0  # PetID = PetID
+    assert table_compatibility(singer, pets) == 0.0  # different databases never join
+    # with rows on both sides, value overlap (Jaccard) is mixed in
+    both = column_compatibility(singer, "Singer_ID", sic, "Singer_ID")
+    assert 0.5 < both <= 1.0
+    generic = _obj({"id": "x", "kind": "table", "title": "concert_singer.stadium", "text": "", "database": "concert_singer",
+                    "columns": ["Stadium_ID", "Name"]})
+    assert table_compatibility(singer, generic) < 0.5  # only a generic 'name' column in common
+
+
+def test_passage_links_from_title_mentions(tmp_path):
+    idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
+    pos = {o.id: i for i, o in enumerate(idx.objects)}
+    assert pos["p-nolan"] in idx.mentions[pos["p-inception"]]
+    assert pos["p-zimmer"] in idx.mentions[pos["p-inception"]]
+    assert pos["p-hell"] not in idx.mentions[pos["p-dice"]]  # lower-case 'hell' is not a mention
+    cand = [pos["p-inception"], pos["p-zimmer"], pos["p-frankfurt"], pos["concert_singer#sep#singer"], pos["concert_singer#sep#singer_in_concert"]]
+    C = compatibility_matrix(idx, cand, link_weight=0.5, join_weight=0.8)
+    assert C[0, 1] == C[1, 0] == 0.5 and C[1, 2] == 0.5  # Zimmer was born in Frankfurt
+    assert C[0, 2] == 0 and C[3, 4] == pytest.approx(0.8 * table_compatibility(idx.objects[cand[3]], idx.objects[cand[4]]))
+    assert np.all(np.diag(C) == 0)
+    S = compatibility_matrix(idx, cand, link_weight=0, join_weight=0, semantic_weight=1.0, semantic_floor=0.0)
+    assert np.allclose(S, S.T) and S.max() > 0
