@@ -10,6 +10,12 @@ parallel branches get deterministic answers regardless of order.
 
 >>> model = ScriptedChatModel(stages={"plan": '{"Q?": "Search(\\"X\\")"}', "source_selection": "Wikipedia"},
 ...                           default="So the answer is: (1) Paraphrase Answer: x; (2) Answer List: [\\"x\\"]")
+
+Tool calling (agents such as ReAct): ``bind_tools`` works, and a reply may be an ``AIMessage``
+carrying tool calls — :func:`tool_call` writes one:
+
+>>> model = ScriptedChatModel(stages={"react": lambda p: "So the answer is: Ulm" if "Ulm" in p
+...                                   else tool_call("search_wikipedia", query="Einstein birthplace")})
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ from typing import Any, Callable, Iterable, Sequence
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field, PrivateAttr
 
-Response = str | Callable[[str], str] | BaseException
+Response = str | AIMessage | Callable[[str], str | AIMessage] | BaseException
 Rule = tuple[str | re.Pattern | Callable[[str], bool], Response]
 
 
@@ -82,12 +89,22 @@ class ScriptedChatModel(BaseChatModel):
         self.rules.extend(rules)
         return self
 
-    def _respond(self, text: str, stage: str | None = None, kwargs: dict | None = None) -> str:
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable:
+        """The model with ``tools`` offered (recorded on each call as ``"tools"``); replies
+        come from the script as usual, an ``AIMessage`` with tool calls among them."""
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _respond(self, text: str, stage: str | None = None, kwargs: dict | None = None) -> str | AIMessage:
         kwargs = kwargs or {}
         cap = kwargs.get("max_tokens", kwargs.get("max_completion_tokens"))
+        call: dict[str, Any] = {"stage": stage, "prompt": text, "max_tokens": cap}
+        if kwargs.get("tools"):
+            call["tools"] = [t.get("function", t).get("name") for t in kwargs["tools"]]
         with self._lock:
             self._prompts.append(text)
-            self._calls.append({"stage": stage, "prompt": text, "max_tokens": cap})
+            self._calls.append(call)
         if stage is not None and stage in self.stages:
             return self._materialize(self.stages[stage], text)
         for pattern, response in self.rules:
@@ -106,18 +123,25 @@ class ScriptedChatModel(BaseChatModel):
         raise NoScriptedResponse(f"no scripted response for stage {stage!r}, prompt:\n{text[:2000]}")
 
     @staticmethod
-    def _materialize(response: Response, text: str) -> str:
+    def _materialize(response: Response, text: str) -> str | AIMessage:
         if isinstance(response, BaseException):
             raise response
-        return response(text) if callable(response) else str(response)
+        out = response(text) if callable(response) and not isinstance(response, AIMessage) else response
+        return out if isinstance(out, AIMessage) else str(out)
 
-    def _result(self, text: str, prompt: str) -> ChatResult:
+    def _result(self, reply: str | AIMessage, prompt: str) -> ChatResult:
+        text = reply.text if isinstance(reply, AIMessage) else reply
+        n_calls = len(reply.tool_calls) if isinstance(reply, AIMessage) else 0
         usage = {
             "input_tokens": max(1, len(prompt.split())),
-            "output_tokens": max(1, len(text.split())),
+            "output_tokens": max(1, len(text.split()) + 8 * n_calls),
         }
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-        msg = AIMessage(content=text, usage_metadata=usage, response_metadata={"model_name": self.model_name})
+        meta = {"model_name": self.model_name}
+        if isinstance(reply, AIMessage):
+            msg = reply.model_copy(update={"usage_metadata": usage, "response_metadata": meta})
+        else:
+            msg = AIMessage(content=text, usage_metadata=usage, response_metadata=meta)
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
     def _generate(
@@ -143,6 +167,14 @@ class ScriptedChatModel(BaseChatModel):
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         return self._result(self._respond(prompt, stage_of(run_manager), kwargs), prompt)
+
+
+def tool_call(name: str, **args: Any) -> AIMessage:
+    """A scripted reply that calls tool ``name`` with ``args`` (a fresh call id each time)."""
+    import uuid
+
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}",
+                                              "type": "tool_call"}])
 
 
 # --- ATOMR scripts -----------------------------------------------------------------------

@@ -21,12 +21,22 @@ _BUILDERS: dict[str, GraphBuilder | str] = {
     "standard": "atomgraph.graphs.baselines:build_standard_graph",
     "cot": "atomgraph.graphs.baselines:build_cot_graph",
     "rag": "atomgraph.graphs.baselines:build_rag_graph",
+    "self_ask": "atomgraph.graphs.self_ask:build_self_ask_graph",
+    "ircot": "atomgraph.graphs.ircot:build_ircot_graph",
+    "react": "atomgraph.graphs.react:build_react_graph",
+    "iter_retgen": "atomgraph.graphs.iter_retgen:build_iter_retgen_graph",
+    "decomposed_rag": "atomgraph.graphs.decomposed_rag:build_decomposed_rag_graph",
 }
 _DESCRIPTIONS: dict[str, str] = {
     "atomr": "ATOMR: plan an atomic reasoning tree (Search/Relate/Filter leaves), execute it bottom-up over the sources",
     "standard": "Closed-book standard prompting (two demonstrations), one LLM call",
     "cot": "Closed-book chain-of-thought (two demonstrations), one LLM call",
     "rag": "Standard RAG: one retrieval of the question from every source, then one answer",
+    "self_ask": "Self-Ask with retrieval: follow-up questions answered from retrieved passages, then the final answer",
+    "ircot": "IRCoT: one chain-of-thought sentence per step, each the next retrieval query; then answer reading",
+    "react": "ReAct: a tool-calling agent (LangChain create_agent) searching the sources, bounded model calls",
+    "iter_retgen": "Iter-RetGen: retrieval-generation rounds, each retrieving with question + previous generation",
+    "decomposed_rag": "Decomposed RAG: sub-questions, one retrieval each (parallel), merged passages, one answer",
 }
 
 

@@ -1,0 +1,53 @@
+"""IRCoT as a LangGraph graph (Trivedi et al., 2023; a comparison method of the ATOMR and
+ARM papers): interleaved chain-of-thought and retrieval.
+
+``retrieve`` (the question) → ``reason`` (one sentence) → ``retrieve`` (that sentence) → …
+until a sentence gives the answer or ``max_steps`` sentences were written (``stopped`` says
+so); then ``read_answer`` answers from every passage gathered. Bad model output ends the run
+in ``finish`` with ``error`` set.
+
+>>> graph = build_ircot_graph(model=my_model, sources=[my_source])
+>>> (await graph.ainvoke({"question": "..."}, context={"max_steps": 4, "top_k": 4}))["answer"]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from atomgraph.models import ModelsArg
+from atomgraph.nodes.compare.common import make_finish_node
+from atomgraph.nodes.compare.ircot import after_reason, make_read_node, make_reason_node, make_retrieve_node, trace_extra
+from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.settings import Settings
+from atomgraph.state.compare import IrcotContext, IrcotState
+from atomgraph.state.output import MethodInput, MethodOutput
+
+
+def build_ircot_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
+                      checkpointer: Any = None) -> CompiledStateGraph:
+    """IRCoT (roles: executor writes reasoning sentences, answerer reads the answer)."""
+    rt = MethodRuntime(IrcotContext, "ircot", model, sources, settings)
+    g = StateGraph(IrcotState, context_schema=rt.context_schema(), input_schema=MethodInput,
+                   output_schema=MethodOutput)
+    g.add_node("retrieve", dual(make_retrieve_node(rt)))
+    g.add_node("reason", dual(make_reason_node(rt)))
+    g.add_node("read_answer", dual(make_read_node(rt)))
+    g.add_node("finish", make_finish_node(rt, "ircot", extra=trace_extra))
+    g.add_edge(START, "retrieve")
+    g.add_edge("retrieve", "reason")
+    g.add_conditional_edges("reason", after_reason, ["retrieve", "read_answer", "finish"])
+    g.add_edge("read_answer", "finish")
+    g.add_edge("finish", END)
+    return g.compile(checkpointer=checkpointer, name="ircot")
+
+
+def __getattr__(name: str):
+    # Built on first access (for langgraph.json), so importing this module needs no model.
+    if name == "graph":
+        value = build_ircot_graph()
+        globals()[name] = value
+        return value
+    raise AttributeError(name)

@@ -1,0 +1,51 @@
+"""Iter-RetGen as a LangGraph graph (Shao et al., 2023; a comparison method of the ARM
+paper): retrieval-generation rounds.
+
+``retrieve`` → ``generate`` → ``retrieve`` (question + that generation) → … for at most
+``rounds`` rounds; with ``stop_when_stable`` a round that repeats the previous round's
+answer ends the run, and running out of rounds first sets ``stopped``. The answer is the
+last round's. Bad model output ends the run in ``finish`` with ``error`` set.
+
+>>> graph = build_iter_retgen_graph(model=my_model, sources=[my_source])
+>>> (await graph.ainvoke({"question": "..."}, context={"rounds": 2}))["answer"]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from atomgraph.models import ModelsArg
+from atomgraph.nodes.compare.common import make_finish_node
+from atomgraph.nodes.compare.iter_retgen import after_generate, make_generate_node, make_retrieve_node, trace_extra
+from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.settings import Settings
+from atomgraph.state.compare import IterRetGenContext, IterRetGenState
+from atomgraph.state.output import MethodInput, MethodOutput
+
+
+def build_iter_retgen_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
+                            checkpointer: Any = None) -> CompiledStateGraph:
+    """Iter-RetGen (role: answerer generates every round)."""
+    rt = MethodRuntime(IterRetGenContext, "iter_retgen", model, sources, settings)
+    g = StateGraph(IterRetGenState, context_schema=rt.context_schema(), input_schema=MethodInput,
+                   output_schema=MethodOutput)
+    g.add_node("retrieve", dual(make_retrieve_node(rt)))
+    g.add_node("generate", dual(make_generate_node(rt)))
+    g.add_node("finish", make_finish_node(rt, "iter_retgen", extra=trace_extra))
+    g.add_edge(START, "retrieve")
+    g.add_edge("retrieve", "generate")
+    g.add_conditional_edges("generate", after_generate, ["retrieve", "finish"])
+    g.add_edge("finish", END)
+    return g.compile(checkpointer=checkpointer, name="iter_retgen")
+
+
+def __getattr__(name: str):
+    # Built on first access (for langgraph.json), so importing this module needs no model.
+    if name == "graph":
+        value = build_iter_retgen_graph()
+        globals()[name] = value
+        return value
+    raise AttributeError(name)

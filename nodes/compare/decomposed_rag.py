@@ -1,0 +1,78 @@
+"""Decomposed RAG: decompose the question, retrieve for each sub-question in parallel
+(``Send`` fan-out), merge the passages, answer once."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Send
+
+from atomgraph.nodes.atomr.plan import check_question
+from atomgraph.nodes.compare.common import failed, hits, passages, source_names, unique_evidence
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.prompts.compare import decomposed_rag as P
+
+
+def make_decompose_node(rt: MethodRuntime) -> Callable:
+    """The sub-questions (the first ``max_sub_questions``; dropping more sets ``stopped``)."""
+
+    async def decompose(state: dict, config: RunnableConfig) -> dict[str, Any]:
+        question = check_question(state.get("question"))
+        result = await rt.ask(P.PLAN, {"question": question}, config)
+        if not result.ok:
+            return {**failed("decompose", result), "question": question}
+        limit = rt.params(config).max_sub_questions
+        subs: list[str] = result.value
+        out: dict[str, Any] = {"question": question, "llm_calls": [result.call], "sub_questions": subs[:limit],
+                               "steps": [{"kind": "decompose", "sub_questions": subs[:limit], "response": result.text}]}
+        if len(subs) > limit:
+            out["stopped"] = f"sub-question limit reached ({limit}): {len(subs) - limit} more were dropped"
+            out["steps"][0]["dropped"] = subs[limit:]
+        return out
+
+    return decompose
+
+
+def fan_out(state: dict) -> list[Send] | str:
+    """One ``retrieve_sub`` branch per sub-question (or straight to ``finish`` on an error)."""
+    if state.get("error") or not state.get("sub_questions"):
+        return "finish"
+    return [Send("retrieve_sub", {"question": state["question"], "index": i, "sub_question": q})
+            for i, q in enumerate(state["sub_questions"])]
+
+
+def make_retrieve_sub_node(rt: MethodRuntime) -> Callable:
+    """Retrieve for one sub-question from every available source."""
+
+    async def retrieve_sub(state: dict, config: RunnableConfig) -> dict[str, Any]:
+        query = state["sub_question"]
+        evidence, calls, notes = await rt.retrieve(source_names(rt), query=query, k=rt.params(config).top_k)
+        return {"retriever_calls": calls,
+                "retrievals": [{"index": state["index"], "query": query, "evidence": evidence, "notes": notes}]}
+
+    return retrieve_sub
+
+
+def make_answer_node(rt: MethodRuntime) -> Callable:
+    """Merge the sub-questions' passages (in sub-question order, without repeats) and answer."""
+
+    async def answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+        retrievals = sorted(state.get("retrievals") or [], key=lambda r: r["index"])
+        merged = unique_evidence(e for r in retrievals for e in r["evidence"])
+        steps = [{"kind": "retrieve", "sub_question": r["query"], "hits": hits(r["evidence"]), "notes": r["notes"]}
+                 for r in retrievals]
+        values = {"question": state["question"], "sub_questions": P.numbered(state.get("sub_questions") or []),
+                  "evidence": passages(merged)}
+        result = await rt.ask(P.ANSWER, values, config)
+        if not result.ok:
+            fail = failed("answer", result)
+            return {**fail, "evidence": merged, "steps": steps + fail["steps"]}
+        return {"llm_calls": [result.call], "evidence": merged, "answer": result.value,
+                "steps": steps + [{"kind": "answer", "answer": result.value, "response": result.text}]}
+
+    return answer
+
+
+def trace_extra(state: dict) -> dict:
+    return {"sub_questions": list(state.get("sub_questions") or [])}

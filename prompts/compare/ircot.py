@@ -1,0 +1,61 @@
+"""IRCoT (Trivedi et al., 2023): interleave chain-of-thought and retrieval. Each
+``ircot_step`` call writes one more sentence of reasoning over the passages gathered so far;
+a sentence that does not give the answer becomes the next retrieval query. ``ircot_read``
+then reads the answer off all gathered passages (the paper's separate reader step).
+"""
+
+from __future__ import annotations
+
+import re
+
+from langchain_core.prompts import ChatPromptTemplate
+
+from atomgraph.errors import ParseError
+from atomgraph.prompts.compare.common import (ANSWER_RULE, clean_reply, extract_answer, first_sentence,
+                                              has_answer_marker, strip_label)
+from atomgraph.prompts.stage import Stage, text_parser
+
+EXAMPLE = """Question: What is the capital of the country where the engineer who designed the Eiffel Tower was born?
+Reasoning:
+The Eiffel Tower was designed by the company of Gustave Eiffel.
+Gustave Eiffel was born in Dijon, France.
+The capital of France is Paris.
+So the answer is: Paris"""
+
+STEP_PROMPT = ChatPromptTemplate.from_messages([
+    ("system",
+     "You answer a multi-hop question by reasoning one sentence at a time over retrieved passages. "
+     "Write ONLY the next single sentence of the reasoning: one new fact, naming its entities in full. "
+     "When the reasoning so far is enough, write instead 'So the answer is: <answer>'."),
+    ("human", "Example of a finished reasoning:\n\n" + EXAMPLE
+     + "\n\nPassages:\n{evidence}\n\nQuestion: {question}\nReasoning:\n{reasoning}"),
+])
+
+READ_PROMPT = ChatPromptTemplate.from_messages([
+    ("system", "Answer the question from the passages. First reason step by step in a few short "
+     "sentences. " + ANSWER_RULE),
+    ("human", "Passages:\n{evidence}\n\nQuestion: {question}\nAnswer: Let's think step by step."),
+])
+
+
+def read_step(text: str) -> dict:
+    """``{"sentence": the next reasoning sentence, "answer": the answer or None}``.
+
+    A reply that gives the answer ('So the answer is: ...', anywhere) ends the reasoning; any
+    other reply contributes its first sentence (labels like 'Next sentence:' dropped)."""
+    text = clean_reply(text)
+    if has_answer_marker(text):
+        answer = extract_answer(text)
+        line = next(ln for ln in text.splitlines() if has_answer_marker(ln))
+        return {"sentence": line.strip(), "answer": answer}
+    body = "\n".join(strip_label(ln, "next sentence", "reasoning", "sentence", "thought") for ln in text.splitlines())
+    sentence = first_sentence(re.sub(r"^\s*(?:\d+[.)]|[-*])\s+", "", body.strip()))
+    if len(sentence) < 2:
+        raise ParseError(f"no reasoning sentence in: {text[:200]!r}")
+    return {"sentence": sentence, "answer": None}
+
+
+STEP = Stage(name="ircot_step", role="executor", prompt=STEP_PROMPT,
+             parser=text_parser(read_step, "ircot_step"), max_tokens=96)
+READ = Stage(name="ircot_read", role="answerer", prompt=READ_PROMPT,
+             parser=text_parser(extract_answer, "final_answer"), max_tokens=384)

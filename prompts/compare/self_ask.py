@@ -1,0 +1,88 @@
+"""Self-Ask with retrieval (Press et al., 2023): the model asks itself follow-up questions;
+each is answered from passages the knowledge sources return, not by the model's memory.
+
+Three stages: ``self_ask_step`` writes the next line (a follow-up question, or the final
+answer), ``self_ask_answer`` answers one follow-up from its passages (the intermediate
+answer), ``self_ask_final`` asks for the final answer once the follow-up bound is reached.
+"""
+
+from __future__ import annotations
+
+import re
+
+from langchain_core.prompts import ChatPromptTemplate
+
+from atomgraph.errors import ParseError
+from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, extract_answer
+from atomgraph.prompts.stage import Stage, text_parser
+
+# One worked example of the format, written for this project.
+EXAMPLE = """Question: In which country was the designer of the Eiffel Tower's company founded?
+Are follow up questions needed here: Yes.
+Follow up: Whose company designed the Eiffel Tower?
+Intermediate answer: Gustave Eiffel's company, Compagnie des Établissements Eiffel.
+Follow up: In which country was Compagnie des Établissements Eiffel founded?
+Intermediate answer: France.
+So the final answer is: France"""
+
+STEP_PROMPT = ChatPromptTemplate.from_messages([
+    ("system",
+     "You answer a question by asking yourself simple follow-up questions. Each follow-up question is "
+     "answered for you from a search of the knowledge sources (the 'Intermediate answer' lines). "
+     "Write exactly one new line: either 'Follow up: <one simple question>' when something is still "
+     "missing, or 'So the final answer is: <answer>' when the intermediate answers are enough. "
+     "Do not write intermediate answers yourself."),
+    ("human", "Example of the format:\n\n" + EXAMPLE.replace("{", "{{").replace("}", "}}")
+     + "\n\nNow the real question.\n\nQuestion: {question}\nAre follow up questions needed here: Yes.\n{scratchpad}"),
+])
+
+ANSWER_PROMPT = ChatPromptTemplate.from_messages([
+    ("system", "Answer the question from the passages. " + ANSWER_RULE
+     + " If the passages do not say, answer from what you know."),
+    ("human", "Passages:\n{evidence}\n\nQuestion: {question}\nAnswer:"),
+])
+
+FINAL_PROMPT = ChatPromptTemplate.from_messages([
+    ("system", "No more follow-up questions can be asked. Give the final answer to the question from the "
+     "intermediate answers below (and what you know). " + ANSWER_RULE.replace("So the answer is", "So the final answer is")),
+    ("human", "Question: {question}\n{scratchpad}So the final answer is:"),
+])
+
+_FOLLOW = re.compile(r"^\s*(?:[-*]\s*)?follow[\s-]*up(?:\s+question)?\s*(?:\d+\s*)?[:：]\s*(.*)$", re.I)
+_FINAL = re.compile(r"(?:so\s+)?the\s+final\s+answer\s+is\s*[:：]?|^\s*final\s+answer\s*[:：]", re.I)
+_NO_MORE = re.compile(r"follow\s*up\s+questions\s+needed\s+here\s*[:：]\s*no\b", re.I)
+
+
+def read_step(text: str) -> dict:
+    """The first directive line of a Self-Ask reply: ``{"kind": "follow_up", "text": question}``
+    or ``{"kind": "final", "text": answer}``. Lines the model should not have written (its own
+    intermediate answers) after the first directive are ignored. ParseError when neither is there."""
+    text = clean_reply(text)
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _FOLLOW.match(line)
+        if m:
+            q = m.group(1).strip()
+            if not q:
+                raise ParseError(f"an empty follow-up question in: {text[:200]!r}")
+            return {"kind": "follow_up", "text": q}
+        if _FINAL.search(line):
+            return {"kind": "final", "text": extract_answer("\n".join(lines[i:]))}
+        if _NO_MORE.search(line):
+            rest = "\n".join(lines[i + 1:]).strip()
+            if rest:
+                return {"kind": "final", "text": extract_answer(rest)}
+    raise ParseError(f"neither 'Follow up:' nor 'So the final answer is:' in: {text[:200]!r}")
+
+
+def scratchpad(turns: list[dict]) -> str:
+    """The follow-ups so far with their intermediate answers, in the prompt's format."""
+    return "".join(f"Follow up: {t['follow_up']}\nIntermediate answer: {t['answer']}\n" for t in turns)
+
+
+STEP = Stage(name="self_ask_step", role="planner", prompt=STEP_PROMPT,
+             parser=text_parser(read_step, "self_ask_step"), max_tokens=128)
+ANSWER = Stage(name="self_ask_answer", role="executor", prompt=ANSWER_PROMPT,
+               parser=text_parser(extract_answer, "intermediate_answer"), max_tokens=256)
+FINAL = Stage(name="self_ask_final", role="answerer", prompt=FINAL_PROMPT,
+              parser=text_parser(extract_answer, "final_answer"), max_tokens=128)
