@@ -18,6 +18,7 @@ GraphBuilder = Callable[..., Any]
 # Built-ins are imported lazily ("module:function") so importing atomgraph stays cheap.
 _BUILDERS: dict[str, GraphBuilder | str] = {
     "atomr": "atomgraph.graphs.atomr:build_atomr_graph",
+    "arm": "atomgraph.graphs.arm:build_arm_graph",
     "standard": "atomgraph.graphs.baselines:build_standard_graph",
     "cot": "atomgraph.graphs.baselines:build_cot_graph",
     "rag": "atomgraph.graphs.baselines:build_rag_graph",
@@ -26,9 +27,12 @@ _BUILDERS: dict[str, GraphBuilder | str] = {
     "react": "atomgraph.graphs.react:build_react_graph",
     "iter_retgen": "atomgraph.graphs.iter_retgen:build_iter_retgen_graph",
     "decomposed_rag": "atomgraph.graphs.decomposed_rag:build_decomposed_rag_graph",
+    "kar3": "atomgraph.graphs.kar3:build_kar3_graph",
 }
 _DESCRIPTIONS: dict[str, str] = {
     "atomr": "ATOMR: plan an atomic reasoning tree (Search/Relate/Filter leaves), execute it bottom-up over the sources",
+    "arm": "ARM: keywords aligned to corpus n-grams (constrained decoding), MIP drafts over passages and tables, "
+           "self-verification, a log-prob weighted vote, then the answer",
     "standard": "Closed-book standard prompting (two demonstrations), one LLM call",
     "cot": "Closed-book chain-of-thought (two demonstrations), one LLM call",
     "rag": "Standard RAG: one retrieval of the question from every source, then one answer",
@@ -37,6 +41,7 @@ _DESCRIPTIONS: dict[str, str] = {
     "react": "ReAct: a tool-calling agent (LangChain create_agent) searching the sources, bounded model calls",
     "iter_retgen": "Iter-RetGen: retrieval-generation rounds, each retrieving with question + previous generation",
     "decomposed_rag": "Decomposed RAG: sub-questions, one retrieval each (parallel), merged passages, one answer",
+    "kar3": "KAR³ (PIKE-RAG): propose atomic sub-questions, retrieve atomic questions, select a chunk; up to N rounds",
 }
 
 

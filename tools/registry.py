@@ -24,6 +24,7 @@ _FACTORIES: dict[str, SourceFactory | str] = {
     "wikipedia": "atomgraph.tools.chroma_source:wikipedia_from_settings",
     "google": "atomgraph.tools.serpapi_source:google_from_settings",
     "wikidata": "atomgraph.tools.wikidata_source:wikidata_from_settings",
+    "atoms": "atomgraph.tools.atom_source:atoms_from_settings",
 }
 
 

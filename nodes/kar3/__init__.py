@@ -1,1 +1,1 @@
-"""kar3 (work in progress)."""
+"""KAR³'s nodes: indexing (load, atomize) and the QA loop (propose, retrieve, select, answer)."""

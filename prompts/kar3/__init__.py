@@ -1,1 +1,1 @@
-"""kar3 (work in progress)."""
+"""KAR³'s prompt stages: atomize, propose, select, answer (see :mod:`.stages`)."""

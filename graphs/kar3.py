@@ -1,0 +1,67 @@
+"""KAR³ (PIKE-RAG's knowledge-aware task decomposition) as a LangGraph workflow.
+
+    START → propose → retrieve → select ─┐
+               ▲                         │ (loop: fewer than N chunks, and no exit)
+               └─────────────────────────┘
+    propose / retrieve / select ──(exit)──→ answer → END
+
+``propose`` asks for atomic sub-questions given the question and the chunks chosen so far
+(or says enough); ``retrieve`` matches each against the atomic questions of the atom index
+(top-k, cosine ≥ δ; chunks already chosen dropped; duplicates merged), with the backups
+when nothing comes back; ``select`` lets the selector choose one atomic question, whose
+chunk joins the context; ``answer`` answers from the chosen chunks. The loop ends when N
+chunks are chosen, the proposer says enough, nothing is retrieved, or the selector picks
+none; ``trace["rounds"]`` records every round and ``trace["exit"]`` why it ended.
+
+>>> graph = build_kar3_graph(model=my_model, sources=[AtomSource("musique")])
+>>> graph.invoke({"question": "..."}, context={"max_chunks": 3})["answer"]
+
+The atom index is built by the ``kar3_index`` graph (``atomgraph index atoms``). Run
+parameters: :class:`~atomgraph.state.kar3.Kar3Context` (settings section ``[kar3]``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from atomgraph.models import ModelsArg
+from atomgraph.nodes.kar3.answer import make_answer_node
+from atomgraph.nodes.kar3.common import Kar3Runtime
+from atomgraph.nodes.kar3.propose import make_propose_node
+from atomgraph.nodes.kar3.retrieve import make_retrieve_node
+from atomgraph.nodes.kar3.routing import after_propose, after_retrieve, after_select
+from atomgraph.nodes.kar3.select import make_select_node
+from atomgraph.nodes.runtime import dual
+from atomgraph.settings import Settings
+from atomgraph.state.kar3 import Kar3State
+from atomgraph.state.output import MethodInput, MethodOutput
+
+
+def build_kar3_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
+                     checkpointer: Any = None):
+    """Compile the KAR³ QA graph.
+
+    ``model``: one chat model, or a role map (``proposer``, ``selector``, ``answerer``).
+    ``sources``: include an :class:`~atomgraph.tools.atom_source.AtomSource` (its index is
+    used); None: the collection ``settings.kar3.collection`` (else ``chroma_collection``).
+    A run's ``collection`` parameter overrides both.
+    """
+    rt = Kar3Runtime(model, sources, settings)
+    g = StateGraph(Kar3State, context_schema=rt.context_schema(), input_schema=MethodInput, output_schema=MethodOutput)
+    g.add_node("propose", dual(make_propose_node(rt)))
+    g.add_node("retrieve", dual(make_retrieve_node(rt)))
+    g.add_node("select", dual(make_select_node(rt)))
+    g.add_node("answer", dual(make_answer_node(rt)))
+    g.add_edge(START, "propose")
+    g.add_conditional_edges("propose", after_propose)
+    g.add_conditional_edges("retrieve", after_retrieve)
+    g.add_conditional_edges("select", after_select)
+    g.add_edge("answer", END)
+    return g.compile(checkpointer=checkpointer, name="kar3")
+
+
+# The graph `langgraph dev` and Studio load (models and the atom index from settings, resolved
+# when a run starts).
+graph = build_kar3_graph()

@@ -1,0 +1,68 @@
+"""The ``answer`` node: the question over the chosen chunks; the trace of every round, why
+the loop ended, and the LLM calls and tokens this question used."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import Any, Callable
+
+from langchain_core.runnables import RunnableConfig
+
+from atomgraph.nodes.kar3.common import Kar3Runtime, render_chunks
+from atomgraph.prompts.kar3.answer import ANSWER_STAGE
+from atomgraph.state.kar3 import EXIT_TEXT, AtomHit, Round
+from atomgraph.state.usage import LLMCall
+
+
+def usage_of(calls: list[LLMCall]) -> dict[str, Any]:
+    return {
+        "llm_calls": len(calls),
+        "prompt_tokens": sum(c.prompt_tokens for c in calls),
+        "completion_tokens": sum(c.completion_tokens for c in calls),
+        "calls_by_stage": dict(Counter(c.stage for c in calls)),
+        "unreadable": sum(1 for c in calls if c.parse_error),
+        "failed": sum(1 for c in calls if c.error),
+    }
+
+
+def make_answer_node(rt: Kar3Runtime) -> Callable:
+    async def answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+        params = rt.params(config)
+        rounds: list[Round] = list(state.get("rounds") or [])
+        chosen: list[AtomHit] = list(state.get("chosen") or [])
+        exit_reason = state.get("exit") or (rounds[-1].ended if rounds else None)
+        index, _ = rt.atom_index(params) if exit_reason != "invalid_question" else (None, None)
+        calls = list(state.get("llm_calls") or [])
+        out: dict[str, Any] = {"stopped": None,
+                               "retrieved_ids": [h.chunk_id for h in chosen],
+                               "retrieved_titles": list(dict.fromkeys(h.title for h in chosen if h.title))}
+        response = ""
+        if exit_reason == "invalid_question":
+            out.update(answer="", answers=[], error=state.get("error"))
+        else:
+            result = await rt.ask(ANSWER_STAGE, {"question": " ".join(str(state["question"]).split()),
+                                                 "context": render_chunks(chosen)}, config)
+            calls.append(result.call)
+            out["llm_calls"] = [result.call]
+            response = result.text or ""
+            if result.ok:
+                out.update(answer=result.value, answers=[result.value], error=None)
+            else:
+                out.update(answer="", answers=[], error=f"answer: {result.problem}")
+            if exit_reason == "no_index" and out["error"] is None:
+                out["error"] = f"no atom index: {'; '.join(rounds[-1].notes) if rounds else ''}"
+        out["trace"] = {
+            "method": "kar3",
+            "collection": getattr(index, "name", None),
+            "params": dataclasses.asdict(params),
+            "rounds": [r.model_dump() for r in rounds],
+            "exit": exit_reason,
+            "exit_text": EXIT_TEXT.get(exit_reason or "", ""),
+            "chosen": [h.model_dump(include={"chunk_id", "title", "atom", "score", "via"}) for h in chosen],
+            "response": response,
+            "usage": usage_of(calls),
+        }
+        return out
+
+    return answer

@@ -1,0 +1,100 @@
+"""What KAR³'s nodes share: the runtime (with the atomizer's own temperature), the atom index
+a run reads, and how chosen chunks are shown to the model.
+
+:class:`Kar3Runtime` is the kit's :class:`~atomgraph.nodes.runtime.MethodRuntime` plus one
+thing the kit does not do: a per-call sampling temperature for one role (the paper atomizes
+at 0.7 and runs every QA step at 0). It is set for the calls made inside
+:meth:`Kar3Runtime.temperature` (a context variable, so concurrent runs do not mix).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Any, Iterable
+
+from langchain_core.language_models import BaseChatModel
+
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.state.kar3 import AtomHit, Kar3Context
+from atomgraph.tools.atom_index import AtomIndex
+from atomgraph.tools.base import KnowledgeSource
+from atomgraph.tools.registry import SourceSet
+
+_TEMPERATURE: contextvars.ContextVar[tuple[str, float] | None] = contextvars.ContextVar("kar3_temperature", default=None)
+
+
+def with_temperature(model: BaseChatModel, temperature: float):
+    """``model`` sampling at ``temperature`` (a copy where the model has the field, else bound)."""
+    if "temperature" in type(model).model_fields:
+        return model.model_copy(update={"temperature": temperature})
+    return model.bind(temperature=temperature)
+
+
+class Kar3Runtime(MethodRuntime[Kar3Context]):
+    def __init__(self, models: Any = None, sources: Any = None, settings: Any = None, *, index: AtomIndex | None = None):
+        super().__init__(Kar3Context, "kar3", models, [] if sources is None else sources, settings)
+        self._sources_given = sources
+        self._index = index
+        self._indexes: dict[str, AtomIndex] = {}
+
+    def model(self, role: str) -> BaseChatModel:
+        model = super().model(role)
+        hot = _TEMPERATURE.get()
+        return with_temperature(model, hot[1]) if hot and hot[0] == role else model
+
+    @contextlib.contextmanager
+    def temperature(self, role: str, value: float):
+        token = _TEMPERATURE.set((role, value))
+        try:
+            yield
+        finally:
+            _TEMPERATURE.reset(token)
+
+    def atom_index(self, params: Kar3Context) -> tuple[AtomIndex | None, str | None]:
+        """The atom index this run reads, or None with the reason: ``params.collection`` when
+        set, else an atom source among the sources the graph was given, else the collection the
+        settings name."""
+        if params.collection:
+            return self._open(params.collection)
+        if self._index is not None:
+            return self._index, self._index.unavailable_reason()
+        if self._sources_given is not None:
+            given = self._sources_given
+            items: Iterable[KnowledgeSource] = given.available.values() if isinstance(given, SourceSet) else given
+            for s in items:
+                idx = getattr(s, "index", None)
+                if isinstance(idx, AtomIndex):
+                    return idx, idx.unavailable_reason()
+            return None, ("no atom source among the sources given to the graph; pass AtomSource(collection) "
+                          "or set the run's 'collection'")
+        s = self.settings()
+        return self._open(s.kar3.collection or s.chroma_collection)
+
+    def _open(self, name: str) -> tuple[AtomIndex, str | None]:
+        if name not in self._indexes:
+            s = self.settings()
+            self._indexes[name] = AtomIndex(name, path=s.chroma_path, host=s.chroma_host, port=s.chroma_port, settings=s)
+        idx = self._indexes[name]
+        return idx, idx.unavailable_reason()
+
+
+def render_chunks(chosen: list[AtomHit], max_chars: int = 1500) -> str:
+    """Numbered chunks ``[1] Title | text`` (or a note that there are none yet)."""
+    if not chosen:
+        return "(none yet)"
+    lines = []
+    for i, h in enumerate(chosen, 1):
+        text = f"{h.title} | {h.text}" if h.title else h.text
+        lines.append(f"[{i}] {text[: max_chars - 3] + '...' if len(text) > max_chars else text}")
+    return "\n".join(lines)
+
+
+def render_candidates(hits: list[AtomHit]) -> str:
+    """Numbered candidates: the atomic question (the chunk's title), or, for a chunk-level hit
+    without atoms, the start of the chunk."""
+    lines = []
+    for i, h in enumerate(hits, 1):
+        label = h.atom or (h.text[:200] + ("..." if len(h.text) > 200 else ""))
+        lines.append(f"{i}. {label}" + (f"  (from: {h.title})" if h.title else ""))
+    return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""The indexing graph's nodes: ``load`` (chunks from corpus files or an existing passages
+collection, minus those already atomized) and ``atomize`` (every pending chunk → the atomizer
+→ its atomic questions; bounded concurrency; written in batches as they finish).
+
+:func:`atomize_chunks` is the atomizing loop on its own (the benchmark and the notebook
+call it directly). A chunk whose atomizer call fails or whose reply is unreadable is not
+marked done: it is listed in the statistics and atomized again by the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import Any, Callable
+
+from langchain_core.runnables import RunnableConfig
+
+from atomgraph.errors import AtomgraphError
+from atomgraph.nodes.kar3.common import Kar3Runtime
+from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE
+from atomgraph.state.kar3 import Kar3Context
+from atomgraph.state.usage import LLMCall
+from atomgraph.tools.atom_index import AtomIndex, Chunk, collection_chunks
+
+
+def index_for(rt: Kar3Runtime, name: str, embeddings: Any = None) -> AtomIndex:
+    s = rt.settings()
+    return AtomIndex(name, path=s.chroma_path, host=s.chroma_host, port=s.chroma_port, embeddings=embeddings, settings=s)
+
+
+def read_chunks(inputs: list[str], params: Kar3Context, stats: dict) -> list[Chunk]:
+    """Chunks of corpus files as ``atomgraph index wikipedia`` makes them (same splitting, same ids)."""
+    from pathlib import Path
+
+    from atomgraph.errors import ConfigError
+    from atomgraph.tools.ingest import IngestStats, _pieces
+
+    if not inputs:
+        raise ConfigError("no input files given (inputs) and no from_collection")
+    for p in inputs:
+        if not Path(p).exists():
+            raise ConfigError(f"{p}: no such file or directory")
+    ist = IngestStats(collection="", embedding_model="")
+    out = [Chunk(pid, p.title, p.text, metadata={"part": part} if part >= 0 else {})
+           for pid, p, part in _pieces(inputs, params.format, params.max_tokens, params.limit, ist)]
+    stats.update(records=ist.read, chunks=len(out))
+    return out
+
+
+async def atomize_chunks(rt: Kar3Runtime, index: AtomIndex, chunks: list[Chunk], params: Kar3Context,
+                         config: RunnableConfig | None = None, *, progress: bool = False) -> tuple[dict, list[LLMCall]]:
+    """Atomize ``chunks`` (at most ``atomizer_concurrency`` calls at once, at the atomizer's
+    temperature) and write them ``write_batch`` at a time. Returns statistics and the calls."""
+    from tqdm import tqdm
+
+    t0 = time.perf_counter()
+    sem = asyncio.Semaphore(params.atomizer_concurrency)
+    lock = asyncio.Lock()
+    buffer: list[tuple[Chunk, list[str]]] = []
+    calls: list[LLMCall] = []
+    failed: list[dict] = []
+    stats = {"atomized": 0, "atoms": 0}
+    bar = tqdm(total=len(chunks), unit="chunk", desc=f"atomizing {index.name}", disable=not progress,
+               file=sys.stderr, dynamic_ncols=True)
+
+    async def flush() -> None:
+        async with lock:
+            batch = list(buffer)
+            buffer.clear()
+            if batch:
+                stats["atoms"] += await asyncio.to_thread(index.write, batch)
+                stats["atomized"] += len(batch)
+                bar.set_postfix(atoms=stats["atoms"], failed=len(failed), refresh=False)
+
+    async def one(chunk: Chunk) -> None:
+        async with sem:
+            with rt.temperature("atomizer", params.atomizer_temperature):
+                result = await rt.ask(ATOMIZE_STAGE, {"content": chunk.render()}, config)
+        calls.append(result.call)
+        if result.ok:
+            buffer.append((chunk, result.value))
+            if len(buffer) >= params.write_batch:
+                await flush()
+        else:
+            failed.append({"id": chunk.id, "title": chunk.title, "problem": result.problem})
+        bar.update(1)
+
+    try:
+        await asyncio.gather(*(one(c) for c in chunks))
+    finally:
+        await flush()
+        bar.close()
+    seconds = time.perf_counter() - t0
+    stats.update(failed=len(failed), failures=failed[:20], seconds=round(seconds, 3),
+                 chunks_per_s=round(len(chunks) / seconds, 2) if seconds > 0 else 0.0)
+    return stats, calls
+
+
+def usage_stats(calls: list[LLMCall], settings) -> dict:
+    from atomgraph.evaluation.pricing import calls_cost, price_table
+
+    cost, unpriced = calls_cost(calls, price_table(settings))
+    return {"llm_calls": len(calls), "prompt_tokens": sum(c.prompt_tokens for c in calls),
+            "completion_tokens": sum(c.completion_tokens for c in calls), "cost_usd": round(cost, 6),
+            "unpriced_models": unpriced}
+
+
+def make_load_node(rt: Kar3Runtime, embeddings: Any = None) -> Callable:
+    async def load(state: dict, config: RunnableConfig) -> dict[str, Any]:
+        params = rt.params(config)
+        source = state.get("from_collection") or ""
+        name = state.get("collection") or source or rt.settings().kar3.collection or rt.settings().chroma_collection
+        stats: dict[str, Any] = {"collection": name}
+        try:
+            index = index_for(rt, name, embeddings)
+            if source:
+                index.open(create=True)
+                chunks = await asyncio.to_thread(
+                    lambda: list(collection_chunks(index._client_(True), source, index.model_id, limit=params.limit)))
+                stats.update(from_collection=source, chunks=len(chunks))
+                if source == name:  # atomized in place: the vectors are there already
+                    for c in chunks:
+                        c.embedding = None
+            else:
+                chunks = await asyncio.to_thread(read_chunks, list(state.get("inputs") or []), params, stats)
+                index.open(create=True)
+            done = await asyncio.to_thread(index.atomized, [c.id for c in chunks])
+        except (AtomgraphError, OSError, ValueError) as exc:
+            return {"chunks": [], "stats": stats, "error": f"{type(exc).__name__}: {exc}"}
+        pending = [c for c in chunks if c.id not in done]
+        stats["skipped"] = len(chunks) - len(pending)
+        rows = [{"id": c.id, "title": c.title, "text": c.text, "metadata": c.metadata,
+                 **({"embedding": [float(x) for x in c.embedding]} if c.embedding is not None else {})} for c in pending]
+        return {"chunks": rows, "stats": stats, "error": None, "collection": name}
+
+    return load
+
+
+def make_atomize_node(rt: Kar3Runtime, embeddings: Any = None, progress: bool = False) -> Callable:
+    async def atomize(state: dict, config: RunnableConfig) -> dict[str, Any]:
+        stats = dict(state.get("stats") or {})
+        if state.get("error"):
+            return {"stats": stats}
+        params = rt.params(config)
+        index = index_for(rt, state["collection"], embeddings)
+        chunks = [Chunk(r["id"], r["title"], r["text"], embedding=r.get("embedding"), metadata=r.get("metadata") or {})
+                  for r in state.get("chunks") or []]
+        try:
+            done, calls = await atomize_chunks(rt, index, chunks, params, config, progress=progress)
+        except (AtomgraphError, OSError, ValueError) as exc:
+            return {"stats": stats, "error": f"{type(exc).__name__}: {exc}"}
+        stats.update(done)
+        stats.update(usage_stats(calls, rt.settings()))
+        stats.update({f"collection_{k}": v for k, v in (await asyncio.to_thread(index.counts)).items()})
+        return {"stats": stats, "llm_calls": calls, "chunks": [], "error": None}
+
+    return atomize

@@ -1,0 +1,53 @@
+"""The ``propose`` node: atomic sub-questions for what the chosen chunks still lack, or enough."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from langchain_core.runnables import RunnableConfig
+
+from atomgraph.nodes.kar3.common import Kar3Runtime, render_chunks
+from atomgraph.prompts.kar3.propose import PROPOSE_STAGE
+from atomgraph.state.kar3 import Round
+
+
+def make_propose_node(rt: Kar3Runtime) -> Callable:
+    async def propose(state: dict, config: RunnableConfig) -> dict[str, Any]:
+        from atomgraph.nodes.atomr.plan import InvalidQuestion, check_question
+
+        rounds = list(state.get("rounds") or [])
+        r = Round(number=len(rounds) + 1)
+        try:
+            question = check_question(state.get("question"))
+        except InvalidQuestion as exc:
+            r.ended = "invalid_question"
+            r.notes.append(str(exc))
+            return {"rounds": rounds + [r], "exit": "invalid_question", "error": f"invalid question: {exc}"}
+        params = rt.params(config)
+        if not rounds:
+            index, reason = rt.atom_index(params)
+            if reason:
+                r.ended = "no_index"
+                r.notes.append(reason)
+                return {"rounds": [r], "exit": "no_index", "chosen": []}
+        chosen = state.get("chosen") or []
+        result = await rt.ask(PROPOSE_STAGE, {"question": question, "context": render_chunks(chosen)}, config)
+        out: dict[str, Any] = {"llm_calls": [result.call], "exit": None}
+        if result.ok:
+            r.proposer_thinking = result.value.thinking
+            if result.value.enough:
+                r.enough = True
+                r.ended = "enough"
+                out["exit"] = "enough"
+            else:
+                r.proposals = result.value.questions[: params.max_proposals]
+                dropped = len(result.value.questions) - len(r.proposals)
+                if dropped > 0:
+                    r.notes.append(f"{dropped} proposal(s) over max_proposals={params.max_proposals} dropped")
+        else:
+            r.notes.append(f"proposer: {result.problem}; the question itself is the proposal this round")
+            r.proposals = [question]
+        out["rounds"] = rounds + [r]
+        return out
+
+    return propose

@@ -1,0 +1,316 @@
+"""KAR³'s atomic knowledge base: chunks in one Chroma collection, their atomic questions in
+another (``<name>_atoms``), each atom carrying its chunk's id.
+
+Both collections use the cosine space (``configuration={"hnsw": {"space": "cosine"}}``), so a
+hit's score ``1 - distance`` is the cosine similarity and the threshold δ means what the
+paper says. Vectors always come from atomgraph's embedding model (never Chroma's default),
+and each collection records the model that built it.
+
+Ids are content hashes: a chunk's id is :func:`atomgraph.tools.ingest.passage_id` of its
+title and text (the same id ``atomgraph index wikipedia`` gives it), an atom's is a hash of
+its chunk id and question.
+
+Resuming: a chunk counts as atomized once its metadata carries ``kar3_atoms`` (the number
+of its atoms). :meth:`AtomIndex.write` adds the chunks, replaces their atoms, and only then
+sets that mark, so a run killed at any moment leaves every marked chunk complete, and the
+next run atomizes exactly the unmarked ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from langchain_core.embeddings import Embeddings
+
+from atomgraph.embeddings import embedding_id, embedding_model
+from atomgraph.errors import ConfigError, SourceError
+from atomgraph.settings import Settings, get_settings
+from atomgraph.state.kar3 import AtomHit
+from atomgraph.tools.chroma_source import (
+    META_DIM, META_KIND, META_MODEL, check_model, chroma_client, create_collection, get_collection,
+)
+from atomgraph.tools.ingest import embed_input
+
+ATOMS_KIND = "atomic_questions"
+DONE_KEY = "kar3_atoms"  # chunk metadata: number of atoms written (present = atomized)
+
+
+def atoms_name(collection: str) -> str:
+    """The atom collection that belongs to chunk collection ``collection``."""
+    return f"{collection}_atoms"
+
+
+def atom_id(chunk_id: str, question: str) -> str:
+    return hashlib.sha256(f"{chunk_id}\x1f{question}".encode("utf-8")).hexdigest()[:32]
+
+
+def index_hint(collection: str) -> str:
+    return f"atomgraph index atoms CORPUS --collection {collection}"
+
+
+@dataclass
+class Chunk:
+    """A chunk to atomize (``embedding`` when copied from an existing collection)."""
+
+    id: str
+    title: str
+    text: str
+    embedding: Any = None
+    metadata: dict = field(default_factory=dict)
+
+    def render(self) -> str:
+        return embed_input(self.title, self.text)
+
+
+def _vectors(emb: Embeddings, texts: list[str]) -> list[list[float]]:
+    if not texts:
+        return []
+    encode = getattr(emb, "encode", None)
+    if callable(encode):
+        return encode(texts).tolist()
+    return emb.embed_documents(texts)
+
+
+def _cos(a, b) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+class AtomIndex:
+    """The chunk and atom collections of one atomic knowledge base."""
+
+    def __init__(self, collection: str, *, path: str | None = None, host: str | None = None, port: int = 8000,
+                 embeddings: Embeddings | str | None = None, settings: Settings | None = None):
+        self.settings = settings or get_settings()
+        self.name = collection
+        self.host = host
+        self.port = port
+        self.path = None if host else (path or self.settings.chroma_path)
+        self._emb_arg = embeddings
+        self._embeddings: Embeddings | None = None
+        self._client = None
+        self._chunks = None
+        self._atoms = None
+        self._lock = threading.Lock()
+
+    # --- storage --------------------------------------------------------------------------
+    @property
+    def embeddings(self) -> Embeddings:
+        if self._embeddings is None:
+            self._embeddings = embedding_model(self._emb_arg if self._emb_arg is not None else self.settings)
+        return self._embeddings
+
+    @property
+    def model_id(self) -> str:
+        return embedding_id(self.embeddings)
+
+    def where(self) -> str:
+        return f"{self.host}:{self.port}" if self.host else str(self.path)
+
+    def _client_(self, create: bool):
+        if self._client is None:
+            self._client = chroma_client(path=self.path, host=self.host, port=self.port, create=create)
+        return self._client
+
+    def open(self, *, create: bool = False) -> bool:
+        """Open (or with ``create``, create) both collections; False when they do not exist."""
+        with self._lock:
+            if self._chunks is not None and self._atoms is not None:
+                return True
+            client = self._client_(create)
+            if client is None:
+                return False
+            if create:
+                emb = self.embeddings
+                dim = getattr(emb, "dimension", None) or len(emb.embed_query("dimension probe"))
+                self._chunks = create_collection(client, self.name, self.model_id, dim)
+                self._atoms = _create_atoms(client, atoms_name(self.name), self.model_id, dim)
+            else:
+                self._chunks = get_collection(client, self.name)
+                self._atoms = get_collection(client, atoms_name(self.name))
+                if self._chunks is None or self._atoms is None:
+                    self._chunks = self._atoms = None
+                    return False
+            return True
+
+    def unavailable_reason(self) -> str | None:
+        try:
+            if not self.open():
+                return (f"atom index {self.name!r} (collections {self.name!r} and {atoms_name(self.name)!r}) does not "
+                        f"exist at {self.where()}; build it with: {index_hint(self.name)}")
+            check_model(self._chunks, self.model_id)
+            check_model(self._atoms, self.model_id)
+            if self._atoms.count() == 0:
+                return f"atom index {self.name!r} at {self.where()} holds no atomic questions; fill it with: {index_hint(self.name)}"
+        except (SourceError, ConfigError) as exc:
+            return str(exc)
+        return None
+
+    def _need(self):
+        if not self.open():
+            raise SourceError(self.unavailable_reason() or f"atom index {self.name!r} is missing")
+        return self._chunks, self._atoms
+
+    def counts(self) -> dict[str, int]:
+        if not self.open():
+            return {"chunks": 0, "atoms": 0, "atomized": 0}
+        done = self._chunks.get(where={DONE_KEY: {"$gte": 0}}, include=[])["ids"]
+        return {"chunks": self._chunks.count(), "atoms": self._atoms.count(), "atomized": len(done)}
+
+    # --- writing --------------------------------------------------------------------------
+    def atomized(self, ids: list[str]) -> set[str]:
+        """The chunk ids among ``ids`` already atomized (carrying the done mark)."""
+        chunks, _ = self._need()
+        out: set[str] = set()
+        step = 5000
+        for i in range(0, len(ids), step):
+            got = chunks.get(ids=ids[i:i + step], include=["metadatas"])
+            out.update(cid for cid, meta in zip(got["ids"], got["metadatas"]) if (meta or {}).get(DONE_KEY) is not None)
+        return out
+
+    def write(self, done: list[tuple[Chunk, list[str]]]) -> int:
+        """Store atomized chunks: chunks (if new), their atoms (replacing any partial ones), then
+        the done mark. Returns the number of atoms written."""
+        if not done:
+            return 0
+        chunks, atoms = self._need()
+        ids = [c.id for c, _ in done]
+        existing = {cid: meta or {} for cid, meta in zip(*_get(chunks, ids, ["metadatas"]))}
+        fresh = [c for c, _ in done if c.id not in existing]
+        atom_rows = []
+        for c, questions in done:
+            for q in dict.fromkeys(q.strip() for q in questions if q and q.strip()):
+                atom_rows.append((atom_id(c.id, q), q, c))
+        to_embed = [c.render() for c in fresh if c.embedding is None] + [q for _, q, _ in atom_rows]
+        vectors = _vectors(self.embeddings, to_embed)
+        chunk_vecs = iter(vectors[: len(to_embed) - len(atom_rows)])
+        if fresh:
+            chunks.add(ids=[c.id for c in fresh], documents=[c.text for c in fresh],
+                       metadatas=[{**c.metadata, "title": c.title} for c in fresh],
+                       embeddings=[list(c.embedding) if c.embedding is not None else next(chunk_vecs) for c in fresh])
+        atoms.delete(where={"chunk_id": {"$in": ids}})
+        if atom_rows:
+            atoms.add(ids=[a for a, _, _ in atom_rows], documents=[q for _, q, _ in atom_rows],
+                      metadatas=[{"chunk_id": c.id, "title": c.title} for _, _, c in atom_rows],
+                      embeddings=vectors[len(to_embed) - len(atom_rows):])
+        counts: dict[str, int] = {cid: 0 for cid in ids}
+        for _, _, c in atom_rows:
+            counts[c.id] += 1
+        metas = [{**existing.get(c.id, {**c.metadata, "title": c.title}), DONE_KEY: counts[c.id]} for c, _ in done]
+        chunks.update(ids=ids, metadatas=metas)
+        return len(atom_rows)
+
+    # --- reading --------------------------------------------------------------------------
+    def search_atoms(self, queries: list[str], k: int, threshold: float | None = None,
+                     via: str = "proposal") -> list[list[AtomHit]]:
+        """Top-``k`` atoms for each query (one batched query), those at or above ``threshold``."""
+        queries = [q for q in queries if q and q.strip()]
+        if not queries:
+            return []
+        chunks, atoms = self._need()
+        n = min(k, atoms.count())
+        if n < 1:
+            return [[] for _ in queries]
+        vecs = self.embeddings.embed_documents(queries)
+        res = atoms.query(query_embeddings=vecs, n_results=n, include=["documents", "metadatas", "distances"])
+        out: list[list[AtomHit]] = []
+        chunk_ids = {m["chunk_id"] for ms in res["metadatas"] for m in ms}
+        texts = self.chunk_texts(list(chunk_ids))
+        for q, ids, docs, metas, dists in zip(queries, res["ids"], res["documents"], res["metadatas"], res["distances"]):
+            hits = []
+            for aid, doc, meta, dist in zip(ids, docs, metas, dists):
+                score = 1.0 - float(dist)
+                if threshold is not None and score < threshold:
+                    continue
+                title, text = texts.get(meta["chunk_id"], (meta.get("title", ""), ""))
+                hits.append(AtomHit(query=q, atom=doc or "", atom_id=aid, chunk_id=meta["chunk_id"], title=title,
+                                    text=text, score=round(score, 4), via=via))  # type: ignore[arg-type]
+            out.append(hits)
+        return out
+
+    def search_chunks(self, query: str, k: int, exclude: Iterable[str] = ()) -> list[AtomHit]:
+        """Top-``k`` chunks for ``query`` (not in ``exclude``), each scored by its best-matching
+        atomic question (by the chunk itself when it has none)."""
+        chunks, atoms = self._need()
+        exclude = set(exclude)
+        n = min(k + len(exclude), chunks.count())
+        if n < 1 or not query.strip():
+            return []
+        qvec = self.embeddings.embed_query(query)
+        res = chunks.query(query_embeddings=[qvec], n_results=n, include=["documents", "metadatas", "distances"])
+        rows = [(cid, doc, meta or {}, 1.0 - float(d))
+                for cid, doc, meta, d in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])
+                if cid not in exclude][:k]
+        if not rows:
+            return []
+        got = atoms.get(where={"chunk_id": {"$in": [r[0] for r in rows]}}, include=["documents", "metadatas", "embeddings"])
+        best: dict[str, tuple[float, str, str]] = {}
+        for aid, doc, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"]):
+            s = _cos(qvec, vec)
+            if meta["chunk_id"] not in best or s > best[meta["chunk_id"]][0]:
+                best[meta["chunk_id"]] = (s, doc, aid)
+        hits = []
+        for cid, doc, meta, chunk_score in rows:
+            s, atom, aid = best.get(cid, (chunk_score, "", ""))
+            hits.append(AtomHit(query=query, atom=atom, atom_id=aid, chunk_id=cid, title=str(meta.get("title", "")),
+                                text=doc or "", score=round(s, 4), via="chunk"))
+        hits.sort(key=lambda h: -h.score)
+        return hits
+
+    def chunk_texts(self, ids: list[str]) -> dict[str, tuple[str, str]]:
+        """``{chunk id: (title, text)}``."""
+        if not ids:
+            return {}
+        chunks, _ = self._need()
+        got = chunks.get(ids=ids, include=["documents", "metadatas"])
+        return {cid: (str((meta or {}).get("title", "")), doc or "")
+                for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
+
+    def info(self) -> dict[str, Any]:
+        return {"collection": self.name, "atoms_collection": atoms_name(self.name), "where": self.where(),
+                "exists": self.open(), **self.counts()}
+
+
+def _get(collection, ids: list[str], include: list[str]):
+    got = collection.get(ids=ids, include=include)
+    return got["ids"], got[include[0]]
+
+
+def _create_atoms(client, name: str, model_id: str, dim: int):
+    try:
+        coll = client.get_or_create_collection(
+            name=name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
+            metadata={META_MODEL: model_id, META_DIM: int(dim), META_KIND: ATOMS_KIND},
+        )
+    except Exception as exc:  # noqa: BLE001 - chromadb's error types vary by version
+        raise SourceError(f"cannot create Chroma collection {name!r}: {exc}") from exc
+    check_model(coll, model_id, dim)
+    return coll
+
+
+def collection_chunks(client, name: str, model_id: str, page: int = 1000, limit: int | None = None) -> Iterator[Chunk]:
+    """Every passage of an existing passages collection, with its stored vector."""
+    coll = get_collection(client, name)
+    if coll is None:
+        raise ConfigError(f"Chroma collection {name!r} does not exist; build it with 'atomgraph index wikipedia'")
+    check_model(coll, model_id)
+    offset, seen = 0, 0
+    while True:
+        got = coll.get(limit=page, offset=offset, include=["documents", "metadatas", "embeddings"])
+        if not got["ids"]:
+            return
+        for cid, doc, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"]):
+            if limit is not None and seen >= limit:
+                return
+            seen += 1
+            meta = dict(meta or {})
+            title = str(meta.pop("title", "") or "")
+            meta.pop(DONE_KEY, None)
+            yield Chunk(cid, title, doc or "", embedding=vec, metadata=meta)
+        offset += len(got["ids"])
