@@ -6,7 +6,9 @@
    nothing);
 3. the pack's ``kg.ttl`` is served in process (pyoxigraph) as the ``wikidata`` source, and
    Google joins when ``SERPAPI_API_KEY`` is set;
-4. each demo question is answered with ATOMR and scored against its gold answers.
+4. the demo questions run through the evaluation runner (:func:`~atomgraph.evaluation.runner.arun_eval`,
+   one at a time, a fresh ``predictions.jsonl`` under the demo folder each run), so each
+   record is the same as an experiment's: answer, scores, trace, usage and cost.
 
 >>> result = run_demo(model=my_chat_model, limit=2)
 >>> print(render_summary(result))
@@ -15,17 +17,17 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from atomgraph.demo_pack import PASSAGES_FILE, kg_path, load_questions, pack_dir
-from atomgraph.evaluation.metrics import answer_scores, mean
+from atomgraph.evaluation.datasets import Example
+from atomgraph.evaluation.metrics import mean
 from atomgraph.evaluation.records import jsonable
 from atomgraph.models import ModelsArg, resolve_models
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.usage import summarize_usage
+from atomgraph.state.usage import add_usage
 from atomgraph.tools.registry import SourceSet, build_sources
 
 DEMO_COLLECTION = "atomgraph-demo"
@@ -34,7 +36,8 @@ DEFAULT_PERSIST = ".atomgraph/demo"
 
 @dataclass
 class DemoResult:
-    """Every question's record (question, gold, answer, scores, trace, usage) and the totals."""
+    """Every question's evaluation record (question, gold, predicted, metrics, trace, usage)
+    and the totals."""
 
     records: list[dict] = field(default_factory=list)
     indexed: dict[str, Any] = field(default_factory=dict)  # the ingestion summary
@@ -56,17 +59,12 @@ class DemoResult:
 
     def usage(self):
         """Usage summed over every question (:class:`~atomgraph.state.usage.UsageSummary`)."""
-        return summarize_usage(
-            [c for r in self.records for c in r["llm_calls"]],
-            [c for r in self.records for c in r["retriever_calls"]],
-        )
+        return add_usage(r["usage"] for r in self.records)
 
     def as_dict(self) -> dict:
         u = self.usage()
         return {
-            "questions": [
-                {k: v for k, v in r.items() if k not in ("llm_calls", "retriever_calls")} for r in jsonable(self.records)
-            ],
+            "questions": jsonable(self.records),
             "summary": {
                 "n": len(self.records),
                 "mean_f1": self.mean_f1,
@@ -124,24 +122,13 @@ def demo_models(settings: Settings, factory: str | None = None) -> ModelsArg:
     return resolve_models(given, settings)
 
 
-def question_record(question: dict, values: dict, *, latency_s: float, error: str | None = None) -> dict:
-    """One demo question's result, scored against its gold answers."""
-    answer = str(values.get("answer") or "")
-    return {
-        "id": question["id"],
-        "type": question.get("type"),
-        "question": question["question"],
-        "gold": list(question["answers"]),
-        "answer": answer,
-        "answers": [str(a) for a in values.get("answers") or []],
-        "metrics": answer_scores(answer, question["answers"]),
-        "trace": values.get("trace") or {},
-        "stopped": values.get("stopped"),
-        "error": error or values.get("error"),
-        "latency_s": latency_s,
-        "llm_calls": list(values.get("llm_calls") or []),
-        "retriever_calls": list(values.get("retriever_calls") or []),
-    }
+def demo_examples(limit: int | None = None) -> list[Example]:
+    """The pack's questions as evaluation examples."""
+    questions = load_questions()
+    if limit is not None:
+        questions = questions[: max(0, limit)]
+    return [Example(id=q["id"], question=q["question"], answers=list(q["answers"]), question_type=q.get("type"))
+            for q in questions]
 
 
 # --- a whole demo run ----------------------------------------------------------------------------
@@ -163,30 +150,25 @@ async def arun_demo(
     ``model``: chat model(s) to use (default: ``factory``, else settings). Questions run one
     after another; a question that fails is recorded with its error and the run goes on.
     """
-    from atomgraph.graphs.atomr import build_atomr_graph
+    from atomgraph.evaluation.runner import arun_eval
 
     settings = demo_settings(settings, persist)
     models = resolve_models(model, settings) if model is not None else demo_models(settings, factory)
-    questions = load_questions()
-    if limit is not None:
-        questions = questions[: max(0, limit)]
+    examples = demo_examples(limit)
     stats = await asyncio.to_thread(index_demo_passages, settings, progress=progress)
     if on_indexed is not None:
         on_indexed(stats)
     sources = demo_sources(settings)
     result = DemoResult(indexed=stats.as_dict(), sources=list(sources.available), unavailable_sources=dict(sources.unavailable))
-    graph = build_atomr_graph(model=models, sources=sources, settings=settings)
-    for i, q in enumerate(questions, 1):
-        t0 = time.perf_counter()
-        error = None
-        try:
-            values = await graph.ainvoke({"question": q["question"]})
-        except Exception as exc:  # noqa: BLE001 - one question's failure must not end the demo
-            values, error = {}, f"{type(exc).__name__}: {exc}"[:500]
-        record = question_record(q, values, latency_s=time.perf_counter() - t0, error=error)
+
+    def finished(record: dict) -> None:
         result.records.append(record)
         if on_record is not None:
-            on_record(i, record)
+            on_record(len(result.records), record)
+
+    await arun_eval("atomr", examples, Path(settings.chroma_path) / "run", model=models, sources=sources,
+                    settings=settings, dataset_name="demo", concurrency=1, progress=False, resume=False,
+                    on_record=finished)
     return result
 
 
@@ -201,8 +183,8 @@ def render_record(i: int, record: dict) -> str:
     from atomgraph.render import render_atomr_trace, render_usage
 
     lines = [
-        f"Q{i} ({record['id']}, {record.get('type') or 'question'}): {record['question']}",
-        f"  Answer: {record['answer'] or '(none)'}",
+        f"Q{i} ({record['id']}, {record.get('question_type') or 'question'}): {record['question']}",
+        f"  Answer: {record['predicted'] or '(none)'}",
         f"  Gold:   {' | '.join(record['gold'])}",
         f"  F1 {100 * record['metrics']['f1']:.1f}  EM {100 * record['metrics']['em']:.0f}  ({record['latency_s']:.1f} s)",
     ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atomgraph.state.usage import summarize_usage
+from atomgraph.state.usage import add_usage, summarize_usage
 
 
 def _short(text: str, n: int = 100) -> str:
@@ -54,7 +54,11 @@ def render_atomr_trace(trace: dict) -> str:
 
 
 def render_usage(result: dict) -> str:
-    u = summarize_usage(result.get("llm_calls", []), result.get("retriever_calls", []))
+    """One line of usage: from a graph's output (its call records) or an evaluation record (its ``usage``)."""
+    if isinstance(result.get("usage"), dict):
+        u = add_usage([result["usage"]])
+    else:
+        u = summarize_usage(result.get("llm_calls", []), result.get("retriever_calls", []))
     by_source = ", ".join(f"{k} {v}" for k, v in sorted(u.retriever_calls_by_source.items())) or "none"
     return (
         f"LLM calls: {u.llm_calls} ({u.prompt_tokens} prompt + {u.completion_tokens} completion tokens); "

@@ -39,6 +39,7 @@ class Example(BaseModel):
     answers: list[str]
     question_type: str | None = None
     gold_titles: list[str] = Field(default_factory=list)
+    gold_ids: list[str] = Field(default_factory=list)  # object ids (the retrieval sets' "gold_ids")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -156,13 +157,16 @@ def _from_atomr_row(row: dict, lineno: int, stem: str, blend_type: str | None) -
         answers = _answer_list(row["gold"], "gold")
     elif "answer" in row:
         answers = _answer_list(row["answer"], "answer")
+    elif "gold_ids" in row:  # a retrieval-only question (e.g. Spider tables): no answer to score
+        answers = []
     else:
         raise ValueError("missing field 'answers'")
     index = row.get("index", lineno - 1)
     ex_id = str(row.get("question_id") or row.get("id") or f"{stem}-{index}")
     gold_titles: list[str] = []
     qtype = row.get("type") or row.get("question_type")
-    meta = {k: v for k, v in row.items() if k not in {"question", "answers", "question_id", "id"}}
+    meta = {k: v for k, v in row.items() if k not in {"question", "answers", "question_id", "id", "gold_ids"}}
+    gold_ids = [str(x) for x in row.get("gold_ids") or []]
     if blend_type:
         meta["subtype"] = row.get("type")
         qtype = blend_type
@@ -170,7 +174,7 @@ def _from_atomr_row(row: dict, lineno: int, stem: str, blend_type: str | None) -
     elif not qtype and (hops := re.match(r"(\d+hop)", ex_id)):
         qtype = hops.group(1)  # MuSiQue: 2hop / 3hop / 4hop
     return Example(id=ex_id, question=question.strip(), answers=answers, question_type=qtype,
-                   gold_titles=gold_titles, metadata=meta)
+                   gold_titles=gold_titles, gold_ids=gold_ids, metadata=meta)
 
 
 def _wiki_title(source: Any) -> str | None:

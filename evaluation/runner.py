@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel
 
@@ -33,6 +33,7 @@ from atomgraph.evaluation.pricing import calls_cost, price_table
 from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
 from atomgraph.imports import import_object  # noqa: F401 - re-exported: part of this module's API
 from atomgraph.settings import Settings, get_settings
+from atomgraph.state.output import output_of
 from atomgraph.state.usage import summarize_usage
 
 PREDICTIONS = "predictions.jsonl"
@@ -99,9 +100,11 @@ def settings_snapshot(settings: Settings) -> dict:
 
 def build_record(example: Example, values: dict, *, method: str, dataset: str, latency_s: float,
                  prices: dict, error: str | None = None) -> dict:
-    """The JSON record of one finished example (graph output ``values``)."""
-    llm_calls = values.get("llm_calls") or []
-    retriever_calls = values.get("retriever_calls") or []
+    """The JSON record of one finished example (graph output ``values``, the method output
+    contract of :mod:`atomgraph.state.output`)."""
+    values = output_of(values)
+    llm_calls = values["llm_calls"]
+    retriever_calls = values["retriever_calls"]
     usage = summarize_usage(llm_calls, retriever_calls)
     cost, unpriced = calls_cost(llm_calls, prices)
     answers = [str(a) for a in (values.get("answers") or [])]
@@ -109,9 +112,11 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
     if predicted is None and answers:
         predicted = answer_text(answers)
     predicted = str(predicted or "")
-    retrieved = [str(t) for t in (values.get("retrieved_titles") or [])]
+    retrieved = [str(t) for t in values["retrieved_titles"]]
+    retrieved_ids = [str(t) for t in values["retrieved_ids"]]
     metrics: dict[str, Any] = answer_scores(predicted, example.answers)
     metrics["retrieval"] = retrieval_scores(retrieved, example.gold_titles)
+    metrics["retrieval_ids"] = retrieval_scores(retrieved_ids, example.gold_ids)
     return {
         "id": example.id,
         "question": example.question,
@@ -120,7 +125,9 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
         "answers": answers,
         "gold": example.answers,
         "gold_titles": example.gold_titles,
+        "gold_ids": example.gold_ids,
         "retrieved_titles": retrieved,
+        "retrieved_ids": retrieved_ids,
         "metrics": metrics,
         "usage": {
             "llm_calls": usage.llm_calls,
@@ -228,11 +235,16 @@ async def arun_eval(
     dataset_name: str | None = None,
     timeout_s: float | None = None,
     progress: bool = True,
+    resume: bool = True,
+    on_record: Callable[[dict], None] | None = None,
 ) -> RunResult:
     """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
 
     ``graph`` overrides the registry's graph (it should have a checkpointer so a failed
-    example keeps the calls it made). Returns counts and the records now in the file.
+    example keeps the calls it made). ``resume=False`` starts the predictions file afresh
+    instead of skipping the examples already in it. ``on_record(record)`` is called as each
+    example finishes (in dataset order when ``concurrency`` is 1). Returns counts and the
+    records now in the file.
     """
     from atomgraph.graphs.registry import build_method
     from langgraph.checkpoint.memory import InMemorySaver
@@ -260,6 +272,8 @@ async def arun_eval(
     with _exclusive(out):
         _check_meta(out, meta)
         pred_path = out / PREDICTIONS
+        if not resume and pred_path.exists():
+            pred_path.unlink()
         existing = read_records(pred_path, repair=True)
         done = {str(r.get("id")) for r in existing}
         todo = [e for e in examples if e.id not in done]
@@ -280,6 +294,8 @@ async def arun_eval(
             writer.write(rec)
             records.append(rec)
             new.append(rec)
+            if on_record is not None:
+                on_record(rec)
             if bar is not None:
                 bar.set_postfix_str(_postfix(records), refresh=False)
                 bar.update(1)

@@ -70,3 +70,28 @@ def summarize_usage(llm: Iterable[LLMCall | dict], retrieval: Iterable[Retriever
         llm_latency_s=sum(c.latency_s for c in llm),
         retriever_latency_s=sum(c.latency_s for c in retrieval),
     )
+
+
+def add_usage(summaries: Iterable[dict]) -> UsageSummary:
+    """Totals over per-example usage summaries (the ``usage`` of evaluation records)."""
+    total = UsageSummary()
+    by_role: Counter = Counter()
+    by_source: Counter = Counter()
+    tokens: dict[str, dict[str, list[int]]] = {"tokens_by_role": defaultdict(lambda: [0, 0]),
+                                                "tokens_by_model": defaultdict(lambda: [0, 0])}
+    for u in summaries:
+        total.llm_calls += int(u.get("llm_calls", 0))
+        total.prompt_tokens += int(u.get("prompt_tokens", 0))
+        total.completion_tokens += int(u.get("completion_tokens", 0))
+        total.retriever_calls += int(u.get("retriever_calls", 0))
+        by_role.update(u.get("llm_calls_by_role") or {})
+        by_source.update(u.get("retriever_calls_by_source") or {})
+        for key, acc in tokens.items():
+            for name, (p, c) in (u.get(key) or {}).items():
+                acc[name][0] += int(p)
+                acc[name][1] += int(c)
+    total.llm_calls_by_role = dict(by_role)
+    total.retriever_calls_by_source = dict(by_source)
+    total.tokens_by_role = {k: (v[0], v[1]) for k, v in tokens["tokens_by_role"].items()}
+    total.tokens_by_model = {k: (v[0], v[1]) for k, v in tokens["tokens_by_model"].items()}
+    return total

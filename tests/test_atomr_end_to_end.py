@@ -215,7 +215,7 @@ def test_demo_json_with_the_factory_from_the_environment(capsys, monkeypatch, de
     monkeypatch.setenv("ATOMGRAPH_MODEL_FACTORY", "atomr_demo_script:demo_model")
     assert main(["demo", "--persist", demo_store.chroma_path, "--questions", "2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert [q["answer"] for q in data["questions"]] == ["Ulm Minster", "Munich"]
+    assert [q["predicted"] for q in data["questions"]] == ["Ulm Minster", "Munich"]  # evaluation records
     assert data["summary"]["n"] == 2 and data["summary"]["mean_f1"] == 100.0
     assert data["summary"]["indexed"]["added"] == 0
     search_node = nodes_of(data["questions"][0])[2]
