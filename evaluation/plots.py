@@ -1,5 +1,6 @@
 """PNG plots of report rows (see :func:`atomgraph.evaluation.report.summarize_runs`):
-F1 against cost per question, and F1 per question type, one figure per dataset."""
+F1 against cost per question, F1 per question type, and (``usage=True``) the cost side by
+side — LLM calls, retriever calls, tokens and dollars per question — one figure each per dataset."""
 
 from __future__ import annotations
 
@@ -60,8 +61,34 @@ def plot_type_f1(rows: Sequence[dict], path: str | os.PathLike, *, title: str | 
     return fig
 
 
-def write_plots(rows: Sequence[dict], out_dir: str | os.PathLike) -> list[Path]:
-    """Both plots for each dataset in ``rows``, as PNG files in ``out_dir``; their paths."""
+def plot_usage(rows: Sequence[dict], path: str | os.PathLike, *, title: str | None = None):
+    """Four panels, one bar per method: LLM calls, retriever calls, tokens (in + out) and
+    dollars, each per question."""
+    plt = _pyplot()
+    panels = [
+        ("LLM calls / q", lambda r: r["llm_calls"]),
+        ("retriever calls / q", lambda r: sum(r["retriever_calls"].values())),
+        ("tokens / q", lambda r: r["tokens_in"] + r["tokens_out"]),
+        ("USD / q", lambda r: r["cost_per_question"]),
+    ]
+    names = [str(r["method"]) for r in rows]
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(8.0, 1.1 * len(rows) * len(panels)), 3.6))
+    colors = [f"C{i % 10}" for i in range(len(rows))]
+    for ax, (label, value) in zip(axes, panels):
+        ax.bar(range(len(rows)), [value(r) for r in rows], color=colors)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels(names, rotation=35, ha="right", fontsize="small")
+        ax.set_title(label, fontsize="medium")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(title or "cost per question")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return fig
+
+
+def write_plots(rows: Sequence[dict], out_dir: str | os.PathLike, *, usage: bool = False) -> list[Path]:
+    """The plots for each dataset in ``rows`` (F1 vs cost, F1 by type, and with ``usage`` the
+    calls/tokens/dollars comparison), as PNG files in ``out_dir``; their paths."""
     plt = _pyplot()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -71,7 +98,10 @@ def write_plots(rows: Sequence[dict], out_dir: str | os.PathLike) -> list[Path]:
     paths = []
     for dataset, rs in by_dataset.items():
         slug = _slug(Path(dataset).stem if os.sep in dataset else dataset)
-        for name, fn in (("f1_vs_cost", plot_f1_vs_cost), ("f1_by_type", plot_type_f1)):
+        plots = [("f1_vs_cost", plot_f1_vs_cost), ("f1_by_type", plot_type_f1)]
+        if usage:
+            plots.append(("usage", plot_usage))
+        for name, fn in plots:
             p = out / f"{slug}_{name}.png"
             fig = fn(rs, p, title=f"{dataset}: {name.replace('_', ' ')}")
             plt.close(fig)

@@ -1,5 +1,10 @@
 """Reports over run directories: one Markdown table per dataset, and summary rows for plots.
 
+Each row puts one method's EM/F1 (overall and per question type), retrieval precision,
+recall and perfect recall (against gold titles, or gold object ids where records carry
+``gold_ids`` and ``retrieved_ids``), LLM and retriever calls, tokens and dollars per question,
+errors and bound-stopped runs side by side.
+
 >>> print(markdown_report(["runs/rag-hotpot", "runs/atomr-hotpot"]))
 
 Costs are recomputed from each record's tokens per model with the current price table, so a
@@ -60,6 +65,7 @@ def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tupl
     for r in records:
         for s, c in (r.get("usage") or {}).get("retriever_calls_by_source", {}).items():
             by_source[s] += c
+    records = [_with_id_retrieval(r) for r in records]
     costs = [_record_cost(r, prices) for r in records]
     unpriced = sorted(set().union(*(u for _, u in costs))) if costs else []
     return {
@@ -80,7 +86,20 @@ def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tupl
         "unpriced_models": unpriced,
         "latency_s": mean(r.get("latency_s", 0.0) for r in records),
         "errors": sum(1 for r in records if r.get("error")),
+        "stopped": sum(1 for r in records if r.get("stopped")),
     }
+
+
+def _with_id_retrieval(rec: dict) -> dict:
+    """A record scored on retrieved object ids where it has gold ids and no title-based
+    retrieval score (ids compare as strings)."""
+    metrics = rec.get("metrics") or {}
+    if metrics.get("retrieval") or not rec.get("gold_ids"):
+        return rec
+    from atomgraph.evaluation.metrics import retrieval_scores
+
+    scores = retrieval_scores([str(i) for i in rec.get("retrieved_ids") or []], [str(i) for i in rec["gold_ids"]])
+    return {**rec, "metrics": {**metrics, "retrieval": scores}}
 
 
 def summarize_runs(dirs: Iterable[str | os.PathLike], prices: Mapping[str, tuple[float, float]]) -> list[dict]:
@@ -103,7 +122,8 @@ def markdown_tables(rows: Sequence[dict]) -> str:
         head = ["method", "n", "EM", "F1", *[f"F1 {t}" for t in types]]
         if has_retrieval:
             head += ["ret. P", "ret. R", "perfect R"]
-        head += ["LLM calls", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s", "errors"]
+        head += ["LLM calls", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s", "errors",
+                 "stopped"]
         lines = [f"### {dataset}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in rs:
             cells = [str(r["method"]), str(r["n"]), _fmt(r["em"]), _fmt(r["f1"])]
@@ -114,7 +134,8 @@ def markdown_tables(rows: Sequence[dict]) -> str:
             sources = ", ".join(f"{s} {c:.2f}" for s, c in r["retriever_calls"].items()) or "0"
             cost = f"{r['cost_usd']:.4f}" + (" *" if r["unpriced_models"] else "")
             cells += [_fmt(r["llm_calls"]), sources, f"{r['tokens_in']:.0f}", f"{r['tokens_out']:.0f}",
-                      cost, f"{r['cost_per_question']:.5f}", _fmt(r["latency_s"]), str(r["errors"])]
+                      cost, f"{r['cost_per_question']:.5f}", _fmt(r["latency_s"]), str(r["errors"]),
+                      str(r.get("stopped", 0))]
             lines.append("| " + " | ".join(cells) + " |")
         unpriced = sorted({m for r in rs for m in r["unpriced_models"]})
         if unpriced:

@@ -2,7 +2,8 @@
 
     atomgraph eval score PREDICTIONS.jsonl [--dataset NAME] [--json]
     atomgraph eval run --method rag --dataset hotpotqa-dev-100 [--limit N] [--concurrency C] --out DIR
-    atomgraph eval report DIR... [--out FILE] [--plots DIR]
+    atomgraph eval report DIR... [--out FILE] [--plots DIR] [--usage-plots]
+    atomgraph eval methods [--json]
 
 Models for `run` come from settings (ATOMGRAPH_MODEL, ...), or from ``--model NAME``, or
 from your own Python object: ``--model-factory my_pkg.models:make`` (a function taking the
@@ -49,7 +50,13 @@ def register(sub) -> None:
     rep.add_argument("--out", help="also write the Markdown to this file")
     rep.add_argument("--plots", help="folder for PNG plots (default: beside --out, else ./eval_plots)")
     rep.add_argument("--no-plots", action="store_true")
+    rep.add_argument("--usage-plots", action="store_true",
+                     help="also plot LLM calls, retriever calls, tokens and dollars per question, per method")
     rep.set_defaults(func=cmd_report)
+
+    m = esub.add_parser("methods", help="list every registered method with a one-line description")
+    m.add_argument("--json", action="store_true", help="print a JSON object name -> description")
+    m.set_defaults(func=cmd_methods)
 
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
@@ -107,6 +114,19 @@ def cmd_report(args) -> int:
         Path(args.out).write_text(text, encoding="utf-8")
     if not args.no_plots:
         folder = args.plots or (str(Path(args.out).parent) if args.out else "eval_plots")
-        for path in write_plots(rows, folder):
+        for path in write_plots(rows, folder, usage=args.usage_plots):
             print(f"plot: {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_methods(args) -> int:
+    from atomgraph.graphs.registry import method_descriptions
+
+    methods = method_descriptions()
+    if args.json:
+        print(json.dumps(methods, indent=2))
+        return 0
+    width = max((len(n) for n in methods), default=0)
+    for name, description in methods.items():
+        print(f"{name:<{width}}  {description}")
     return 0

@@ -20,7 +20,7 @@ def context(state: dict, limit: int) -> list:
 
 
 def sentences(state: dict) -> list[str]:
-    return [s["sentence"] for s in state.get("steps") or [] if s.get("kind") == "reason"]
+    return [s["sentence"] for s in state.get("steps") or [] if s.get("kind") == "reason" and s.get("sentence")]
 
 
 def make_retrieve_node(rt: MethodRuntime) -> Callable:
