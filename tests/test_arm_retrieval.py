@@ -1,0 +1,143 @@
+"""LLM-free ARM retrieval (§3.2), the dense/BM25 baselines, ArmContext, the index cache and
+`atomgraph retrieve` on a small real objects file (and on ../shared data when present)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+import pytest
+from pydantic import ValidationError
+
+from atomgraph.cli import main
+from atomgraph.evaluation.retrieval import id_scores, question_groups
+from atomgraph.nodes.arm.retrieval import arm_retrieve, bm25_retrieve, dense_retrieve, retrieve
+from atomgraph.state.arm import ArmContext
+from atomgraph.tools.arm_index import ArmIndex
+from atomgraph.tools.objects import load_objects, load_questions, parse_object
+from tests.arm_fixtures import OBJECTS, QUESTIONS, write_jsonl
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    return ArmIndex.build([parse_object(o, "fixture") for o in OBJECTS], cache_dir=tmp_path_factory.mktemp("arm-cache"))
+
+
+@pytest.fixture()
+def files(tmp_path):
+    return write_jsonl(tmp_path / "objects.jsonl", OBJECTS), write_jsonl(tmp_path / "questions.jsonl", QUESTIONS)
+
+
+def test_arm_trace_and_bridge_passage(index, files):
+    qs = load_questions(files[1])
+    res = arm_retrieve(qs[0], index, ArmContext(k=3))
+    t = res.trace
+    assert t["keyword_source"] == "question_ngrams" and "inception" in t["keywords"]
+    assert all(index.has_ngram(a["ngram"]) for a in t["aligned"])
+    assert t["mip"]["status"] in {"optimal", "feasible", "greedy"} and t["mip"]["solve_ms"] >= 0
+    assert t["chosen"] == res.ids and len(res.ids) == 3
+    assert {"p-inception", "p-zimmer"} <= set(res.ids)  # the composer is linked from the film's passage
+    assert {c["id"] for c in t["candidates"]} >= set(res.ids)
+
+
+def test_replayed_and_given_keywords(index, files):
+    qs = load_questions(files[1])
+    res = arm_retrieve(qs[2], index, ArmContext(k=3))
+    assert res.trace["keyword_source"] == "replayed" and res.trace["keywords"] == ["singers:name", "concerts:concert name"]
+    assert {a["ngram"] for a in res.trace["aligned"]} >= {"singer", "name"}
+    assert set(res.ids) == set(qs[2].gold_ids)  # joinable tables of one database
+    given = arm_retrieve("How many pets?", index, ArmContext(k=1), keywords=["pets:pet age", 7])
+    assert given.trace["keyword_source"] == "given" and given.ids == ["pets_1#sep#Pets"]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\x00", '"; DROP TABLE x', "🤖" * 50, "zzzz qqqq"])
+def test_hostile_questions_still_return_k_objects(index, text):
+    for method in ("dense", "bm25", "arm"):
+        res = retrieve(method, text, index, 2)
+        assert len(res.ids) <= 2 and all(isinstance(i, str) for i in res.ids)
+    assert len(arm_retrieve(text, index, ArmContext(k=2)).ids) == 2
+
+
+def test_baselines(index):
+    assert dense_retrieve("composer of the film Inception", index, 2).ids[0] in {"p-inception", "p-zimmer"}
+    assert bm25_retrieve("Frankfurt stock exchange", index, 1).ids == ["p-frankfurt"]
+    with pytest.raises(ValueError):
+        retrieve("colbert", "x", index, 2)
+
+
+def test_arm_context_fields_are_described_and_bounded():
+    assert all(f.kw_only for f in fields(ArmContext))
+    schema = __import__("pydantic").TypeAdapter(ArmContext).json_schema()
+    assert all(p.get("description") for p in schema["properties"].values())
+    assert ArmContext().drafts == 3 and ArmContext().k == 5
+    with pytest.raises(ValidationError):
+        ArmContext.validated(k=0)
+    with pytest.raises(ValidationError):
+        ArmContext.validated(bm25_weight=1.5)
+    assert ArmContext.validated(k=7).k == 7
+
+
+def test_index_cache_is_keyed_by_content(tmp_path):
+    objs = [parse_object(o, "fixture") for o in OBJECTS]
+    a = ArmIndex.build(objs, cache_dir=tmp_path)
+    b = ArmIndex.build(objs, cache_dir=tmp_path)
+    assert a.key == b.key and len(list(tmp_path.iterdir())) == 1
+    assert (b.chunk_vectors == a.chunk_vectors).all() and b.mentions == a.mentions and len(b.trie) == len(a.trie)
+    changed = ArmIndex.build(objs[:-1], cache_dir=tmp_path)
+    assert changed.key != a.key and len(list(tmp_path.iterdir())) == 2
+    (tmp_path / a.key / "meta.json").write_text("{broken")
+    assert ArmIndex.build(objs, cache_dir=tmp_path).has_ngram("hans zimmer")  # a damaged cache is rebuilt
+
+
+def test_scores_and_groups():
+    assert id_scores(["a", "b", "a"], ["a", "c"]) == {"precision": 0.5, "recall": 0.5, "f1": 0.5, "perfect_recall": 0.0}
+    assert id_scores([], ["a"])["f1"] == 0.0 and id_scores(["A"], ["a"])["recall"] == 0.0  # ids compare exactly
+    q = load_questions.__globals__["Question"]("q", "?", ("t1", "t2"))
+    assert question_groups(q, {"t1": "table", "t2": "table"}) == ["all", "multi_gold", "multi_table"]
+
+
+def test_cli_retrieve_json_and_out(files, tmp_path, capsys):
+    objects, questions = files
+    out = tmp_path / "run"
+    rc = main(["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--k", "3",
+               "--cache", str(tmp_path / "cache"), "--out", str(out), "--json", "--set", "link_weight=1.0"])
+    assert rc == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["questions"] == 4 and payload["context"]["link_weight"] == 1.0
+    groups = payload["groups"]
+    assert set(groups) >= {"all", "single_gold", "multi_gold", "multi_table", "multi_passage"}
+    assert groups["multi_table"]["questions"] == 1 and 0 <= groups["all"]["perfect_recall"] <= 100
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in lines] == ["q1", "q2", "q3", "q4"] and all(len(r["retrieved"]) == 3 for r in lines)
+    assert lines[2]["trace"]["keyword_source"] == "replayed"
+    assert json.loads((out / "summary.json").read_text())["method"] == "arm"
+    for method in ("dense", "bm25"):
+        assert main(["retrieve", "--method", method, "--objects", str(objects), "--questions", str(questions),
+                     "--cache", str(tmp_path / "cache"), "--limit", "2"]) == 0
+        text = capsys.readouterr().out
+        assert f"method {method}, k = 5" in text and "PR" in text
+
+
+def test_cli_retrieve_errors_are_one_line(files, tmp_path, capsys):
+    objects, questions = files
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(objects.read_text() + '{"id": "x", "kind": "table"}\n')
+    assert main(["retrieve", "--objects", str(bad), "--questions", str(questions)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("atomgraph: error: ") and f"{bad}:14:" in err and "Traceback" not in err
+    assert main(["retrieve", "--objects", str(objects), "--questions", str(questions), "--set", "k1=3"]) == 2
+    assert "--set 'k1=3'" in capsys.readouterr().err
+    assert main(["retrieve", "--objects", str(objects), "--questions", str(questions), "--set", "bm25_weight=2"]) == 2
+    assert "bm25_weight" in capsys.readouterr().err
+
+
+def test_cli_on_shared_spider(shared_data, tmp_path, capsys):
+    folder = shared_data / "retrieval" / "spider"
+    if not (folder / "objects.jsonl").is_file():
+        pytest.skip(f"{folder} is absent")
+    rc = main(["retrieve", "--method", "arm", "--objects", str(folder / "objects.jsonl"), "--questions",
+               str(folder / "questions.jsonl"), "--limit", "30", "--cache", str(tmp_path / "cache"), "--json"])
+    assert rc == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["questions"] == 30 and payload["errors"] == 0 and payload["groups"]["all"]["recall"] > 50
+    assert len(load_objects(folder / "objects.jsonl")) == payload["objects"]
