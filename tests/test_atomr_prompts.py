@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import SystemMessage
 
 from atomgraph.errors import ParseError
+from atomgraph.prompts.atomr.stages import operator_stage
 from atomgraph.prompts.atomr import (
     CHILD_REASONING_PROMPT,
     DIRECT_RAG_PROMPT,
@@ -25,9 +26,7 @@ from atomgraph.prompts.atomr import (
     format_knowledge,
     format_qa_pairs,
     match_sources,
-    operator_prompt,
     parse_answer,
-    parse_source_selection,
 )
 from atomgraph.state.evidence import Evidence
 from atomgraph.testing import ScriptedChatModel, prompt_text
@@ -110,12 +109,12 @@ def test_answering_prompts_ask_for_the_answer_format():
     assert "Answer List: []" in CHILD_REASONING_PROMPT.format_messages(question="q", qa_pairs="p")[0].content
 
 
-def test_operator_prompt_by_name():
-    assert operator_prompt("Search") is SEARCH_PROMPT
-    assert operator_prompt("relate") is RELATE_PROMPT
-    assert operator_prompt(" FILTER ") is FILTER_PROMPT
+def test_operator_stage_by_name():
+    assert operator_stage("Search").prompt is SEARCH_PROMPT
+    assert operator_stage("relate").prompt is RELATE_PROMPT
+    assert operator_stage(" FILTER ").prompt is FILTER_PROMPT
     with pytest.raises(ValueError, match="Search, Relate or Filter"):
-        operator_prompt("Count")
+        operator_stage("Count")
 
 
 # --- planner few-shot ---------------------------------------------------------------------
@@ -154,12 +153,12 @@ def test_plan_prompt_with_scripted_model():
 
 def test_operator_prompt_answer_round_trip_with_scripted_model():
     model = ScriptedChatModel(
-        rules=[("Task: atomic Filter", 'So the answer is: (1) Paraphrase Answer: both walked; (2) Answer List: ["Neil Armstrong", "Buzz Aldrin"]')]
+        stages={"filter": 'So the answer is: (1) Paraphrase Answer: both walked; (2) Answer List: ["Neil Armstrong", "Buzz Aldrin"]'}
     )
     knowledge = format_knowledge([Evidence(title="Neil Armstrong", text="First on the Moon.", source="wikipedia")])
-    chain = operator_prompt("Filter") | model
-    reply = chain.invoke({"question": "Who among Neil Armstrong, Michael Collins walked on the Moon?", "knowledge": knowledge, "condition": "walked on the Moon"})
-    assert parse_answer(reply.content).answers == ["Neil Armstrong", "Buzz Aldrin"]
+    chain = operator_stage("Filter").chain(model)
+    parsed = chain.invoke({"question": "Who among Neil Armstrong, Michael Collins walked on the Moon?", "knowledge": knowledge, "condition": "walked on the Moon"})
+    assert parsed.answers == ["Neil Armstrong", "Buzz Aldrin"]
     assert "Wikipedia Passages:\n[1] Neil Armstrong | First on the Moon." in model.prompts[0]
     assert "Condition: walked on the Moon" in model.prompts[0]
 
@@ -347,16 +346,15 @@ def test_describe_sources():
         ("This question concerns a person, so I consult two sources.\nSources:\n- Wikipedia\n- Google", ["wikipedia", "google"]),
     ],
 )
-def test_parse_source_selection(text, expected):
-    assert parse_source_selection(text, AVAILABLE) == expected
+def test_match_sources(text, expected):
+    assert match_sources(text, AVAILABLE) == expected
 
 
 @pytest.mark.parametrize("text", ["", "Bing", "I am not sure.", "{}"])
-def test_parse_source_selection_falls_back_to_all(text):
-    assert parse_source_selection(text, AVAILABLE) == AVAILABLE
-    assert match_sources(text, AVAILABLE) == []
+def test_match_sources_names_none(text):
+    assert match_sources(text, AVAILABLE) == []  # the node then uses every source, with a note
 
 
-def test_parse_source_selection_only_returns_available_sources():
-    assert parse_source_selection("Wikipedia, Google, Wikidata", ["wikipedia", "wikidata"]) == ["wikipedia", "wikidata"]
-    assert parse_source_selection("Google News, Google", ["google", "google_news"]) == ["google_news", "google"]
+def test_match_sources_only_returns_available_sources():
+    assert match_sources("Wikipedia, Google, Wikidata", ["wikipedia", "wikidata"]) == ["wikipedia", "wikidata"]
+    assert match_sources("Google News, Google", ["google", "google_news"]) == ["google_news", "google"]

@@ -7,7 +7,7 @@ __all__ = ["parse_tree", "TreeParseError"]
 # Prompt templates and answer readers (ATOMR §3, Appendix H), in our own words.
 from atomgraph.prompts.atomr.answer_format import ParsedAnswer, answer_text, parse_answer
 from atomgraph.prompts.atomr.knowledge import format_knowledge, knowledge_heading, source_label
-from atomgraph.prompts.atomr.operators import FILTER_PROMPT, RELATE_PROMPT, SEARCH_PROMPT, operator_prompt
+from atomgraph.prompts.atomr.operators import FILTER_PROMPT, RELATE_PROMPT, SEARCH_PROMPT
 from atomgraph.prompts.atomr.plan import PLAN_EXAMPLES, PLAN_PROMPT
 from atomgraph.prompts.atomr.reasoning import (
     CHILD_REASONING_PROMPT,
@@ -19,8 +19,8 @@ from atomgraph.prompts.atomr.source_selection import (
     SOURCE_SELECTION_PROMPT,
     describe_sources,
     match_sources,
-    parse_source_selection,
 )
+from atomgraph.prompts.atomr.stages import STAGES, operator_stage
 
 __all__ += [
     "ParsedAnswer",
@@ -34,13 +34,13 @@ __all__ += [
     "SEARCH_PROMPT",
     "RELATE_PROMPT",
     "FILTER_PROMPT",
-    "operator_prompt",
+    "operator_stage",
+    "STAGES",
     "CHILD_REASONING_PROMPT",
     "SIBLING_REASONING_PROMPT",
     "DIRECT_RAG_PROMPT",
     "format_qa_pairs",
     "SOURCE_SELECTION_PROMPT",
     "describe_sources",
-    "parse_source_selection",
     "match_sources",
 ]

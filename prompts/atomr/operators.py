@@ -4,8 +4,6 @@ in our words. Variables: ``question`` and ``knowledge`` (see :func:`format_knowl
 
 from __future__ import annotations
 
-from langchain_core.prompts import ChatPromptTemplate
-
 from atomgraph.prompts.atomr.templating import ANSWER_RULES, UNKNOWN_RULE, chat_prompt
 
 SEARCH_MARKER = "Task: atomic Search"
@@ -76,13 +74,3 @@ Answer: Passages [1] and [2] say Armstrong and Aldrin walked on the Moon; passag
 SEARCH_PROMPT = chat_prompt(_SEARCH_SYSTEM, _HUMAN)
 RELATE_PROMPT = chat_prompt(_RELATE_SYSTEM, _HUMAN)
 FILTER_PROMPT = chat_prompt(_FILTER_SYSTEM, _FILTER_HUMAN)
-
-_BY_NAME = {"search": SEARCH_PROMPT, "relate": RELATE_PROMPT, "filter": FILTER_PROMPT}
-
-
-def operator_prompt(name: str) -> ChatPromptTemplate:
-    """The executor prompt for operator ``name`` (Search, Relate or Filter; any case)."""
-    try:
-        return _BY_NAME[str(name).strip().lower()]
-    except KeyError:
-        raise ValueError(f"unknown atomic operator {name!r}: expected Search, Relate or Filter") from None

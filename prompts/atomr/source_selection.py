@@ -1,7 +1,7 @@
 """Dynamic knowledge-source selection (ATOMR §3.3.1, KDD'25 Figure 9), in our words.
 
 The model names the sources to consult on one line ("Wikipedia, Google");
-:func:`parse_source_selection` maps those names back to registered source names.
+:func:`match_sources` maps those names back to registered source names.
 """
 
 from __future__ import annotations
@@ -124,10 +124,3 @@ def match_sources(text: str, available: list[str]) -> list[str]:
     if not found and re.search(r"\ball\b", segment, re.I):
         return list(available)
     return sorted(found, key=found.__getitem__)
-
-
-def parse_source_selection(text: str, available: list[str]) -> list[str]:
-    """Registered source names chosen in ``text`` (case-insensitive on names and display
-    labels, order kept, unknown names dropped); all of ``available`` when none is usable —
-    :func:`match_sources` tells the two cases apart."""
-    return match_sources(text, available) or list(available)
