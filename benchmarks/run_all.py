@@ -14,7 +14,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def main() -> int:
-    from benchmarks import bench_atomr_executor, bench_chroma, bench_wikidata_ops
+    from benchmarks import bench_arm_mip, bench_arm_retrieval, bench_atomr_executor, bench_chroma, bench_wikidata_ops
 
     RESULTS.mkdir(exist_ok=True)
     rc = 0
@@ -22,6 +22,8 @@ def main() -> int:
         ("atomr_executor", lambda out: bench_atomr_executor.main(["--out", out])),
         ("chroma", lambda out: bench_chroma.main(["--out", out])),
         ("wikidata_ops", lambda out: bench_wikidata_ops.main(["--out", out])),
+        ("arm_mip", lambda out: bench_arm_mip.main(["--out", out])),
+        ("arm_retrieval", lambda out: bench_arm_retrieval.main(["--out", out])),
     ]:
         print(f"\n=== {name} ===", flush=True)
         rc |= run(str(RESULTS / f"{name}.json")) or 0
