@@ -72,13 +72,14 @@ def plot_usage(rows: Sequence[dict], path: str | os.PathLike, *, title: str | No
         ("USD / q", lambda r: r["cost_per_question"]),
     ]
     names = [str(r["method"]) for r in rows]
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(8.0, 1.1 * len(rows) * len(panels)), 3.6))
+    fig, axes = plt.subplots(2, 2, figsize=(max(7.0, 1.3 * len(rows) + 2), 6.4))
     colors = [f"C{i % 10}" for i in range(len(rows))]
-    for ax, (label, value) in zip(axes, panels):
+    for ax, (label, value) in zip(axes.flat, panels):
         ax.bar(range(len(rows)), [value(r) for r in rows], color=colors)
         ax.set_xticks(range(len(rows)))
         ax.set_xticklabels(names, rotation=35, ha="right", fontsize="small")
         ax.set_title(label, fontsize="medium")
+        ax.set_ylim(bottom=0)
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(title or "cost per question")
     fig.tight_layout()

@@ -59,13 +59,13 @@ def _record_cost(rec: dict, prices: Mapping[str, tuple[float, float]]) -> tuple[
 
 def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tuple[float, float]]) -> dict:
     """One report row: accuracy overall and per type, usage means, cost, latency."""
+    records = [_with_id_retrieval(r) for r in records]
     scores = aggregate_scores(records)
     n = len(records)
     by_source: dict[str, int] = defaultdict(int)
     for r in records:
         for s, c in (r.get("usage") or {}).get("retriever_calls_by_source", {}).items():
             by_source[s] += c
-    records = [_with_id_retrieval(r) for r in records]
     costs = [_record_cost(r, prices) for r in records]
     unpriced = sorted(set().union(*(u for _, u in costs))) if costs else []
     return {
