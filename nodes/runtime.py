@@ -78,6 +78,7 @@ class MethodRuntime(Generic[C]):
         self._sources_arg = sources
         self._settings = settings
         self._sources: SourceSet | None = None
+        self._chains: dict[tuple, Any] = {}  # (stage, role, cap, structured) -> built chain
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
@@ -121,7 +122,10 @@ class MethodRuntime(Generic[C]):
         settings = self.settings()
         model = self.model(role)
         cap = settings.stage_cap(stage.name, stage.max_tokens)
-        chain = stage.recorded_chain(model, cap, structured=settings.structured_output)
+        key = (stage.name, id(stage), role, cap, settings.structured_output)
+        chain = self._chains.get(key)
+        if chain is None:  # built once: composing Runnables inspects signatures
+            chain = self._chains[key] = stage.recorded_chain(model, cap, structured=settings.structured_output)
         t0 = time.perf_counter()
         record = LLMCall(role=role, stage=stage.name, model=model_name(model), max_tokens=cap)
         try:
