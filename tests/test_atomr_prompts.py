@@ -10,7 +10,8 @@ import pytest
 from langchain_core.messages import SystemMessage
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.atomr.stages import operator_stage
+from atomgraph.prompts.atomr.stages import PLAN_STAGE, operator_stage
+from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.prompts.atomr import (
     CHILD_REASONING_PROMPT,
     DIRECT_RAG_PROMPT,
@@ -145,9 +146,9 @@ def test_plan_examples_read_by_the_tree_parser():
 
 def test_plan_prompt_with_scripted_model():
     tree = {"Who is Ada Lovelace?": 'Search("Ada Lovelace")'}
-    model = ScriptedChatModel(rules=[("Decomposition Tree", "```json\n" + json.dumps(tree) + "\n```")])
-    reply = (PLAN_PROMPT | model).invoke({"question": "Who is Ada Lovelace?"})
-    assert json.dumps(tree) in reply.content
+    model = ScriptedChatModel(stages={"plan": "```json\n" + json.dumps(tree) + "\n```"})
+    reply = PLAN_STAGE.chain(model).invoke({"question": "Who is Ada Lovelace?"})
+    assert json.dumps(tree) in reply and parse_tree(reply).nodes[0].operator.name == "Search"
     assert "Question: Who is Ada Lovelace?" in model.prompts[0]
 
 

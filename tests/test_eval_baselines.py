@@ -54,8 +54,8 @@ def test_extract_answer_rejects_empty():
 
 
 async def test_standard_and_cot_are_closed_book():
-    model = ScriptedChatModel(rules=[("step by step", "Eiffel was born in Dijon.\nSo the answer is: Dijon")],
-                              default="So the answer is: Dijon")
+    model = ScriptedChatModel(stages={"cot": "Eiffel was born in Dijon.\nSo the answer is: Dijon",
+                                      "standard": "So the answer is: Dijon"})
     for method in ("standard", "cot"):
         out = await build_method(method, model=model).ainvoke({"question": "Where was Gustave Eiffel born?"})
         assert out["answer"] == "Dijon" and out["answers"] == ["Dijon"]
