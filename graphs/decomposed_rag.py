@@ -44,10 +44,7 @@ def build_decomposed_rag_graph(model: ModelsArg = None, sources: Any = None, set
     return g.compile(checkpointer=checkpointer, name="decomposed_rag")
 
 
-def __getattr__(name: str):
-    # Built on first access (for langgraph.json), so importing this module needs no model.
-    if name == "graph":
-        value = build_decomposed_rag_graph()
-        globals()[name] = value
-        return value
-    raise AttributeError(name)
+
+# The graph `langgraph dev` and LangGraph Studio load (models and sources from settings,
+# resolved when a run starts).
+graph = build_decomposed_rag_graph()

@@ -44,10 +44,7 @@ def build_ircot_graph(model: ModelsArg = None, sources: Any = None, settings: Se
     return g.compile(checkpointer=checkpointer, name="ircot")
 
 
-def __getattr__(name: str):
-    # Built on first access (for langgraph.json), so importing this module needs no model.
-    if name == "graph":
-        value = build_ircot_graph()
-        globals()[name] = value
-        return value
-    raise AttributeError(name)
+
+# The graph `langgraph dev` and LangGraph Studio load (models and sources from settings,
+# resolved when a run starts).
+graph = build_ircot_graph()

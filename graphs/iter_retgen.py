@@ -42,10 +42,7 @@ def build_iter_retgen_graph(model: ModelsArg = None, sources: Any = None, settin
     return g.compile(checkpointer=checkpointer, name="iter_retgen")
 
 
-def __getattr__(name: str):
-    # Built on first access (for langgraph.json), so importing this module needs no model.
-    if name == "graph":
-        value = build_iter_retgen_graph()
-        globals()[name] = value
-        return value
-    raise AttributeError(name)
+
+# The graph `langgraph dev` and LangGraph Studio load (models and sources from settings,
+# resolved when a run starts).
+graph = build_iter_retgen_graph()

@@ -48,10 +48,7 @@ def build_self_ask_graph(model: ModelsArg = None, sources: Any = None, settings:
     return g.compile(checkpointer=checkpointer, name="self_ask")
 
 
-def __getattr__(name: str):
-    # Built on first access (for langgraph.json), so importing this module needs no model.
-    if name == "graph":
-        value = build_self_ask_graph()
-        globals()[name] = value
-        return value
-    raise AttributeError(name)
+
+# The graph `langgraph dev` and LangGraph Studio load (models and sources from settings,
+# resolved when a run starts).
+graph = build_self_ask_graph()

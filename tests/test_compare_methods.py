@@ -214,3 +214,18 @@ def test_configurable_overrides_context(wiki):
     graph = build_method("ircot", model=model, sources=[wiki], settings=Settings(cache=False))
     out = graph.invoke({"question": Q}, config={"configurable": {"max_steps": 1}}, context={"max_steps": 5})
     assert stages(out) == ["ircot_step", "ircot_read"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_studio_parameter_form_and_module_graph(method):
+    """Each module's compiled ``graph`` (langgraph.json) builds without a model and offers a
+    described run-parameter form."""
+    import importlib
+    import json
+    from pathlib import Path
+
+    graph = importlib.import_module(f"atomgraph.graphs.{method}").graph
+    schema = graph.get_context_jsonschema()
+    assert schema["properties"] and all(p.get("description") for p in schema["properties"].values())
+    config = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
+    assert config["graphs"][method] == f"./graphs/{method}.py:graph"
