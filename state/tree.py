@@ -28,16 +28,6 @@ NodeKind = Literal["parent", "operator", "direct", "open"]
 REF_RE = re.compile(r"\[(\d+)\]")
 
 
-def find_refs(text: str) -> list[int]:
-    """Node ids referenced as ``[i]`` in ``text``, in order, without repeats."""
-    seen: list[int] = []
-    for m in REF_RE.finditer(text or ""):
-        i = int(m.group(1))
-        if i not in seen:
-            seen.append(i)
-    return seen
-
-
 def substitute_refs(text: str, answers: dict[int, str]) -> str:
     """Replace each ``[i]`` whose answer is known by that answer."""
 
