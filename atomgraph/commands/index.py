@@ -3,6 +3,7 @@
     atomgraph index wikipedia INPUT... --collection NAME [--persist DIR]
         [--format auto|jsonl|hipporag|hotpot-bz2|tsv] [--batch-size N] [--max-tokens N] [--limit N]
     atomgraph index info --collection NAME [--persist DIR]
+    atomgraph index atoms INPUT... --collection NAME   (KAR³ atomizing; see atomgraph.commands.index_atoms)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from atomgraph.tools.corpus_readers import FORMATS
 
 def register(sub) -> None:
     p = sub.add_parser("index", help="build or inspect a vector collection of passages")
-    isub = p.add_subparsers(dest="index_command", metavar="{wikipedia,info}")
+    isub = p.add_subparsers(dest="index_command", metavar="{wikipedia,atoms,info}")
 
     w = isub.add_parser("wikipedia", help="embed passages from corpus files into a Chroma collection")
     w.add_argument("inputs", nargs="+", metavar="INPUT", help="corpus file(s) or a directory of HotpotQA .bz2 files")
@@ -27,6 +28,10 @@ def register(sub) -> None:
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
     w.add_argument("--json", action="store_true", help="print the summary as JSON")
     w.set_defaults(func=_run_wikipedia)
+
+    from atomgraph.commands.index_atoms import register as register_atoms
+
+    register_atoms(isub)
 
     i = isub.add_parser("info", help="size and embedding model of a collection")
     _where(i)

@@ -24,6 +24,11 @@ from atomgraph.state.usage import LLMCall
 from atomgraph.tools.atom_index import AtomIndex, Chunk, collection_chunks
 
 
+def problem(exc: Exception) -> str:
+    """One line for a failure: our own errors as they read, others with their type."""
+    return str(exc) if isinstance(exc, AtomgraphError) else f"{type(exc).__name__}: {exc}"
+
+
 def index_for(rt: Kar3Runtime, name: str, embeddings: Any = None) -> AtomIndex:
     s = rt.settings()
     return AtomIndex(name, path=s.chroma_path, host=s.chroma_host, port=s.chroma_port, embeddings=embeddings, settings=s)
@@ -127,7 +132,7 @@ def make_load_node(rt: Kar3Runtime, embeddings: Any = None) -> Callable:
                 index.open(create=True)
             done = await asyncio.to_thread(index.atomized, [c.id for c in chunks])
         except (AtomgraphError, OSError, ValueError) as exc:
-            return {"chunks": [], "stats": stats, "error": f"{type(exc).__name__}: {exc}"}
+            return {"chunks": [], "stats": stats, "error": problem(exc)}
         pending = [c for c in chunks if c.id not in done]
         stats["skipped"] = len(chunks) - len(pending)
         rows = [{"id": c.id, "title": c.title, "text": c.text, "metadata": c.metadata,
@@ -149,7 +154,7 @@ def make_atomize_node(rt: Kar3Runtime, embeddings: Any = None, progress: bool = 
         try:
             done, calls = await atomize_chunks(rt, index, chunks, params, config, progress=progress)
         except (AtomgraphError, OSError, ValueError) as exc:
-            return {"stats": stats, "error": f"{type(exc).__name__}: {exc}"}
+            return {"stats": stats, "error": problem(exc)}
         stats.update(done)
         stats.update(usage_stats(calls, rt.settings()))
         stats.update({f"collection_{k}": v for k, v in (await asyncio.to_thread(index.counts)).items()})

@@ -61,9 +61,11 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
             return found
 
         hits = await atoms(r.proposals, "proposal")
+        if not hits:
+            r.notes.append(f"the proposals retrieved no atomic question with cosine ≥ δ={params.delta}"
+                           f"{' (of a chunk not yet chosen)' if exclude else ''}")
         if not hits and params.backups:
-            r.notes.append(f"the proposals retrieved no atomic question with cosine ≥ δ={params.delta}; "
-                           "backup 1: the question against the atoms")
+            r.notes.append("backup 1: the question against the atoms")
             hits = await atoms([question], "question")
             if not hits:
                 r.notes.append("backup 2: chunk retrieval for the question, each chunk scored by its best atom")
