@@ -146,30 +146,41 @@ def bound_model(model: BaseChatModel, cap: int, mode: str, body: dict[str, Any],
     """``model`` capped at ``cap`` output tokens with the constraint ``body`` bound (and token
     log-probabilities requested from OpenAI-compatible servers when ``logprobs``)."""
     openai = is_openai_client(model)
+    capped = cap_output(unwrap(model), cap)  # a capped copy, or a binding of the cap
+    kwargs = {**bound_kwargs(model), **bound_kwargs(capped)}
+    base = unwrap(capped)
     if mode == "openai_json_schema" and body.get("response_format"):
         fmt = body["response_format"]["json_schema"]
+        schema = {"title": fmt["name"], **fmt["schema"]}  # with_structured_output names the schema by its title
         if openai:
-            base = unwrap(model)
-            update = {"max_tokens": cap}
             if logprobs:
-                update["logprobs"] = True
-            return base.model_copy(update=update).with_structured_output(
-                fmt["schema"], method="json_schema", strict=True, include_raw=True)
-        try:
-            return unwrap(model).with_structured_output(fmt["schema"], method="json_schema", include_raw=True)
-        except (NotImplementedError, ValueError, TypeError):
-            return cap_output(model, cap).bind(response_format=body["response_format"])
-    capped = cap_output(model, cap)
-    kwargs: dict[str, Any] = {}
+                base = base.model_copy(update={"logprobs": True})
+            structured = base.with_structured_output(schema, method="json_schema", strict=True, include_raw=True)
+            return structured.bind(**kwargs) if kwargs else structured
+        # another client: the OpenAI request field itself (its own with_structured_output may
+        # mean tool calling, which constrains nothing to the enum)
+        return base.bind(**{**kwargs, "response_format": body["response_format"]})
     if logprobs and openai:
         kwargs["logprobs"] = True
     if body and mode in ("vllm_choice", "llamacpp_grammar"):
-        extra = dict(getattr(unwrap(model), "extra_body", None) or {})
-        if isinstance(capped, RunnableBinding):
-            extra.update(capped.kwargs.get("extra_body") or {})
+        extra = dict(getattr(base, "extra_body", None) or {})
+        extra.update(kwargs.get("extra_body") or {})
         extra.update(body)
         kwargs["extra_body"] = extra
-    return capped.bind(**kwargs) if kwargs else capped
+    return base.bind(**kwargs) if kwargs else base
+
+
+def bound_kwargs(model: Any) -> dict[str, Any]:
+    """Every keyword argument bound on ``model``'s ``.bind`` layers (outer layers win): a
+    second ``.bind`` does not always merge with the first, so bindings are rebuilt at once."""
+    layers = []
+    while isinstance(model, RunnableBinding):
+        layers.append(dict(model.kwargs or {}))
+        model = model.bound
+    out: dict[str, Any] = {}
+    for kw in reversed(layers):
+        out.update(kw)
+    return out
 
 
 def _parse(parser: BaseOutputParser, text: str) -> tuple[Any, str | None]:

@@ -69,9 +69,7 @@ def _line_items(text: str, label: str | None = None) -> list[str]:
     lines = [ln for ln in (x.strip() for x in text.splitlines()) if ln]
     if label:
         lab = re.compile(rf"^\s*{label}\s*[:：]\s*", re.I)
-        labelled = [lab.sub("", ln) for ln in lines if lab.match(ln)]
-        if labelled:
-            lines = labelled
+        lines = [x for x in (lab.sub("", ln).strip() for ln in lines) if x]
     items = [_BULLET.sub("", ln) for ln in lines]
     if len(items) == 1 and "," in items[0]:
         items = items[0].split(",")
@@ -91,7 +89,11 @@ def parse_keywords(text: str) -> list[str]:
     if isinstance(value, list):
         items = _unique(v for v in value if isinstance(v, (str, int, float)))
     else:
-        items = _line_items(text, "keywords")
+        if text[0] in "[{" or text.startswith("```"):
+            raise ParseError(f"unreadable JSON in the reply: {text[:120]!r}")
+        if "\n" not in text and "," not in text and text[-1] in ".!?" and len(text.split()) > 3:
+            raise ParseError(f"the reply is a sentence, not keywords: {text[:120]!r}")
+        items = [i for i in _line_items(text, "keywords") if len(i.split()) <= 6]
     items = [i for i in items if re.search(r"\w", i) and len(i) <= 100]
     if not items:
         raise ParseError(f"no keywords found in the reply: {text[:120]!r}")

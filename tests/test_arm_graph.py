@@ -1,0 +1,195 @@
+"""The ``arm`` graph: each stage, the method output contract, replayed keywords, and a model
+whose output is unreadable (or whose calls fail) at every stage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atomgraph.errors import ConfigError, ParseError
+from atomgraph.graphs.arm import arm_llm_retriever, build_arm_graph
+from atomgraph.nodes.arm.decoding import span_logprobs
+from atomgraph.nodes.arm.voting import aggregate
+from atomgraph.prompts.arm.stages import parse_changes, parse_keywords, parse_ngram, parse_selection
+from atomgraph.state.output import OUTPUT_KEYS
+from atomgraph.testing import ScriptedChatModel
+from atomgraph.tools.arm_index import ArmIndex
+from atomgraph.tools.objects import Question
+
+from tests.arm_graph_fixtures import OBJECTS, QUESTION
+
+
+@pytest.fixture(scope="module")
+def index() -> ArmIndex:
+    return ArmIndex.build(OBJECTS, use_cache=False)
+
+
+def good_model() -> ScriptedChatModel:
+    return ScriptedChatModel(stages={
+        "arm_decompose": '["Heisenberg doctoral advisor", "died city"]',
+        "arm_align": lambda prompt: prompt.split("Options:\n", 1)[1].splitlines()[0],
+        "arm_draft": '{"add": [], "drop": []}',
+        "arm_verify": '{"reasoning": "advisor, then where he died", "objects": ["p1", "p2"]}',
+        "arm_answer": "Sommerfeld died in Munich.\nSo the answer is: Munich",
+    })
+
+
+# --- parsers ------------------------------------------------------------------------------------
+
+def test_parse_keywords_reads_json_lines_and_commas():
+    assert parse_keywords('["a b", "c"]') == ["a b", "c"]
+    assert parse_keywords('```json\n{"keywords": ["x", "y"]}\n```') == ["x", "y"]
+    assert parse_keywords("Keywords:\n- singer name\n- concert year") == ["singer name", "concert year"]
+    assert parse_keywords("singer, concert, year") == ["singer", "concert", "year"]
+    for bad in ("", "   ", "[]", "!!! ???"):
+        with pytest.raises(ParseError):
+            parse_keywords(bad)
+
+
+def test_parse_ngram_changes_and_selection():
+    assert parse_ngram('{"ngram": "singer id"}') == "singer id"
+    assert parse_ngram('"singer id"\nbecause ...') == "singer id"
+    with pytest.raises(ParseError):
+        parse_ngram("  ")
+    assert parse_changes('{"add": ["t2"], "drop": []}') == {"add": ["t2"], "drop": []}
+    assert parse_changes("ADD: t2, t3\nDROP: none") == {"add": ["t2", "t3"], "drop": []}
+    assert parse_changes("No changes.") == {"add": [], "drop": []}
+    with pytest.raises(ParseError):
+        parse_changes("I think the draft is fine but maybe")
+    assert parse_selection('{"reasoning": "r", "objects": ["p1"]}') == {"objects": ["p1"], "reasoning": "r"}
+    assert parse_selection('["p1", "p2"]')["objects"] == ["p1", "p2"]
+    assert parse_selection("They connect.\nSelected: p1, p2")["objects"] == ["p1", "p2"]
+    with pytest.raises(ParseError):
+        parse_selection("hmm")
+
+
+# --- voting and log-probabilities ------------------------------------------------------------------
+
+def test_vote_by_frequency_without_logprobs():
+    votes, how = aggregate([{"selected": ["a", "b"]}, {"selected": ["a"]}, {"selected": ["a", "c"]}], vote_weight=0.5)
+    assert how == "frequency"
+    assert [v["id"] for v in votes] == ["a", "b", "c"]
+    assert votes[0]["votes"] == 3 and votes[0]["confidence"] > votes[1]["confidence"]
+
+
+def test_vote_weighted_by_logprobs_can_reorder_equal_counts():
+    verdicts = [{"selected": ["a", "b"], "weights": {"a": -3.0, "b": -0.01}},
+                {"selected": ["a", "b"], "weights": {"a": -2.5, "b": -0.02}}]
+    votes, how = aggregate(verdicts, vote_weight=0.5)
+    assert how == "logprobs"
+    assert [v["id"] for v in votes] == ["b", "a"]
+
+
+def test_span_logprobs_averages_the_tokens_of_a_name():
+    toks = [('{"', -0.1), ("objects", -0.1), ('":["', -0.1), ("p", -1.0), ("1", -3.0), ('"]}', -0.1)]
+    got = span_logprobs(toks, ["p1", "zz"])
+    assert got == {"p1": pytest.approx(-2.0)}
+    assert span_logprobs([], ["p1"]) == {}
+
+
+# --- the graph -----------------------------------------------------------------------------------
+
+def test_graph_returns_the_method_contract_with_retrieved_ids(index):
+    model = good_model()
+    out = build_arm_graph(model=model, objects=index).invoke({"question": QUESTION}, context={"k": 3})
+    assert set(out) == set(OUTPUT_KEYS)
+    assert out["answer"] == "Munich" and out["error"] is None
+    assert out["retrieved_ids"][:2] == ["p1", "p2"] and len(out["retrieved_ids"]) == 3
+    assert out["retrieved_titles"][:2] == ["Werner Heisenberg", "Arnold Sommerfeld"]
+    trace = out["trace"]
+    assert trace["method"] == "arm" and trace["keyword_source"] == "model"
+    assert trace["decoding"]["mode"] == "free"  # a scripted model offers no constraint
+    assert all(index.has_ngram(a["ngram"]) for a in trace["aligned"]) and trace["aligned"]
+    assert trace["drafts"] and all(d["mip"]["status"] in ("optimal", "feasible", "greedy") for d in trace["drafts"])
+    assert trace["verdicts"][0]["selected"] == ["p1", "p2"]
+    assert {v["id"] for v in trace["votes"]} == {"p1", "p2"}
+    stages = [c.stage for c in out["llm_calls"]]
+    assert stages[0] == "arm_decompose" and stages[-1] == "arm_answer"
+    assert {"arm_align", "arm_draft", "arm_verify"} <= set(stages)
+    assert {c.source for c in out["retriever_calls"]} == {"arm:bm25", "arm:dense"}
+
+
+def test_replayed_keywords_need_no_model_for_alignment(index):
+    model = good_model()
+    graph = build_arm_graph(model=model, objects=index)
+    out = graph.invoke({"question": QUESTION, "keywords": ["Sommerfeld", "Heisenberg"]}, context={"k": 2, "answer": False})
+    assert out["trace"]["keyword_source"] == "replayed"
+    assert {"arm_decompose", "arm_align", "arm_answer"}.isdisjoint(c["stage"] for c in model.calls)
+    assert {a["ngram"] for a in out["trace"]["aligned"]} >= {"sommerfeld", "heisenberg"}
+    assert out["answer"] == "" and out["error"] is None and len(out["retrieved_ids"]) == 2
+
+
+def test_draft_changes_are_limited_to_the_drafts_search_objects(index):
+    model = good_model()
+    model.stages["arm_draft"] = '{"add": ["p3", "not-an-object", "t1"], "drop": ["p1"]}'
+    model.stages["arm_verify"] = '{"reasoning": "", "objects": ["p2", "p3", "ghost"]}'
+    out = build_arm_graph(model=model, objects=index).invoke({"question": QUESTION},
+                                                            context={"k": 2, "max_draft_changes": 2})
+    d = out["trace"]["drafts"][0]
+    assert "not-an-object" not in d["ids"] and set(d["ids"]) <= set(d["pool"])
+    assert len(d.get("added", [])) + len(d.get("dropped", [])) <= 2
+    v = out["trace"]["verdicts"][0]
+    assert set(v["selected"]) <= set(d["ids"]) and "ghost" in v["ignored"]
+
+
+@pytest.mark.parametrize("reply", ["", RuntimeError("server down")])
+def test_unreadable_output_at_every_stage_gives_a_clear_trace(index, reply):
+    model = ScriptedChatModel(default=reply)
+    out = build_arm_graph(model=model, objects=index).invoke({"question": QUESTION}, context={"k": 3})
+    assert set(out) == set(OUTPUT_KEYS)
+    problems = " | ".join(out["trace"]["problems"])
+    for stage in ("decompose", "draft", "verify", "answer"):
+        assert stage in problems, problems
+    assert out["trace"]["keyword_source"] == "question_ngrams"
+    assert out["answer"] == "" and out["error"]
+    assert len(out["retrieved_ids"]) == 3  # the first draft, then topped up
+    assert all(index.has_ngram(a["ngram"]) for a in out["trace"]["aligned"])
+    json.dumps(out["trace"])  # the trace is plain data
+
+
+@pytest.mark.parametrize("reply", ["I cannot help with that.", "{ broken json", "```json\n[1, 2"])
+def test_prose_or_broken_json_everywhere_falls_back_stage_by_stage(index, reply):
+    out = build_arm_graph(model=ScriptedChatModel(default=reply), objects=index).invoke({"question": QUESTION})
+    problems = " | ".join(out["trace"]["problems"])
+    for stage in ("decompose", "draft", "verify"):
+        assert stage in problems, problems
+    assert out["retrieved_ids"] and all(index.has_ngram(a["ngram"]) for a in out["trace"]["aligned"])
+
+
+def test_bad_question_is_an_error_not_a_crash(index):
+    out = build_arm_graph(model=good_model(), objects=index).invoke({"question": "   "})
+    assert out["error"] and "empty" in out["error"] and out["retrieved_ids"] == []
+
+
+def test_missing_objects_is_a_config_error(monkeypatch):
+    monkeypatch.delenv("ATOMGRAPH_ARM__OBJECTS", raising=False)
+    with pytest.raises(ConfigError, match="ATOMGRAPH_ARM__OBJECTS"):
+        build_arm_graph(model=good_model()).invoke({"question": QUESTION})
+    with pytest.raises(ConfigError, match="does not exist"):
+        build_arm_graph(model=good_model()).invoke({"question": QUESTION}, context={"objects": "/nonexistent/o.jsonl"})
+
+
+def test_objects_from_the_run_context_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATOMGRAPH_ARM_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "objects.jsonl"
+    path.write_text("\n".join(json.dumps(o.to_json()) for o in OBJECTS[:5]) + "\n")
+    out = build_arm_graph(model=good_model()).invoke({"question": QUESTION}, context={"objects": str(tmp_path), "k": 2})
+    assert out["retrieved_ids"][:2] == ["p1", "p2"] and out["answer"] == "Munich"
+
+
+def test_llm_retriever_for_the_retrieve_command(index):
+    retrieve = arm_llm_retriever(index, model=good_model())
+    res = retrieve(Question("q1", QUESTION, ("p1", "p2")))
+    assert res.method == "arm" and res.ids[:2] == ["p1", "p2"] and len(res.ids) == len(res.scores) == 5
+    assert res.trace["answered"] is False and res.trace["llm_calls"] >= 3
+
+
+def test_arm_is_a_registered_method_in_langgraph_json():
+    from pathlib import Path
+
+    from atomgraph.graphs.registry import method_descriptions
+
+    assert "arm" in method_descriptions() and method_descriptions()["arm"]
+    graphs = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())["graphs"]
+    assert graphs["arm"] == "./graphs/arm.py:graph"
