@@ -35,6 +35,7 @@ from pydantic_settings import (
 )
 
 from atomgraph.errors import ConfigError
+from atomgraph.state.arm_graph import ArmGraphContext
 from atomgraph.state.atomr import AtomRContext
 from atomgraph.state.baselines import ClosedBookContext, RagContext
 from atomgraph.state.compare import (DecomposedRagContext, IrcotContext, IterRetGenContext, ReactContext,
@@ -144,6 +145,7 @@ class Settings(BaseSettings):
     iter_retgen: IterRetGenContext = Field(default_factory=IterRetGenContext, description="Iter-RetGen run parameters.")
     decomposed_rag: DecomposedRagContext = Field(default_factory=DecomposedRagContext, description="Decomposed RAG run parameters.")
     kar3: Kar3Context = Field(default_factory=Kar3Context, description="KAR³ run parameters (QA loop and atomizing).")
+    arm: ArmGraphContext = Field(default_factory=ArmGraphContext, description="ARM run parameters (alignment, MIP, drafts, voting; objects).")
     wikipedia_index: WikipediaIndexContext = Field(default_factory=WikipediaIndexContext,
                                                    description="Indexing a corpus into the Wikipedia collection.")
 
