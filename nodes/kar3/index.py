@@ -79,17 +79,17 @@ async def atomize_chunks(rt: Kar3Runtime, index: AtomIndex, chunks: list[Chunk],
                 bar.set_postfix(atoms=stats["atoms"], failed=len(failed), refresh=False)
 
     async def one(chunk: Chunk) -> None:
-        async with sem:
+        async with sem:  # a write holds its slot: atomized work waiting to be written stays bounded
             with rt.temperature("atomizer", params.atomizer_temperature):
                 result = await rt.ask(ATOMIZE_STAGE, {"content": chunk.render()}, config)
-        calls.append(result.call)
-        if result.ok:
-            buffer.append((chunk, result.value))
-            if len(buffer) >= params.write_batch:
-                await flush()
-        else:
-            failed.append({"id": chunk.id, "title": chunk.title, "problem": result.problem})
-        bar.update(1)
+            calls.append(result.call)
+            if result.ok:
+                buffer.append((chunk, result.value))
+                if len(buffer) >= params.write_batch:
+                    await flush()
+            else:
+                failed.append({"id": chunk.id, "title": chunk.title, "problem": result.problem})
+            bar.update(1)
 
     try:
         await asyncio.gather(*(one(c) for c in chunks))

@@ -1,0 +1,143 @@
+"""KAR³'s atomizing: content-hash ids, atoms carrying their chunk ids, resuming after a
+SIGKILL of a real process, unreadable atomizer output, --from-collection, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import chromadb
+import pytest
+
+from atomgraph.cli import main
+from atomgraph.graphs.kar3_index import build_kar3_index_graph
+from atomgraph.testing import ScriptedChatModel
+from atomgraph.testing_kar3 import kar3_scripted_model, sentence_atoms
+from atomgraph.tools.atom_index import DONE_KEY, atom_id, atoms_name
+from atomgraph.tools.corpus_readers import read_passages
+from atomgraph.tools.ingest import ingest, passage_id
+
+from kar3_fixtures import PASSAGES, build_demo_index, settings_at
+
+TESTS = Path(__file__).resolve().parent
+
+
+def collections(folder, name="demo"):
+    client = chromadb.PersistentClient(path=str(folder))
+    chunks = client.get_collection(name, embedding_function=None).get(include=["metadatas", "documents"])
+    atoms = client.get_collection(atoms_name(name), embedding_function=None).get(include=["metadatas", "documents"])
+    return chunks, atoms
+
+
+def check_consistent(chunks, atoms) -> set[str]:
+    """Every marked chunk has exactly its atoms; returns the marked ids."""
+    marked = {cid: m[DONE_KEY] for cid, m in zip(chunks["ids"], chunks["metadatas"]) if DONE_KEY in (m or {})}
+    per_chunk: dict[str, int] = {}
+    for aid, q, m in zip(atoms["ids"], atoms["documents"], atoms["metadatas"]):
+        assert aid == atom_id(m["chunk_id"], q)
+        per_chunk[m["chunk_id"]] = per_chunk.get(m["chunk_id"], 0) + 1
+    for cid, n in marked.items():
+        assert per_chunk.get(cid, 0) == n
+    return set(marked)
+
+
+def test_ids_are_content_hashes_and_atoms_carry_their_chunk(tmp_path):
+    out = build_demo_index(tmp_path, limit=12)
+    assert out["error"] is None and out["stats"]["atomized"] == 12 and out["stats"]["llm_calls"] == 12
+    chunks, atoms = collections(tmp_path)
+    expected = {passage_id(p.title, p.text) for p in list(read_passages(PASSAGES))[:12]}
+    assert set(chunks["ids"]) == expected
+    assert check_consistent(chunks, atoms) == expected
+    assert {m["chunk_id"] for m in atoms["metadatas"]} == expected
+    assert out["stats"]["prompt_tokens"] > 0 and out["stats"]["completion_tokens"] > 0 and "cost_usd" in out["stats"]
+
+
+def test_resume_after_sigkill(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    proc = subprocess.Popen([sys.executable, str(TESTS / "kar3_atomize_child.py"), str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        writes = 0
+        for line in proc.stdout:
+            writes += line.startswith("written")
+            assert not line.startswith("finished"), "the child finished before it was killed"
+            if writes == 3:
+                proc.send_signal(signal.SIGKILL)
+                break
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    chunks, atoms = collections(tmp_path)
+    done_before = check_consistent(chunks, atoms)
+    assert 12 <= len(done_before) < 97
+
+    model = kar3_scripted_model()
+    out = build_kar3_index_graph(model=model, settings=settings_at(tmp_path)).invoke(
+        {"inputs": [str(PASSAGES)], "collection": "demo"})
+    assert out["error"] is None
+    assert out["stats"]["skipped"] == len(done_before) and out["stats"]["atomized"] == 97 - len(done_before)
+    assert len(model.calls) == 97 - len(done_before)  # nothing already stored is atomized again
+    texts = {cid: doc for cid, doc in zip(chunks["ids"], chunks["documents"])}
+    for call in model.calls:
+        assert not any(texts[cid] in call["prompt"] for cid in done_before)
+    chunks, atoms = collections(tmp_path)
+    assert check_consistent(chunks, atoms) == set(chunks["ids"]) and len(chunks["ids"]) == 97
+    # every chunk has exactly the scripted atomizer's questions, none twice
+    assert len(atoms["ids"]) == len(set(atoms["ids"]))
+
+
+def test_unreadable_atomizer_output_is_retried_by_the_next_run(tmp_path):
+    graph = build_kar3_index_graph(model=ScriptedChatModel(default="   "), settings=settings_at(tmp_path))
+    out = graph.invoke({"inputs": [str(PASSAGES)], "collection": "demo"}, context={"limit": 5})
+    stats = out["stats"]
+    assert out["error"] is None and stats["failed"] == 5 and stats["atomized"] == 0
+    assert "unreadable model output" in stats["failures"][0]["problem"]
+    out = build_kar3_index_graph(model=kar3_scripted_model(), settings=settings_at(tmp_path)).invoke(
+        {"inputs": [str(PASSAGES)], "collection": "demo"}, context={"limit": 5})
+    assert out["stats"]["atomized"] == 5 and out["stats"]["skipped"] == 0
+
+
+def test_atomize_an_existing_passages_collection(tmp_path):
+    settings = settings_at(tmp_path)
+    ingest([PASSAGES], "passages", settings=settings, limit=10, progress=False)
+    graph = build_kar3_index_graph(model=kar3_scripted_model(), settings=settings)
+    out = graph.invoke({"from_collection": "passages", "collection": "copy"})
+    assert out["error"] is None and out["stats"]["atomized"] == 10
+    src = chromadb.PersistentClient(path=str(tmp_path)).get_collection("passages", embedding_function=None)
+    dst = chromadb.PersistentClient(path=str(tmp_path)).get_collection("copy", embedding_function=None)
+    a = src.get(include=["embeddings"])
+    b = dst.get(ids=a["ids"], include=["embeddings"])
+    assert sorted(a["ids"]) == sorted(b["ids"])  # same ids, stored vectors copied
+    assert [round(float(x), 5) for x in a["embeddings"][0]] == [round(float(x), 5) for x in b["embeddings"][b["ids"].index(a["ids"][0])]]
+    # in place: the passages collection itself gets atoms and marks
+    out = graph.invoke({"from_collection": "passages"})
+    assert out["stats"]["atomized"] == 10 and out["stats"]["collection"] == "passages"
+    chunks, atoms = collections(tmp_path, "passages")
+    assert check_consistent(chunks, atoms) == set(a["ids"])
+
+
+def test_cli_index_atoms(tmp_path, capsys):
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([["stage:atomize", "Who supervised Werner Heisenberg?\nWhere did Arnold Sommerfeld die?"]]))
+    db = tmp_path / "db"
+    args = ["index", "atoms", str(PASSAGES), "--collection", "demo", "--persist", str(db),
+            "--model", f"scripted:{rules}", "--limit", "6", "--concurrency", "3", "--json"]
+    assert main(args) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["atomized"] == 6 and stats["atoms"] == 12 and stats["error"] is None
+    assert main(args[:-1]) == 0
+    assert "skipped 6 already atomized" in capsys.readouterr().out
+    assert main(["index", "atoms", str(tmp_path / "missing.json"), "--collection", "demo", "--persist", str(db),
+                 "--model", f"scripted:{rules}"]) == 2
+    assert capsys.readouterr().err.strip() == f"atomgraph: error: {tmp_path / 'missing.json'}: no such file or directory"
+    assert main(["index", "atoms", "--collection", "demo", "--model", f"scripted:{rules}"]) == 2
+
+
+def test_sentence_atoms_script():
+    prompt = "Passage:\nArnold Sommerfeld | Sommerfeld died in Munich in 1951. He taught Heisenberg.\n\nQuestions:"
+    assert sentence_atoms(prompt).splitlines() == ["Sommerfeld died in Munich in 1951?", "Arnold Sommerfeld: He taught Heisenberg?"]
