@@ -111,10 +111,5 @@ def arm_llm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
     return retrieve
 
 
-def __getattr__(name: str):
-    # Built on first access, so importing this module never needs a model or objects.
-    if name == "graph":
-        value = build_arm_graph()
-        globals()[name] = value
-        return value
-    raise AttributeError(name)
+# Building needs no model, objects or network (they are resolved when a run starts).
+graph = build_arm_graph()
