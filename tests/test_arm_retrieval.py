@@ -141,3 +141,24 @@ def test_cli_on_shared_spider(shared_data, tmp_path, capsys):
     payload = json.loads(capsys.readouterr().out)
     assert payload["questions"] == 30 and payload["errors"] == 0 and payload["groups"]["all"]["recall"] > 50
     assert len(load_objects(folder / "objects.jsonl")) == payload["objects"]
+
+
+def test_cli_retrieve_arm_uses_the_graph_when_a_model_is_given(files, tmp_path, capsys):
+    objects, questions = files
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": [
+        ["stage:arm_decompose", '["singer", "concert"]'],
+        ["stage:arm_align", "singer"],
+        ["stage:arm_draft", '{"add": [], "drop": []}'],
+        ["stage:arm_verify", '{"reasoning": "", "objects": []}'],
+    ]}))
+    common = ["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--k", "3",
+              "--cache", str(tmp_path / "cache"), "--json"]
+    assert main([*common, "--model", f"scripted:{rules}", "--out", str(tmp_path / "llm")]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["llm"] is True and payload["errors"] == 0
+    lines = [json.loads(x) for x in (tmp_path / "llm" / "results.jsonl").read_text().splitlines()]
+    assert all(len(r["retrieved"]) == 3 for r in lines)
+    assert any(r["trace"]["llm_calls"] > 0 for r in lines)
+    assert main([*common, "--model", f"scripted:{rules}", "--no-llm"]) == 0
+    assert json.loads(capsys.readouterr().out)["llm"] is False

@@ -6,6 +6,12 @@ and perfect recall in percent, overall and by group (multi-gold questions; multi
 separately). ``--out DIR`` writes ``results.jsonl`` (one line per question, with ARM's
 trace) and ``summary.json``. ARM parameters come from :class:`atomgraph.state.arm.ArmContext`
 (``--set name=value`` overrides one).
+
+With a chat model (``--model``, ``--model-factory`` or the settings' decoder model), ``--method
+arm`` runs the ``arm`` graph up to its vote: LLM decomposition and constrained alignment
+(replayed ``keywords`` still skip the model), drafts, verification and the weighted vote.
+Without one, or with ``--no-llm``, it is the LLM-free pipeline (keywords replayed, else the
+question's own corpus n-grams).
 """
 
 from __future__ import annotations
@@ -59,13 +65,15 @@ def _run(args) -> int:
     index = ArmIndex.build(objects, cache_dir=args.cache, use_cache=not args.no_cache)
     if args.method in ("dense", "arm"):
         index.prime_queries([q.question for q in questions])
-    run = evaluate(lambda q: retrieve(args.method, q, index, args.k, ctx), questions, objects,
-                   method=args.method, k=args.k, out_dir=args.out)
+    llm = _llm_retriever(args, index, ctx) if args.method == "arm" and not args.no_llm else None
+    fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
+    run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out)
     if args.json:
         payload = {"method": args.method, "k": args.k, "objects": len(objects), "questions": len(questions),
                    "groups": run.summary, "errors": sum(1 for r in run.records if "error" in r)}
         if args.method == "arm":
             payload["context"] = ctx.to_json()
+            payload["llm"] = llm is not None
         if args.out:
             payload["out"] = str(args.out)
         print(json.dumps(payload, indent=2))
@@ -74,6 +82,18 @@ def _run(args) -> int:
         if args.out:
             print(f"per-question results: {args.out}/results.jsonl", file=sys.stderr)
     return 0
+
+
+def _llm_retriever(args, index, ctx):
+    """The ``arm`` graph as a retriever when a chat model is given or configured, else None."""
+    from atomgraph.commands.common import model_and_sources
+
+    settings, model, _ = model_and_sources(args, require_model=False)
+    if model is None and not settings.model_for("decoder"):
+        return None
+    from atomgraph.graphs.arm import arm_llm_retriever
+
+    return arm_llm_retriever(index, ctx, model=model, settings=settings)
 
 
 def register(sub) -> None:
@@ -88,7 +108,10 @@ def register(sub) -> None:
     p.add_argument("--no-cache", action="store_true", help="build the index in memory only")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an ArmContext field (repeatable)")
     p.add_argument("--json", action="store_true", help="print a machine-readable JSON object")
-    p.set_defaults(func=_run)
+    p.add_argument("--model", help="chat model for ARM's LLM stages (default: settings), or scripted:RULES.json")
+    p.add_argument("--model-factory", help="module:function returning the model(s) (default: $ATOMGRAPH_MODEL_FACTORY)")
+    p.add_argument("--no-llm", action="store_true", help="ARM without a model, even where one is configured")
+    p.set_defaults(func=_run, sources=None, sources_factory=None)
 
 
 __all__ = ["register"]
