@@ -40,8 +40,6 @@ from atomgraph.state.atomr import AtomRContext
 from atomgraph.state.baselines import ClosedBookContext, RagContext
 from atomgraph.state.compare import (DecomposedRagContext, IrcotContext, IterRetGenContext, ReactContext,
                                      SelfAskContext)
-from atomgraph.state.compare import (DecomposedRagContext, IrcotContext, IterRetGenContext, ReactContext,
-                                     SelfAskContext)
 from atomgraph.state.indexing import WikipediaIndexContext
 from atomgraph.state.kar3 import Kar3Context
 
@@ -134,11 +132,6 @@ class Settings(BaseSettings):
     rag: RagContext = Field(default_factory=RagContext, description="Standard RAG run parameters.")
     standard: ClosedBookContext = Field(default_factory=ClosedBookContext, description="Standard prompting.")
     cot: ClosedBookContext = Field(default_factory=ClosedBookContext, description="Chain-of-thought prompting.")
-    self_ask: SelfAskContext = Field(default_factory=SelfAskContext, description="Self-Ask with retrieval run parameters.")
-    ircot: IrcotContext = Field(default_factory=IrcotContext, description="IRCoT run parameters.")
-    react: ReactContext = Field(default_factory=ReactContext, description="ReAct agent run parameters.")
-    iter_retgen: IterRetGenContext = Field(default_factory=IterRetGenContext, description="Iter-RetGen run parameters.")
-    decomposed_rag: DecomposedRagContext = Field(default_factory=DecomposedRagContext, description="Decomposed RAG run parameters.")
     self_ask: SelfAskContext = Field(default_factory=SelfAskContext, description="Self-Ask with retrieval run parameters.")
     ircot: IrcotContext = Field(default_factory=IrcotContext, description="IRCoT run parameters.")
     react: ReactContext = Field(default_factory=ReactContext, description="ReAct agent run parameters.")
