@@ -206,3 +206,12 @@ def test_atomizer_temperature_is_bound_only_for_the_atomizer():
         assert rt.model("atomizer").kwargs == {"temperature": 0.7}
         assert not hasattr(rt.model("proposer"), "kwargs")
     assert not hasattr(rt.model("atomizer"), "kwargs")
+
+
+def test_the_loop_is_a_visible_conditional_edge():
+    from atomgraph.graphs import kar3, kar3_index
+
+    edges = {(e.source, e.target, e.conditional) for e in kar3.graph.get_graph().edges}
+    assert {("propose", "retrieve", True), ("retrieve", "select", True), ("select", "propose", True),
+            ("propose", "answer", True), ("retrieve", "answer", True), ("select", "answer", True)} <= edges
+    assert {n for n in kar3_index.graph.get_graph().nodes} >= {"load", "atomize"}
