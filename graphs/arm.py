@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
@@ -40,7 +40,6 @@ from atomgraph.nodes.arm.graph_nodes import (
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
 from atomgraph.state.arm_graph import ArmGraphContext, ArmInput, ArmState
-from atomgraph.state.output import MethodOutput
 
 STEPS = ("decompose", "align", "retrieve", "structure", "draft", "verify", "aggregate", "answer")
 
@@ -63,7 +62,7 @@ def build_arm_graph(model: ModelsArg = None, sources: Any = None, settings: Sett
     """The ``arm`` graph. Building needs no model, objects or network; a run resolves them."""
     rt = MethodRuntime(ArmGraphContext, "arm", model, [], settings)
     art = ArmRuntime(rt, Collection(_objects_arg(objects, sources), embeddings))
-    g = StateGraph(ArmState, context_schema=rt.context_schema(), input_schema=ArmInput, output_schema=MethodOutput)
+    g = rt.state_graph(ArmState, ArmInput)
     makers = {"decompose": make_decompose_node, "align": make_align_node, "retrieve": make_retrieve_node,
               "structure": make_structure_node, "draft": make_draft_node, "verify": make_verify_node,
               "aggregate": make_aggregate_node, "answer": make_answer_node}

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.types import Checkpointer
 
 from atomgraph.models import ModelsArg
@@ -35,7 +35,7 @@ from atomgraph.nodes.atomr.schedule import STEP_NODES, make_schedule_node
 from atomgraph.nodes.atomr.select_sources import make_select_sources_node
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
-from atomgraph.state.atomr import AtomRContext, AtomRInput, AtomROutput, AtomRState, StepInput
+from atomgraph.state.atomr import AtomRContext, AtomRState, StepInput
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.registry import SourceSet
 
@@ -53,8 +53,7 @@ def build_atomr_graph(
     (default: those settings name). Both are resolved on first use.
     """
     rt = MethodRuntime(AtomRContext, "atomr", model, sources, settings)
-    builder = StateGraph(AtomRState, context_schema=rt.context_schema(), input_schema=AtomRInput,
-                         output_schema=AtomROutput)
+    builder = rt.state_graph(AtomRState)
     builder.add_node("plan", dual(make_plan_node(rt)))
     builder.add_node("review_plan", make_review_node(rt))
     builder.add_node("schedule", make_schedule_node(rt), destinations=(*STEP_NODES.values(), "finalize"))

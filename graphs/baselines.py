@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
@@ -26,14 +26,12 @@ from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.prompts.baselines import STAGES
 from atomgraph.settings import Settings
 from atomgraph.state.baselines import BaselineState, ClosedBookContext, RagContext
-from atomgraph.state.output import MethodInput, MethodOutput
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.registry import SourceSet
 
 
 def _graph(method: str, rt: MethodRuntime, checkpointer: Any, retrieve: bool) -> CompiledStateGraph:
-    g = StateGraph(BaselineState, context_schema=rt.context_schema(), input_schema=MethodInput,
-                   output_schema=MethodOutput)
+    g = rt.state_graph(BaselineState)
     g.add_node("answer", dual(make_answer_node(rt, STAGES[method], with_reasoning=method == "cot")))
     if retrieve:
         g.add_node("retrieve", dual(make_retrieve_node(rt)))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
@@ -23,15 +23,13 @@ from atomgraph.nodes.compare.decomposed_rag import (fan_out, make_answer_node, m
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import DecomposedRagContext, DecomposedRagState, SubQuestionInput
-from atomgraph.state.output import MethodInput, MethodOutput
 
 
 def build_decomposed_rag_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                                checkpointer: Any = None) -> CompiledStateGraph:
     """Decomposed RAG (roles: planner decomposes, answerer answers)."""
     rt = MethodRuntime(DecomposedRagContext, "decomposed_rag", model, sources, settings)
-    g = StateGraph(DecomposedRagState, context_schema=rt.context_schema(), input_schema=MethodInput,
-                   output_schema=MethodOutput)
+    g = rt.state_graph(DecomposedRagState)
     g.add_node("decompose", dual(make_decompose_node(rt)))
     g.add_node("retrieve_sub", dual(make_retrieve_sub_node(rt)), input_schema=SubQuestionInput)
     g.add_node("answer", dual(make_answer_node(rt)))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
@@ -23,15 +23,13 @@ from atomgraph.nodes.compare.ircot import after_reason, make_read_node, make_rea
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import IrcotContext, IrcotState
-from atomgraph.state.output import MethodInput, MethodOutput
 
 
 def build_ircot_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                       checkpointer: Any = None) -> CompiledStateGraph:
     """IRCoT (roles: executor writes reasoning sentences, answerer reads the answer)."""
     rt = MethodRuntime(IrcotContext, "ircot", model, sources, settings)
-    g = StateGraph(IrcotState, context_schema=rt.context_schema(), input_schema=MethodInput,
-                   output_schema=MethodOutput)
+    g = rt.state_graph(IrcotState)
     g.add_node("retrieve", dual(make_retrieve_node(rt)))
     g.add_node("reason", dual(make_reason_node(rt)))
     g.add_node("read_answer", dual(make_read_node(rt)))

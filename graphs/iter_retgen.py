@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
@@ -23,15 +23,13 @@ from atomgraph.nodes.compare.iter_retgen import after_generate, make_generate_no
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import IterRetGenContext, IterRetGenState
-from atomgraph.state.output import MethodInput, MethodOutput
 
 
 def build_iter_retgen_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                             checkpointer: Any = None) -> CompiledStateGraph:
     """Iter-RetGen (role: answerer generates every round)."""
     rt = MethodRuntime(IterRetGenContext, "iter_retgen", model, sources, settings)
-    g = StateGraph(IterRetGenState, context_schema=rt.context_schema(), input_schema=MethodInput,
-                   output_schema=MethodOutput)
+    g = rt.state_graph(IterRetGenState)
     g.add_node("retrieve", dual(make_retrieve_node(rt)))
     g.add_node("generate", dual(make_generate_node(rt)))
     g.add_node("finish", make_finish_node(rt, "iter_retgen", extra=trace_extra))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
@@ -23,15 +23,13 @@ from atomgraph.nodes.compare.react import make_agent_node
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import ReactContext, ReactState
-from atomgraph.state.output import MethodInput, MethodOutput
 
 
 def build_react_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                       checkpointer: Any = None) -> CompiledStateGraph:
     """ReAct (role: executor drives the agent)."""
     rt = MethodRuntime(ReactContext, "react", model, sources, settings)
-    g = StateGraph(ReactState, context_schema=rt.context_schema(), input_schema=MethodInput,
-                   output_schema=MethodOutput)
+    g = rt.state_graph(ReactState)
     g.add_node("agent", dual(make_agent_node(rt)))
     g.add_edge(START, "agent")
     g.add_edge("agent", END)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
@@ -24,7 +24,6 @@ from atomgraph.nodes.compare.self_ask import (after_ask, after_intermediate, mak
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import SelfAskContext, SelfAskState
-from atomgraph.state.output import MethodInput, MethodOutput
 
 
 def build_self_ask_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
@@ -32,8 +31,7 @@ def build_self_ask_graph(model: ModelsArg = None, sources: Any = None, settings:
     """Self-Ask with retrieval (roles: planner asks, executor answers follow-ups, answerer
     gives a forced final answer)."""
     rt = MethodRuntime(SelfAskContext, "self_ask", model, sources, settings)
-    g = StateGraph(SelfAskState, context_schema=rt.context_schema(), input_schema=MethodInput,
-                   output_schema=MethodOutput)
+    g = rt.state_graph(SelfAskState)
     g.add_node("ask", dual(make_ask_node(rt)))
     g.add_node("search", dual(make_search_node(rt)))
     g.add_node("intermediate_answer", dual(make_intermediate_node(rt)))

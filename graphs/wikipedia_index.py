@@ -17,7 +17,7 @@ import asyncio
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
 from atomgraph.errors import AtomgraphError
 from atomgraph.nodes.runtime import MethodRuntime, dual
@@ -48,8 +48,7 @@ def build_wikipedia_index_graph(settings: Settings | None = None, checkpointer: 
             return {"stats": {}, "error": f"{type(exc).__name__}: {exc}"}
         return {"stats": stats.as_dict(), "error": None}
 
-    g = StateGraph(WikipediaIndexState, context_schema=rt.context_schema(), input_schema=WikipediaIndexInput,
-                   output_schema=WikipediaIndexOutput)
+    g = rt.state_graph(WikipediaIndexState, WikipediaIndexInput, WikipediaIndexOutput)
     g.add_node("ingest", dual(ingest))
     g.add_edge(START, "ingest")
     g.add_edge("ingest", END)

@@ -30,6 +30,7 @@ from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.context import context_with_defaults, resolve_params
 from atomgraph.state.evidence import Evidence
+from atomgraph.state.output import MethodInput, MethodOutput
 from atomgraph.state.usage import LLMCall, RetrieverCall
 from atomgraph.tools.base import KnowledgeSource, recorded_retrieval
 from atomgraph.tools.registry import SourceSet, as_source_set
@@ -105,6 +106,14 @@ class MethodRuntime(Generic[C]):
             return context_with_defaults(self.context_cls, self.settings().section(self.section))
         except Exception:  # an invalid config must not stop the graph from compiling
             return self.context_cls
+
+    def state_graph(self, state: type, input_schema: type = MethodInput, output_schema: type = MethodOutput):
+        """A ``StateGraph`` over ``state`` with this method's context schema and, by default,
+        the method input/output contract (``state/output.py``)."""
+        from langgraph.graph import StateGraph
+
+        return StateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
+                          output_schema=output_schema)
 
     def params(self, config: RunnableConfig | None) -> C:
         """This run's parameters: settings section < the run's context < configurable keys."""
