@@ -151,6 +151,13 @@ class LazyModels(Mapping[str, BaseChatModel]):
         return len(ROLES)
 
 
+def with_temperature(model: BaseChatModel, temperature: float) -> BaseChatModel:
+    """A copy of ``model`` sampling at ``temperature`` (a bound argument where it has no such field)."""
+    if "temperature" in getattr(type(model), "model_fields", {}):
+        return model.model_copy(update={"temperature": float(temperature)})
+    return model.bind(temperature=float(temperature))  # type: ignore[return-value]
+
+
 def cap_output(model: BaseChatModel, max_tokens: int) -> BaseChatModel:
     """A copy of ``model`` that generates at most ``max_tokens`` tokens (a copy rather than a
     binding, so that ``with_structured_output`` keeps the cap).

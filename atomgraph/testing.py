@@ -65,6 +65,8 @@ class ScriptedChatModel(BaseChatModel):
     default: Any = None
     latency_s: float = 0.0
     model_name: str = "scripted"
+    temperature: float | None = None  # recorded on each call, as a real model would be sent them
+    max_tokens: int | None = None
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _prompts: list[str] = PrivateAttr(default_factory=list)
     _calls: list[dict] = PrivateAttr(default_factory=list)
@@ -98,8 +100,9 @@ class ScriptedChatModel(BaseChatModel):
 
     def _respond(self, text: str, stage: str | None = None, kwargs: dict | None = None) -> str | AIMessage:
         kwargs = kwargs or {}
-        cap = kwargs.get("max_tokens", kwargs.get("max_completion_tokens"))
-        call: dict[str, Any] = {"stage": stage, "prompt": text, "max_tokens": cap}
+        cap = kwargs.get("max_tokens", kwargs.get("max_completion_tokens", self.max_tokens))
+        call: dict[str, Any] = {"stage": stage, "prompt": text, "max_tokens": cap,
+                                "temperature": kwargs.get("temperature", self.temperature)}
         if kwargs.get("tools"):
             call["tools"] = [t.get("function", t).get("name") for t in kwargs["tools"]]
         with self._lock:

@@ -25,7 +25,7 @@ from typing import Any, Generic, Iterable, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from atomgraph.models import LazyModels, ModelsArg, message_text, model_name
+from atomgraph.models import LazyModels, ModelsArg, message_text, model_name, with_temperature
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.context import context_with_defaults, resolve_params
@@ -124,17 +124,20 @@ class MethodRuntime(Generic[C]):
 
     # --- calls --------------------------------------------------------------------------
     async def ask(self, stage: Stage, variables: dict[str, Any], config: RunnableConfig | None,
-                  *, role: str | None = None) -> StageResult:
-        """Run ``stage`` with its role's model under its output cap. Never raises for a failed
-        call or an unreadable reply: both come back on the result and its record."""
+                  *, role: str | None = None, temperature: float | None = None) -> StageResult:
+        """Run ``stage`` with its role's model under its output cap (and at ``temperature``
+        where given, e.g. KAR³'s atomizer at 0.7; otherwise the settings' temperature).
+        Never raises for a failed call or an unreadable reply: both come back on the result
+        and its record."""
         role = role or stage.role
         settings = self.settings()
         model = self.model(role)
         cap = settings.stage_cap(stage.name, stage.max_tokens)
-        key = (stage.name, id(stage), role, cap, settings.structured_output)
+        key = (stage.name, id(stage), role, cap, settings.structured_output, temperature)
         chain = self._chains.get(key)
         if chain is None:  # built once: composing Runnables inspects signatures
-            chain = self._chains[key] = stage.recorded_chain(model, cap, structured=settings.structured_output)
+            sampler = model if temperature is None else with_temperature(model, temperature)
+            chain = self._chains[key] = stage.recorded_chain(sampler, cap, structured=settings.structured_output)
         t0 = time.perf_counter()
         record = LLMCall(role=role, stage=stage.name, model=model_name(model), max_tokens=cap)
         try:

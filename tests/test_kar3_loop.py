@@ -194,18 +194,20 @@ def test_context_schema_and_cosine_space(index_dir):
         assert conf["hnsw"]["space"] == "cosine"
 
 
-def test_atomizer_temperature_is_bound_only_for_the_atomizer():
+async def test_atomizer_temperature_is_bound_only_for_the_atomizer_call():
     from langchain_openai import ChatOpenAI
 
-    from atomgraph.nodes.kar3.common import Kar3Runtime, with_temperature
+    from atomgraph.models import with_temperature
+    from atomgraph.nodes.kar3.common import Kar3Runtime
+    from atomgraph.prompts.kar3.stages import ATOMIZE_STAGE, PROPOSE_STAGE
 
     hot = with_temperature(ChatOpenAI(model="gpt-4o", api_key="x", temperature=0), 0.7)
     assert hot.temperature == 0.7
-    rt = Kar3Runtime(kar3_scripted_model(), [])
-    with rt.temperature("atomizer", 0.7):
-        assert rt.model("atomizer").kwargs == {"temperature": 0.7}
-        assert not hasattr(rt.model("proposer"), "kwargs")
-    assert not hasattr(rt.model("atomizer"), "kwargs")
+    model = kar3_scripted_model()
+    rt = Kar3Runtime(model, [])
+    await rt.ask(ATOMIZE_STAGE, {"content": "Title | text"}, None, temperature=0.7)
+    await rt.ask(PROPOSE_STAGE, {"question": "q?", "context": "(none yet)"}, None)
+    assert [c.get("temperature") for c in model.calls] == [0.7, None]
 
 
 def test_the_loop_is_a_visible_conditional_edge():

@@ -1,19 +1,14 @@
-"""What KAR³'s nodes share: the runtime (with the atomizer's own temperature), the atom index
-a run reads, and how chosen chunks are shown to the model.
+"""What KAR³'s nodes share: the runtime and the atom index a run reads, and how chosen
+chunks are shown to the model.
 
-:class:`Kar3Runtime` is the kit's :class:`~atomgraph.nodes.runtime.MethodRuntime` plus one
-thing the kit does not do: a per-call sampling temperature for one role (the paper atomizes
-at 0.7 and runs every QA step at 0). It is set for the calls made inside
-:meth:`Kar3Runtime.temperature` (a context variable, so concurrent runs do not mix).
+:class:`Kar3Runtime` is the kit's :class:`~atomgraph.nodes.runtime.MethodRuntime` plus the
+atom index. (The atomizer samples at its own temperature, 0.7 in the paper, through
+``rt.ask(..., temperature=...)``; every QA step runs at the settings' temperature.)
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from typing import Any, Iterable
-
-from langchain_core.language_models import BaseChatModel
 
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.state.kar3 import AtomHit, Kar3Context
@@ -21,35 +16,12 @@ from atomgraph.tools.atom_index import AtomIndex
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.registry import SourceSet
 
-_TEMPERATURE: contextvars.ContextVar[tuple[str, float] | None] = contextvars.ContextVar("kar3_temperature", default=None)
-
-
-def with_temperature(model: BaseChatModel, temperature: float):
-    """``model`` sampling at ``temperature`` (a copy where the model has the field, else bound)."""
-    if "temperature" in type(model).model_fields:
-        return model.model_copy(update={"temperature": temperature})
-    return model.bind(temperature=temperature)
-
-
 class Kar3Runtime(MethodRuntime[Kar3Context]):
     def __init__(self, models: Any = None, sources: Any = None, settings: Any = None, *, index: AtomIndex | None = None):
         super().__init__(Kar3Context, "kar3", models, [] if sources is None else sources, settings)
         self._sources_given = sources
         self._index = index
         self._indexes: dict[str, AtomIndex] = {}
-
-    def model(self, role: str) -> BaseChatModel:
-        model = super().model(role)
-        hot = _TEMPERATURE.get()
-        return with_temperature(model, hot[1]) if hot and hot[0] == role else model
-
-    @contextlib.contextmanager
-    def temperature(self, role: str, value: float):
-        token = _TEMPERATURE.set((role, value))
-        try:
-            yield
-        finally:
-            _TEMPERATURE.reset(token)
 
     def atom_index(self, params: Kar3Context) -> tuple[AtomIndex | None, str | None]:
         """The atom index this run reads, or None with the reason: ``params.collection`` when

@@ -80,8 +80,8 @@ async def atomize_chunks(rt: Kar3Runtime, index: AtomIndex, chunks: list[Chunk],
 
     async def one(chunk: Chunk) -> None:
         async with sem:  # a write holds its slot: atomized work waiting to be written stays bounded
-            with rt.temperature("atomizer", params.atomizer_temperature):
-                result = await rt.ask(ATOMIZE_STAGE, {"content": chunk.render()}, config)
+            result = await rt.ask(ATOMIZE_STAGE, {"content": chunk.render()}, config,
+                                  temperature=params.atomizer_temperature)
             calls.append(result.call)
             if result.ok:
                 buffer.append((chunk, result.value))
