@@ -53,6 +53,66 @@ def render_atomr_trace(trace: dict) -> str:
     return "\n".join(lines)
 
 
+def render_kar3_trace(trace: dict) -> str:
+    """KAR³'s rounds: proposals, what was retrieved, the choice, and why the loop ended."""
+    lines: list[str] = []
+    for r in trace.get("rounds") or []:
+        head = f"round {r.get('number')}: " + ("enough" if r.get("enough") else
+                                               "; ".join(_short(p, 80) for p in r.get("proposals") or []) or "-")
+        lines.append(head)
+        for tier in r.get("tiers") or []:
+            lines.append(f"    retrieved via {tier.get('via')}: {tier.get('hits', 0)} hits")
+        choice = r.get("choice")
+        if choice:
+            lines.append(f"    chose: {_short(choice.get('atom') or choice.get('text', ''), 90)} "
+                         f"({choice.get('title') or choice.get('chunk_id')}, {float(choice.get('score', 0)):.2f})")
+        for note in r.get("notes") or []:
+            lines.append(f"    note: {_short(note, 120)}")
+        if r.get("ended"):
+            lines.append(f"    loop ended: {r['ended']}")
+    return "\n".join(lines)
+
+
+def render_arm_trace(trace: dict) -> str:
+    """ARM's alignment, drafts and vote."""
+    lines = [f"keywords ({trace.get('keyword_source') or '-'}): " + ", ".join(trace.get("keywords") or [])]
+    aligned = [a.get("ngram") for a in trace.get("aligned") or [] if isinstance(a, dict)]
+    if aligned:
+        lines.append("aligned n-grams: " + ", ".join(str(a) for a in aligned))
+    if trace.get("decoding"):
+        lines.append(f"decoding: {trace['decoding'].get('mode')} ({_short(trace['decoding'].get('why', ''), 80)})")
+    lines.append(f"drafts: {len(trace.get('drafts') or [])}; candidates: {len(trace.get('candidates') or [])}")
+    for v in (trace.get("votes") or [])[:10]:
+        lines.append(f"    vote {v.get('id')}: {v.get('votes')} votes, confidence {float(v.get('confidence', 0)):.3f}")
+    for p in trace.get("problems") or []:
+        lines.append(f"note: {_short(p, 120)}")
+    return "\n".join(lines)
+
+
+def render_steps(trace: dict) -> str:
+    """The steps of an iterative method (Self-Ask, IRCoT, ReAct, Iter-RetGen, decomposed RAG)."""
+    lines = []
+    for i, step in enumerate(trace.get("steps") or [], 1):
+        detail = {k: v for k, v in step.items() if k not in ("kind", "response", "hits", "stage") and v}
+        text = "; ".join(f"{k}: {_short(v if isinstance(v, str) else str(v), 90)}" for k, v in detail.items())
+        lines.append(f"{i}. {step.get('kind', 'step')}" + (f" — {text}" if text else ""))
+    return "\n".join(lines)
+
+
+def render_trace(trace: dict) -> str:
+    """The trace of any method, as its method shows it best ("" when there is nothing to show)."""
+    method = trace.get("method")
+    if trace.get("nodes"):
+        return render_atomr_trace(trace)
+    if method == "kar3" or trace.get("rounds"):
+        return render_kar3_trace(trace)
+    if method == "arm":
+        return render_arm_trace(trace)
+    if trace.get("steps"):
+        return render_steps(trace)
+    return ""
+
+
 def render_usage(result: dict) -> str:
     """One line of usage: from a graph's output (its call records) or an evaluation record (its ``usage``)."""
     if isinstance(result.get("usage"), dict):

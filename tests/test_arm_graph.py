@@ -108,6 +108,11 @@ def test_graph_returns_the_method_contract_with_retrieved_ids(index):
     assert stages[0] == "arm_decompose" and stages[-1] == "arm_answer"
     assert {"arm_align", "arm_draft", "arm_verify"} <= set(stages)
     assert {c.source for c in out["retriever_calls"]} == {"arm:bm25", "arm:dense"}
+    from atomgraph.render import render_trace
+
+    shown = render_trace(trace)  # what `atomgraph ask --method arm` prints
+    assert "keywords (model): Heisenberg doctoral advisor, died city" in shown
+    assert "aligned n-grams: " in shown and "vote p1: 1 votes" in shown
 
 
 def test_replayed_keywords_need_no_model_for_alignment(index):

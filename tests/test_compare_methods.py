@@ -111,6 +111,10 @@ def test_ircot_interleaves_reasoning_and_retrieval(wiki):
     assert [c.query for c in out["retriever_calls"]] == [Q, "Heisenberg's doctoral advisor was Arnold Sommerfeld."]
     assert all(c.hits == 2 for c in out["retriever_calls"])
     assert out["trace"]["reasoning"] == ["Heisenberg's doctoral advisor was Arnold Sommerfeld.", "So the answer is: Munich"]
+    from atomgraph.render import render_trace
+
+    shown = render_trace(out["trace"]).splitlines()  # what `atomgraph ask --method ircot` prints
+    assert [line.split(" ")[1] for line in shown] == ["retrieve", "reason", "retrieve", "reason", "read_answer"]
     # the reader saw every passage gathered
     read_prompt = model.calls[-1]["prompt"]
     assert all(t in read_prompt for t in ("Werner Heisenberg", "Arnold Sommerfeld"))

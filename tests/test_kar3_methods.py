@@ -98,6 +98,10 @@ def test_cli_ask_and_eval_with_scripted_rules(index_dir, tmp_path, capsys, monke
     assert main(["ask", QUESTION, "--method", "kar3", "--model", f"scripted:{rules}", "--sources", "atoms", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["answer"] == "Munich" and out["trace"]["exit"] == "max_chunks" and len(out["trace"]["rounds"]) == 5
+    assert main(["ask", QUESTION, "--method", "kar3", "--model", f"scripted:{rules}", "--sources", "atoms"]) == 0
+    text = capsys.readouterr().out  # the rounds, as the terminal shows them
+    assert "Answer: Munich" in text and "round 1: In which city did Arnold Sommerfeld die?" in text
+    assert "chose: " in text and "loop ended: max_chunks" in text
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"id": "q1", "question": QUESTION, "answers": ["Munich"]}) + "\n")
     assert main(["eval", "run", "--method", "kar3", "--dataset", str(questions), "--out", str(tmp_path / "run"),

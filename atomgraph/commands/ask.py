@@ -57,17 +57,17 @@ def run(args) -> int:
 
         print(json.dumps(jsonable(result), ensure_ascii=False, indent=2))
         return 0 if not result.get("error") else 1
-    from atomgraph.render import render_atomr_trace, render_usage
+    from atomgraph.render import render_trace, render_usage
 
     print(f"Answer: {result.get('answer', '')}")
     if result.get("stopped"):
         print(f"Stopped early: {result['stopped']}")
     if result.get("error"):
         print(f"Error: {result['error']}")
-    trace = result.get("trace") or {}
-    if trace.get("nodes"):
+    shown = render_trace(result.get("trace") or {})
+    if shown:
         print()
-        print(render_atomr_trace(trace))
+        print(shown)
     print()
     print(render_usage(result))
     return 0 if not result.get("error") else 1
