@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import Field
-from typing_extensions import TypedDict
 
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.output import MethodInput, MethodOutput

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 from atomgraph.tools.objects import DataObject
+from tests.openai_compat_server import send_json, stage_of
 
 OBJECTS = [
     DataObject("p1", "passage", "Werner Heisenberg",
@@ -50,11 +51,7 @@ def stage_of_system(system: str) -> str | None:
     """Which ARM stage a request is for, by its system message (the stage's own template)."""
     from atomgraph.prompts.arm.stages import STAGES
 
-    for name, stage in STAGES.items():
-        template = getattr(getattr(stage.prompt.messages[0], "prompt", None), "template", "")
-        if template and template.replace("{{", "{").replace("}}", "}").split("{")[0][:60] == system[:60]:
-            return name
-    return None
+    return stage_of(system, STAGES)
 
 
 class LoopbackServer:
@@ -69,12 +66,7 @@ class LoopbackServer:
                 pass
 
             def _json(self, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, payload)
 
             def do_GET(self):
                 if self.path.endswith("/models"):

@@ -27,15 +27,28 @@ RUNAWAY_TOKENS = 7000
 RAMBLE = "Question: what else could be asked here? Answer: let me think about this again."
 
 
-def stage_of(system: str) -> str | None:
-    from atomgraph.prompts.atomr.stages import STAGES
-
-    for name, stage in STAGES.items():
+def stage_of(system: str, stages: dict | None = None) -> str | None:
+    """The stage (of ``stages``, default ATOMR's) whose system prompt opens ``system``: the
+    template's text up to its first variable."""
+    if stages is None:
+        from atomgraph.prompts.atomr.stages import STAGES as stages
+    for name, stage in stages.items():
         first = stage.prompt.messages[0]
         template = getattr(getattr(first, "prompt", None), "template", "")
-        if template and template.replace("{{", "{").replace("}}", "}") == system:
+        head = template.replace("{{", "{").replace("}}", "}").split("{")[0][:60]
+        if template and head and system.startswith(head):
             return name
     return None
+
+
+def send_json(handler: BaseHTTPRequestHandler, payload: dict) -> None:
+    """Answer a request with ``payload`` as JSON (status 200)."""
+    data = json.dumps(payload).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def main() -> None:
@@ -80,17 +93,11 @@ def main() -> None:
             self._send(body, " ".join(out), count, "length" if count >= limit else "stop")
 
         def _send(self, body: dict, text: str, count: int, finish: str) -> None:
-            payload = {
+            send_json(self, {
                 "id": "chatcmpl-local", "object": "chat.completion", "created": 0, "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": count, "total_tokens": 100 + count},
-            }
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            })
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print(server.server_address[1], flush=True)

@@ -21,7 +21,6 @@ n-grams (stopwords dropped), and :func:`align_keyword` keeps the best shortliste
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Sequence
 
