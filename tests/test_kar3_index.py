@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import chromadb
-import pytest
 
 from atomgraph.cli import main
 from atomgraph.graphs.kar3_index import build_kar3_index_graph

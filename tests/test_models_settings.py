@@ -8,8 +8,6 @@ graph runs through langchain-openai's client, configured by settings alone.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from langchain_community.cache import SQLiteCache
