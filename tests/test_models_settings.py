@@ -17,7 +17,7 @@ from atomgraph.errors import ConfigError
 from atomgraph.graphs.atomr import build_atomr_graph
 from atomgraph.models import chat_model, resolve_models
 from atomgraph.settings import Settings, get_settings
-from atomgraph.testing import ScriptedChatModel, answer_reply, atomr_scripted_model
+from atomgraph.testing import ScriptedChatModel, answer_reply
 from atomgraph.tools.memory_source import InMemorySource
 
 
