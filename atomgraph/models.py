@@ -12,6 +12,7 @@ response's ``usage_metadata`` into an :class:`~atomgraph.state.LLMCall`.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -169,11 +170,9 @@ def cap_output(model: BaseChatModel, max_tokens: int) -> BaseChatModel:
     Google's ``max_output_tokens``), else a bound ``max_tokens`` argument.
     """
     n = int(max_tokens)
-    try:
-        from langchain_openai.chat_models.base import BaseChatOpenAI
-    except ImportError:  # pragma: no cover - langchain-openai is a dependency
-        BaseChatOpenAI = ()  # type: ignore[assignment]
-    if isinstance(model, BaseChatOpenAI):
+    # A ChatOpenAI exists only once langchain_openai is imported: no import here (it takes a second).
+    openai_base = getattr(sys.modules.get("langchain_openai.chat_models.base"), "BaseChatOpenAI", ())
+    if isinstance(model, openai_base):
         update: dict[str, Any] = {"max_tokens": n}
         base = str(getattr(model, "openai_api_base", None) or "")
         if base and "api.openai.com" not in base:

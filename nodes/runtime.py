@@ -24,6 +24,7 @@ from typing import Any, Generic, Iterable, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.config import merge_configs
 
 from atomgraph.models import LazyModels, ModelsArg, message_text, model_name, with_temperature
 from atomgraph.prompts.stage import Stage
@@ -79,7 +80,7 @@ class MethodRuntime(Generic[C]):
         self._sources_arg = sources
         self._settings = settings
         self._sources: SourceSet | None = None
-        self._chains: dict[tuple, Any] = {}  # (stage, role, cap, structured) -> built chain
+        self._chains: dict[tuple, Any] = {}  # (stage, role, cap, mode, temperature) -> capped model
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
@@ -134,25 +135,26 @@ class MethodRuntime(Generic[C]):
         model = self.model(role)
         cap = settings.stage_cap(stage.name, stage.max_tokens)
         key = (stage.name, id(stage), role, cap, settings.structured_output, temperature)
-        chain = self._chains.get(key)
-        if chain is None:  # built once: composing Runnables inspects signatures
+        runnable = self._chains.get(key)
+        if runnable is None:  # the capped (structured) model, built once per stage
             sampler = model if temperature is None else with_temperature(model, temperature)
-            chain = self._chains[key] = stage.recorded_chain(sampler, cap, structured=settings.structured_output)
+            runnable = self._chains[key] = stage.model_for(sampler, cap, structured=settings.structured_output)
+        messages = stage.prompt.format_messages(**variables)
         t0 = time.perf_counter()
         record = LLMCall(role=role, stage=stage.name, model=model_name(model), max_tokens=cap)
         try:
-            out = await chain.ainvoke(variables, config=config)
+            out = await runnable.ainvoke(messages, config=merge_configs(config, {"tags": stage.tags,
+                                                                                  "run_name": stage.name}))
         except Exception as exc:  # network, auth, rate limits after the client's retries
             record.latency_s = time.perf_counter() - t0
             record.error = f"{type(exc).__name__}: {exc}"[:500]
             return StageResult(None, None, record)
         record.latency_s = time.perf_counter() - t0
-        raw = out.get("raw")
+        raw, value, record.parse_error = stage.read(out)
         usage = getattr(raw, "usage_metadata", None) or {}
         record.prompt_tokens = int(usage.get("input_tokens", 0) or 0)
         record.completion_tokens = int(usage.get("output_tokens", 0) or 0)
-        record.parse_error = out.get("parsing_error")
-        return StageResult(out.get("parsed"), message_text(raw) if raw is not None else None, record)
+        return StageResult(value, message_text(raw) if raw is not None else None, record)
 
     def ask_sync(self, stage: Stage, variables: dict[str, Any], config: RunnableConfig | None = None,
                  **kw: Any) -> StageResult:
