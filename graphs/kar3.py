@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.kar3.answer import make_answer_node
@@ -36,7 +36,6 @@ from atomgraph.nodes.kar3.select import make_select_node
 from atomgraph.nodes.runtime import dual
 from atomgraph.settings import Settings
 from atomgraph.state.kar3 import Kar3State
-from atomgraph.state.output import MethodInput, MethodOutput
 
 
 def build_kar3_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
@@ -49,7 +48,7 @@ def build_kar3_graph(model: ModelsArg = None, sources: Any = None, settings: Set
     A run's ``collection`` parameter overrides both.
     """
     rt = Kar3Runtime(model, sources, settings)
-    g = StateGraph(Kar3State, context_schema=rt.context_schema(), input_schema=MethodInput, output_schema=MethodOutput)
+    g = rt.state_graph(Kar3State)
     g.add_node("propose", dual(make_propose_node(rt)))
     g.add_node("retrieve", dual(make_retrieve_node(rt)))
     g.add_node("select", dual(make_select_node(rt)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.kar3.common import Kar3Runtime
@@ -31,8 +31,7 @@ def build_kar3_index_graph(model: ModelsArg = None, settings: Settings | None = 
     """Compile the atomizing graph (``model``: the atomizer, or a role map with ``atomizer``;
     ``embeddings``: an Embeddings object, default from settings; ``progress``: a progress bar)."""
     rt = Kar3Runtime(model, [], settings)
-    g = StateGraph(Kar3IndexState, context_schema=rt.context_schema(), input_schema=Kar3IndexInput,
-                   output_schema=Kar3IndexOutput)
+    g = rt.state_graph(Kar3IndexState, Kar3IndexInput, Kar3IndexOutput)
     g.add_node("load", dual(make_load_node(rt, embeddings)))
     g.add_node("atomize", dual(make_atomize_node(rt, embeddings, progress)))
     g.add_edge(START, "load")
