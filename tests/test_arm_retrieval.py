@@ -162,3 +162,21 @@ def test_cli_retrieve_arm_uses_the_graph_when_a_model_is_given(files, tmp_path, 
     assert any(r["trace"]["llm_calls"] > 0 for r in lines)
     assert main([*common, "--model", f"scripted:{rules}", "--no-llm"]) == 0
     assert json.loads(capsys.readouterr().out)["llm"] is False
+
+
+def test_database_relevance_lifts_the_tables_of_the_best_database():
+    from atomgraph.nodes.arm.retrieval import database_relevance
+
+    objs = [parse_object(o, "fixture") for o in OBJECTS]
+    by_id = {o.id: o for o in objs}
+    picked = [by_id[i] for i in ("concert_singer#sep#singer", "pets_1#sep#Pets", "concert_singer#sep#concert",
+                                  "pets_1#sep#Has_Pet", "p-nolan")]
+    R = [1.0, 0.6, 0.3, 0.5, 0.4]
+    out = database_relevance(picked, R, 1.0)
+    # each table gets its database's best R (concert_singer 1.0, pets_1 0.6); a passage gets nothing
+    assert out.tolist() == pytest.approx([2.0, 1.2, 1.3, 1.1, 0.4])
+    assert out[2] > out[1]  # a weak table of the best database now beats a strong table of another
+    assert database_relevance(picked, R, 0.0).tolist() == R  # off
+    assert database_relevance([], [], 1.0).tolist() == []
+    with pytest.raises(ValidationError):
+        ArmContext.validated(database_weight=-1)

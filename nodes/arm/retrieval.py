@@ -9,7 +9,8 @@
    similarity to the question, then expanded (§3.2.2, "Constructing multiple alignment
    drafts") with the most compatible objects of the best candidates: passages whose title
    a candidate mentions (or that mention it), tables joinable with it;
-4. relevance R_i (min-max normalised BM25 and cosine similarity, mixed by ``bm25_weight``)
+4. relevance R_i (min-max normalised BM25 and cosine similarity, mixed by ``bm25_weight``,
+   plus ``database_weight`` × the best R of the table's database, :func:`database_relevance`)
    and compatibility C_ij (:func:`~atomgraph.nodes.arm.structure.compatibility_matrix`);
 5. structure alignment (§3.2.2) — the MIP chooses k objects.
 
@@ -107,6 +108,26 @@ def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int) -> list[i
     return ranked[:limit]
 
 
+def database_relevance(objects: Sequence, R: np.ndarray, weight: float) -> np.ndarray:
+    """R with each table's *database relevance* added: ``weight`` × the best R of any candidate
+    table in the same ``database`` (passages and tables without a database are unchanged).
+
+    A question over a schema is answered inside one database, so a weak but needed table
+    (a join table, a lookup table) of the most relevant database should outrank a strong
+    table of another database; without this, the MIP fills k with a well-joined cluster of a
+    different database. Soft, not a filter: a second database keeps its own best R.
+    """
+    R = np.asarray(R, dtype=float)
+    if weight <= 0 or len(R) == 0:
+        return R.copy()
+    dbs = [o.database if o.is_table else None for o in objects]
+    best: dict[str, float] = {}
+    for d, r in zip(dbs, R):
+        if d is not None:
+            best[d] = max(best.get(d, float("-inf")), float(r))
+    return R + weight * np.array([best[d] if d is not None else 0.0 for d in dbs])
+
+
 def resolve_keywords(question: Question | str, index: ArmIndex, keywords: Sequence[str] | None, limit: int) -> tuple[list[str], str]:
     """The keywords to align and where they came from: ``given``, ``replayed`` (the question's
     ``"keywords"``) or ``question_ngrams`` (:func:`extract_keywords`)."""
@@ -160,6 +181,7 @@ def arm_retrieve(
         r = relevance(ps)
         ps = [ps[i] for i in np.argsort(-r, kind="stable")[: ctx.max_candidates]]
     R = relevance(ps)
+    R = database_relevance([index.objects[p] for p in ps], R, ctx.database_weight)
     C = compatibility_matrix(index, ps, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
                              semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
     result = solve_structure(R, C, ctx.k, max_links=ctx.max_links, time_limit_s=ctx.mip_time_limit_s)
