@@ -38,8 +38,8 @@ MISSING_MODEL_HELP = (
     "no chat model is configured. Set ATOMGRAPH_MODEL to a model name, and either "
     "OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (an OpenAI-compatible server such as vLLM, "
     "Ollama or llama.cpp); or set ATOMGRAPH_MODEL to an init_chat_model string like "
-    "'anthropic:claude-sonnet-4-5'. Per-role models: ATOMGRAPH_PLANNER_MODEL, "
-    "ATOMGRAPH_EXECUTOR_MODEL, ATOMGRAPH_ANSWERER_MODEL. The same keys work in atomgraph.toml."
+    "'anthropic:claude-sonnet-4-5'. Per-role models: ATOMGRAPH_<ROLE>_MODEL for PLANNER, "
+    "EXECUTOR, ANSWERER, ATOMIZER, PROPOSER, SELECTOR, DECODER. The same keys work in atomgraph.toml."
 )
 
 _CACHES: dict[str, Any] = {}
