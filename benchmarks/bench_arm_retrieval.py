@@ -7,7 +7,8 @@ released with JAR) and uses the question's corpus n-grams otherwise (hotpotqa, m
 structure alignment runs with the default :class:`~atomgraph.state.arm.ArmContext` unless
 ``--set NAME=VALUE`` overrides it. Reports recall and perfect recall (percent) overall and
 for multi-gold questions (Spider's multi-table questions separately), plus ARM's candidate
-pool sizes and MIP solve times taken from its traces. Index caches go to
+pool sizes and MIP solve times taken from its traces. Spider is also reported by halves
+(``halves``: questions at even positions, used for tuning, and at odd positions, held out). Index caches go to
 ``$ATOMGRAPH_ARM_CACHE`` (default ``~/.cache/atomgraph/arm-index``): the first run embeds.
 """
 
@@ -25,7 +26,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval"
 
 def main(argv: list[str] | None = None) -> int:
     from atomgraph.commands.retrieve import _parse_sets
-    from atomgraph.evaluation.retrieval import evaluate
+    from atomgraph.evaluation.retrieval import evaluate, summarize
     from atomgraph.nodes.arm.retrieval import retrieve
     from atomgraph.state.arm import ArmContext
     from atomgraph.tools.arm_index import ArmIndex
@@ -57,6 +58,12 @@ def main(argv: list[str] | None = None) -> int:
             entry = {g: {key: s[key] for key in ("questions", "recall", "perfect_recall", "precision", "f1")}
                      for g, s in run.summary.items()}
             entry["seconds"] = round(time.perf_counter() - t, 1)
+            if name == "spider":  # even positions tuned on, odd positions held out (state/arm.py)
+                entry["halves"] = {
+                    half: {g: {key: s[key] for key in ("questions", "recall", "perfect_recall")}
+                           for g, s in summarize(run.records[parity::2]).items() if g in ("all", "multi_table")}
+                    for half, parity in (("even_tuned", 0), ("odd_held_out", 1))
+                }
             if method == "arm":
                 mips = [r["trace"]["mip"] for r in run.records if "trace" in r]
                 solve = sorted(m["solve_ms"] for m in mips)
@@ -72,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
             groups = "  ".join(f"{g}: R {s['recall']:.1f} PR {s['perfect_recall']:.1f} (n={s['questions']})"
                                for g, s in run.summary.items() if g in ("all", "multi_gold", "multi_table"))
             print(f"{name:9s} {method:6s} {groups}", flush=True)
+            for half, h in entry.get("halves", {}).items():
+                print(f"{'':9s} {'':6s} {half}: " + "  ".join(
+                    f"{g}: R {s['recall']:.1f} PR {s['perfect_recall']:.1f} (n={s['questions']})" for g, s in h.items()), flush=True)
         results["datasets"][name] = ds
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=2))
