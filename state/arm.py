@@ -25,7 +25,7 @@ before → after: ARM all R/PR 98.7/97.7 → 99.6/99.4, multi-table (230) 98.0/9
 unchanged (measured with the rule on and off in one process: the same 36.0, every MIP
 optimal, also at a 5 s limit; the 37.0 recorded before came from a run in which one musique
 MIP stopped at the 0.5 s limit under CPU load, so that question's answer varies by run). The ``arm`` graph's drafts
-(``nodes/arm/pool.py``) do not apply the rule yet.
+(``nodes/arm/pool.py``) apply the same rule.
 """
 
 from __future__ import annotations

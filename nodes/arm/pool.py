@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from atomgraph.nodes.arm.retrieval import neighbours
+from atomgraph.nodes.arm.retrieval import database_relevance, neighbours
 from atomgraph.nodes.arm.structure import compatibility_matrix, solve_structure
 from atomgraph.state.arm import ArmContext
 from atomgraph.tools.arm_index import ArmIndex, tokens
@@ -106,7 +106,7 @@ def expanded_pools(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: A
 def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext) -> dict:
     """The MIP over one set of search objects: chosen ids (best first), links, solver report."""
     ps = list(positions)
-    R = scores.relevance(ps, ctx.bm25_weight)
+    R = database_relevance([index.objects[p] for p in ps], scores.relevance(ps, ctx.bm25_weight), ctx.database_weight)
     C = compatibility_matrix(index, ps, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
                              semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
     res = solve_structure(R, C, ctx.k, max_links=ctx.max_links, time_limit_s=ctx.mip_time_limit_s)
