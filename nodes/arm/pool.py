@@ -1,4 +1,5 @@
-"""Search objects and solver drafts for the ``arm`` graph (§3.2.1 end, §3.2.2 of the paper).
+"""Search objects and solver drafts (§3.2.1 end, §3.2.2 of the paper), for the ``arm`` graph
+and the LLM-free pipeline (:func:`atomgraph.nodes.arm.retrieval.arm_retrieve`) alike.
 
 - :func:`base_pool` — the *base* search objects: the best objects by BM25 over the aligned
   n-grams, and by embedding similarity to the question;
@@ -17,8 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from atomgraph.nodes.arm.retrieval import database_relevance, neighbours
-from atomgraph.nodes.arm.structure import compatibility_matrix, solve_structure
+from atomgraph.nodes.arm.structure import compatibility_matrix, solve_structure, table_compatibility
 from atomgraph.state.arm import ArmContext
 from atomgraph.tools.arm_index import ArmIndex, tokens
 
@@ -34,7 +34,57 @@ def _minmax(x: np.ndarray) -> np.ndarray:
     if len(x) == 0:
         return x
     lo, hi = float(np.min(x)), float(np.max(x))
-    return np.zeros_like(x, dtype=float) if hi - lo < 1e-12 else (x - lo) / (hi - lo)
+    return np.zeros_like(x) if hi - lo < 1e-12 else (x - lo) / (hi - lo)
+
+
+def _mentioned_by(index: ArmIndex) -> list[list[int]]:
+    if not hasattr(index, "_mentioned_by"):
+        back: list[list[int]] = [[] for _ in index.objects]
+        for i, targets in enumerate(index.mentions):
+            for j in targets:
+                back[j].append(i)
+        index._mentioned_by = back
+    return index._mentioned_by
+
+
+def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int) -> list[int]:
+    """The ``limit`` objects most compatible with object ``p`` (expansion, §3.2.2): passages
+    linked by a title mention either way; tables joinable with a table (same database)."""
+    if limit <= 0:
+        return []
+    obj = index.objects[p]
+    scored: dict[int, float] = {}
+    for q in list(index.mentions[p]) + _mentioned_by(index)[p]:
+        if q != p:
+            scored[q] = 1.0
+    if obj.is_table:
+        for q, o in enumerate(index.objects):
+            if q != p and o.is_table and (obj.database is None or o.database == obj.database):
+                v = table_compatibility(obj, o)
+                if v > 0:
+                    scored[q] = max(scored.get(q, 0.0), v)
+    ranked = sorted(scored, key=lambda q: (-scored[q], -float(dense[q])))
+    return ranked[:limit]
+
+
+def database_relevance(objects: Sequence, R: np.ndarray, weight: float) -> np.ndarray:
+    """R with each table's *database relevance* added: ``weight`` × the best R of any candidate
+    table in the same ``database`` (passages and tables without a database are unchanged).
+
+    A question over a schema is answered inside one database, so a weak but needed table
+    (a join table, a lookup table) of the most relevant database should outrank a strong
+    table of another database; without this, the MIP fills k with a well-joined cluster of a
+    different database. Soft, not a filter: a second database keeps its own best R.
+    """
+    R = np.asarray(R, dtype=float)
+    if weight <= 0 or len(R) == 0:
+        return R.copy()
+    dbs = [o.database if o.is_table else None for o in objects]
+    best: dict[str, float] = {}
+    for d, r in zip(dbs, R):
+        if d is not None:
+            best[d] = max(best.get(d, float("-inf")), float(r))
+    return R + weight * np.array([best[d] if d is not None else 0.0 for d in dbs])
 
 
 @dataclass

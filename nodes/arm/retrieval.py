@@ -25,10 +25,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import numpy as np
-
 from atomgraph.nodes.arm.alignment import align_keyword, extract_keywords
-from atomgraph.nodes.arm.structure import compatibility_matrix, solve_structure, table_compatibility
+from atomgraph.nodes.arm.pool import Scores, _top, base_pool, expand, solve_draft
+from atomgraph.nodes.arm.pool import database_relevance, neighbours  # noqa: F401 - re-exported
 from atomgraph.state.arm import ArmContext
 from atomgraph.tools.arm_index import ArmIndex, stopwords, tokens
 from atomgraph.tools.objects import Question
@@ -48,13 +47,6 @@ def _question_text(question: Question | str) -> str:
     return question.question if isinstance(question, Question) else str(question or "")
 
 
-def _top(scores: np.ndarray, k: int, *, positive: bool = False) -> list[int]:
-    if k <= 0 or len(scores) == 0:
-        return []
-    order = np.argsort(-scores, kind="stable")[:k]
-    return [int(i) for i in order if not positive or scores[i] > 0]
-
-
 def dense_retrieve(question: Question | str, index: ArmIndex, k: int = 5) -> RetrievalResult:
     """Top-k objects by cosine similarity of the question to their best chunk (Appendix D.2)."""
     scores = index.dense_scores(_question_text(question))
@@ -69,63 +61,6 @@ def bm25_retrieve(question: Question | str, index: ArmIndex, k: int = 5) -> Retr
     scores = index.bm25_scores(q)
     top = _top(scores, k)
     return RetrievalResult("bm25", [index.objects[i].id for i in top], [float(scores[i]) for i in top])
-
-
-def _minmax(x: np.ndarray) -> np.ndarray:
-    if len(x) == 0:
-        return x
-    lo, hi = float(np.min(x)), float(np.max(x))
-    return np.zeros_like(x) if hi - lo < 1e-12 else (x - lo) / (hi - lo)
-
-
-def _mentioned_by(index: ArmIndex) -> list[list[int]]:
-    if not hasattr(index, "_mentioned_by"):
-        back: list[list[int]] = [[] for _ in index.objects]
-        for i, targets in enumerate(index.mentions):
-            for j in targets:
-                back[j].append(i)
-        index._mentioned_by = back
-    return index._mentioned_by
-
-
-def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int) -> list[int]:
-    """The ``limit`` objects most compatible with object ``p`` (expansion, §3.2.2): passages
-    linked by a title mention either way; tables joinable with a table (same database)."""
-    if limit <= 0:
-        return []
-    obj = index.objects[p]
-    scored: dict[int, float] = {}
-    for q in list(index.mentions[p]) + _mentioned_by(index)[p]:
-        if q != p:
-            scored[q] = 1.0
-    if obj.is_table:
-        for q, o in enumerate(index.objects):
-            if q != p and o.is_table and (obj.database is None or o.database == obj.database):
-                v = table_compatibility(obj, o)
-                if v > 0:
-                    scored[q] = max(scored.get(q, 0.0), v)
-    ranked = sorted(scored, key=lambda q: (-scored[q], -float(dense[q])))
-    return ranked[:limit]
-
-
-def database_relevance(objects: Sequence, R: np.ndarray, weight: float) -> np.ndarray:
-    """R with each table's *database relevance* added: ``weight`` × the best R of any candidate
-    table in the same ``database`` (passages and tables without a database are unchanged).
-
-    A question over a schema is answered inside one database, so a weak but needed table
-    (a join table, a lookup table) of the most relevant database should outrank a strong
-    table of another database; without this, the MIP fills k with a well-joined cluster of a
-    different database. Soft, not a filter: a second database keeps its own best R.
-    """
-    R = np.asarray(R, dtype=float)
-    if weight <= 0 or len(R) == 0:
-        return R.copy()
-    dbs = [o.database if o.is_table else None for o in objects]
-    best: dict[str, float] = {}
-    for d, r in zip(dbs, R):
-        if d is not None:
-            best[d] = max(best.get(d, float("-inf")), float(r))
-    return R + weight * np.array([best[d] if d is not None else 0.0 for d in dbs])
 
 
 def resolve_keywords(question: Question | str, index: ArmIndex, keywords: Sequence[str] | None, limit: int) -> tuple[list[str], str]:
@@ -152,57 +87,26 @@ def arm_retrieve(
     kws, source = resolve_keywords(question, index, keywords, ctx.max_keywords)
     aligned = [a for kw in kws for a in align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword,
                                                      min_score=ctx.min_alignment_score)]
-    query = [t for a in aligned for t in a.ngram.split()]
-    bm25 = index.bm25_scores(query)
-    dense = index.dense_scores(text)
-
-    pool: dict[int, str] = {}
-    for p in _top(bm25, ctx.bm25_pool, positive=True):
-        pool.setdefault(p, "bm25")
-    for p in _top(dense, ctx.dense_pool):
-        pool.setdefault(p, "dense")
-
-    def relevance(ps: list[int]) -> np.ndarray:
-        return ctx.bm25_weight * _minmax(bm25[ps]) + (1 - ctx.bm25_weight) * _minmax(dense[ps])
-
-    frontier = list(pool)
-    for _ in range(ctx.expansion_hops):
-        ps = list(pool)
-        r = relevance(ps)
-        seeds = [ps[i] for i in np.argsort(-r, kind="stable")[: ctx.expansion_seeds] if ps[i] in frontier]
-        frontier = []
-        for s in seeds:
-            for q in neighbours(index, s, dense, ctx.expansion_per_seed):
-                if q not in pool:
-                    pool[q] = f"expansion of {index.objects[s].id}"
-                    frontier.append(q)
+    scores = Scores.of(index, text, [a.ngram for a in aligned])
+    pool = expand(index, base_pool(index, scores, ctx), scores, ctx, ctx.expansion_hops)
     ps = list(pool)
-    if len(ps) > ctx.max_candidates:
-        r = relevance(ps)
-        ps = [ps[i] for i in np.argsort(-r, kind="stable")[: ctx.max_candidates]]
-    R = relevance(ps)
-    R = database_relevance([index.objects[p] for p in ps], R, ctx.database_weight)
-    C = compatibility_matrix(index, ps, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
-                             semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
-    result = solve_structure(R, C, ctx.k, max_links=ctx.max_links, time_limit_s=ctx.mip_time_limit_s)
-    chosen = [ps[i] for i in result.chosen]
+    draft = solve_draft(index, ps, scores, ctx)
+    R = draft["relevance"]
     trace = {
         "keywords": kws,
         "keyword_source": source,
         "aligned": [{"keyword": a.keyword, "ngram": a.ngram, "score": round(a.score, 4), "how": a.path} for a in aligned],
         "candidates": [
-            {"id": index.objects[p].id, "via": pool[p], "bm25": round(float(bm25[p]), 4),
-             "dense": round(float(dense[p]), 4), "relevance": round(float(R[i]), 4)}
-            for i, p in enumerate(ps)
+            {"id": index.objects[p].id, "via": pool[p], "bm25": round(float(scores.bm25[p]), 4),
+             "dense": round(float(scores.dense[p]), 4), "relevance": R[index.objects[p].id]}
+            for p in ps
         ],
-        "links": [{"a": index.objects[ps[i]].id, "b": index.objects[ps[j]].id, "c": round(c, 4)} for i, j, c in result.links],
-        "mip": {"status": result.status, "solve_ms": round(result.solve_seconds * 1000, 3),
-                "objective": round(result.objective, 6), "greedy_objective": round(result.greedy_objective, 6),
-                "pair_variables": result.pair_variables, "candidates": len(ps)},
-        "chosen": [index.objects[p].id for p in chosen],
+        "links": draft["links"],
+        "mip": {k: v for k, v in draft["mip"].items() if k not in ("time_limited", "time_limit_s")},
+        "chosen": draft["ids"],
         "seconds": round(time.perf_counter() - t0, 4),
     }
-    return RetrievalResult("arm", trace["chosen"], [float(R[i]) for i in result.chosen], trace)
+    return RetrievalResult("arm", trace["chosen"], [float(R[i]) for i in draft["ids"]], trace)
 
 
 METHODS = ("dense", "bm25", "arm")
