@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -96,15 +96,17 @@ def normalize_title(title: str) -> str:
     return " ".join(str(title).replace("_", " ").casefold().split())
 
 
-def retrieval_scores(retrieved: Iterable[str], gold: Iterable[str]) -> dict[str, float] | None:
-    """Precision, recall, F1 and perfect recall of retrieved titles against gold titles.
+def retrieval_scores(retrieved: Iterable[str], gold: Iterable[str],
+                     key: Callable[[str], str] = normalize_title) -> dict[str, float] | None:
+    """Precision, recall, F1 and perfect recall of retrieved titles against gold titles
+    (``key=str``: object ids, compared exactly).
 
-    Duplicates count once. Returns None when there are no gold titles (nothing to score).
+    Duplicates count once. Returns None when there is no gold (nothing to score).
     """
-    gold_set = {normalize_title(t) for t in gold if str(t).strip()}
+    gold_set = {key(t) for t in gold if str(t).strip()}
     if not gold_set:
         return None
-    got = {normalize_title(t) for t in retrieved if str(t).strip()}
+    got = {key(t) for t in retrieved if str(t).strip()}
     hit = len(got & gold_set)
     precision = hit / len(got) if got else 0.0
     recall = hit / len(gold_set)

@@ -98,7 +98,7 @@ def _with_id_retrieval(rec: dict) -> dict:
         return rec
     from atomgraph.evaluation.metrics import retrieval_scores
 
-    scores = retrieval_scores([str(i) for i in rec.get("retrieved_ids") or []], [str(i) for i in rec["gold_ids"]])
+    scores = retrieval_scores([str(i) for i in rec.get("retrieved_ids") or []], [str(i) for i in rec["gold_ids"]], key=str)
     return {**rec, "metrics": {**metrics, "retrieval": scores}}
 
 

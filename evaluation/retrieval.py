@@ -5,9 +5,9 @@ Groups: ``all``; ``single_gold`` and ``multi_gold``; and multi-gold questions by
 of their gold objects (``multi_table``, ``multi_passage``, ``multi_mixed``), so Spider's
 multi-table questions are reported on their own.
 
-Scores compare object ids exactly. :func:`atomgraph.evaluation.metrics.retrieval_scores`
-compares *titles* (case-folded, ``_`` as space), which would merge ids such as
-``db#sep#Singer`` and ``db#sep#singer``; the arithmetic is the same.
+Scores compare object ids exactly (:func:`atomgraph.evaluation.metrics.retrieval_scores`
+with ``key=str``; its default compares *titles*, case-folded with ``_`` as space, which would
+merge ids such as ``db#sep#Singer`` and ``db#sep#singer``).
 """
 
 from __future__ import annotations
@@ -17,19 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from atomgraph.evaluation.metrics import RETRIEVAL_KEYS
+from atomgraph.evaluation.metrics import RETRIEVAL_KEYS, retrieval_scores
 from atomgraph.tools.objects import DataObject, Question
 
 
 def id_scores(retrieved: Sequence[str], gold: Iterable[str]) -> dict[str, float]:
-    """Precision, recall, F1 and perfect recall (0/1) of retrieved ids against gold ids."""
-    gold_set = set(gold)
-    got = list(dict.fromkeys(retrieved))
-    hit = len(set(got) & gold_set)
-    precision = hit / len(got) if got else 0.0
-    recall = hit / len(gold_set) if gold_set else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if hit else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "perfect_recall": float(bool(gold_set) and hit == len(gold_set))}
+    """Precision, recall, F1 and perfect recall (0/1) of retrieved ids against gold ids
+    (all zero without gold ids)."""
+    return retrieval_scores(retrieved, gold, key=str) or dict.fromkeys(RETRIEVAL_KEYS, 0.0)
 
 
 def question_groups(q: Question, kinds: dict[str, str]) -> list[str]:

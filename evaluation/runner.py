@@ -116,7 +116,7 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
     retrieved_ids = [str(t) for t in values["retrieved_ids"]]
     metrics: dict[str, Any] = answer_scores(predicted, example.answers)
     metrics["retrieval"] = retrieval_scores(retrieved, example.gold_titles)
-    metrics["retrieval_ids"] = retrieval_scores(retrieved_ids, example.gold_ids)
+    metrics["retrieval_ids"] = retrieval_scores(retrieved_ids, example.gold_ids, key=str)
     return {
         "id": example.id,
         "question": example.question,
