@@ -30,7 +30,7 @@ def make_answer_node(rt: MethodRuntime, stage: Stage[str], *, with_reasoning: bo
     """A node that answers with one call of ``stage`` ('So the answer is: ...')."""
 
     async def answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
-        from atomgraph.nodes.atomr.plan import check_question
+        from atomgraph.state.output import check_question
 
         question = check_question(state.get("question"))
         evidence: list[Evidence] = state.get("evidence") or []

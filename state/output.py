@@ -17,14 +17,35 @@ from typing import Annotated, Any
 
 from typing_extensions import TypedDict  # pydantic (Studio's JSON schemas) needs this one on 3.11
 
+from atomgraph.errors import AtomgraphError
 from atomgraph.state.usage import LLMCall, RetrieverCall
 
 OUTPUT_KEYS = ("answer", "answers", "trace", "llm_calls", "retriever_calls", "retrieved_ids",
                "retrieved_titles", "stopped", "error")
 
 
+MAX_QUESTION_CHARS = 4000
+
+
 class MethodInput(TypedDict):
     question: str
+
+
+class InvalidQuestion(AtomgraphError, ValueError):
+    """The question itself cannot be answered (empty, too long)."""
+
+
+def check_question(question: object) -> str:
+    """The input's question with its whitespace collapsed; InvalidQuestion when there is none
+    or it is longer than ``MAX_QUESTION_CHARS``. Every method's first node calls it."""
+    if not isinstance(question, str):
+        raise InvalidQuestion(f"the question must be a string, not {type(question).__name__}")
+    q = " ".join(question.split())
+    if not q:
+        raise InvalidQuestion("the question is empty")
+    if len(q) > MAX_QUESTION_CHARS:
+        raise InvalidQuestion(f"the question is too long ({len(q)} characters; at most {MAX_QUESTION_CHARS})")
+    return q
 
 
 class MethodOutput(TypedDict, total=False):

@@ -82,7 +82,7 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
     (unreadable reply) the question's corpus n-grams."""
 
     async def decompose(state: dict, config: RunnableConfig) -> dict[str, Any]:
-        from atomgraph.nodes.atomr.plan import check_question
+        from atomgraph.state.output import check_question
 
         try:
             question = check_question(state.get("question"))

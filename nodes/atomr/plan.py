@@ -15,30 +15,14 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph.types import Overwrite, interrupt
 
-from atomgraph.errors import AtomgraphError
 from atomgraph.nodes.atomr.common import AtomRRuntime
 from atomgraph.prompts.atomr.stages import PLAN_STAGE
 from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.state.atomr import AtomRState, NodeRun
+from atomgraph.state.output import InvalidQuestion, check_question  # noqa: F401 - InvalidQuestion re-exported
 from atomgraph.state.tree import ReasoningTree, TreeNode, TreeParseError
 
-MAX_QUESTION_CHARS = 4000
 FIRST_STEP = {"operator": "select", "parent": "children", "direct": "siblings", "open": "select"}
-
-
-class InvalidQuestion(AtomgraphError, ValueError):
-    """The question itself cannot be answered (empty, too long)."""
-
-
-def check_question(question: object) -> str:
-    if not isinstance(question, str):
-        raise InvalidQuestion(f"the question must be a string, not {type(question).__name__}")
-    q = " ".join(question.split())
-    if not q:
-        raise InvalidQuestion("the question is empty")
-    if len(q) > MAX_QUESTION_CHARS:
-        raise InvalidQuestion(f"the question is too long ({len(q)} characters; at most {MAX_QUESTION_CHARS})")
-    return q
 
 
 def single_node_tree(question: str) -> ReasoningTree:

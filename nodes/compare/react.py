@@ -27,7 +27,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 
 from atomgraph.models import cap_output, message_text, model_name
-from atomgraph.nodes.atomr.plan import check_question
+from atomgraph.state.output import check_question
 from atomgraph.nodes.compare.common import hits
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import react as P

@@ -13,7 +13,7 @@ from atomgraph.state.kar3 import Round
 
 def make_propose_node(rt: Kar3Runtime) -> Callable:
     async def propose(state: dict, config: RunnableConfig) -> dict[str, Any]:
-        from atomgraph.nodes.atomr.plan import InvalidQuestion, check_question
+        from atomgraph.state.output import InvalidQuestion, check_question
 
         rounds = list(state.get("rounds") or [])
         r = Round(number=len(rounds) + 1)
