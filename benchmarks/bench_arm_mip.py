@@ -22,6 +22,7 @@ import sys
 import numpy as np
 
 from atomgraph.nodes.arm.structure import brute_force, solve_structure
+from benchmarks.stats import percentile  # noqa: E402
 
 
 def instance(rng, n: int, density: float):
@@ -29,11 +30,6 @@ def instance(rng, n: int, density: float):
     C = rng.random((n, n)) * (rng.random((n, n)) < density)
     C = np.triu(C, 1)
     return R, C + C.T
-
-
-def p95(xs):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             times.append(res.solve_seconds * 1000)
             statuses[res.status] = statuses.get(res.status, 0) + 1
             pairs.append(res.pair_variables)
-        sizes[str(n)] = {"median_ms": round(statistics.median(times), 2), "p95_ms": round(p95(times), 2),
+        sizes[str(n)] = {"median_ms": round(statistics.median(times), 2), "p95_ms": round(percentile(times, 95), 2),
                          "statuses": statuses, "mean_pair_variables": round(statistics.fmean(pairs), 1)}
         print(f"n={n:3d}: median {sizes[str(n)]['median_ms']:7.2f} ms  p95 {sizes[str(n)]['p95_ms']:7.2f} ms  {statuses}")
 

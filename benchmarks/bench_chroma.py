@@ -38,6 +38,7 @@ from atomgraph.settings import Settings  # noqa: E402
 from atomgraph.tools.chroma_source import ChromaWikipediaSource  # noqa: E402
 from atomgraph.tools.corpus_readers import read_passages  # noqa: E402
 from atomgraph.tools.ingest import DEFAULT_MAX_TOKENS, embed_input, ingest, passage_id, split_text  # noqa: E402
+from benchmarks.stats import percentile  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CORPUS = DATA / "hipporag" / "2wikimultihopqa_corpus.json"
@@ -85,12 +86,6 @@ def questions(n: int, fallback: list[str]) -> list[str]:
                 out.append(json.loads(line)["question"])
     out = out or [t.split(" | ")[0] for t in fallback]
     return (out * (n // max(1, len(out)) + 1))[:n]
-
-
-def percentile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    idx = min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))
-    return values[idx]
 
 
 def main(argv: list[str] | None = None) -> int:

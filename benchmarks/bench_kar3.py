@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -40,17 +39,13 @@ from atomgraph.state.kar3 import Kar3Context  # noqa: E402
 from atomgraph.testing_kar3 import kar3_scripted_model, passage_of, synthetic_atoms  # noqa: E402
 from atomgraph.tools.atom_index import AtomIndex, Chunk  # noqa: E402
 from atomgraph.tools.ingest import passage_id  # noqa: E402
+from benchmarks.stats import percentile  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "hipporag"
 
 
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
 def ms(xs: list[float]) -> dict:
-    return {"p50_ms": round(1000 * pct(xs, 50), 2), "p95_ms": round(1000 * pct(xs, 95), 2), "n": len(xs)}
+    return {"p50_ms": round(1000 * percentile(xs, 50), 2), "p95_ms": round(1000 * percentile(xs, 95), 2), "n": len(xs)}
 
 
 def load_chunks(limit: int | None) -> list[Chunk]:
