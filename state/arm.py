@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Annotated, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field
 
 
 @dataclass(kw_only=True)
@@ -96,8 +96,11 @@ class ArmContext:
 
     @classmethod
     def validated(cls, **values) -> "ArmContext":
-        """An ``ArmContext`` with every bound checked (pydantic ``ValidationError`` otherwise)."""
-        return TypeAdapter(cls).validate_python(values)
+        """An ``ArmContext`` with every bound checked (pydantic ``ValidationError`` otherwise;
+        :func:`atomgraph.state.context.validate_params` is the ConfigError-raising twin)."""
+        from atomgraph.state.context import _adapter
+
+        return _adapter(cls).validate_python(values)
 
     def to_json(self) -> dict:
         return asdict(self)
