@@ -126,32 +126,6 @@ def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -
     return given
 
 
-class LazyModels(Mapping[str, BaseChatModel]):
-    """Models by role, each built from settings on first use (so a graph compiles, and a
-    method that never uses a role never needs it configured)."""
-
-    def __init__(self, models: ModelsArg = None, settings: Settings | None = None):
-        self._arg = models
-        self._settings = settings
-        self._resolved: dict[str, BaseChatModel] | None = None
-
-    def _all(self) -> dict[str, BaseChatModel]:
-        if self._resolved is None:
-            self._resolved = resolve_models(self._arg, self._settings)
-        return self._resolved
-
-    def __getitem__(self, role: str) -> BaseChatModel:
-        if role not in ROLES:
-            raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(ROLES)}")
-        return self._all()[role]
-
-    def __iter__(self):
-        return iter(ROLES)
-
-    def __len__(self) -> int:
-        return len(ROLES)
-
-
 def with_temperature(model: BaseChatModel, temperature: float) -> BaseChatModel:
     """A copy of ``model`` sampling at ``temperature`` (a bound argument where it has no such field)."""
     if "temperature" in getattr(type(model), "model_fields", {}):

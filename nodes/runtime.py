@@ -26,7 +26,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import merge_configs
 
-from atomgraph.models import LazyModels, ModelsArg, message_text, model_name, with_temperature
+from atomgraph.errors import ConfigError
+from atomgraph.models import ModelsArg, message_text, model_name, resolve_models, with_temperature
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.context import context_with_defaults, resolve_params
@@ -76,7 +77,8 @@ class MethodRuntime(Generic[C]):
     ):
         self.context_cls = context_cls
         self.section = section
-        self._models = LazyModels(models, settings)
+        self._models_arg = models
+        self._models: dict[str, BaseChatModel] | None = None
         self._sources_arg = sources
         self._settings = settings
         self._sources: SourceSet | None = None
@@ -88,11 +90,13 @@ class MethodRuntime(Generic[C]):
     def settings(self) -> Settings:
         if self._settings is None:
             self._settings = get_settings()
-            self._models._settings = self._settings
         return self._settings
 
     def model(self, role: str) -> BaseChatModel:
-        self.settings()
+        if self._models is None:
+            self._models = resolve_models(self._models_arg, self.settings())
+        if role not in self._models:
+            raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(self._models)}")
         return self._models[role]
 
     def sources(self) -> SourceSet:
@@ -155,10 +159,6 @@ class MethodRuntime(Generic[C]):
         record.prompt_tokens = int(usage.get("input_tokens", 0) or 0)
         record.completion_tokens = int(usage.get("output_tokens", 0) or 0)
         return StageResult(value, message_text(raw) if raw is not None else None, record)
-
-    def ask_sync(self, stage: Stage, variables: dict[str, Any], config: RunnableConfig | None = None,
-                 **kw: Any) -> StageResult:
-        return run_sync(self.ask(stage, variables, config, **kw))
 
     async def retrieve(
         self,
