@@ -155,15 +155,6 @@ class Settings(BaseSettings):
             return [x.strip() for x in v.split(",") if x.strip()]
         return v
 
-    @field_validator("cache", mode="before")
-    @classmethod
-    def _switch(cls, v: Any) -> Any:
-        if isinstance(v, str) and v.strip().lower() in {"off", "no", "false", "0"}:
-            return False
-        if isinstance(v, str) and v.strip().lower() in {"on", "yes", "true", "1"}:
-            return True
-        return v
-
     def model_for(self, role: Role) -> str | None:
         """The model name configured for ``role`` (its own, else the default)."""
         return getattr(self, f"{role}_model") or self.model
