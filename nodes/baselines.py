@@ -10,6 +10,7 @@ from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.baselines import examples
 from atomgraph.prompts.stage import Stage
 from atomgraph.state.evidence import Evidence, render_evidence
+from atomgraph.state.output import check_question
 
 
 def make_retrieve_node(rt: MethodRuntime) -> Callable:
@@ -30,8 +31,6 @@ def make_answer_node(rt: MethodRuntime, stage: Stage[str], *, with_reasoning: bo
     """A node that answers with one call of ``stage`` ('So the answer is: ...')."""
 
     async def answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
-        from atomgraph.state.output import check_question
-
         question = check_question(state.get("question"))
         evidence: list[Evidence] = state.get("evidence") or []
         values = {"question": question,

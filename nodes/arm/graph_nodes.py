@@ -44,6 +44,7 @@ from atomgraph.prompts.arm.stages import ALIGN, ANSWER, DECOMPOSE, DRAFT, VERIFY
 from atomgraph.state.arm_graph import ArmGraphContext
 from atomgraph.state.usage import RetrieverCall
 from atomgraph.tools.arm_index import ArmIndex
+from atomgraph.state.output import check_question
 
 
 class ArmRuntime:
@@ -82,8 +83,6 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
     (unreadable reply) the question's corpus n-grams."""
 
     async def decompose(state: dict, config: RunnableConfig) -> dict[str, Any]:
-        from atomgraph.state.output import check_question
-
         try:
             question = check_question(state.get("question"))
         except AtomgraphError as exc:

@@ -9,12 +9,11 @@ from langchain_core.runnables import RunnableConfig
 from atomgraph.nodes.kar3.common import Kar3Runtime, render_chunks
 from atomgraph.prompts.kar3.propose import PROPOSE_STAGE
 from atomgraph.state.kar3 import Round
+from atomgraph.state.output import InvalidQuestion, check_question
 
 
 def make_propose_node(rt: Kar3Runtime) -> Callable:
     async def propose(state: dict, config: RunnableConfig) -> dict[str, Any]:
-        from atomgraph.state.output import InvalidQuestion, check_question
-
         rounds = list(state.get("rounds") or [])
         r = Round(number=len(rounds) + 1)
         try:
