@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Iterable, TypeVar
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -47,6 +47,9 @@ from atomgraph.tools.base import KnowledgeSource, recorded_retrieval
 from atomgraph.tools.registry import SourceSet, as_source_set, build_sources
 
 C = TypeVar("C")
+
+_NO_CHOICES = RunChoices()
+_CHOICE_FIELDS = tuple(f.name for f in fields(RunChoices))
 
 
 @dataclass
@@ -191,8 +194,16 @@ class MethodRuntime(Generic[C]):
                               conf, ignore=RunChoices)
 
     def run_choices(self) -> RunChoices:
-        """The run's choice of model, temperature and sources (empty outside a graph run)."""
-        return resolve_params(RunChoices, None, run_context(), None, ignore=self.context_cls)
+        """The run's choice of model, temperature and sources (empty outside a graph run, or
+        when the run chose nothing: then nothing is validated)."""
+        ctx = run_context()
+        if ctx is None:
+            return _NO_CHOICES
+        chosen = ({k: ctx[k] for k in _CHOICE_FIELDS if k in ctx} if isinstance(ctx, dict)
+                  else {k: getattr(ctx, k) for k in _CHOICE_FIELDS if hasattr(ctx, k)})
+        if all(v in (None, "", [], {}) for v in chosen.values()):
+            return _NO_CHOICES
+        return resolve_params(RunChoices, None, chosen, None)
 
     # --- bounds -------------------------------------------------------------------------
     def _run_bounds(self) -> _RunBounds:
