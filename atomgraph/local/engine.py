@@ -32,7 +32,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from atomgraph.errors import ConfigError
+from atomgraph.errors import AtomgraphError, ConfigError
 
 DEFAULT_N_CTX = 4096
 GGUF_MAGIC = b"GGUF"
@@ -43,6 +43,10 @@ ENCODER_ONLY_ARCHS = {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "j
 
 class LocalModelError(ConfigError):
     """A local model path that cannot be used (the message says why and what to do)."""
+
+
+class GrammarError(AtomgraphError, ValueError):
+    """A grammar or JSON schema the grammar engine (llama.cpp's GBNF) rejects."""
 
 
 def bundled_model_path() -> Path:
@@ -123,9 +127,10 @@ class LocalEngine:
         self.n_vocab = self.llm.n_vocab()
         self.n_ctx = self.llm.n_ctx()
         self.eos_ids = {self.llm.token_eos()}
-        eot = self.llm.tokenize(b"<end_of_turn>", add_bos=False, special=True)
-        if len(eot) == 1:
-            self.eos_ids.add(eot[0])
+        for marker in (b"<end_of_turn>", b"<start_of_turn>", b"<|im_end|>", b"<|eot_id|>"):
+            ids = self.llm.tokenize(marker, add_bos=False, special=True)
+            if len(ids) == 1 and self.llm._model.token_get_attr(ids[0]) & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL:
+                self.eos_ids.add(ids[0])
         self.chat_template = self.metadata.get("tokenizer.chat_template")
         self.lock = threading.RLock()
 
@@ -183,6 +188,36 @@ class LocalEngine:
             return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         return self.tokenize(gemma_turns(msgs), add_bos=True, special=True)
 
+    # --- grammars -------------------------------------------------------------------------
+
+    def grammar(self, gbnf: str, *, root: str = "root"):
+        """``gbnf`` as a ``LlamaGrammar``, checked by llama.cpp's own parser first (an invalid
+        grammar would otherwise crash the sampler): GrammarError says what is wrong."""
+        import llama_cpp
+        from llama_cpp import LlamaGrammar
+
+        if not isinstance(gbnf, str) or not gbnf.strip():
+            raise GrammarError("the grammar is empty")
+        sampler = llama_cpp.llama_sampler_init_grammar(self.llm._model.vocab, gbnf.encode("utf-8"),
+                                                       root.encode("utf-8"))
+        if not sampler:
+            raise GrammarError(f"llama.cpp cannot parse the GBNF grammar (root {root!r}): {gbnf[:300]!r}")
+        llama_cpp.llama_sampler_free(sampler)
+        return LlamaGrammar.from_string(gbnf, verbose=False)
+
+    def json_schema_grammar(self, schema: dict):
+        """A grammar that admits exactly the JSON documents of ``schema`` (llama.cpp's converter);
+        GrammarError for a schema it does not support (remote ``$ref``, unknown types, …)."""
+        import json
+
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+        try:
+            gbnf = json_schema_to_gbnf(json.dumps(schema))
+        except (AssertionError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise GrammarError(f"the grammar engine rejects this JSON schema: {exc}") from exc
+        return self.grammar(gbnf)
+
     # --- decoding -------------------------------------------------------------------------
 
     def evaluate(self, tokens: Sequence[int]) -> np.ndarray:
@@ -217,10 +252,16 @@ class LocalEngine:
         grammar: Any = None,
         logprobs: bool = False,
         seed: int | None = None,
+        close_json: bool = False,
     ) -> Generation:
         """Generate after ``prompt`` (greedy at temperature 0) until end of turn, a stop string,
         or ``max_tokens``. ``grammar`` is a ``llama_cpp.LlamaGrammar`` restricting every token.
-        Log-probabilities are the model's own (before the grammar's mask), one per token."""
+        Log-probabilities are the model's own (before the grammar's mask), one per token.
+
+        ``close_json`` (with a JSON grammar): in the last quarter of the output cap (at most 64
+        tokens) tokens made only of ``"``, ``]`` and ``}`` are promoted above all others, so that
+        the grammar closes the open strings, arrays and objects (filling required keys with the
+        shortest values) and the document ends, and parses, within the cap."""
         prompt = list(prompt)
         if len(prompt) + max_tokens > self.n_ctx:
             max_tokens = self.n_ctx - len(prompt)
@@ -237,9 +278,12 @@ class LocalEngine:
             lps: list[dict[str, Any]] | None = [] if logprobs else None
             finish = "length"
             text = ""
+            processors = None
+            if close_json and grammar is not None:
+                processors = [self._json_closer(len(prompt), max_tokens)]
             gen = llm.generate(prompt, temp=float(temperature), top_k=40 if temperature > 0 else 1,
                                top_p=0.95 if temperature > 0 else 1.0, min_p=0.05 if temperature > 0 else 0.0,
-                               repeat_penalty=1.0, grammar=grammar, reset=True)
+                               repeat_penalty=1.0, grammar=grammar, reset=True, logits_processor=processors)
             for token in gen:
                 if token in self.eos_ids:
                     finish = "stop"
@@ -263,6 +307,28 @@ class LocalEngine:
             gen.close()
         return Generation(text=text, tokens=out, n_prompt=len(prompt), finish_reason=finish, logprobs=lps,
                           seconds=time.perf_counter() - t0)
+
+    def _json_closer(self, n_prompt: int, max_tokens: int):
+        closing = self.closing_token_ids()
+        start = max_tokens - min(64, max(4, max_tokens // 4))
+
+        def promote(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+            if len(input_ids) - n_prompt >= start:
+                scores[closing] = float(scores.max()) + 10.0
+            return scores
+
+        return promote
+
+    def closing_token_ids(self) -> np.ndarray:
+        """Ids of the tokens whose text is only ``"``, ``]``, ``}`` (and spaces): JSON closers."""
+        if getattr(self, "_closing", None) is None:
+            ids = []
+            for t in range(self.n_vocab):
+                piece = self.llm._model.token_to_piece(t).rstrip(b"\x00").strip()
+                if piece and all(c in b'"]}' for c in piece):
+                    ids.append(t)
+            self._closing = np.array(ids, dtype=np.int64)
+        return self._closing
 
     def close(self) -> None:
         llm = getattr(self, "llm", None)
