@@ -4,7 +4,9 @@
 - ``provider:model`` strings known to ``init_chat_model`` (``openai:gpt-4o``,
   ``anthropic:...``, ``ollama:...``) go through ``init_chat_model``;
 - any other name is an OpenAI model, or — when ``OPENAI_BASE_URL`` is set — a model
-  served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server).
+  served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server);
+- ``local`` (the bundled Gemma-3-270M) and ``local:/path/to/model.gguf`` run in this process
+  (:class:`atomgraph.local.chat.ChatLocalLlama`).
 
 Nodes call models through :func:`ainvoke_recorded`, which times the call and reads the
 response's ``usage_metadata`` into an :class:`~atomgraph.state.LLMCall`.
@@ -62,6 +64,14 @@ def chat_model(role: Role = "answerer", settings: Settings | None = None) -> Bas
     name = settings.model_for(role)
     if not name:
         raise ConfigError(MISSING_MODEL_HELP)
+    if is_local(name):
+        from atomgraph.local.chat import ChatLocalLlama
+
+        path = name.split(":", 1)[1].strip() if ":" in name else None
+        local = ChatLocalLlama(model=name, model_path=path or None, temperature=settings.temperature,
+                               max_tokens=settings.max_tokens)
+        local.engine  # load now: a missing or unusable file is a ConfigError here, not mid-run
+        return local
     # The output cap is bound per stage (cap_output), so a cached response is keyed by it.
     common: dict[str, Any] = {"temperature": settings.temperature}
     prefix = name.split(":", 1)[0] if ":" in name else None
@@ -100,6 +110,14 @@ def chat_model(role: Role = "answerer", settings: Settings | None = None) -> Bas
     if settings.cache:
         model.cache = llm_cache(settings)
     return model
+
+
+def is_local(model: "str | BaseChatModel | None") -> bool:
+    """Whether ``model`` (a model string or a chat model) runs in this process: ``local``,
+    ``local:/path/to/model.gguf`` or a :class:`~atomgraph.local.chat.ChatLocalLlama`."""
+    if isinstance(model, str):
+        return model.strip() == "local" or model.strip().startswith("local:")
+    return type(model).__name__ == "ChatLocalLlama"
 
 
 ModelsArg = BaseChatModel | Mapping[str, BaseChatModel] | None
