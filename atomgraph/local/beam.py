@@ -97,7 +97,7 @@ def beam_decode(
     max_items: int = 8,
     max_tokens: int = 64,
     open: str = "(",
-    sep: str = ",",
+    sep: str = ", ",
     close: str = ")",
     rank_by: Literal["avg_logit", "logprob"] = "avg_logit",
 ) -> BeamResult:
@@ -111,7 +111,10 @@ def beam_decode(
         raise ValueError("beam_width must be at least 1")
     n_best = n_best or beam_width
     t0 = time.perf_counter()
-    open_t, sep_t, close_t = (engine.tokenize(d) for d in (open, sep, close))
+    # A separator ending in a space (", ") leaves the space to the next string's own first token
+    # (its "following" spelling in the trie); any other separator is followed by the bare spelling.
+    spaced = sep.endswith(" ") and bool(sep.strip())
+    open_t, sep_t, close_t = (engine.tokenize(d) for d in (open, sep.rstrip(" ") if spaced else sep, close))
     if not open_t or not sep_t or not close_t:
         raise ValueError("the delimiters must not be empty")
     prompt = list(prompt)
@@ -128,9 +131,9 @@ def beam_decode(
                 evaluated += 1
                 m = float(logits.max())
                 lse = m + float(np.log(np.exp(logits - m).sum()))
-                for tok, action in _moves(h, trie, sep_t, close_t, max_items):
+                for tok, action in _moves(h, trie, sep_t, close_t, max_items, spaced):
                     candidates.append((h.logprob + float(logits[tok]) - lse, h, tok, action, float(logits[tok])))
-                if not _moves_exist(h, trie, sep_t, close_t, max_items):
+                if not _moves_exist(h, trie, spaced):
                     reason = "no_continuation"
                     ended.append({"text": _text(engine, h), "reason": reason})
                     if h.items:
@@ -154,7 +157,7 @@ def beam_decode(
         else:
             stop_reason = "max_tokens"
             for h in live:
-                if h.cur and trie.is_complete(h.cur, first=not h.items):
+                if h.cur and trie.is_complete(h.cur, first=_first(h, spaced)):
                     h = _advance(h, close_t[0], "close", h.logprob, 0.0, sep_t, close_t)
                 if h.items:
                     finished.append((h, "max_tokens"))
@@ -165,11 +168,16 @@ def beam_decode(
                       steps=steps, evaluated_tokens=evaluated, seconds=time.perf_counter() - t0)
 
 
-def _moves(h: _Hyp, trie: "TokenTrie", sep_t, close_t, max_items) -> list[tuple[int, str]]:
+def _first(h: _Hyp, spaced: bool) -> bool:
+    """Whether ``h``'s current string uses the trie's first (bare) spelling."""
+    return not h.items or not spaced
+
+
+def _moves(h: _Hyp, trie: "TokenTrie", sep_t, close_t, max_items, spaced: bool) -> list[tuple[int, str]]:
     """(token, action) pairs allowed after ``h``: action is "forced", "item", "sep" or "close"."""
     if h.forced:
         return [(h.forced[0], "forced")]
-    first = not h.items
+    first = _first(h, spaced)
     moves = [(int(t), "item") for t in trie.next_tokens(h.cur, first=first)]
     if h.cur and trie.is_complete(h.cur, first=first):
         if len(h.items) + 1 < max_items:
@@ -178,9 +186,10 @@ def _moves(h: _Hyp, trie: "TokenTrie", sep_t, close_t, max_items) -> list[tuple[
     return moves
 
 
-def _moves_exist(h, trie, sep_t, close_t, max_items) -> bool:
-    return bool(h.forced) or len(trie.next_tokens(h.cur, first=not h.items)) > 0 or (
-        bool(h.cur) and trie.is_complete(h.cur, first=not h.items))
+def _moves_exist(h, trie, spaced: bool) -> bool:
+    first = _first(h, spaced)
+    return bool(h.forced) or len(trie.next_tokens(h.cur, first=first)) > 0 or (
+        bool(h.cur) and trie.is_complete(h.cur, first=first))
 
 
 def _advance(h: _Hyp, tok: int, action: str, lp: float, logit: float, sep_t, close_t) -> _Hyp:
@@ -210,5 +219,5 @@ def _as_list(engine, h: _Hyp, why: str, rank_by: str, open: str, sep: str, close
     scores = [float(np.mean(lg)) if lg else 0.0 for _, lg in h.items]
     n = max(len(h.tokens), 1)
     score = float(np.mean(scores)) if (rank_by == "avg_logit" and scores) else h.logprob / n
-    text = open + (sep + " ").join(strings) + close
+    text = open + sep.join(strings) + close
     return BeamList(strings, scores, score, h.logprob, why, text, list(h.tokens))

@@ -21,7 +21,7 @@
 | ``grammar: str`` | GBNF grammar every token must follow |
 | ``json_schema: dict`` | JSON schema → llama.cpp grammar (``LlamaGrammar.from_json_schema``) |
 | ``choices: list[str]`` | the reply is exactly one of these strings |
-| ``ngram_trie: TokenTrie``, ``beam_width``, ``n_best``, ``max_items`` | constrained beam decoding of a list ``(s1, s2, …)`` of trie strings (:mod:`.beam`); the reply is the best list, ``response_metadata["beams"]`` all of them |
+| ``ngram_trie: TokenTrie``, ``beam_width``, ``n_best``, ``max_items``, ``trie_open``, ``trie_close``, ``trie_sep`` | constrained beam decoding of a list ``(s1, s2, …)`` of trie strings (:mod:`.beam`; delimiters default ``(``, ``)``, ``", "``); the reply is the best list, ``response_metadata["beams"]`` all of them |
 | ``logprobs: bool`` | token log-probabilities in ``response_metadata["logprobs"]`` (OpenAI's shape) |
 | ``seed: int`` | sampling seed (temperature > 0) |
 
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, ClassVar, Literal, Sequence
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -78,6 +78,7 @@ class ChatLocalLlama(BaseChatModel):
     """A chat model running a GGUF file in this process (see the module docstring)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+    in_process_constraints: ClassVar[bool] = True  # atomgraph.prompts.constraints: the "local" backend
 
     model_path: str | None = Field(None, description="GGUF file; None = the bundled Gemma-3-270M.")
     model: str = Field("local", description="The model string that built this model (its name in records).")
@@ -123,7 +124,8 @@ class ChatLocalLlama(BaseChatModel):
         stops = [*(self.stop or []), *(stop or []), *(kwargs.pop("stop", None) or [])]
         grammar_src, json_schema = kwargs.pop("grammar", None), kwargs.pop("json_schema", None)
         choices, trie = kwargs.pop("choices", None), kwargs.pop("ngram_trie", None)
-        beam = {k: kwargs.pop(k) for k in ("beam_width", "n_best", "max_items") if k in kwargs}
+        beam = {k: kwargs.pop(k) for k in ("beam_width", "n_best", "max_items", "trie_open", "trie_close",
+                                           "trie_sep") if k in kwargs}
         if kwargs:
             raise TypeError(f"ChatLocalLlama got unknown keyword argument(s): {sorted(kwargs)}")
         if sum(x is not None for x in (grammar_src, json_schema, choices, trie)) > 1:
@@ -160,7 +162,8 @@ class ChatLocalLlama(BaseChatModel):
 
         res = beam_decode(engine, prompt, trie, beam_width=int(beam.get("beam_width") or self.beam_width),
                           n_best=beam.get("n_best"), max_items=int(beam.get("max_items") or 8),
-                          max_tokens=max_tokens)
+                          max_tokens=max_tokens, open=beam.get("trie_open", "("), close=beam.get("trie_close", ")"),
+                          sep=beam.get("trie_sep", ", "))
         best = res.best
         info = res.as_dict()
         meta = {"model_name": self.model, "finish_reason": best.finish_reason if best else res.stop_reason,

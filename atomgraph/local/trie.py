@@ -141,6 +141,9 @@ class TokenTrie:
     def __len__(self) -> int:
         return self.count
 
+    def __repr__(self) -> str:  # stable: part of a cached reply's key
+        return f"TokenTrie(key={self.key!r}, count={self.count})"
+
     @property
     def nbytes(self) -> int:
         return int(self._first.cols.nbytes + self._following.cols.nbytes)
