@@ -36,7 +36,7 @@ from atomgraph.errors import ConfigError
 from atomgraph.methods import Method, declared
 from atomgraph.models import ModelsArg, chat_model_named, message_text, model_name, resolve_models, with_temperature
 from atomgraph.nodes.recorder import CallRecorder, describe_error
-from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, unwrap_reply
+from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local, unwrap_reply
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.context import RunChoices, context_with_defaults, resolve_params, run_context
@@ -295,7 +295,8 @@ class MethodRuntime(Generic[C]):
                   constraint: Constraint | None, logprobs: bool, backend_kind: str) -> tuple[Any, Applied | None]:
         """The model as this stage calls it (capped, sampled, structured or constrained); the
         unconstrained forms are built once per stage and model."""
-        structured = self.settings().structured_output and constraint is None
+        # An in-process model decodes a schema-declaring stage under its JSON-schema grammar by default.
+        structured = (self.settings().structured_output or is_local(model)) and constraint is None
         key = (stage.name, id(stage), role, id(model), cap, structured, temperature)
         if constraint is None and not logprobs:
             runnable = self._chains.get(key)
