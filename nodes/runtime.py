@@ -238,21 +238,18 @@ class MethodRuntime(Generic[C]):
         role = role or stage.role
         settings = self.settings()
         cap = settings.stage_cap(stage.name, stage.max_tokens)
-        record = LLMCall(role=role, stage=stage.name, max_tokens=cap)
+        recorder = CallRecorder(role=role, stage=stage.name, cap=cap)
         bounds = self._run_bounds()
         if bounds.tripped:
-            record.error = bounds.tripped
-            return StageResult(None, None, record)
+            return StageResult(None, None, recorder.refused(bounds.tripped))
         deadline = self.deadline(config)
         if deadline is not None and time.time() >= deadline:
-            record.error = "deadline: the question's time ran out before this call"
-            return StageResult(None, None, record)
+            return StageResult(None, None, recorder.refused("deadline: the question's time ran out before this call"))
         model = self.model(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
-        record.model = model_name(model)
+        recorder.defaults["model"] = model_name(model)
         if temperature is None:
             temperature = self.run_choices().temperature
         runnable, applied = self._runnable(stage, role, model, cap, temperature, constraint, logprobs, backend_kind)
-        recorder = CallRecorder(role=role, stage=stage.name, model=record.model, cap=cap)
         run_config = merge_configs(config, {"tags": stage.tags, "run_name": stage.name, "callbacks": [recorder],
                                             "metadata": {"atomgraph_role": role, "atomgraph_cap": cap}})
         timeout = None if deadline is None else max(0.0, deadline - time.time())
@@ -266,11 +263,11 @@ class MethodRuntime(Generic[C]):
                 if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and timeout is not None:
                     exc = TimeoutError("deadline: the question's time ran out during this call")
                 recorder.fail_open(exc)
-                rec = recorder.last or record
+                rec = recorder.last or recorder.refused(describe_error(exc))  # failed before reaching the model
                 rec.error = rec.error or describe_error(exc)
                 self._count_failure(bounds, settings)
                 return StageResult(None, None, rec, applied=applied)
-            rec = recorder.last or record
+            rec = recorder.last or recorder.refused("no model call was made")
             raw, value, rec.parse_error = stage.read(out)
             text = message_text(raw) if raw is not None else None
             if constraint is not None and text is not None and rec.parse_error and applied is not None:
