@@ -229,6 +229,8 @@ class MethodRuntime(Generic[C]):
         record.model = model_name(model)
         if temperature is None:
             temperature = self.run_choices().temperature
+        if constraint is not None:  # may ask the server who it is (HTTP, cached): not on the event loop
+            await asyncio.to_thread(backend, model, backend_kind)
         runnable, applied = self._runnable(stage, role, model, cap, temperature, constraint, logprobs, backend_kind)
         recorder = CallRecorder(role=role, stage=stage.name, model=record.model, cap=cap)
         run_config = merge_configs(config, {"tags": stage.tags, "run_name": stage.name, "callbacks": [recorder],
@@ -261,7 +263,7 @@ class MethodRuntime(Generic[C]):
                     except ValueError as exc:
                         value, rec.parse_error = None, str(exc)
             if rec.parse_error is None and value is not None:
-                reply_cache.keep(pending)
+                await asyncio.to_thread(reply_cache.keep, pending)  # SQLite, off the event loop
         if applied is not None and constraint is not None and not applied.constrained:
             rec.constraint = applied.describe()
         elif applied is not None and applied.constrained:

@@ -17,7 +17,8 @@ SCRIPT.json: ``{"stage name": reply, ...}`` with ``"plan"`` mapping to the plann
 ``"stage name.json"`` holds the JSON value a structured-output (json_schema) request gets;
 ``"*"`` the reply to a request of any other stage. A reply ``{"first_line_after": MARK}``
 answers with the first line after ``MARK`` in the request's last message (ARM's alignment
-picks one of the options it lists).
+picks one of the options it lists). A request for the model ``down`` gets no reply: the
+server drops the connection, as a crashed or unreachable model server would.
 Every request body is appended to ``SCRIPT.json.requests.jsonl``.
 """
 
@@ -91,6 +92,9 @@ def main() -> None:
                 fh.write(json.dumps(body) + "\n")
             if not self.path.endswith("/chat/completions"):
                 self.send_error(404)
+                return
+            if body.get("model") == "down":  # a server that dies mid-request: the connection drops
+                self.close_connection = True
                 return
             system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
             # A JSON-schema request (structured output) is answered from "<stage>.json" (no rambling:
