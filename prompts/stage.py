@@ -97,11 +97,11 @@ class Stage(Generic[T]):
     def model_for(self, model: BaseChatModel, max_tokens: int | None = None, *, structured: bool = False) -> Runnable:
         """``model`` with this stage's output cap and stop sequences bound (and its schema, when
         structured)."""
-        from atomgraph.models import cap_output
+        from atomgraph.models import cap_output, structured_model
 
         capped = cap_output(model, max_tokens or self.max_tokens)
         if structured and self.schema is not None:
-            return capped.with_structured_output(self.schema, include_raw=True)
+            return structured_model(capped, self.schema)  # a chat model or any wrapper of one
         return capped.bind(stop=list(self.stop)) if self.stop else capped
 
     def chain(self, model: BaseChatModel, max_tokens: int | None = None, *, structured: bool = False) -> Runnable:
