@@ -150,6 +150,19 @@ class MethodRuntime(Generic[C]):
             raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(self._models)}")
         return self._models[role]
 
+    async def amodel(self, role: str) -> Any:
+        """:meth:`model`, building the model (imports, clients, files) off the event loop the
+        first time, so an async node never blocks (LangGraph Server refuses blocking calls)."""
+        if self._models is None or self.run_choices().model or self.run_choices().models:
+            return await asyncio.to_thread(contextvars.copy_context().run, self.model, role)
+        return self.model(role)
+
+    async def asources(self) -> SourceSet:
+        """:meth:`sources`, opening the sources (indexes, stores) off the event loop the first time."""
+        if self._sources is None or self.run_choices().sources:
+            return await asyncio.to_thread(contextvars.copy_context().run, self.sources)
+        return self.sources()
+
     def sources(self) -> SourceSet:
         """The knowledge sources of this run: the run's choice (context ``sources``), else what
         the graph was built with, else the settings' sources."""
@@ -248,7 +261,9 @@ class MethodRuntime(Generic[C]):
         deadline = self.deadline(config)
         if deadline is not None and time.time() >= deadline:
             return StageResult(None, None, recorder.refused("deadline: the question's time ran out before this call"))
-        model = self.model(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
+        model = await self.amodel(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
+        if self._sources is None:  # nodes read rt.sources() synchronously: open them off the loop first
+            await self.asources()
         recorder.defaults["model"] = model_name(model)
         if temperature is None:
             temperature = self.run_choices().temperature
@@ -338,7 +353,7 @@ class MethodRuntime(Generic[C]):
     ) -> tuple[list[Evidence], list[RetrieverCall], list[str]]:
         """Query the named sources concurrently (an operator call, or a plain search).
         Failures become records and notes; the others' evidence is kept."""
-        sources = self.sources()
+        sources = await self.asources()
 
         async def one(name: str) -> tuple[list[Evidence], RetrieverCall]:
             source = sources.get(name)
