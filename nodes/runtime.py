@@ -28,7 +28,7 @@ import concurrent.futures
 import contextvars
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Iterable, TypeVar
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -36,9 +36,10 @@ from langchain_core.runnables.config import merge_configs
 
 from atomgraph import cache as reply_cache
 from atomgraph.errors import ConfigError
+from atomgraph.methods import Method, declared
 from atomgraph.models import ModelsArg, chat_model_named, message_text, model_name, resolve_models, with_temperature
 from atomgraph.nodes.recorder import CallRecorder, describe_error
-from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, unwrap_reply
+from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local, unwrap_reply
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.context import RunChoices, context_with_defaults, resolve_params, run_context
@@ -49,6 +50,9 @@ from atomgraph.tools.base import KnowledgeSource, recorded_retrieval
 from atomgraph.tools.registry import SourceSet, as_source_set, build_sources
 
 C = TypeVar("C")
+
+_NO_CHOICES = RunChoices()
+_CHOICE_FIELDS = tuple(f.name for f in fields(RunChoices))
 
 
 @dataclass
@@ -107,6 +111,19 @@ class MethodRuntime(Generic[C]):
         self._named_sources: dict[tuple[str, ...], SourceSet] = {}
         self._chains: dict[tuple, Any] = {}  # (stage, role, model, cap, mode, temperature) -> capped model
         self._bounds: dict[int, _RunBounds] = {}
+
+    @classmethod
+    def for_method(cls, method: "Method | str", models: ModelsArg = None,
+                   sources: SourceSet | Iterable[KnowledgeSource] | None = None,
+                   settings: Settings | None = None) -> "MethodRuntime":
+        """The runtime of a declared method (:mod:`atomgraph.methods`): its context dataclass and
+        settings section come from the declaration."""
+        if isinstance(method, str):
+            found = declared(method)
+            if found is None:
+                raise ConfigError(f"no declared method {method!r}")
+            method = found
+        return cls(method.context, method.settings_section, models, sources, settings)
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
@@ -180,8 +197,16 @@ class MethodRuntime(Generic[C]):
                               conf, ignore=RunChoices)
 
     def run_choices(self) -> RunChoices:
-        """The run's choice of model, temperature and sources (empty outside a graph run)."""
-        return resolve_params(RunChoices, None, run_context(), None, ignore=self.context_cls)
+        """The run's choice of model, temperature and sources (empty outside a graph run, or
+        when the run chose nothing: then nothing is validated)."""
+        ctx = run_context()
+        if ctx is None:
+            return _NO_CHOICES
+        chosen = ({k: ctx[k] for k in _CHOICE_FIELDS if k in ctx} if isinstance(ctx, dict)
+                  else {k: getattr(ctx, k) for k in _CHOICE_FIELDS if hasattr(ctx, k)})
+        if all(v in (None, "", [], {}) for v in chosen.values()):
+            return _NO_CHOICES
+        return resolve_params(RunChoices, None, chosen, None)
 
     # --- bounds -------------------------------------------------------------------------
     def _run_bounds(self) -> _RunBounds:
@@ -216,23 +241,20 @@ class MethodRuntime(Generic[C]):
         role = role or stage.role
         settings = self.settings()
         cap = settings.stage_cap(stage.name, stage.max_tokens)
-        record = LLMCall(role=role, stage=stage.name, max_tokens=cap)
+        recorder = CallRecorder(role=role, stage=stage.name, cap=cap)
         bounds = self._run_bounds()
         if bounds.tripped:
-            record.error = bounds.tripped
-            return StageResult(None, None, record)
+            return StageResult(None, None, recorder.refused(bounds.tripped))
         deadline = self.deadline(config)
         if deadline is not None and time.time() >= deadline:
-            record.error = "deadline: the question's time ran out before this call"
-            return StageResult(None, None, record)
+            return StageResult(None, None, recorder.refused("deadline: the question's time ran out before this call"))
         model = self.model(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
-        record.model = model_name(model)
+        recorder.defaults["model"] = model_name(model)
         if temperature is None:
             temperature = self.run_choices().temperature
         if constraint is not None:  # may ask the server who it is (HTTP, cached): not on the event loop
             await asyncio.to_thread(backend, model, backend_kind)
         runnable, applied = self._runnable(stage, role, model, cap, temperature, constraint, logprobs, backend_kind)
-        recorder = CallRecorder(role=role, stage=stage.name, model=record.model, cap=cap)
         run_config = merge_configs(config, {"tags": stage.tags, "run_name": stage.name, "callbacks": [recorder],
                                             "metadata": {"atomgraph_role": role, "atomgraph_cap": cap}})
         timeout = None if deadline is None else max(0.0, deadline - time.time())
@@ -246,11 +268,11 @@ class MethodRuntime(Generic[C]):
                 if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and timeout is not None:
                     exc = TimeoutError("deadline: the question's time ran out during this call")
                 recorder.fail_open(exc)
-                rec = recorder.last or record
+                rec = recorder.last or recorder.refused(describe_error(exc))  # failed before reaching the model
                 rec.error = rec.error or describe_error(exc)
                 self._count_failure(bounds, settings)
                 return StageResult(None, None, rec, applied=applied)
-            rec = recorder.last or record
+            rec = recorder.last or recorder.refused("no model call was made")
             raw, value, rec.parse_error = stage.read(out)
             text = message_text(raw) if raw is not None else None
             if constraint is not None and text is not None and rec.parse_error and applied is not None:
@@ -275,7 +297,8 @@ class MethodRuntime(Generic[C]):
                   constraint: Constraint | None, logprobs: bool, backend_kind: str) -> tuple[Any, Applied | None]:
         """The model as this stage calls it (capped, sampled, structured or constrained); the
         unconstrained forms are built once per stage and model."""
-        structured = self.settings().structured_output and constraint is None
+        # An in-process model decodes a schema-declaring stage under its JSON-schema grammar by default.
+        structured = (self.settings().structured_output or is_local(model)) and constraint is None
         key = (stage.name, id(stage), role, id(model), cap, structured, temperature)
         if constraint is None and not logprobs:
             runnable = self._chains.get(key)

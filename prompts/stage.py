@@ -26,6 +26,7 @@ from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import BaseOutputParser
+from langchain_core.outputs import ChatGeneration
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel
@@ -133,7 +134,7 @@ class Stage(Generic[T]):
                 except (ParseError, ValueError) as exc:
                     err = exc
             return raw, None, f"structured output unreadable: {err or 'no value'}"
-        try:
-            return out, self.parser.invoke(out), None
+        try:  # the parser's own reading of a reply, without a Runnable run around it
+            return out, self.parser.parse_result([ChatGeneration(message=out)]), None
         except OutputParserException as exc:
             return out, None, str(exc).split("\nFor troubleshooting")[0]
