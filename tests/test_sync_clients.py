@@ -111,3 +111,18 @@ def test_invoke_ainvoke_batch_and_stream_in_a_row(keep_alive_server, loop, metho
     chunks = list(graph.stream({"question": QUESTION}, stream_mode="values"))
     answered(chunks[-1], method)
     answered(graph.invoke({"question": QUESTION}), method)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_run_whose_model_calls_all_fail_says_so_in_error(method):
+    """One failure contract: no answer because the model failed is ``error``, never a quiet
+    "Unknown" (ATOMR answered "Unknown" with no error)."""
+    from atomgraph.testing import ScriptedChatModel
+
+    down = ScriptedChatModel(default=ConnectionError("model server down"))
+    graph = build_method(method, model=down, sources=[InMemorySource(PASSAGES, name="wikipedia")],
+                         settings=Settings(cache=False))
+    out = graph.invoke({"question": QUESTION})
+    assert out["error"] and "model server down" in json.dumps(out["error"]) + json.dumps(
+        [c if isinstance(c, dict) else c.error for c in out["llm_calls"]]), (method, out["error"])
+    assert ANSWER not in str(out["answer"])
