@@ -150,6 +150,15 @@ class MethodRuntime(Generic[C]):
             raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(self._models)}")
         return self._models[role]
 
+    async def amodel(self, role: str) -> Any:
+        """:meth:`model` for async nodes: building a model may read files or load weights (the
+        bundled local model, provider imports), so one not built yet is built in a thread,
+        off the event loop (``langgraph dev`` forbids blocking I/O there)."""
+        choices = self.run_choices()
+        name = (choices.models or {}).get(role) or choices.model
+        ready = self._named_models.get((name, None)) if name else (self._models or {}).get(role)
+        return ready if ready is not None else await asyncio.to_thread(self.model, role)
+
     def sources(self) -> SourceSet:
         """The knowledge sources of this run: the run's choice (context ``sources``), else what
         the graph was built with, else the settings' sources."""
@@ -248,7 +257,7 @@ class MethodRuntime(Generic[C]):
         deadline = self.deadline(config)
         if deadline is not None and time.time() >= deadline:
             return StageResult(None, None, recorder.refused("deadline: the question's time ran out before this call"))
-        model = self.model(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
+        model = await self.amodel(role)  # a missing or invalid configuration raises ConfigError (a ValueError)
         recorder.defaults["model"] = model_name(model)
         if temperature is None:
             temperature = self.run_choices().temperature

@@ -376,3 +376,14 @@ def test_a_misspelt_context_key_is_dropped_by_the_server(langgraph_server):
                          settings=Settings(cache=False))
     with pytest.raises(ValueError, match="unknown RagContext parameter.*topk.*known: top_k"):
         graph.invoke({"question": QUESTION}, context={"topk": 1})
+
+
+def test_the_bundled_local_model_runs_under_the_server(langgraph_server):
+    """``{"model": "local"}``: the in-process Gemma model, loaded and called off the server's
+    event loop (loading it in the node was a BlockingError). One call (closed-book standard
+    prompting) keeps it quick; a tiny model answers poorly, so the run must complete with its
+    call recorded, whatever it says."""
+    pytest.importorskip("llama_cpp")
+    record, out = run(langgraph_server, "standard", {"question": QUESTION}, {"model": "local"})
+    assert record["status"] == "success", (record, out, server_log(langgraph_server))
+    assert out["llm_calls"] and not any(c.get("error") for c in out["llm_calls"]), out["llm_calls"]
