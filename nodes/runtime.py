@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
 import threading
 import time
 from dataclasses import dataclass, field, fields
@@ -380,17 +381,19 @@ class MethodRuntime(Generic[C]):
 # pool as it left it.
 _SYNC_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar("atomgraph_sync_run", default=False)
 _SYNC_LOOP: asyncio.AbstractEventLoop | None = None
+_SYNC_LOOP_PID: int | None = None
 _SYNC_LOOP_LOCK = threading.Lock()
 
 
 def sync_loop() -> asyncio.AbstractEventLoop:
     """The event loop that runs async nodes for sync graph calls (started on first use)."""
-    global _SYNC_LOOP
+    global _SYNC_LOOP, _SYNC_LOOP_PID
     with _SYNC_LOOP_LOCK:
-        if _SYNC_LOOP is None or _SYNC_LOOP.is_closed():
+        # a forked child has the parent's loop object but not its thread: it starts its own
+        if _SYNC_LOOP is None or _SYNC_LOOP.is_closed() or _SYNC_LOOP_PID != os.getpid():
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="atomgraph-sync-loop", daemon=True).start()
-            _SYNC_LOOP = loop
+            _SYNC_LOOP, _SYNC_LOOP_PID = loop, os.getpid()
         return _SYNC_LOOP
 
 

@@ -126,3 +126,20 @@ def test_a_run_whose_model_calls_all_fail_says_so_in_error(method):
     assert out["error"] and "model server down" in json.dumps(out["error"]) + json.dumps(
         [c if isinstance(c, dict) else c.error for c in out["llm_calls"]]), (method, out["error"])
     assert ANSWER not in str(out["answer"])
+
+
+@pytest.mark.parametrize("method", ["rag", "atomr", "react"])
+def test_a_notebook_cell_mixes_invoke_and_await_ainvoke(keep_alive_server, loop, method):
+    """A Jupyter cell runs inside the kernel's event loop: ``graph.invoke`` there, then
+    ``await graph.ainvoke`` on that loop, then ``invoke`` again, with one pooled client."""
+    graph = graph_of(method, keep_alive_server)
+
+    async def cells():
+        outs = [graph.invoke({"question": QUESTION})]
+        outs.append(await graph.ainvoke({"question": QUESTION}))
+        outs.append(graph.invoke({"question": QUESTION}))
+        outs.append(await graph.ainvoke({"question": QUESTION}))
+        return outs
+
+    for out in loop.run_until_complete(cells()):
+        answered(out, method)
