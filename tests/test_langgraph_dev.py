@@ -387,3 +387,12 @@ def test_the_bundled_local_model_runs_under_the_server(langgraph_server):
     record, out = run(langgraph_server, "standard", {"question": QUESTION}, {"model": "local"})
     assert record["status"] == "success", (record, out, server_log(langgraph_server))
     assert out["llm_calls"] and not any(c.get("error") for c in out["llm_calls"]), out["llm_calls"]
+
+
+def test_a_run_picks_its_sources(langgraph_server):
+    """``sources`` in the form: the run's knowledge sources are built (Chroma opened) off the
+    event loop, and the trace names what was used."""
+    record, out = run(langgraph_server, "rag", {"question": QUESTION}, {"model": MODEL, "sources": ["wikipedia"]})
+    answered(record, out, ANSWER, langgraph_server)
+    used = {c["source"] for c in out["retriever_calls"]} | set(out["trace"].get("unavailable_sources") or {})
+    assert used == {"wikipedia"}, (out["retriever_calls"], out["trace"].get("unavailable_sources"))
