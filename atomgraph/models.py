@@ -145,6 +145,7 @@ def is_local(model: "str | BaseChatModel | None") -> bool:
     return model is not None and in_process(model)
 
 
+
 ModelsArg = Any  # a chat model, a Runnable wrapping one, a model string, a role map of those, or None
 
 

@@ -73,8 +73,7 @@ def no_answer_error(state: AtomRState, chosen: NodeRun | None) -> str | None:
     read its evidence and answered "Unknown" is an answer, not an error."""
     if chosen is not None and chosen.answer not in ("", "Unknown"):
         return None
-    failed = [e for e in (c.get("error") if isinstance(c, dict) else getattr(c, "error", None)
-                          for c in state.get("llm_calls") or []) if e]
+    failed = [c for c in state.get("llm_calls") or [] if c["error"]]
     if not failed:
         return None if chosen is not None else "no node of the tree was answered"
-    return f"no answer: {len(failed)} model call(s) failed (last: {failed[-1]})"
+    return f"no answer: {len(failed)} model call(s) failed (last: {failed[-1]['error']})"
