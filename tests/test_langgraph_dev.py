@@ -279,9 +279,9 @@ def answered(record: dict, out: dict, expected: str, server: httpx.Client) -> No
 
 @pytest.mark.parametrize("graph_id", QUESTION_GRAPHS)
 def test_every_question_graph_runs_to_completion(langgraph_server, graph_id):
-    """Default settings (the response cache on), the run's model picked in its context, twice
-    in a row (the second from the cache where the method allows)."""
-    for _ in range(2):
+    """Default settings (the response cache on), the run's model picked in its context (rag
+    twice in a row: the second run replays from the cache, which opens and writes off the loop)."""
+    for _ in range(2 if graph_id == "rag" else 1):
         record, out = run(langgraph_server, graph_id, {"question": QUESTION}, {"model": MODEL})
         answered(record, out, ANSWER, langgraph_server)
 
