@@ -62,8 +62,10 @@ def test_compare_notebook(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_arm_notebook(tmp_path, monkeypatch):
-    text = run_notebook("arm.ipynb", tmp_path, monkeypatch, timeout=180)
-    assert "answer: Munich" in text
+    """Run as a new user would, with no model configured (it stopped with "no chat model is
+    configured"): the notebook picks the scripted model itself and says so."""
+    text = run_notebook("arm.ipynb", tmp_path, monkeypatch, timeout=180, scripted_env=False)
+    assert "scripted model" in text and "answer: Munich" in text
     aligned = [ln for ln in text.splitlines() if " -> " in ln and "(snapped" in ln or "(constrained" in ln]
     assert aligned and all(ln.rstrip().endswith("True") for ln in aligned)  # every one a corpus n-gram
     assert "draft 0" in text and "vote:" in text and "replayed" in text
@@ -76,9 +78,3 @@ def test_kar3_notebook(tmp_path, monkeypatch):
     assert "round 1: proposals ['Who was the doctoral advisor of Werner Heisenberg?']" in text
     assert "exit: enough" in text and "'llm_calls': 6" in text
 
-
-@pytest.mark.slow
-def test_arm_notebook_runs_with_no_model_configured(tmp_path, monkeypatch):
-    """It stopped with "no chat model is configured"; now the scripted model runs, said first."""
-    text = run_notebook("arm.ipynb", tmp_path, monkeypatch, timeout=180, scripted_env=False)
-    assert "scripted model" in text and "answer: Munich" in text
