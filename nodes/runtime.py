@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
 import threading
 import time
 from dataclasses import dataclass, field, fields
@@ -151,16 +152,18 @@ class MethodRuntime(Generic[C]):
         return self._models[role]
 
     async def amodel(self, role: str) -> Any:
-        """:meth:`model`, building the model (imports, clients, files) off the event loop the
-        first time, so an async node never blocks (LangGraph Server refuses blocking calls)."""
-        if self._models is None or self.run_choices().model or self.run_choices().models:
-            return await asyncio.to_thread(contextvars.copy_context().run, self.model, role)
-        return self.model(role)
+        """:meth:`model` for async nodes: building a model may read files or load weights (the
+        bundled local model, provider imports), so one not built yet is built in a thread,
+        off the event loop (``langgraph dev`` forbids blocking I/O there)."""
+        choices = self.run_choices()
+        name = (choices.models or {}).get(role) or choices.model
+        ready = self._named_models.get((name, None)) if name else (self._models or {}).get(role)
+        return ready if ready is not None else await asyncio.to_thread(self.model, role)
 
     async def asources(self) -> SourceSet:
         """:meth:`sources`, opening the sources (indexes, stores) off the event loop the first time."""
         if self._sources is None or self.run_choices().sources:
-            return await asyncio.to_thread(contextvars.copy_context().run, self.sources)
+            return await asyncio.to_thread(self.sources)
         return self.sources()
 
     def sources(self) -> SourceSet:
@@ -386,17 +389,19 @@ class MethodRuntime(Generic[C]):
 # pool as it left it.
 _SYNC_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar("atomgraph_sync_run", default=False)
 _SYNC_LOOP: asyncio.AbstractEventLoop | None = None
+_SYNC_LOOP_PID: int | None = None
 _SYNC_LOOP_LOCK = threading.Lock()
 
 
 def sync_loop() -> asyncio.AbstractEventLoop:
     """The event loop that runs async nodes for sync graph calls (started on first use)."""
-    global _SYNC_LOOP
+    global _SYNC_LOOP, _SYNC_LOOP_PID
     with _SYNC_LOOP_LOCK:
-        if _SYNC_LOOP is None or _SYNC_LOOP.is_closed():
+        # a forked child has the parent's loop object but not its thread: it starts its own
+        if _SYNC_LOOP is None or _SYNC_LOOP.is_closed() or _SYNC_LOOP_PID != os.getpid():
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="atomgraph-sync-loop", daemon=True).start()
-            _SYNC_LOOP = loop
+            _SYNC_LOOP, _SYNC_LOOP_PID = loop, os.getpid()
         return _SYNC_LOOP
 
 

@@ -75,9 +75,14 @@ def graph_of(method: str, base_url: str):
                         settings=settings)
 
 
+def field(record, name: str):
+    """A usage record's field (records are plain dicts in the output; objects inside nodes)."""
+    return record.get(name) if isinstance(record, dict) else getattr(record, name, None)
+
+
 def answered(out: dict, method: str) -> None:
     assert not out.get("error"), (method, out.get("error"))
-    failed = [c.error for c in out.get("llm_calls", []) if getattr(c, "error", None)]
+    failed = [field(c, "error") for c in out.get("llm_calls", []) if field(c, "error")]
     assert not failed, (method, failed)
     assert ANSWER.lower() in str(out["answer"]).lower(), (method, out["answer"])
 
@@ -111,3 +116,35 @@ def test_invoke_ainvoke_batch_and_stream_in_a_row(keep_alive_server, loop, metho
     chunks = list(graph.stream({"question": QUESTION}, stream_mode="values"))
     answered(chunks[-1], method)
     answered(graph.invoke({"question": QUESTION}), method)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_run_whose_model_calls_all_fail_says_so_in_error(method):
+    """One failure contract: no answer because the model failed is ``error``, never a quiet
+    "Unknown" (ATOMR answered "Unknown" with no error)."""
+    from atomgraph.testing import ScriptedChatModel
+
+    down = ScriptedChatModel(default=ConnectionError("model server down"))
+    graph = build_method(method, model=down, sources=[InMemorySource(PASSAGES, name="wikipedia")],
+                         settings=Settings(cache=False))
+    out = graph.invoke({"question": QUESTION})
+    assert out["error"] and "model server down" in json.dumps(out["error"]) + json.dumps(
+        [field(c, "error") for c in out["llm_calls"]]), (method, out["error"])
+    assert ANSWER not in str(out["answer"])
+
+
+@pytest.mark.parametrize("method", ["rag", "atomr", "react"])
+def test_a_notebook_cell_mixes_invoke_and_await_ainvoke(keep_alive_server, loop, method):
+    """A Jupyter cell runs inside the kernel's event loop: ``graph.invoke`` there, then
+    ``await graph.ainvoke`` on that loop, then ``invoke`` again, with one pooled client."""
+    graph = graph_of(method, keep_alive_server)
+
+    async def cells():
+        outs = [graph.invoke({"question": QUESTION})]
+        outs.append(await graph.ainvoke({"question": QUESTION}))
+        outs.append(graph.invoke({"question": QUESTION}))
+        outs.append(await graph.ainvoke({"question": QUESTION}))
+        return outs
+
+    for out in loop.run_until_complete(cells()):
+        answered(out, method)

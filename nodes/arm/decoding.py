@@ -198,7 +198,7 @@ async def ask_bound(rt: MethodRuntime, stage: Stage, variables: dict[str, Any], 
     """Run ``stage`` with a constraint bound; ``(result, raw reply)``. Never raises for a failed
     call or an unreadable reply (a missing model configuration raises ConfigError)."""
     role = stage.role
-    model = rt.model(role)
+    model = await rt.amodel(role)
     cap = rt.settings().stage_cap(stage.name, stage.max_tokens)
     record = LLMCall(role=role, stage=stage.name, model=model_name(unwrap(model)), max_tokens=cap)
     t0 = time.perf_counter()

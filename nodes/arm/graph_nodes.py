@@ -126,7 +126,7 @@ def make_align_node(art: ArmRuntime) -> Callable:
             return {"aligned": _keep_corpus(index, entries, problems), "problems": problems,
                     "decoding": {"mode": "none", "why": f"keywords {state.get('keyword_source')}: aligned without a model"}}
         # may ask the server who it is (HTTP, cached per URL): in a thread, off the event loop
-        mode, why = await asyncio.to_thread(decoding_mode, art.rt.model(ALIGN.role), ctx.decoding)
+        mode, why = await asyncio.to_thread(decoding_mode, await art.rt.amodel(ALIGN.role), ctx.decoding)
         parts = [(kw, part) for kw in keywords for part in keyword_parts(kw)]
         requests = [build_alignment_request(part, index, mode, shortlist_size=ctx.shortlist_size,
                                             max_enum=ctx.enum_max_values) for _, part in parts]
@@ -213,7 +213,7 @@ def make_structure_node(art: ArmRuntime) -> Callable:
 async def _mode_for(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> str:
     mode = (state.get("decoding") or {}).get("mode")
     if mode in (None, "none"):
-        mode, _ = await asyncio.to_thread(decoding_mode, art.rt.model(VERIFY.role), ctx.decoding)
+        mode, _ = await asyncio.to_thread(decoding_mode, await art.rt.amodel(VERIFY.role), ctx.decoding)
     return mode
 
 

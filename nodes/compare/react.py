@@ -131,7 +131,7 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
         question = check_question(state.get("question"))
         params = rt.params(config)
         rec = Recorded()
-        model = rt.model(P.AGENT.role)
+        model = await rt.amodel(P.AGENT.role)
         tools = source_tools(rt, params.top_k, rec)
         base = {"question": question, "unavailable_sources": dict(rt.sources().unavailable),
                 "tools": [t.name for t in tools]}
