@@ -255,3 +255,22 @@ def test_a_trie_with_no_continuation_ends_the_beam_cleanly(engine, model, tmp_pa
     one = TokenTrie.build(["paris"], engine, cache_dir=tmp_path)
     res = beam_decode(engine, engine.chat_prompt([("user", "Cities?")]), one, beam_width=2, max_items=3)
     assert res.best.strings[0] == "paris" and all(set(b.strings) == {"paris"} for b in res.beams)
+
+
+# --- one question end to end through ATOMR ----------------------------------------------------
+
+def test_one_demo_question_through_atomr_with_the_local_model(model, tmp_path):
+    from atomgraph.commands.demo import LOCAL_STAGE_CAPS
+    from atomgraph.demo_run import fallback_reasons, render_record, render_summary, run_demo
+    from atomgraph.settings import get_settings
+
+    settings = get_settings(model="local", stage_max_tokens=LOCAL_STAGE_CAPS)
+    assert settings.structured_output
+    result = run_demo(settings, persist=tmp_path / "demo", limit=1, model=ChatLocalLlama())
+    (record,) = result.records
+    assert not record.get("error"), record.get("error")
+    assert record["usage"]["llm_calls"] >= 2  # planned (or fell back), then answered
+    trace = record["trace"]
+    assert trace.get("nodes")
+    assert all(isinstance(r, str) and r for r in fallback_reasons(record))
+    assert "Executed tree" in render_record(1, record) and "Fallbacks:" in render_summary(result)
