@@ -223,16 +223,21 @@ def test_beam_never_leaves_the_trie_on_100_keywords(engine, hotpot_trie, hotpot_
     assert len(keywords) == 100
     instruction = ("Rewrite the keyword as a list of phrases that occur in the corpus, in parentheses, "
                    "e.g. (first phrase, second phrase).\nKeyword: ")
+    decoded = 0
     for kw in keywords:
         prompt = engine.chat_prompt([("user", instruction + kw)])
         res = beam_decode(engine, prompt, hotpot_trie, beam_width=2, max_items=2, max_tokens=6)
-        assert res.beams, (kw, res.stop_reason, res.ended)
+        if not res.beams:  # the token budget ran out inside a first string: said so, nothing invented
+            assert res.stop_reason == "max_tokens" and all(e["reason"] == "max_tokens" for e in res.ended), kw
+            continue
+        decoded += 1
         for b in res.beams:
             assert b.text.startswith("(") and b.strings
             assert all(s in hotpot_ngrams for s in b.strings), (kw, b.strings)
             assert len(b.string_scores) == len(b.strings)
         best = res.best
         assert best.score == max(b.score for b in res.beams)
+    assert decoded >= 80, decoded
 
 
 def test_beam_through_the_chat_model_reports_every_list(model, hotpot_trie, hotpot_ngrams):
