@@ -200,6 +200,23 @@ def render_record(i: int, record: dict) -> str:
     return "\n".join(lines)
 
 
+def fallback_reasons(record: dict) -> list[str]:
+    """Why parts of one question's tree fell back: the plan's reason and each node's (short)."""
+    trace = record.get("trace") or {}
+    out = []
+    if trace.get("plan_fallback"):
+        out.append("plan: " + _reason(trace["plan_fallback"]))
+    for n in trace.get("nodes") or []:
+        if isinstance(n, dict) and n.get("fallback"):
+            out.append("node: " + _reason(n["fallback"]))
+    return out
+
+
+def _reason(text: str) -> str:
+    head = str(text).split(":", 1)[0].strip()
+    return head[:60] or "unknown"
+
+
 def render_summary(result: DemoResult) -> str:
     u = result.usage()
     by_source = ", ".join(f"{k} {v}" for k, v in sorted(u.retriever_calls_by_source.items())) or "none"
@@ -212,4 +229,13 @@ def render_summary(result: DemoResult) -> str:
     ]
     for name, why in result.unavailable_sources.items():
         lines.append(f"  Unavailable: {name}: {why}")
+    reasons = [fallback_reasons(r) for r in result.records]
+    fell = sum(1 for r in reasons if r)
+    lines.append(f"  Fallbacks: {fell} of {len(result.records)} questions fell back somewhere")
+    counts: dict[str, int] = {}
+    for rs in reasons:
+        for why in rs:
+            counts[why] = counts.get(why, 0) + 1
+    for why, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"    {n} × {why}")
     return "\n".join(lines)

@@ -15,7 +15,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def main() -> int:
     from benchmarks import (bench_arm_mip, bench_arm_retrieval, bench_atomr_executor, bench_call_path, bench_chroma,
-                            bench_kar3, bench_wikidata_ops)
+                            bench_kar3, bench_local_model, bench_wikidata_ops)
 
     RESULTS.mkdir(exist_ok=True)
     rc = 0
@@ -27,6 +27,7 @@ def main() -> int:
         ("arm_mip", lambda out: bench_arm_mip.main(["--out", out])),
         ("arm_retrieval", lambda out: bench_arm_retrieval.main(["--out", out])),
         ("kar3", lambda out: bench_kar3.main(["--out", out])),
+        ("local_model", lambda out: bench_local_model.main(["--out", out])),
     ]:
         print(f"\n=== {name} ===", flush=True)
         rc |= run(str(RESULTS / f"{name}.json")) or 0

@@ -189,12 +189,34 @@ async def test_run_demo_answers_every_question_and_reindexes_nothing(demo_store)
 
 # --- the command ---------------------------------------------------------------------------------
 
-def test_demo_without_a_model_explains_how_to_configure_one(capsys, tmp_path):
+def test_demo_with_an_unusable_model_explains_how_to_configure_one(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATOMGRAPH_MODEL", "gpt-4o-mini")  # an OpenAI model, but no key or server
     assert main(["demo"]) == 2
     err = capsys.readouterr().err
     assert "ATOMGRAPH_MODEL" in err and "OPENAI_API_KEY" in err and "OPENAI_BASE_URL" in err
     assert "--model-factory" in err and "Traceback" not in err
     assert not (tmp_path / ".atomgraph").exists()  # nothing was indexed
+
+
+def test_demo_without_a_model_runs_the_bundled_local_model(capsys, monkeypatch):
+    """No model configured: the bundled local model, said in one line, on fewer questions
+    (the real run is tests/test_local_model.py's end-to-end test)."""
+    import atomgraph.demo_run as demo_run
+    from atomgraph.commands.demo import LOCAL_DEFAULT_QUESTIONS, LOCAL_NOTICE
+
+    seen = {}
+
+    def fake_run_demo(settings, **kwargs):
+        seen.update(settings=settings, **kwargs)
+        return demo_run.DemoResult()
+
+    monkeypatch.setattr(demo_run, "run_demo", fake_run_demo)
+    assert main(["demo"]) == 0
+    err = capsys.readouterr().err
+    assert err.count(LOCAL_NOTICE) == 1 and "Traceback" not in err
+    assert seen["settings"].model == "local" and seen["settings"].structured_output
+    assert seen["limit"] == LOCAL_DEFAULT_QUESTIONS
+    assert type(seen["model"]["planner"]).__name__ == "ChatLocalLlama"
 
 
 def test_demo_with_a_scripted_model_factory(capsys, demo_store):

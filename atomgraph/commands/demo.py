@@ -3,7 +3,9 @@
 Runs ATOMR over the offline demo knowledge pack (see :mod:`atomgraph.demo_run`): indexes the
 pack's passages into an embedded Chroma collection, serves its knowledge graph in process,
 answers each demo question and prints the answer, the gold answer, F1 and the executed
-reasoning tree, then a summary. Needs a chat model (see ``MODEL_HELP`` below).
+reasoning tree, then a summary with the fallbacks by reason. With no chat model configured it
+runs the bundled local model (Gemma-3-270M, in process) on the first LOCAL_DEFAULT_QUESTIONS
+questions (``--questions N`` for more).
 """
 
 from __future__ import annotations
@@ -11,6 +13,12 @@ from __future__ import annotations
 import json
 import os
 import sys
+
+LOCAL_DEFAULT_QUESTIONS = 2  # the tiny local model on 2 busy CPUs: about 2-3 minutes a question
+LOCAL_STAGE_CAPS = {"plan": 128, "source_selection": 24, "search": 64, "relate": 64, "filter": 64,
+                    "child_reasoning": 64, "sibling_reasoning": 64, "direct_rag": 64}
+LOCAL_NOTICE = ("No chat model configured: using the bundled local model Gemma-3-270M in process (tiny: expect "
+                "poor answers; set ATOMGRAPH_MODEL for real ones).")
 
 MODEL_HELP = """\
 atomgraph demo needs a chat model: {reason}
@@ -33,7 +41,8 @@ def register(sub) -> None:
     )
     p.add_argument("--persist", default=None,
                    help="embedded Chroma folder for the demo passages (default: .atomgraph/demo)")
-    p.add_argument("--questions", type=int, default=None, metavar="N", help="first N demo questions only")
+    p.add_argument("--questions", "--limit", type=int, default=None, metavar="N",
+                   help=f"first N demo questions only (default: all; {LOCAL_DEFAULT_QUESTIONS} with the bundled local model)")
     p.add_argument("--json", action="store_true", help="print every result and the summary as one JSON object")
     p.add_argument("--model-factory", default=None, metavar="MODULE:FUNCTION",
                    help="function taking the settings and returning the chat model(s) (default: $ATOMGRAPH_MODEL_FACTORY, else settings)")
@@ -51,6 +60,17 @@ def run(args) -> int:
         raise ConfigError("--questions must be at least 1")
     settings = demo_settings(get_settings(), args.persist)
     factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY") or None
+    from atomgraph.settings import ROLES
+
+    if not factory and not any(settings.model_for(r) for r in ROLES):
+        print(LOCAL_NOTICE, file=sys.stderr, flush=True)
+        # Short output caps: a JSON reply is steered to close within its cap, so it still parses.
+        update = {"model": "local", "stage_max_tokens": {**LOCAL_STAGE_CAPS, **settings.stage_max_tokens}}
+        if "structured_output" not in settings.model_fields_set:
+            update["structured_output"] = True  # what settings do for a configured local model
+        settings = settings.model_copy(update=update)
+        if args.questions is None:
+            args.questions = LOCAL_DEFAULT_QUESTIONS
     try:
         models = demo_models(settings, factory)  # before any indexing: fail fast and clearly
     except ConfigError as exc:

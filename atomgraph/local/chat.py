@@ -136,16 +136,18 @@ class ChatLocalLlama(BaseChatModel):
             return self._beam(engine, prompt, trie, beam, max_tokens)
 
         grammar = None
+        if json_schema is not None:
+            json_schema = schema_of(json_schema)
         if grammar_src is not None:
             grammar = engine.grammar(grammar_src)
         elif json_schema is not None:
-            grammar = engine.json_schema_grammar(schema_of(json_schema))
+            grammar = engine.json_schema_grammar(json_schema)
         elif choices is not None:
             grammar = engine.grammar(choices_grammar(choices))
             longest = max(len(engine.tokenize(c)) for c in choices if isinstance(c, str) and c)
             max_tokens = max(max_tokens, longest + 1)  # a cap must not cut an option in half
         out = engine.generate(prompt, max_tokens=max_tokens, temperature=temperature, stop=stops,
-                              grammar=grammar, logprobs=want_logprobs, close_json=json_schema is not None,
+                              grammar=grammar, logprobs=want_logprobs, close_json=json_schema,
                               seed=seed if seed is not None else (self.seed if temperature > 0 else None))
         meta: dict[str, Any] = {"model_name": self.model, "finish_reason": out.finish_reason,
                                 "seconds": round(out.seconds, 4)}

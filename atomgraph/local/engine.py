@@ -23,6 +23,7 @@ or truncated), and a model that is not a causal (decoder) language model.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 import time
@@ -238,6 +239,20 @@ class LocalEngine:
         llm.eval(tokens[keep:])
         return self.last_logits()
 
+    def _extend(self, tokens: list[int]) -> None:
+        """Make the context hold exactly ``tokens`` (reusing the longest cached prefix)."""
+        llm = self.llm
+        keep = 0
+        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens):
+            if a != b:
+                break
+            keep += 1
+        llm.n_tokens = keep
+        if keep < len(tokens):
+            llm.eval(tokens[keep:])
+        else:
+            llm._ctx.kv_cache_seq_rm(-1, keep, -1)
+
     def last_logits(self) -> np.ndarray:
         ptr = self.llm._ctx.get_logits_ith(-1)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
@@ -252,16 +267,17 @@ class LocalEngine:
         grammar: Any = None,
         logprobs: bool = False,
         seed: int | None = None,
-        close_json: bool = False,
+        close_json: dict | None = None,
     ) -> Generation:
         """Generate after ``prompt`` (greedy at temperature 0) until end of turn, a stop string,
         or ``max_tokens``. ``grammar`` is a ``llama_cpp.LlamaGrammar`` restricting every token.
         Log-probabilities are the model's own (before the grammar's mask), one per token.
 
-        ``close_json`` (with a JSON grammar): in the last quarter of the output cap (at most 64
-        tokens) tokens made only of ``"``, ``]`` and ``}`` are promoted above all others, so that
-        the grammar closes the open strings, arrays and objects (filling required keys with the
-        shortest values) and the document ends, and parses, within the cap."""
+        ``close_json`` (a JSON schema whose grammar ``grammar`` is): near the end of the output
+        cap, tokens made only of ``"``, ``]`` and ``}`` are promoted above all others, so that the
+        grammar closes the open strings, arrays and objects (filling required keys with the
+        shortest values) and the document ends, and parses, within the cap. "Near" is the
+        token length of the schema's smallest document plus 8 tokens."""
         prompt = list(prompt)
         if len(prompt) + max_tokens > self.n_ctx:
             max_tokens = self.n_ctx - len(prompt)
@@ -278,9 +294,15 @@ class LocalEngine:
             lps: list[dict[str, Any]] | None = [] if logprobs else None
             finish = "length"
             text = ""
+            # The prompt's last token is always evaluated on its own, after the rest (reused from
+            # the cache where it matches): the first token's logits then come from the same
+            # single-token pass whatever was cached before, so greedy replies repeat exactly.
+            if len(prompt) > 1:
+                self._extend(prompt[:-1])
             processors = None
-            if close_json and grammar is not None:
-                processors = [self._json_closer(len(prompt), max_tokens)]
+            if close_json is not None and grammar is not None:
+                reserve = len(self.tokenize(json.dumps(minimal_instance(close_json)))) + 8
+                processors = [self._json_closer(len(prompt), max_tokens, reserve)]
             gen = llm.generate(prompt, temp=float(temperature), top_k=40 if temperature > 0 else 1,
                                top_p=0.95 if temperature > 0 else 1.0, min_p=0.05 if temperature > 0 else 0.0,
                                repeat_penalty=1.0, grammar=grammar, reset=True, logits_processor=processors)
@@ -308,9 +330,9 @@ class LocalEngine:
         return Generation(text=text, tokens=out, n_prompt=len(prompt), finish_reason=finish, logprobs=lps,
                           seconds=time.perf_counter() - t0)
 
-    def _json_closer(self, n_prompt: int, max_tokens: int):
+    def _json_closer(self, n_prompt: int, max_tokens: int, reserve: int):
         closing = self.closing_token_ids()
-        start = max_tokens - min(64, max(4, max_tokens // 4))
+        start = max_tokens - reserve
 
         def promote(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
             if len(input_ids) - n_prompt >= start:
@@ -352,6 +374,43 @@ def gemma_turns(messages: Sequence[tuple[str, str]]) -> str:
         parts.append(f"<start_of_turn>user\n{system.strip()}<end_of_turn>\n")
     parts.append("<start_of_turn>model\n")
     return "".join(parts)
+
+
+def minimal_instance(schema: dict, root: dict | None = None, depth: int = 0) -> Any:
+    """The smallest JSON value of ``schema`` we can guess (required keys, empty strings and
+    arrays, zeros): sizes the reserve in which a JSON reply is steered to close."""
+    root = root if root is not None else schema
+    if not isinstance(schema, dict) or depth > 20:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        return minimal_instance(node, root, depth + 1)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return minimal_instance(schema[key][0], root, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return min(schema["enum"], key=lambda v: len(json.dumps(v)))
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = "null" if "null" in kind else kind[0]
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {k: minimal_instance(props.get(k, {}), root, depth + 1) for k in schema.get("required", [])}
+    if kind == "array":
+        return [minimal_instance(schema.get("items", {}), root, depth + 1)
+                for _ in range(int(schema.get("minItems", 0)))]
+    if kind == "string":
+        return "x" * int(schema.get("minLength", 0))
+    if kind in ("integer", "number"):
+        return 0
+    if kind == "boolean":
+        return False
+    return None
 
 
 def _first_stop(text: str, stop: Sequence[str]) -> int | None:
