@@ -39,7 +39,7 @@ PASSAGES = {
     ("Reasoning here.\nSo the answer is: Paris.", "Paris"),
     ("so the answer is: **Washington D.C.**", "Washington D.C."),
     ("The answer is Dijon", "Dijon"),
-    ("Just a line\nDijon", "Dijon"),
+    ("Dijon\nJust a line", "Dijon"),  # no marker: the first line (the answer comes first)
     ("So the answer is: 1832.\nExtra commentary", "1832"),
 ])
 def test_extract_answer(text, answer):
@@ -109,7 +109,11 @@ def test_running_without_a_model_is_a_config_error():
 
 async def test_hostile_question_text_reaches_the_model_verbatim():
     hostile = 'What is {question} }} {{evidence}} "; DROP TABLE x; --?'
+    model = ScriptedChatModel(default="So the answer is: weird")
+    out = await build_method("rag", model=model, sources=[KeywordSource("wiki", PASSAGES)]).ainvoke({"question": hostile})
+    assert out["answer"] == "weird"
+    assert hostile in model.prompts[0]
+    # a braces-and-JSON reply is markup, not an answer: refused with its reason
     model = ScriptedChatModel(default="So the answer is: {weird}")
     out = await build_method("rag", model=model, sources=[KeywordSource("wiki", PASSAGES)]).ainvoke({"question": hostile})
-    assert out["answer"] == "{weird}"
-    assert hostile in model.prompts[0]
+    assert out["answer"] == "" and "answer refused (markup)" in out["error"]

@@ -10,7 +10,7 @@ import re
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, extract_answer, strip_label
+from atomgraph.prompts.compare.common import FEW_SHOT_STOPS, ANSWER_RULE, clean_reply, final_answer_parser, strip_label
 from atomgraph.prompts.stage import Stage, text_parser
 
 PLAN_PROMPT = ChatPromptTemplate.from_messages([
@@ -63,6 +63,6 @@ def numbered(questions: list[str]) -> str:
 
 
 PLAN = Stage(name="decomposed_rag_plan", role="planner", prompt=PLAN_PROMPT,
-             parser=text_parser(read_sub_questions, "sub_questions"), max_tokens=256)
+             parser=text_parser(read_sub_questions, "sub_questions"), max_tokens=256, stop=FEW_SHOT_STOPS)
 ANSWER = Stage(name="decomposed_rag_answer", role="answerer", prompt=ANSWER_PROMPT,
-               parser=text_parser(extract_answer, "final_answer"), max_tokens=384)
+               parser=final_answer_parser(ANSWER_PROMPT), max_tokens=384, stop=FEW_SHOT_STOPS)
