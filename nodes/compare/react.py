@@ -119,6 +119,10 @@ def message_steps(messages: list[BaseMessage]) -> list[dict]:
     return steps
 
 
+def _is_limit_notice(m: AIMessage) -> bool:
+    return not m.tool_calls and message_text(m).startswith("Model call limits exceeded")
+
+
 def make_agent_node(rt: MethodRuntime) -> Callable:
     """Run the ReAct agent on the question; record its calls; read its answer."""
 
@@ -158,7 +162,8 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
             stopped = f"step limit reached (recursion limit of the agent loop, {params.max_steps} steps)"
         except Exception as exc:  # the model call failed (recorded), or a tool raised
             error = f"agent: {type(exc).__name__}: {exc}"[:500]
-        model_replies = [m for m in messages if isinstance(m, AIMessage)]
+        # ModelCallLimitMiddleware ends the loop with a message of its own ("Model call limits exceeded")
+        model_replies = [m for m in messages if isinstance(m, AIMessage) and not _is_limit_notice(m)]
         wanted_more = bool(model_replies and model_replies[-1].tool_calls)
         if error is None and stopped is None and wanted_more and len(recorder.calls) >= params.max_steps:
             stopped = f"step limit reached ({params.max_steps} model calls) before the agent gave an answer"
@@ -175,6 +180,12 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
                 error = f"final answer: unreadable model output ({reason})"
         elif stopped is not None:
             error = "no answer within the step limit"
+        if error is None and tools and not rec.retriever_calls:
+            # the README's promise: ReAct answers from what it searched, so a run that never
+            # called a tool has no answer of the method's own (its reply stays in the trace)
+            error = ("the agent never searched: the model answered without calling a search tool "
+                     f"({', '.join(t.name for t in tools)})")
+            answer = ""
         evidence = rec.evidence
         return {
             "answer": answer, "answers": [answer] if answer else [], "stopped": stopped, "error": error,
