@@ -161,7 +161,8 @@ def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations:
 
     - cut at the first stop sequence or chat-template token, and (``invented_turns``) at a
       ``Question:`` line after the first line (the model inventing the next demonstration);
-    - :class:`AnswerRefused` ``demonstration`` when it copies a demonstration's question
+    - :class:`AnswerRefused` ``demonstration`` when it starts with a ``Question:`` line (the
+      model writing a demonstration of its own) or copies a demonstration's question
       (``demonstrations``: ``(question, answer)`` pairs), ``echo`` when nothing is left after
       dropping the sentences of ``instructions`` it repeats (sentences of 4+ words), ``empty``
       when it is empty.
@@ -174,6 +175,8 @@ def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations:
     text = text.strip()
     if not text:
         raise AnswerRefused("empty", "the reply is empty")
+    if re.match(r"\s*(?:Question|Q)\s*[:：]", text):
+        raise AnswerRefused("demonstration", "the reply starts a new demonstration ('Question: ...')")
     normed = _norm(text)
     for q, _a in demonstrations:
         nq = _norm(q)
