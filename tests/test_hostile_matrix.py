@@ -43,11 +43,17 @@ def wiki():
     return InMemorySource(load_passages(), name="wikipedia", description="Encyclopedia passages.")
 
 
-def _sources(method, wiki):
-    if method == "arm":
-        from tests.arm_graph_fixtures import OBJECTS
-        return OBJECTS
-    return [wiki]
+@pytest.fixture(scope="module")
+def arm_index():
+    from atomgraph.tools.arm_index import ArmIndex
+    from tests.arm_graph_fixtures import OBJECTS
+
+    return ArmIndex.build(OBJECTS, use_cache=False)  # built once: its embedding model loads outside the timed runs
+
+
+@pytest.fixture
+def sources(request, wiki):
+    return lambda method: request.getfixturevalue("arm_index") if method == "arm" else [wiki]
 
 
 def _reasons(out) -> str:
@@ -60,12 +66,12 @@ def _reasons(out) -> str:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("method", sorted(set(method_names()) - {"kar3"}))
-async def test_method_against_hostile_server(server, wiki, method, mode):
+async def test_method_against_hostile_server(server, sources, method, mode):
     # one base URL per test: langchain-openai caches its async HTTP client per URL, and each
     # test runs on its own event loop
     settings = Settings(model="hostile", openai_base_url=server.url(mode, method), openai_api_key="x", cache=False,
                         request_timeout=TIMEOUT_S, max_retries=0)
-    graph = build_method(method, settings=settings, sources=_sources(method, wiki))
+    graph = build_method(method, settings=settings, sources=sources(method))
     t0 = time.monotonic()
     out = await graph.ainvoke({"question": Q})
     wall = time.monotonic() - t0
