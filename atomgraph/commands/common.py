@@ -8,6 +8,14 @@ import sys
 from atomgraph.settings import Settings, get_settings
 
 
+def plain_help(text: str) -> str:
+    """A docstring as ``--help`` text: reST markup (````code````, ``:mod:`x```) as plain text."""
+    import re
+
+    text = re.sub(r":(?:mod|func|class|meth|data|attr):`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
 def seconds(text: str) -> float:
     """An argparse type: a positive number of seconds (a clear usage error otherwise)."""
     import argparse

@@ -1,9 +1,9 @@
 """``atomgraph demo [--persist DIR] [--questions N] [--json] [--model-factory MOD:FN]``.
 
-Runs ATOMR over the offline demo knowledge pack (see :mod:`atomgraph.demo_run`): indexes the
-pack's passages into an embedded Chroma collection, serves its knowledge graph in process,
-answers each demo question and prints the answer, the gold answer, F1 and the executed
-reasoning tree, then a summary. Needs a chat model (see ``MODEL_HELP`` below).
+Runs ATOMR over the offline demo knowledge pack: indexes the pack's passages into an
+embedded Chroma collection, serves its knowledge graph in process, answers each demo
+question and prints the answer, the gold answer, F1 and the executed reasoning tree, then
+a summary. Needs a chat model (without one, it lists the settings that configure one).
 """
 
 from __future__ import annotations

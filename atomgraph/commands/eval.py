@@ -19,13 +19,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from atomgraph.commands.common import add_deadline_arg, add_model_source_args, model_and_sources, print_json, seconds
+from atomgraph.commands.common import (add_deadline_arg, add_model_source_args, model_and_sources, plain_help,
+                                       print_json, seconds)
 from atomgraph.evaluation.runner import MAX_CONCURRENCY
 
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="score predictions, run methods over datasets, report runs",
-                       description=__doc__.split("\n\n", 1)[1], formatter_class=_raw())
+                       description=plain_help(__doc__.split("\n\n", 1)[1]), formatter_class=_raw())
     esub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND")
 
     s = esub.add_parser("score", help="EM / F1 / cover-EM of a predictions file")
