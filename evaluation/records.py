@@ -82,20 +82,22 @@ def _key(rec: dict) -> str | None:
     return None
 
 
-def check_record(rec: dict, where: str, *, method: str | None = None) -> None:
-    """RecordError unless ``rec`` is a whole run record (every field of :data:`RUN_RECORD_FIELDS`
-    with its type, a numeric F1) of ``method`` (when given)."""
-    missing = [k for k in RUN_RECORD_FIELDS if k not in rec]
+def check_record(rec: dict, where: str, *, method: str | None = None,
+                 fields: tuple[str, ...] = tuple(RUN_RECORD_FIELDS)) -> None:
+    """RecordError unless ``rec`` is a whole run record (every field of :data:`RUN_RECORD_FIELDS`,
+    or of ``fields``, with its type, a numeric F1) of ``method`` (when given and recorded)."""
+    missing = [k for k in fields if k not in rec]
     if missing:
-        stub = " (a stub: its prediction is lost)" if "id" in rec and len(missing) >= 3 else ""
+        stub = " (a stub: its prediction is lost)" if "id" in rec and (len(missing) >= 3 or set(rec) <= {"id"}) else ""
         raise RecordError(f"{where}: the record lacks {', '.join(missing)}{stub}")
-    for k, t in RUN_RECORD_FIELDS.items():
+    for k in fields:
+        t = RUN_RECORD_FIELDS[k]
         if not isinstance(rec[k], t) or isinstance(rec[k], bool):
             raise RecordError(f"{where}: field {k!r} is a {type(rec[k]).__name__}, not the expected type")
     f1 = rec["metrics"].get("f1")
     if not isinstance(f1, (int, float)) or isinstance(f1, bool):
         raise RecordError(f"{where}: the record has no numeric metrics.f1")
-    if method is not None and rec["method"] != method:
+    if method is not None and "method" in rec and rec["method"] != method:
         raise RecordError(f"{where}: a record of method {rec['method']!r} in a run of {method!r}")
 
 
@@ -107,7 +109,8 @@ def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str
     cut from the file. An unreadable line elsewhere is an error naming the line.
 
     ``validate="run"``: every record must be a whole run record (:func:`check_record`, of
-    ``method`` when given) and no example may appear twice; ``validate="predictions"``: every
+    ``method`` when given) and no example may appear twice; ``validate="report"``: the same
+    with only ``id`` and ``metrics`` required; ``validate="predictions"``: every
     record needs ``predicted`` and ``gold``, and no id (``id``/``index``) may repeat. A failed
     check raises :class:`RecordError` naming the file and line, and nothing is rewritten.
     """
@@ -139,6 +142,8 @@ def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str
             where = f"{path}: line {lineno}"
             if validate == "run":
                 check_record(rec, where, method=method)
+            elif validate == "report":  # what a report reads: a scored record of this run's method
+                check_record(rec, where, method=method, fields=("id", "metrics"))
             elif validate == "predictions" and ("predicted" not in rec or "gold" not in rec):
                 raise RecordError(f"{where}: the record needs 'predicted' and 'gold' fields")
             if validate:

@@ -144,3 +144,17 @@ def test_cli_exit_status_and_summary(tmp_path):
     p = _cli("eval", "run", "--method", "standard", "--dataset", str(data), "--out", str(tmp_path / "r"),
              "--model", f"scripted:{bad}", "--concurrency", "100000000000000000000", cwd=tmp_path)
     assert p.returncode == 2 and "must be from 1 to 64" in p.stderr
+
+
+def test_score_and_report_refuse_duplicates_and_stubs(tmp_path):
+    from atomgraph.evaluation.report import load_run, score_predictions
+
+    f = tmp_path / "p.jsonl"
+    f.write_text('{"id": 1, "predicted": "a", "gold": ["a"]}\n{"id": 1, "predicted": "a", "gold": ["a"]}\n')
+    with pytest.raises(RecordError, match="line 2: example '1' again"):
+        score_predictions(f)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "predictions.jsonl").write_text('{"id": "q0"}\n')
+    with pytest.raises(RecordError, match="line 1: the record lacks .*a stub"):
+        load_run(run)
