@@ -16,12 +16,13 @@ import sys
 
 from atomgraph.commands.common import (add_deadline_arg, add_model_source_args, deadline_config, model_and_sources,
                                        print_json)
+from atomgraph.graphs.registry import method_names
 
 
 def register(sub) -> None:
     p = sub.add_parser("ask", help="answer one question and show how it was answered")
     p.add_argument("question", help="the question")
-    p.add_argument("--method", default="atomr", help="registered method (default: atomr)")
+    p.add_argument("--method", default="atomr", help=f"method: {', '.join(method_names())} (default: atomr)")
     add_model_source_args(p)
     add_deadline_arg(p)
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
