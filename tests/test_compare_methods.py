@@ -197,7 +197,7 @@ def test_decomposed_rag_sub_question_bound_and_bad_output(wiki):
                                       "decomposed_rag_answer": "Sommerfeld died in Munich.\nSo the answer is: Munich"})
     out = run("decomposed_rag", model, [wiki])
     assert out["error"] is None and out["answer"] == "Munich"
-    assert [c.query for c in out["retriever_calls"]] == [Q]
+    assert [c["query"] if isinstance(c, dict) else c.query for c in out["retriever_calls"]] == [Q]
     assert out["trace"]["sub_questions"] == [Q]
     assert out["trace"]["fallbacks"][0]["stage"] == "decomposed_rag_plan"
     assert out["trace"]["fallbacks"][0]["reason"].startswith("retrieval on the question: unreadable model output")

@@ -60,7 +60,8 @@ def _reasons(out) -> str:
     calls = out.get("llm_calls") or []
     parts = [str(out.get("error") or "")]
     for c in calls:
-        parts += [str(getattr(c, "error", None) or ""), str(getattr(c, "parse_error", None) or "")]
+        c = c if isinstance(c, dict) else c.model_dump()
+        parts += [str(c.get("error") or ""), str(c.get("parse_error") or "")]
     return " | ".join(p for p in parts if p)
 
 
