@@ -96,3 +96,23 @@ async def test_method_against_hostile_server(server, sources, method, mode):
         if method not in OURS:
             pytest.xfail(f"{method} recorded no reason matching {REASON[mode]!r} in {mode} mode: {reasons[:200]!r}")
         raise AssertionError(f"{method} × {mode}: no reason matching {REASON[mode]!r} in {reasons[:500]!r}")
+
+
+@pytest.mark.parametrize("mode", ["injection", "500", "hang"])
+def test_cli_ask_against_hostile_server(server, tmp_path, mode):
+    """What a user runs: `atomgraph ask --json` exits 1 with valid JSON, the reason, no traceback."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ATOMGRAPH_MODEL": "hostile", "OPENAI_BASE_URL": server.url(mode, "cli"), "OPENAI_API_KEY": "x",
+           "ATOMGRAPH_CACHE": "false", "ATOMGRAPH_REQUEST_TIMEOUT": str(TIMEOUT_S), "ATOMGRAPH_MAX_RETRIES": "0",
+           "ATOMGRAPH_SOURCES": "wikipedia", "ATOMGRAPH_CHROMA_PATH": str(tmp_path / "db")}
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "atomgraph.cli", "ask", Q, "--method", "rag", "--json", "--deadline", "60"],
+                       cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    assert time.monotonic() - t0 < 90
+    assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr[-2000:]
+    out = json.loads(p.stdout.decode("utf-8"))
+    assert out["answer"] == "" and re.search(REASON[mode], out["error"], re.I), out["error"]
