@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
+from atomgraph.nodes.compare.common import shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.baselines import examples
 from atomgraph.prompts.stage import Stage
@@ -40,7 +41,7 @@ def make_answer_node(rt: MethodRuntime, stage: Stage[str], *, with_reasoning: bo
         result = await rt.ask(stage, values, config)
         trace = {
             "method": stage.name,
-            "response": result.text or "",
+            "response": shown_reply(result) or "",
             "evidence": [e.model_dump(include={"id", "title", "source", "url", "text"}) for e in evidence],
             "unavailable_sources": dict(rt.sources().unavailable) if "evidence" in values else {},
         }

@@ -117,3 +117,14 @@ async def test_hostile_question_text_reaches_the_model_verbatim():
     model = ScriptedChatModel(default="So the answer is: {weird}")
     out = await build_method("rag", model=model, sources=[KeywordSource("wiki", PASSAGES)]).ainvoke({"question": hostile})
     assert out["answer"] == "" and "answer refused (markup)" in out["error"]
+
+
+async def test_a_reply_over_the_cap_is_refused_and_kept_cut_and_marked():
+    from atomgraph.prompts.answer_contract import REPLY_CUT_MARK
+
+    model = ScriptedChatModel(default="So the answer is: " + "x" * 200_000)
+    out = await build_method("rag", model=model, sources=[KeywordSource("wiki", PASSAGES)]).ainvoke(
+        {"question": "Where was Gustave Eiffel born?"})
+    assert out["answer"] == "" and "answer refused (too_long)" in out["error"]
+    response = out["trace"]["response"]
+    assert response.endswith(REPLY_CUT_MARK) and len(response) == 256 * 8 + len(REPLY_CUT_MARK)

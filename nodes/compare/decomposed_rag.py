@@ -9,7 +9,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
 
 from atomgraph.state.output import check_question
-from atomgraph.nodes.compare.common import failed, hits, passages, source_names, unique_evidence
+from atomgraph.nodes.compare.common import failed, hits, passages, source_names, unique_evidence, shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import decomposed_rag as P
 
@@ -25,7 +25,7 @@ def make_decompose_node(rt: MethodRuntime) -> Callable:
         if not result.ok and (result.call.error or not rt.params(config).fallback_to_question):
             return {**failed("decompose", result), "question": question}
         limit = rt.params(config).max_sub_questions
-        step: dict[str, Any] = {"kind": "decompose", "response": result.text}
+        step: dict[str, Any] = {"kind": "decompose", "response": shown_reply(result)}
         if result.ok:
             subs: list[str] = result.value
         else:  # an unreadable decomposition: retrieve for the question itself (the fallback keeps the question)
@@ -77,7 +77,7 @@ def make_answer_node(rt: MethodRuntime) -> Callable:
             fail = failed("answer", result)
             return {**fail, "evidence": merged, "steps": steps + fail["steps"]}
         return {"llm_calls": [result.call], "evidence": merged, "answer": result.value,
-                "steps": steps + [{"kind": "answer", "answer": result.value, "response": result.text}]}
+                "steps": steps + [{"kind": "answer", "answer": result.value, "response": shown_reply(result)}]}
 
     return answer
 
