@@ -71,6 +71,7 @@ PROMPTS = {"standard": STANDARD_PROMPT, "cot": COT_PROMPT, "rag": RAG_PROMPT}
 
 _MARKER = re.compile(r"(?:so\s+)?the\s+(?:final\s+)?answer\s+is\s*[:：]?\s*", re.I)
 _LEAD_LABEL = re.compile(r"^\s*(?:final\s+answer|short\s+answer|answer|a)\s*[:：]\s*", re.I)
+_RUN_ON = re.compile(r"\s+(?:Question|Answer|Q|Passages?|Context|Explanation|Reasoning)\s*[:：]")
 DEMONSTRATION_PAIRS: list[tuple[str, str]] = [(q, a) for q, _why, a in DEMONSTRATIONS]
 
 
@@ -108,6 +109,8 @@ def read_answer(text: str, *, instructions: Sequence[str] = (), demonstrations: 
         raise ParseError(f"no 'So the answer is:' line in: {reply[:200]!r}")
     else:
         answer = next(ln for ln in reply.splitlines() if ln.strip())
+    # a run-on past the answer on the same line (a server that ignored the stop sequences)
+    answer = _RUN_ON.split(answer, maxsplit=1)[0]
     return check_answer(_tidy(answer))
 
 
