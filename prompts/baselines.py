@@ -114,6 +114,18 @@ def read_answer(text: str, *, instructions: Sequence[str] = (), demonstrations: 
     return check_answer(_tidy(answer))
 
 
+def without_restated_question(text: str, question: str) -> str | None:
+    """``text`` without a first line that restates *our* ``question`` ('Question: <question>'),
+    or None when it does not start so. A small model often restates the question before
+    answering; a restated *demonstration* stays a refused copy."""
+    first, _, rest = (text or "").lstrip().partition("\n")
+    m = re.match(r"\s*(?:Question|Q)\s*[:：]\s*(.*)$", first)
+    norm = lambda x: " ".join(re.sub(r"[^\w\s]", " ", x.casefold()).split())  # noqa: E731
+    if m and norm(m.group(1)) == norm(question) and rest.strip():
+        return rest
+    return None
+
+
 def extract_answer(text: str) -> str:
     """:func:`read_answer` with no prompt to compare against: the first marker's answer, else the
     first non-empty line, checked against the answer contract. ParseError for an empty reply."""

@@ -128,3 +128,13 @@ async def test_a_reply_over_the_cap_is_refused_and_kept_cut_and_marked():
     assert out["answer"] == "" and "answer refused (too_long)" in out["error"]
     response = out["trace"]["response"]
     assert response.endswith(REPLY_CUT_MARK) and len(response) == 256 * 8 + len(REPLY_CUT_MARK)
+
+
+async def test_a_restated_question_is_not_a_copied_demonstration():
+    q = "Where was Gustave Eiffel born?"
+    model = ScriptedChatModel(default=f"Question: {q}\nAnswer: So the answer is: Dijon")
+    out = await build_method("standard", model=model).ainvoke({"question": q})
+    assert out["answer"] == "Dijon" and out["error"] is None
+    demo = "Question: Who was born first, Ada Lovelace or Charles Babbage?\nAnswer: So the answer is: Charles Babbage"
+    out = await build_method("standard", model=ScriptedChatModel(default=demo)).ainvoke({"question": q})
+    assert out["answer"] == "" and "answer refused (demonstration)" in out["error"]
