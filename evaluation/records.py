@@ -30,6 +30,17 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+def safe_json(value: Any, **kwargs: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)`` that is always valid UTF-8: a lone surrogate
+    (``"\\ud800"``, valid in JSON, not encodable in UTF-8) is written as its JSON escape."""
+    text = json.dumps(value, ensure_ascii=False, **kwargs)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class RecordWriter:
     """Appends one JSON record per line; each line durable before :meth:`write` returns."""
 
@@ -39,7 +50,7 @@ class RecordWriter:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: dict) -> None:
-        line = (json.dumps(jsonable(record), ensure_ascii=False) + "\n").encode("utf-8")
+        line = (safe_json(jsonable(record)) + "\n").encode("utf-8")
         os.write(self._fd, line)
         os.fsync(self._fd)
 
@@ -55,18 +66,64 @@ class RecordWriter:
         self.close()
 
 
-def read_records(path: str | os.PathLike, *, repair: bool = False) -> list[dict]:
+RUN_RECORD_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "id": (str, int), "predicted": str, "gold": list, "metrics": dict, "usage": dict, "method": str,
+}
+
+
+class RecordError(DatasetError):
+    """A record file that cannot be used as it is; the message names the file and the line."""
+
+
+def _key(rec: dict) -> str | None:
+    for k in ("id", "index", "_id"):
+        if rec.get(k) is not None:
+            return str(rec[k])
+    return None
+
+
+def check_record(rec: dict, where: str, *, method: str | None = None,
+                 fields: tuple[str, ...] = tuple(RUN_RECORD_FIELDS)) -> None:
+    """RecordError unless ``rec`` is a whole run record (every field of :data:`RUN_RECORD_FIELDS`,
+    or of ``fields``, with its type, a numeric F1) of ``method`` (when given and recorded)."""
+    missing = [k for k in fields if k not in rec]
+    if missing:
+        stub = " (a stub: its prediction is lost)" if "id" in rec and (len(missing) >= 3 or set(rec) <= {"id"}) else ""
+        raise RecordError(f"{where}: the record lacks {', '.join(missing)}{stub}")
+    for k in fields:
+        t = RUN_RECORD_FIELDS[k]
+        if not isinstance(rec[k], t) or isinstance(rec[k], bool):
+            raise RecordError(f"{where}: field {k!r} is a {type(rec[k]).__name__}, not the expected type")
+    f1 = rec["metrics"].get("f1")
+    if not isinstance(f1, (int, float)) or isinstance(f1, bool):
+        raise RecordError(f"{where}: the record has no numeric metrics.f1")
+    if method is not None and "method" in rec and rec["method"] != method:
+        raise RecordError(f"{where}: a record of method {rec['method']!r} in a run of {method!r}")
+
+
+def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str | None = None,
+                 method: str | None = None) -> list[dict]:
     """The records of a JSON-lines file.
 
     An unreadable *last* line (a run killed mid-write) is dropped, and with ``repair=True``
     cut from the file. An unreadable line elsewhere is an error naming the line.
+
+    ``validate="run"``: every record must be a whole run record (:func:`check_record`, of
+    ``method`` when given) and no example may appear twice; ``validate="report"``: the same
+    with only ``id`` and ``metrics`` required; ``validate="predictions"``: every
+    record needs ``predicted`` and ``gold``, and no id (``id``/``index``) may repeat. A failed
+    check raises :class:`RecordError` naming the file and line, and nothing is rewritten.
     """
     path = Path(path)
     if not path.exists():
         return []
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     lines = data.split(b"\n")
     records: list[dict] = []
+    seen: dict[str, int] = {}
     good_end = 0  # byte offset just past the last complete, valid line
     offset = 0
     for lineno, raw in enumerate(lines, 1):
@@ -77,11 +134,25 @@ def read_records(path: str | os.PathLike, *, repair: bool = False) -> list[dict]
                 rec = json.loads(raw.decode("utf-8"))
                 if not isinstance(rec, dict):
                     raise ValueError("not a JSON object")
-            except (ValueError, UnicodeDecodeError) as exc:
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 trailing = all(not x.strip() for x in lines[lineno:])
                 if trailing:
                     break
-                raise DatasetError(f"{path}: line {lineno}: not a JSON record ({exc})") from exc
+                raise RecordError(f"{path}: line {lineno}: not a JSON record ({str(exc)[:200]})") from None
+            where = f"{path}: line {lineno}"
+            if validate == "run":
+                check_record(rec, where, method=method)
+            elif validate == "report":  # what a report reads: a scored record of this run's method
+                check_record(rec, where, method=method, fields=("id", "metrics"))
+            elif validate == "predictions" and ("predicted" not in rec or "gold" not in rec):
+                raise RecordError(f"{where}: the record needs 'predicted' and 'gold' fields")
+            if validate:
+                key = _key(rec)
+                if key is not None and key in seen:
+                    raise RecordError(f"{where}: example {key!r} again (first on line {seen[key]}); "
+                                      "a duplicate would be counted twice")
+                if key is not None:
+                    seen[key] = lineno
             records.append(rec)
         good_end = end
         offset = end

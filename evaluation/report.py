@@ -37,9 +37,9 @@ def load_run(path: str | os.PathLike) -> tuple[dict, list[dict]]:
     if meta_path.is_file():
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{meta_path} is not valid JSON: {exc}") from exc
-    records = read_records(pred)
+    records = read_records(pred, validate="report", method=meta.get("method"))  # a damaged file: refused, naming the line
     if records:
         meta.setdefault("method", records[0].get("method"))
         meta.setdefault("dataset", records[0].get("dataset"))
@@ -168,7 +168,7 @@ def score_predictions(path: str | os.PathLike, dataset: str | None = None) -> di
         p = p / PREDICTIONS
     if not p.is_file():
         raise ConfigError(f"predictions file {path} does not exist")
-    records = read_records(p)
+    records = read_records(p, validate="predictions")  # duplicates would be counted twice: refused
     types: dict[str, str | None] = {}
     if dataset:
         from atomgraph.evaluation.datasets import load_dataset

@@ -4,10 +4,18 @@
 
 ``DIR/predictions.jsonl`` gets one line per example as soon as it finishes (prediction,
 gold, metrics, trace, usage, latency, error); ``DIR/run.json`` holds the run's metadata
-(method, dataset, settings without secrets). Running the same command again skips the
-examples already in the file, so a killed run ends with each example exactly once.
+(method, dataset, settings without secrets, and the run's *fingerprint*: its model(s) and the
+method's parameters). Running the same command again skips the examples already in the file,
+so a killed run ends with each example exactly once; examples that ended in a transient
+error (a failed model call, the circuit breaker, a deadline, a timeout) are run again, and
+with ``retry_errors=True`` every errored example is (their old records move to
+``DIR/retried.jsonl``). A rerun whose fingerprint differs is refused (``force_new=True``
+moves the old run aside into ``DIR/previous-<time>/`` and starts afresh), and so is a
+directory whose records do not read as whole records of this method (a stub, a duplicate,
+a missing field: the message names the file and line; nothing is rewritten).
 An error in one example (model or source failure, a limit hit, a timeout) is recorded on
-that example and the run goes on.
+that example and the run goes on; :func:`outcomes` counts errors, fallbacks and refused
+answers by reason.
 """
 
 from __future__ import annotations
@@ -29,8 +37,8 @@ from langchain_core.language_models import BaseChatModel
 from atomgraph.errors import ConfigError
 from atomgraph.evaluation.datasets import Example, load_dataset
 from atomgraph.evaluation.metrics import answer_scores, answer_text, mean, retrieval_scores
+from atomgraph.evaluation.records import RecordError, RecordWriter, jsonable, read_records
 from atomgraph.state.usage import calls_cost, price_table
-from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
 from atomgraph.imports import import_object  # noqa: F401 - re-exported: part of this module's API
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.output import output_of
@@ -38,7 +46,14 @@ from atomgraph.state.usage import summarize_usage
 
 PREDICTIONS = "predictions.jsonl"
 RUN_META = "run.json"
+RETRIED = "retried.jsonl"
 SECRET_FIELDS = {"openai_api_key", "serpapi_api_key"}
+MAX_CONCURRENCY = 64  # examples in flight at once, at most (each holds its model calls and sources)
+MODEL_FIELDS = ("model", "planner_model", "executor_model", "answerer_model", "atomizer_model", "proposer_model",
+                "selector_model", "decoder_model", "temperature", "structured_output", "stage_max_tokens")
+# errors worth running again on a rerun: the provider, not the method, failed
+TRANSIENT = ("model call failed", "circuit breaker", "deadline", "timed out", "every model call failed",
+             "connection", "rate limit", "Timeout", "APIError", "APIConnectionError")
 
 
 @dataclass
@@ -51,6 +66,13 @@ class RunResult:
     f1: float  # mean F1 (percent) over every record in the file
     cost_usd: float  # total over every record in the file
     records: list[dict] = field(default_factory=list, repr=False)
+    retried: int = 0  # errored examples of an earlier run that this run ran again
+    outcome: dict = field(default_factory=dict)  # outcomes(records of this run)
+
+    @property
+    def all_failed(self) -> bool:
+        """Every example this run finished ended in an error (and it finished some)."""
+        return self.finished > 0 and self.errors == self.finished
 
 
 # --- plugging in models and sources ------------------------------------------------------
@@ -96,6 +118,104 @@ def settings_snapshot(settings: Settings) -> dict:
     return data
 
 
+def model_identity(model: Any, settings: Settings) -> dict:
+    """The model(s) a run uses, as names: the object's (``model``: a chat model or a role→model
+    mapping) or the settings' model fields."""
+    from atomgraph.models import model_name
+
+    if isinstance(model, BaseChatModel):
+        return {"model": model_name(model)}
+    if isinstance(model, dict):
+        return {str(role): model_name(m) if isinstance(m, BaseChatModel) else str(m) for role, m in model.items()}
+    snap = settings.model_dump(mode="json")
+    return {k: snap.get(k) for k in MODEL_FIELDS if snap.get(k) not in (None, {}, [])}
+
+
+def run_fingerprint(method: str, dataset: str, model: Any, settings: Settings) -> dict:
+    """What makes two runs comparable: method, dataset, model(s) and the method's parameters
+    (its settings section). A rerun into a directory must match it."""
+    params = settings.model_dump(mode="json").get(method)
+    return {"method": method, "dataset": dataset, "models": model_identity(model, settings),
+            "temperature": settings.temperature, "params": params if isinstance(params, dict) else {}}
+
+
+# --- outcomes -----------------------------------------------------------------------------
+
+def failure_kind(text: object) -> str:
+    """A short category of an error or fallback reason, for counting."""
+    from atomgraph.prompts.answer_contract import refusal_reason
+
+    t = str(text or "")
+    refused = refusal_reason(t)
+    if refused:
+        return f"answer refused ({refused})"
+    low = t.lower()
+    for needle, kind in (("circuit breaker", "circuit breaker"), ("deadline", "deadline"),
+                         ("timed out", "timed out"), ("never searched", "never searched"),
+                         ("every model call failed", "every model call failed"),
+                         ("model call failed", "model call failed"), ("unreadable", "unreadable reply"),
+                         ("step limit", "step limit"), ("limit reached", "step limit")):
+        if needle in low:
+            return kind
+    return "other"
+
+
+def fallbacks_of(trace: dict) -> list[dict]:
+    """The fallbacks a method recorded in its trace: ``trace["fallbacks"]`` (``{"stage", "reason"}``
+    items; the baselines' and comparison methods' convention) and ATOMR's ``plan_fallback``."""
+    out: list[dict] = []
+    if not isinstance(trace, dict):
+        return out
+    for f in trace.get("fallbacks") or []:
+        if isinstance(f, dict) and f.get("reason"):
+            out.append({"stage": str(f.get("stage") or ""), "reason": str(f["reason"])[:500]})
+    if trace.get("plan_fallback"):
+        out.append({"stage": "plan", "reason": str(trace["plan_fallback"])[:500]})
+    return out
+
+
+def outcomes(records: Sequence[dict]) -> dict:
+    """How the examples ended: ``answered`` (no error), ``errors`` by kind (:func:`failure_kind`),
+    ``fallbacks`` by kind (examples whose method fell back at some stage), ``refused``
+    (examples where an answer was refused under the answer contract: as the error or a fallback)."""
+    from collections import Counter
+
+    errors: Counter = Counter()
+    fallbacks: Counter = Counter()
+    refused = 0
+    for r in records:
+        kinds = []
+        if r.get("error"):
+            kinds.append(failure_kind(r["error"]))
+            errors[kinds[-1]] += 1
+        for f in r.get("fallbacks") or fallbacks_of(r.get("trace") or {}):
+            kinds.append(failure_kind(f.get("reason")))
+            fallbacks[kinds[-1]] += 1
+        refused += any(k.startswith("answer refused") for k in kinds)
+    return {"examples": len(records), "answered": sum(1 for r in records if not r.get("error")),
+            "errors": dict(errors.most_common()), "fallbacks": dict(fallbacks.most_common()), "refused": refused}
+
+
+def describe_outcome(o: dict) -> str:
+    """One line of :func:`outcomes` for a summary."""
+    def counts(d: dict) -> str:
+        return ", ".join(f"{v} {k}" for k, v in d.items())
+
+    parts = [f"{o['answered']} of {o['examples']} answered"]
+    if o["errors"]:
+        parts.append(f"{sum(o['errors'].values())} failed ({counts(o['errors'])})")
+    if o["fallbacks"]:
+        parts.append(f"{sum(o['fallbacks'].values())} fallbacks ({counts(o['fallbacks'])})")
+    parts.append(f"{o['refused']} with a refused answer")
+    return "; ".join(parts)
+
+
+def is_transient(record: dict) -> bool:
+    """The record's error came from the provider or a time bound, not from the method."""
+    err = str(record.get("error") or "")
+    return bool(err) and any(t.lower() in err.lower() for t in TRANSIENT)
+
+
 # --- one example -------------------------------------------------------------------------
 
 def build_record(example: Example, values: dict, *, method: str, dataset: str, latency_s: float,
@@ -112,6 +232,11 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
     if predicted is None and answers:
         predicted = answer_text(answers)
     predicted = str(predicted or "")
+    failed_calls = [c for c in llm_calls if getattr(c, "error", None) or (isinstance(c, dict) and c.get("error"))]
+    if not error and not values.get("error") and llm_calls and len(failed_calls) == len(llm_calls):
+        first = failed_calls[0]
+        why = getattr(first, "error", None) or (first.get("error") if isinstance(first, dict) else None)
+        error = f"every model call failed ({len(llm_calls)} of {len(llm_calls)}; first: {why})"[:1000]
     retrieved = [str(t) for t in values["retrieved_titles"]]
     retrieved_ids = [str(t) for t in values["retrieved_ids"]]
     metrics: dict[str, Any] = answer_scores(predicted, example.answers)
@@ -146,6 +271,7 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
         "latency_s": latency_s,
         "stopped": values.get("stopped"),
         "error": error or values.get("error"),
+        "fallbacks": fallbacks_of(values.get("trace") or {}),
         "trace": jsonable(values.get("trace") or {}),
         "method": method,
         "dataset": dataset,
@@ -154,8 +280,10 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
 
 
 async def _run_one(graph, example: Example, *, method: str, dataset: str, prices: dict,
-                   timeout_s: float | None) -> dict:
-    config = {"configurable": {"thread_id": f"{method}:{dataset}:{example.id}"}}
+                   timeout_s: float | None, deadline_s: float | None = None) -> dict:
+    config: dict = {"configurable": {"thread_id": f"{method}:{dataset}:{example.id}"}}
+    if deadline_s is not None:  # the runtime refuses model calls after it; the method ends with its best answer
+        config["configurable"]["deadline"] = time.time() + deadline_s
     t0 = time.perf_counter()
     error = None
     try:
@@ -206,19 +334,74 @@ def _exclusive(out_dir: Path):
         fh.close()
 
 
-def _check_meta(out_dir: Path, meta: dict) -> None:
+def _read_meta(out_dir: Path) -> dict | None:
     path = out_dir / RUN_META
     if not path.exists():
-        return
+        return None
     try:
         old = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        if not isinstance(old, dict):
+            raise ValueError("not a JSON object")
+        return old
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} cannot be read ({str(exc)[:200]}); the run directory was left as it is. "
+                          "Repair it, use another --out, or start afresh with --force-new") from None
+
+
+def _check_meta(out_dir: Path, meta: dict) -> None:
+    """ConfigError when the directory holds a different run (method, dataset, model, parameters)."""
+    old = _read_meta(out_dir)
+    if old is None:
         return
     for key in ("method", "dataset"):
         if old.get(key) != meta[key]:
             raise ConfigError(
-                f"{out_dir} holds a run of {key} {old.get(key)!r}, not {meta[key]!r}; use another --out directory"
+                f"{out_dir} holds a run of {key} {old.get(key)!r}, not {meta[key]!r}; use another --out directory "
+                "(or --force-new to move the old run aside)"
             )
+    before, now = old.get("fingerprint"), meta["fingerprint"]
+    if isinstance(before, dict):
+        diff = [k for k in ("models", "temperature", "params") if before.get(k) != now.get(k)]
+        if diff:
+            detail = "; ".join(f"{k}: {before.get(k)!r} then, {now.get(k)!r} now" for k in diff)
+            raise ConfigError(f"{out_dir} holds a run with other {', '.join(diff)} ({detail[:600]}); its records "
+                              "would mix with these. Use another --out, or --force-new to move the old run aside")
+
+
+def _move_aside(out_dir: Path) -> Path | None:
+    """Move the run's files into ``DIR/previous-<time>/`` (``--force-new``)."""
+    files = [out_dir / n for n in (PREDICTIONS, RUN_META, RETRIED) if (out_dir / n).exists()]
+    if not files:
+        return None
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    dest = out_dir / f"previous-{stamp}"
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = out_dir / f"previous-{stamp}-{n}"
+    dest.mkdir()
+    for f in files:
+        f.rename(dest / f.name)
+    return dest
+
+
+def _drop_for_retry(pred_path: Path, existing: list[dict], retry: list[dict]) -> None:
+    """Move the records of examples run again to ``retried.jsonl`` and rewrite the predictions
+    file without them (through a temporary file and a rename: all or nothing)."""
+    from atomgraph.evaluation.records import safe_json
+
+    gone = {id(r) for r in retry}
+    with open(pred_path.parent / RETRIED, "a", encoding="utf-8") as fh:
+        for r in retry:
+            fh.write(safe_json(r) + "\n")
+    tmp = pred_path.with_name(pred_path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for r in existing:
+            if id(r) not in gone:
+                fh.write(safe_json(r) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, pred_path)
 
 
 async def arun_eval(
@@ -234,23 +417,35 @@ async def arun_eval(
     graph: Any = None,
     dataset_name: str | None = None,
     timeout_s: float | None = None,
+    deadline_s: float | None = None,
     progress: bool = True,
     resume: bool = True,
+    retry_errors: bool = False,
+    force_new: bool = False,
     on_record: Callable[[dict], None] | None = None,
 ) -> RunResult:
     """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
 
     ``graph`` overrides the registry's graph (it should have a checkpointer so a failed
     example keeps the calls it made). ``resume=False`` starts the predictions file afresh
-    instead of skipping the examples already in it. ``on_record(record)`` is called as each
-    example finishes (in dataset order when ``concurrency`` is 1). Returns counts and the
-    records now in the file.
+    instead of skipping the examples already in it; examples whose record holds a transient
+    error (:func:`is_transient`) are run again, and with ``retry_errors`` every errored one.
+    ``force_new`` moves a previous run in ``out_dir`` aside instead of refusing a differing
+    one. ``deadline_s``: seconds each example may take before the method's model calls are
+    refused (it then ends with its best answer, the reason recorded); ``timeout_s`` cancels
+    the example outright. ``concurrency`` is 1 to :data:`MAX_CONCURRENCY`.
+    ``on_record(record)`` is called as each example finishes (in dataset order when
+    ``concurrency`` is 1). Returns counts, the records now in the file and :func:`outcomes`
+    of this run's records.
     """
     from atomgraph.graphs.registry import build_method
     from langgraph.checkpoint.memory import InMemorySaver
 
-    if concurrency < 1:
-        raise ConfigError("concurrency must be at least 1")
+    if not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ConfigError(f"concurrency must be a whole number from 1 to {MAX_CONCURRENCY}, not {concurrency!r}")
+    for label, v in (("timeout", timeout_s), ("deadline", deadline_s)):
+        if v is not None and not (isinstance(v, (int, float)) and 0 < v < 10**7):
+            raise ConfigError(f"the {label} must be a positive number of seconds, not {v!r}")
     settings = settings or get_settings()
     if isinstance(dataset, (str, os.PathLike)):
         name = dataset_name or str(dataset)
@@ -259,7 +454,12 @@ async def arun_eval(
         name = dataset_name or "custom"
         examples = list(dataset)[:limit] if limit is not None else list(dataset)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a run directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the run directory {out}: {exc.strerror or exc}") from None
     meta = {
         "method": method,
         "dataset": name,
@@ -267,14 +467,23 @@ async def arun_eval(
         "total": len(examples),
         "settings": settings_snapshot(settings),
         "model": type(model).__name__ if isinstance(model, BaseChatModel) else None,
+        "fingerprint": run_fingerprint(method, name, model, settings),
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     with _exclusive(out):
+        if force_new:
+            _move_aside(out)
         _check_meta(out, meta)
         pred_path = out / PREDICTIONS
         if not resume and pred_path.exists():
             pred_path.unlink()
-        existing = read_records(pred_path, repair=True)
+        existing = read_records(pred_path, validate="run", method=method)  # refuses a damaged file, changes nothing
+        existing = read_records(pred_path, repair=True, validate="run", method=method)  # now cut a killed last line
+        wanted = {e.id for e in examples}
+        retry = [r for r in existing if str(r["id"]) in wanted and r.get("error") and (retry_errors or is_transient(r))]
+        if retry:
+            _drop_for_retry(pred_path, existing, retry)
+            existing = [r for r in existing if not any(r is x for x in retry)]
         done = {str(r.get("id")) for r in existing}
         todo = [e for e in examples if e.id not in done]
         skipped = len(examples) - len(todo)
@@ -290,7 +499,8 @@ async def arun_eval(
 
         async def worker(ex: Example) -> None:
             async with sem:
-                rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices, timeout_s=timeout_s)
+                rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices, timeout_s=timeout_s,
+                                     deadline_s=deadline_s)
             writer.write(rec)
             records.append(rec)
             new.append(rec)
@@ -311,6 +521,7 @@ async def arun_eval(
         errors=sum(1 for r in new if r.get("error")),
         f1=100 * mean(r["metrics"]["f1"] for r in records),
         cost_usd=sum(r["usage"]["cost_usd"] for r in records), records=records,
+        retried=len(retry), outcome=outcomes(new),
     )
 
 

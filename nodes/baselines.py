@@ -6,8 +6,10 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
+from atomgraph.nodes.compare.common import shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.prompts.baselines import examples
+from atomgraph.prompts.answer_contract import refusal_reason
+from atomgraph.prompts.baselines import examples, without_restated_question
 from atomgraph.prompts.stage import Stage
 from atomgraph.state.evidence import Evidence, render_evidence
 from atomgraph.state.output import check_question
@@ -38,9 +40,16 @@ def make_answer_node(rt: MethodRuntime, stage: Stage[str], *, with_reasoning: bo
         if "evidence" in stage.prompt.input_variables:
             values["evidence"] = render_evidence(evidence) or "(nothing was retrieved)"
         result = await rt.ask(stage, values, config)
+        if not result.ok and result.text and refusal_reason(result.call.parse_error) == "demonstration":
+            rest = without_restated_question(result.text, question)  # the model restated OUR question first
+            if rest is not None:
+                try:
+                    result.value, result.call.parse_error = stage.parse(rest), None
+                except ValueError as exc:
+                    result.call.parse_error = str(exc)
         trace = {
             "method": stage.name,
-            "response": result.text or "",
+            "response": shown_reply(result) or "",
             "evidence": [e.model_dump(include={"id", "title", "source", "url", "text"}) for e in evidence],
             "unavailable_sources": dict(rt.sources().unavailable) if "evidence" in values else {},
         }

@@ -60,6 +60,7 @@ class DecomposedRagContext:
 
     max_sub_questions: Annotated[int, Field(ge=1, le=10, description="Sub-questions kept from the decomposition (the first ones); each is retrieved for separately.")] = 4
     top_k: Annotated[int, Field(ge=1, description=_TOP_K + " (per sub-question)")] = 3
+    fallback_to_question: Annotated[bool, Field(description="When the decomposition is unreadable, retrieve for the question itself (off: the run ends with the error).")] = True
 
 
 class LoopState(MethodInput, MethodOutput, total=False):

@@ -180,3 +180,17 @@ def test_database_relevance_lifts_the_tables_of_the_best_database():
     assert database_relevance([], [], 1.0).tolist() == []
     with pytest.raises(ValidationError):
         ArmContext.validated(database_weight=-1)
+
+
+def test_cli_retrieve_bm25_builds_no_embeddings(files, tmp_path, capsys, monkeypatch):
+    """`retrieve --method bm25` pays only for BM25: no embedding model is loaded, nothing is embedded."""
+    import atomgraph.embeddings as E
+
+    def refuse(*a, **k):
+        raise AssertionError("bm25 retrieval loaded an embedding model")
+
+    monkeypatch.setattr(E, "embedding_model", refuse)
+    objects, questions = files
+    assert main(["retrieve", "--method", "bm25", "--objects", str(objects), "--questions", str(questions),
+                 "--no-cache", "--limit", "2"]) == 0
+    assert "method bm25, k = 5" in capsys.readouterr().out

@@ -111,3 +111,22 @@ def test_sources_factory_without_model_still_names_the_setting(tmp_path, monkeyp
     monkeypatch.syspath_prepend(str(TESTS))
     assert main(["ask", "q", "--sources-factory", "cli_factories:sources"]) == 2
     assert "ATOMGRAPH_MODEL" in capsys.readouterr().err
+
+
+def test_help_texts_hold_no_code_references():
+    """Every command's --help is plain text: no reST roles, no double backquotes, no *_HELP names."""
+    import argparse
+    import re
+
+    from atomgraph.cli import build_parser
+
+    def walk(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from walk(sub)
+
+    for parser in walk(build_parser()):
+        text = parser.format_help()
+        assert not re.search(r"``|:(?:mod|func|class|meth):`|\b[A-Z_]+_HELP\b", text), (parser.prog, text[:300])

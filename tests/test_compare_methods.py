@@ -192,7 +192,18 @@ def test_decomposed_rag_sub_question_bound_and_bad_output(wiki):
     model = ScriptedChatModel(stages={"decomposed_rag_plan": plan, "decomposed_rag_answer": "So the answer is: x"})
     out = run("decomposed_rag", model, [wiki], max_sub_questions=3)
     assert len(out["retriever_calls"]) == 3 and "sub-question limit reached (3): 3 more" in out["stopped"]
-    out = run("decomposed_rag", ScriptedChatModel(stages={"decomposed_rag_plan": "no idea"}), [wiki])
+    # an unreadable decomposition: retrieval on the question itself, recorded as a fallback
+    model = ScriptedChatModel(stages={"decomposed_rag_plan": "no idea",
+                                      "decomposed_rag_answer": "Sommerfeld died in Munich.\nSo the answer is: Munich"})
+    out = run("decomposed_rag", model, [wiki])
+    assert out["error"] is None and out["answer"] == "Munich"
+    assert [c["query"] if isinstance(c, dict) else c.query for c in out["retriever_calls"]] == [Q]
+    assert out["trace"]["sub_questions"] == [Q]
+    assert out["trace"]["fallbacks"][0]["stage"] == "decomposed_rag_plan"
+    assert out["trace"]["fallbacks"][0]["reason"].startswith("retrieval on the question: unreadable model output")
+    # the switch off: the paper-less strict behaviour, the run ends with the error
+    out = run("decomposed_rag", ScriptedChatModel(stages={"decomposed_rag_plan": "no idea"}), [wiki],
+              fallback_to_question=False)
     assert out["error"].startswith("decompose:") and out["retriever_calls"] == [] and out["answer"] == ""
 
 

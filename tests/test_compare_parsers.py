@@ -88,3 +88,11 @@ def test_stages_are_uniquely_named_and_capped():
     names = [s.name for s in stages]
     assert len(names) == len(set(names)) == 9
     assert all(s.max_tokens and s.role in {"planner", "executor", "answerer"} for s in stages)
+
+
+@pytest.mark.parametrize("text", ["Question: What is the first president of X?\nSub-questions: staanmodel",
+                                  "Sub-questions:\n1. staanmodel"])
+def test_decomposed_rag_refuses_echoes_and_fragments(text):
+    """A small model's echo of the question with a one-word 'sub-question' is no decomposition."""
+    with pytest.raises(ParseError):
+        decomposed_rag.read_sub_questions(text)

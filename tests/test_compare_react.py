@@ -110,3 +110,11 @@ async def test_react_async_and_no_sources():
     assert out["answer"] == "Munich" and out["trace"]["tools"] == []
     assert out["trace"]["unavailable_sources"] == {"wikipedia": "the collection is empty"}
     assert "tools" not in model.calls[0]
+
+
+def test_react_that_never_searched_says_so(wiki):
+    model = ScriptedChatModel(stages={"react": "I think it is Munich.\nSo the answer is: Munich"})
+    out = react(model, [wiki])
+    assert out["answer"] == "" and out["retriever_calls"] == []
+    assert out["error"].startswith("the agent never searched") and "search_wikipedia" in out["error"]
+    assert out["trace"]["steps"][0]["text"].endswith("Munich")  # the reply stays in the trace

@@ -39,7 +39,7 @@ PASSAGES = {
     ("Reasoning here.\nSo the answer is: Paris.", "Paris"),
     ("so the answer is: **Washington D.C.**", "Washington D.C."),
     ("The answer is Dijon", "Dijon"),
-    ("Just a line\nDijon", "Dijon"),
+    ("Dijon\nJust a line", "Dijon"),  # no marker: the first line (the answer comes first)
     ("So the answer is: 1832.\nExtra commentary", "1832"),
 ])
 def test_extract_answer(text, answer):
@@ -109,7 +109,32 @@ def test_running_without_a_model_is_a_config_error():
 
 async def test_hostile_question_text_reaches_the_model_verbatim():
     hostile = 'What is {question} }} {{evidence}} "; DROP TABLE x; --?'
+    model = ScriptedChatModel(default="So the answer is: weird")
+    out = await build_method("rag", model=model, sources=[KeywordSource("wiki", PASSAGES)]).ainvoke({"question": hostile})
+    assert out["answer"] == "weird"
+    assert hostile in model.prompts[0]
+    # a braces-and-JSON reply is markup, not an answer: refused with its reason
     model = ScriptedChatModel(default="So the answer is: {weird}")
     out = await build_method("rag", model=model, sources=[KeywordSource("wiki", PASSAGES)]).ainvoke({"question": hostile})
-    assert out["answer"] == "{weird}"
-    assert hostile in model.prompts[0]
+    assert out["answer"] == "" and "answer refused (markup)" in out["error"]
+
+
+async def test_a_reply_over_the_cap_is_refused_and_kept_cut_and_marked():
+    from atomgraph.prompts.answer_contract import REPLY_CUT_MARK
+
+    model = ScriptedChatModel(default="So the answer is: " + "x" * 200_000)
+    out = await build_method("rag", model=model, sources=[KeywordSource("wiki", PASSAGES)]).ainvoke(
+        {"question": "Where was Gustave Eiffel born?"})
+    assert out["answer"] == "" and "answer refused (too_long)" in out["error"]
+    response = out["trace"]["response"]
+    assert response.endswith(REPLY_CUT_MARK) and len(response) == 256 * 8 + len(REPLY_CUT_MARK)
+
+
+async def test_a_restated_question_is_not_a_copied_demonstration():
+    q = "Where was Gustave Eiffel born?"
+    model = ScriptedChatModel(default=f"Question: {q}\nAnswer: So the answer is: Dijon")
+    out = await build_method("standard", model=model).ainvoke({"question": q})
+    assert out["answer"] == "Dijon" and out["error"] is None
+    demo = "Question: Who was born first, Ada Lovelace or Charles Babbage?\nAnswer: So the answer is: Charles Babbage"
+    out = await build_method("standard", model=ScriptedChatModel(default=demo)).ainvoke({"question": q})
+    assert out["answer"] == "" and "answer refused (demonstration)" in out["error"]

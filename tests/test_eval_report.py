@@ -92,7 +92,7 @@ def test_cli_score(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prediction": "x"}) + "\n")
     assert main(["eval", "score", str(bad)]) == 2
-    assert "record 1: needs 'predicted' and 'gold'" in capsys.readouterr().err
+    assert "line 1: the record needs 'predicted' and 'gold'" in capsys.readouterr().err
     assert main(["eval", "report", str(tmp_path / "nothing")]) == 2
     assert "not a run directory" in capsys.readouterr().err
 

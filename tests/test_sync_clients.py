@@ -81,6 +81,10 @@ def field(record, name: str):
 
 
 def answered(out: dict, method: str) -> None:
+    if method == "react" and str(out.get("error") or "").startswith("the agent never searched"):
+        # the fake server calls no tools: ReAct says so instead of passing its reply off as an answer
+        assert out["answer"] == "" and out.get("llm_calls"), out
+        return
     assert not out.get("error"), (method, out.get("error"))
     failed = [field(c, "error") for c in out.get("llm_calls", []) if field(c, "error")]
     assert not failed, (method, failed)

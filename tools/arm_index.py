@@ -179,16 +179,19 @@ class ArmIndex:
         rows_per_chunk: int = 20,
         passage_chars: int = 2000,
         use_cache: bool = True,
+        dense: bool = True,
     ) -> "ArmIndex":
         """Build the index, or load it from ``cache_dir`` (default :func:`default_cache_dir`)
-        when the same objects were indexed with the same embedding model before."""
+        when the same objects were indexed with the same embedding model before.
+        ``dense=False``: no embedding model and no chunk vectors (BM25 and n-grams only; what
+        ``retrieve --method bm25`` needs)."""
         from atomgraph.embeddings import embedding_id, embedding_model
 
         objects = list(objects)
         if not objects:
             raise AtomgraphError("cannot index an empty set of objects")
-        emb = embedding_model(embeddings)
-        model_id = embedding_id(emb)
+        emb = embedding_model(embeddings) if dense else None
+        model_id = embedding_id(emb) if dense else "none (no dense vectors)"
         key = content_key(objects, model_id, rows_per_chunk=rows_per_chunk, passage_chars=passage_chars)
         folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         where = folder / key
@@ -233,7 +236,7 @@ class ArmIndex:
         chunks: list[Chunk] = [c for o in objects for c in chunk_object(o, rows_per_chunk=rows_per_chunk, passage_chars=passage_chars)]
         pos = {o.id: i for i, o in enumerate(objects)}
         chunk_objects = np.array([pos[c.object_id] for c in chunks], dtype=np.int32)
-        vectors = _embed(emb, [c.text for c in chunks])
+        vectors = _embed(emb, [c.text for c in chunks]) if emb is not None else np.zeros((len(chunks), 0), np.float32)
         mentions = title_mentions(objects, stopwords())
         return cls(list(objects), trie, indptr, indices, bm25, chunk_objects, vectors, mentions, emb, model_id, key)
 

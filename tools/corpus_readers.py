@@ -11,7 +11,11 @@ Formats (``detect_format`` picks one from the extension and first bytes):
   ``title`` and ``text`` (a list of sentences), or a directory tree of such files;
 - ``tsv``: DPR/Atlas-style ``id<TAB>text<TAB>title`` with a header line.
 
-Bad input raises :class:`~atomgraph.errors.ParseError` naming the file and line.
+Input is read strictly: text that is not in the given encoding (UTF-8 unless told
+otherwise), a line that is not JSON (a 5,000-digit number and nesting deeper than Python can
+parse included) or a record of the wrong shape raises :class:`~atomgraph.errors.ParseError`
+naming the file and line. Records that hold no text are skipped and counted in ``skips``
+(a Counter, reason -> records) where the caller passes one.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import bz2
 import csv
 import json
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -63,43 +68,74 @@ def _record(obj: Any, where: str) -> Passage | None:
     return Passage(title.strip(), text, where) if text else None
 
 
-def _json_lines(lines, name: str) -> Iterator[Passage]:
-    for lineno, line in enumerate(lines, 1):
-        if isinstance(line, bytes):
-            line = line.decode("utf-8", errors="replace")
+def decode_line(raw: bytes | str, where: str, encoding: str = "utf-8") -> str:
+    """``raw`` as text; ParseError naming ``where`` when it is not ``encoding``."""
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"{where}: not {encoding} text ({exc.reason} at byte {exc.start} of the line); "
+                         "fix the file or pass its --encoding") from None
+
+
+def loads_strict(text: str, where: str) -> Any:
+    """``json.loads`` with every failure (bad JSON, a number of over 4,300 digits, nesting too
+    deep) as a ParseError naming ``where``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ParseError(f"{where}: JSON nested too deeply to read") from None
+    except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
+        raise ParseError(f"{where}: unreadable JSON value ({str(exc)[:160]})") from None
+
+
+def _kept(p: Passage | None, skips: Counter | None) -> Passage | None:
+    if p is None and skips is not None:
+        skips["no text"] += 1
+    return p
+
+
+def _json_lines(lines, name: str, encoding: str = "utf-8", skips: Counter | None = None) -> Iterator[Passage]:
+    for lineno, raw in enumerate(lines, 1):
+        where = f"{name}:{lineno}"
+        line = decode_line(raw, where, encoding)
         if not line.strip():
             continue
-        where = f"{name}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ParseError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        p = _record(obj, where)
+        p = _kept(_record(loads_strict(line, where), where), skips)
         if p:
             yield p
 
 
-def read_jsonl(path: Path) -> Iterator[Passage]:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        yield from _json_lines(f, str(path))
+def read_jsonl(path: Path, encoding: str = "utf-8", skips: Counter | None = None) -> Iterator[Passage]:
+    with open(path, "rb") as f:
+        yield from _json_lines(f, str(path), encoding, skips)
 
 
-def read_hipporag(path: Path) -> Iterator[Passage]:
+def read_hipporag(path: Path, encoding: str = "utf-8", skips: Counter | None = None) -> Iterator[Passage]:
+    raw = path.read_bytes()
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ParseError(f"{path}:{line}: not {encoding} text ({exc.reason} at byte {exc.start}); "
+                         "fix the file or pass its --encoding") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except UnicodeDecodeError as exc:
-        raise ParseError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (ValueError, RecursionError):
+        data = loads_strict(text, str(path))  # raises the ParseError that says why
     if isinstance(data, list):
         for i, obj in enumerate(data):
-            p = _record(obj, f"{path}#{i}")
+            p = _kept(_record(obj, f"{path}#{i}"), skips)
             if p:
                 yield p
     elif isinstance(data, dict):
         for i, (title, sentences) in enumerate(data.items()):
-            p = _record({"title": title, "text": sentences}, f"{path}#{i}")
+            p = _kept(_record({"title": title, "text": sentences}, f"{path}#{i}"), skips)
             if p:
                 yield p
     else:
@@ -115,19 +151,24 @@ def _bz2_files(path: Path) -> list[Path]:
     return [path]
 
 
-def read_hotpot_bz2(path: Path) -> Iterator[Passage]:
+def read_hotpot_bz2(path: Path, encoding: str = "utf-8", skips: Counter | None = None) -> Iterator[Passage]:
     for file in _bz2_files(path):
         try:
-            with bz2.open(file, "rt", encoding="utf-8", errors="replace") as f:
-                yield from _json_lines(f, str(file))
+            with bz2.open(file, "rb") as f:
+                yield from _json_lines(f, str(file), encoding, skips)
         except (OSError, EOFError) as exc:
             raise ParseError(f"{file}: cannot decompress ({exc})") from None
 
 
-def read_tsv(path: Path) -> Iterator[Passage]:
+def _decoded_lines(f, name: str, encoding: str) -> Iterator[str]:
+    for lineno, raw in enumerate(f, 1):
+        yield decode_line(raw, f"{name}:{lineno}", encoding)
+
+
+def read_tsv(path: Path, encoding: str = "utf-8", skips: Counter | None = None) -> Iterator[Passage]:
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        reader = csv.reader(f, delimiter="\t")
+    with open(path, "rb") as f:
+        reader = csv.reader(_decoded_lines(f, str(path), encoding), delimiter="\t")
         try:
             header = [h.strip().lower() for h in next(reader)]
         except StopIteration:
@@ -145,9 +186,11 @@ def read_tsv(path: Path) -> Iterator[Passage]:
             text = row[ti].strip()
             if text:
                 yield Passage(row[hi].strip() if hi is not None else "", text, f"{path}:{lineno}")
+            elif skips is not None:
+                skips["no text"] += 1
 
 
-READERS: dict[str, Callable[[Path], Iterator[Passage]]] = {
+READERS: dict[str, Callable[..., Iterator[Passage]]] = {
     "jsonl": read_jsonl,
     "hipporag": read_hipporag,
     "hotpot-bz2": read_hotpot_bz2,
@@ -183,8 +226,16 @@ def detect_format(path: Path) -> str:
     raise ConfigError(f"{path}: cannot tell the corpus format; pass --format ({'|'.join(FORMATS)})")
 
 
-def read_passages(path: str | Path, fmt: str = "auto") -> Iterator[Passage]:
-    """Passages from ``path`` in format ``fmt`` (``auto`` detects it)."""
+def read_passages(path: str | Path, fmt: str = "auto", *, encoding: str = "utf-8",
+                  skips: Counter | None = None) -> Iterator[Passage]:
+    """Passages from ``path`` in format ``fmt`` (``auto`` detects it), decoded strictly as
+    ``encoding``; records without text are counted in ``skips``."""
+    import codecs
+
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise ConfigError(f"unknown text encoding {encoding!r}") from None
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such file or directory")
@@ -194,7 +245,7 @@ def read_passages(path: str | Path, fmt: str = "auto") -> Iterator[Passage]:
         raise ConfigError(f"unknown corpus format {fmt!r}; choose one of auto, {', '.join(FORMATS)}")
     if path.is_dir() and fmt != "hotpot-bz2":
         raise ConfigError(f"{path} is a directory; only --format hotpot-bz2 reads directories")
-    return READERS[fmt](path)
+    return READERS[fmt](path, encoding, skips)
 
 
 def count_hint(path: str | Path, fmt: str = "auto") -> int | None:

@@ -11,6 +11,13 @@ call, which Chroma commits as one transaction, so a run killed at any moment lea
 batches or nothing, and the next run finishes with exactly the unique passages.
 
 Embedding of batch *n+1* overlaps the write of batch *n* (one writer thread).
+
+Nothing is created for input that cannot be read: a first pass reads every input strictly
+(:mod:`atomgraph.tools.corpus_readers`: undecodable text, bad JSON or a record without
+``text`` is an error naming the file and line) before the Chroma store is opened, and
+records without text are counted by reason (``IngestStats.skipped_records``). A Chroma or
+file-system failure (a read-only database, a folder that cannot be written, a path that is
+a file) is a :class:`~atomgraph.errors.SourceError` with one line saying what failed.
 """
 
 from __future__ import annotations
@@ -118,6 +125,7 @@ class IngestStats:
     count: int = 0  # collection size at the end
     interrupted: bool = False
     inputs: list[str] = field(default_factory=list)
+    skipped_records: dict[str, int] = field(default_factory=dict)  # records not indexed, by reason
 
     @property
     def passages_per_s(self) -> float:
@@ -128,18 +136,39 @@ class IngestStats:
 
     def summary(self) -> str:
         state = "interrupted" if self.interrupted else "done"
+        dropped = ""
+        if self.skipped_records:
+            reasons = ", ".join(f"{n} {why}" for why, n in self.skipped_records.items())
+            dropped = f", {sum(self.skipped_records.values())} records not indexed ({reasons})"
         return (
             f"{state}: read {self.read}, passages {self.passages}, unique {self.unique}, added {self.added}, "
-            f"skipped {self.skipped} (already indexed), {self.seconds:.1f}s, {self.passages_per_s:.1f} passages/s; "
-            f"collection {self.collection!r} now holds {self.count} ({self.embedding_model})"
+            f"skipped {self.skipped} (already indexed){dropped}, {self.seconds:.1f}s, "
+            f"{self.passages_per_s:.1f} passages/s; collection {self.collection!r} now holds {self.count} "
+            f"({self.embedding_model})"
         )
 
 
-def _pieces(inputs: Iterable[str | Path], fmt: str, max_tokens: int, limit: int | None, stats: IngestStats) -> Iterator[tuple[str, Passage, int]]:
-    """(id, passage piece, part index) for every unique piece, counting as it goes."""
-    seen: set[bytes] = set()
+def validate_inputs(inputs: Iterable[Path], fmt: str, limit: int | None, encoding: str = "utf-8") -> int:
+    """Read every input once, strictly (the first ``limit`` records); ParseError/ConfigError
+    naming the file and line on bad input. Returns the records read."""
+    n = 0
     for path in inputs:
-        for record in read_passages(path, fmt):
+        for _ in read_passages(path, fmt, encoding=encoding):
+            if limit is not None and n >= limit:
+                return n
+            n += 1
+    return n
+
+
+def _pieces(inputs: Iterable[str | Path], fmt: str, max_tokens: int, limit: int | None, stats: IngestStats,
+            encoding: str = "utf-8") -> Iterator[tuple[str, Passage, int]]:
+    """(id, passage piece, part index) for every unique piece, counting as it goes."""
+    from collections import Counter
+
+    seen: set[bytes] = set()
+    skips: Counter = Counter()
+    for path in inputs:
+        for record in _counting(read_passages(path, fmt, encoding=encoding, skips=skips), skips, stats):
             if limit is not None and stats.read >= limit:
                 return
             stats.read += 1
@@ -153,6 +182,23 @@ def _pieces(inputs: Iterable[str | Path], fmt: str, max_tokens: int, limit: int 
                 seen.add(key)
                 stats.unique += 1
                 yield pid, Passage(record.title, text, record.origin), part_no if len(parts) > 1 else -1
+
+
+def _counting(records: Iterator[Passage], skips, stats: IngestStats) -> Iterator[Passage]:
+    for record in records:
+        stats.skipped_records = dict(skips)
+        yield record
+    stats.skipped_records = dict(skips)
+
+
+def _store_error(what: str, where: str, exc: Exception) -> SourceError:
+    """One line for a Chroma or file-system failure."""
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    low = msg.lower()
+    hint = ""
+    if "readonly" in low or "read-only" in low or "permission" in low or isinstance(exc, PermissionError):
+        hint = " (the database or its folder is not writable)"
+    return SourceError(f"{what} at {where} failed{hint}: {type(exc).__name__}: {msg[:300]}")
 
 
 def ingest(
@@ -169,6 +215,8 @@ def ingest(
     limit: int | None = None,
     embeddings: Embeddings | str | None = None,
     progress: bool = True,
+    encoding: str = "utf-8",
+    validate: bool = True,
 ) -> IngestStats:
     """Index passages from ``inputs`` into the Chroma collection ``collection``.
 
@@ -176,6 +224,7 @@ def ingest(
     ``chroma_host``/``chroma_port``, ``embedding_model``). Returns the run's statistics; on
     Ctrl-C, the batches written so far stay written and ``KeyboardInterrupt`` propagates
     after the statistics are final (read them from the exception's ``stats`` attribute).
+    ``validate``: read the inputs once before opening the store, so bad input creates nothing.
     """
     settings = settings or get_settings()
     inputs = [Path(p) for p in inputs]
@@ -191,14 +240,26 @@ def ingest(
     collection = collection or settings.chroma_collection
     host = host if host is not None else (None if persist else settings.chroma_host)
     port = port or settings.chroma_port
+    where = f"{host}:{port}" if host else str(persist or settings.chroma_path)
+    if not host:
+        folder = Path(persist or settings.chroma_path)
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"the Chroma folder {folder} is a file, not a folder")
+    start = time.perf_counter()
+    if validate:
+        validate_inputs(inputs, fmt, limit, encoding)  # bad input: an error before anything is created
     emb = embedding_model(embeddings if embeddings is not None else settings)
     model_id = embedding_id(emb)
 
-    start = time.perf_counter()
-    client = chroma_client(path=persist or settings.chroma_path, host=host, port=port)
-    dim = getattr(emb, "dimension", None) or len(emb.embed_query("dimension probe"))
-    coll = create_collection(client, collection, model_id, dim)
-    batch_size = min(batch_size, client.get_max_batch_size())
+    try:
+        client = chroma_client(path=persist or settings.chroma_path, host=host, port=port)
+        dim = getattr(emb, "dimension", None) or len(emb.embed_query("dimension probe"))
+        coll = create_collection(client, collection, model_id, dim)
+        batch_size = min(batch_size, client.get_max_batch_size())
+    except (ConfigError, SourceError):
+        raise
+    except Exception as exc:  # chromadb and OS errors: one clear line
+        raise _store_error(f"opening the Chroma collection {collection!r}", where, exc) from exc
 
     stats = IngestStats(collection=collection, embedding_model=model_id, inputs=[str(p) for p in inputs])
     total = None
@@ -220,7 +281,7 @@ def ingest(
             try:
                 n = done.result()
             except Exception as exc:  # noqa: BLE001
-                raise SourceError(f"writing to Chroma collection {collection!r} failed: {exc}") from exc
+                raise _store_error(f"writing to the Chroma collection {collection!r}", where, exc) from exc
             stats.added += n
             log.info("batch written: %d passages (%d added so far, %d records read)", n, stats.added, stats.read)
 
@@ -231,7 +292,10 @@ def ingest(
     def flush(batch: list[tuple[str, Passage, int]]) -> None:
         nonlocal pending
         ids = [b[0] for b in batch]
-        existing = set(coll.get(ids=ids, include=[])["ids"])
+        try:
+            existing = set(coll.get(ids=ids, include=[])["ids"])
+        except Exception as exc:  # noqa: BLE001
+            raise _store_error(f"reading the Chroma collection {collection!r}", where, exc) from exc
         fresh = [b for b in batch if b[0] not in existing]
         stats.skipped += len(batch) - len(fresh)
         if fresh:
@@ -245,7 +309,7 @@ def ingest(
     batch: list[tuple[str, Passage, int]] = []
     last_read = 0
     try:
-        for item in _pieces(inputs, fmt, max_tokens, limit, stats):
+        for item in _pieces(inputs, fmt, max_tokens, limit, stats, encoding):
             batch.append(item)
             if len(batch) >= batch_size:
                 flush(batch)

@@ -14,7 +14,8 @@ import asyncio
 import json
 import sys
 
-from atomgraph.commands.common import add_model_source_args, model_and_sources
+from atomgraph.commands.common import (add_deadline_arg, add_model_source_args, deadline_config, model_and_sources,
+                                       print_json)
 from atomgraph.graphs.registry import method_names
 
 
@@ -23,14 +24,16 @@ def register(sub) -> None:
     p.add_argument("question", help="the question")
     p.add_argument("--method", default="atomr", help=f"method: {', '.join(method_names())} (default: atomr)")
     add_model_source_args(p)
+    add_deadline_arg(p)
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
 
 
-async def _ask(graph, question: str, show_progress: bool) -> dict:
+async def _ask(graph, question: str, show_progress: bool, config: dict | None = None) -> dict:
     result: dict = {}
-    async for mode, chunk in graph.astream({"question": question}, stream_mode=["updates", "values"]):
+    async for mode, chunk in graph.astream({"question": question}, config=config or None,
+                                           stream_mode=["updates", "values"]):
         if mode == "values":
             result = chunk
         elif show_progress:
@@ -52,11 +55,10 @@ def run(args) -> int:
 
     settings, model, sources = model_and_sources(args)
     graph = build_method(args.method, model=model, sources=sources, settings=settings)
-    result = asyncio.run(_ask(graph, args.question, show_progress=not (args.json or args.quiet)))
+    result = asyncio.run(_ask(graph, args.question, show_progress=not (args.json or args.quiet),
+                              config=deadline_config(getattr(args, "deadline", None))))
     if args.json:
-        from atomgraph.evaluation.records import jsonable
-
-        print(json.dumps(jsonable(result), ensure_ascii=False, indent=2))
+        print_json(result)
         return 0 if not result.get("error") else 1
     from atomgraph.render import render_trace, render_usage
 

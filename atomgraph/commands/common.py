@@ -3,8 +3,51 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from atomgraph.settings import Settings, get_settings
+
+
+def plain_help(text: str) -> str:
+    """A docstring as ``--help`` text: reST markup (````code````, ``:mod:`x```) as plain text."""
+    import re
+
+    text = re.sub(r":(?:mod|func|class|meth|data|attr):`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds (a clear usage error otherwise)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or not 0 < value < 10**7:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds below 10^7, not {text!r}")
+    return value
+
+
+def print_json(value) -> None:
+    """Print ``value`` as indented JSON that is always valid UTF-8 (lone surrogates escaped)."""
+    from atomgraph.evaluation.records import jsonable, safe_json
+
+    sys.stdout.write(safe_json(jsonable(value), indent=2) + "\n")
+
+
+def add_deadline_arg(parser) -> None:
+    parser.add_argument("--deadline", type=seconds, metavar="SECONDS",
+                        help="time allowed per question: after it no model call is made and the method ends "
+                             "with its best answer, the reason recorded")
+
+
+def deadline_config(deadline_s: float | None) -> dict:
+    """The run config carrying a per-question deadline (``configurable.deadline``, a time.time() value)."""
+    import time
+
+    return {"configurable": {"deadline": time.time() + deadline_s}} if deadline_s else {}
 
 
 def add_model_source_args(parser) -> None:

@@ -1,6 +1,6 @@
 """``atomgraph demo [--persist DIR] [--questions N] [--json] [--model-factory MOD:FN]``.
 
-Runs ATOMR over the offline demo knowledge pack (see :mod:`atomgraph.demo_run`): indexes the
+Runs ATOMR over the offline demo knowledge pack (see the demo module): indexes the
 pack's passages into an embedded Chroma collection, serves its knowledge graph in process,
 answers each demo question and prints the answer, the gold answer, F1 and the executed
 reasoning tree, then a summary with the fallbacks by reason. With no chat model configured it

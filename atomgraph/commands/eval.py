@@ -16,17 +16,18 @@ and tests. Sources likewise: ``--sources wikipedia,google`` or ``--sources-facto
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from atomgraph.commands.common import add_model_source_args, model_and_sources
+from atomgraph.commands.common import (add_deadline_arg, add_model_source_args, model_and_sources, plain_help,
+                                       print_json, seconds)
+from atomgraph.evaluation.runner import MAX_CONCURRENCY
 from atomgraph.graphs.registry import method_names
 
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="score predictions, run methods over datasets, report runs",
-                       description=__doc__.split("\n\n", 1)[1], formatter_class=_raw())
+                       description=plain_help(__doc__.split("\n\n", 1)[1]), formatter_class=_raw())
     esub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND")
 
     s = esub.add_parser("score", help="EM / F1 / cover-EM of a predictions file")
@@ -40,8 +41,17 @@ def register(sub) -> None:
     r.add_argument("--dataset", required=True, help="dataset name (e.g. hotpotqa-dev-100, blendqa) or file")
     r.add_argument("--out", required=True, help="run directory; rerunning the same command resumes it")
     r.add_argument("--limit", type=int, help="first N examples only")
-    r.add_argument("--concurrency", type=int, default=4, help="examples in flight at once (default 4)")
-    r.add_argument("--timeout", type=float, help="seconds allowed per example (recorded as its error)")
+    r.add_argument("--concurrency", type=_concurrency, default=4,
+                   help=f"examples in flight at once, 1 to {MAX_CONCURRENCY} (default 4)")
+    r.add_argument("--timeout", type=seconds, help="seconds allowed per example; then it is cancelled "
+                   "(recorded as its error)")
+    add_deadline_arg(r)
+    r.add_argument("--retry-errors", action="store_true",
+                   help="run again every example whose record holds an error (by default only those that "
+                        "failed for the provider or a time bound: failed calls, circuit breaker, deadline)")
+    r.add_argument("--force-new", action="store_true",
+                   help="move an earlier run in --out aside (into --out/previous-TIME/) and start afresh, "
+                        "instead of refusing a run with another model or other parameters")
     add_model_source_args(r)
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
@@ -62,6 +72,18 @@ def register(sub) -> None:
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
+def _concurrency(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_CONCURRENCY}, not {value}")
+    return value
+
+
 def _raw():
     import argparse
 
@@ -73,7 +95,7 @@ def cmd_score(args) -> int:
 
     result = score_predictions(args.predictions, dataset=args.dataset)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
         return 0
     print(f"{result['file']}: n={result['n']}  EM {result['em']:.2f}  F1 {result['f1']:.2f}  "
           f"cover-EM {result['cover_em']:.2f}")
@@ -87,17 +109,25 @@ def cmd_score(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from atomgraph.evaluation.runner import run_eval
+    from atomgraph.evaluation.runner import describe_outcome, run_eval
 
     settings, model, sources = model_and_sources(args, require_model=False)
     result = run_eval(
         args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
-        model=model, sources=sources, settings=settings, timeout_s=args.timeout,
-        progress=not args.no_progress, dataset_name=args.dataset,
+        model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
+        progress=not args.no_progress, dataset_name=args.dataset, retry_errors=args.retry_errors,
+        force_new=args.force_new,
     )
-    print(f"{args.method} on {args.dataset}: {result.finished} run now, {result.skipped} already done, "
+    retried = f" ({result.retried} errored examples run again)" if result.retried else ""
+    print(f"{args.method} on {args.dataset}: {result.finished} run now{retried}, {result.skipped} already done, "
           f"{result.errors} with errors; F1 {result.f1:.2f}, cost ${result.cost_usd:.4f} "
           f"-> {Path(args.out) / 'predictions.jsonl'}")
+    if result.finished:
+        print(f"  this run: {describe_outcome(result.outcome)}")
+    if result.all_failed:
+        print(f"atomgraph: error: every one of the {result.finished} examples run failed "
+              f"({', '.join(result.outcome['errors'])})", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -125,7 +155,7 @@ def cmd_methods(args) -> int:
 
     methods = method_descriptions()
     if args.json:
-        print(json.dumps(methods, indent=2))
+        print_json(methods)
         return 0
     width = max((len(n) for n in methods), default=0)
     for name, description in methods.items():

@@ -25,6 +25,8 @@ def register(sub) -> None:
     w.add_argument("--batch-size", type=int, default=256, help="passages embedded and written per batch (default 256)")
     w.add_argument("--max-tokens", type=int, default=256, help="split passages longer than this many tokens (default 256)")
     w.add_argument("--limit", type=int, default=None, help="read at most N records")
+    w.add_argument("--encoding", default="utf-8", help="text encoding of the inputs (default utf-8; text that is "
+                   "not in it is an error naming the file and line)")
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
     w.add_argument("--json", action="store_true", help="print the summary as JSON")
     w.set_defaults(func=_run_wikipedia)
@@ -61,6 +63,7 @@ def _run_wikipedia(args) -> int:
             batch_size=args.batch_size,
             max_tokens=args.max_tokens,
             limit=args.limit,
+            encoding=args.encoding,
             progress=not args.no_progress and sys.stderr.isatty(),
         )
     except KeyboardInterrupt as exc:

@@ -62,7 +62,8 @@ def _run(args) -> int:
         if args.limit < 1:
             raise ConfigError("--limit must be at least 1")
         questions = questions[: args.limit]
-    index = ArmIndex.build(objects, cache_dir=args.cache, use_cache=not args.no_cache)
+    index = ArmIndex.build(objects, cache_dir=args.cache, use_cache=not args.no_cache,
+                           dense=args.method != "bm25")  # BM25 pays for no embeddings
     if args.method in ("dense", "arm"):
         index.prime_queries([q.question for q in questions])
     llm = _llm_retriever(args, index, ctx) if args.method == "arm" and not args.no_llm else None

@@ -7,6 +7,7 @@ import re
 from typing import Any, Callable, Iterable
 
 from atomgraph.nodes.runtime import MethodRuntime, StageResult
+from atomgraph.prompts.answer_contract import cap_reply
 from atomgraph.state.evidence import Evidence, render_evidence
 
 
@@ -50,13 +51,23 @@ def same_answer(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
+def shown_reply(result: StageResult) -> str | None:
+    """The reply as the trace keeps it: cut at the stage's output cap and marked where a server
+    sent more than the cap allows (answer_contract.cap_reply)."""
+    if result.text is None:
+        return None
+    call = result.call
+    cap = call.get("max_tokens") if isinstance(call, dict) else getattr(call, "max_tokens", None)
+    return cap_reply(result.text, cap)[0]
+
+
 def failed(step: str, result: StageResult, **extra: Any) -> dict[str, Any]:
     """The state update of a step whose model call failed or whose reply was unreadable: the
     run ends with ``error`` naming the step, and the trace keeps the raw reply."""
     problem = result.problem or "no value"
     return {
         "llm_calls": [result.call],
-        "steps": [{"kind": step, "stage": result.call.stage, "error": problem, "response": result.text, **extra}],
+        "steps": [{"kind": step, "stage": result.call.stage, "error": problem, "response": shown_reply(result), **extra}],
         "error": f"{step}: {problem}",
         "done": True,
     }

@@ -9,23 +9,31 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
 
 from atomgraph.state.output import check_question
-from atomgraph.nodes.compare.common import failed, hits, passages, source_names, unique_evidence
+from atomgraph.nodes.compare.common import failed, hits, passages, source_names, unique_evidence, shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import decomposed_rag as P
 
 
 def make_decompose_node(rt: MethodRuntime) -> Callable:
-    """The sub-questions (the first ``max_sub_questions``; dropping more sets ``stopped``)."""
+    """The sub-questions (the first ``max_sub_questions``; dropping more sets ``stopped``). An
+    unreadable decomposition falls back to the question as the one sub-question (recorded in
+    the step's ``fallback`` and the trace's ``fallbacks``); a failed call ends the run."""
 
     async def decompose(state: dict, config: RunnableConfig) -> dict[str, Any]:
         question = check_question(state.get("question"))
         result = await rt.ask(P.PLAN, {"question": question}, config)
-        if not result.ok:
+        if not result.ok and (result.call.error or not rt.params(config).fallback_to_question):
             return {**failed("decompose", result), "question": question}
         limit = rt.params(config).max_sub_questions
-        subs: list[str] = result.value
+        step: dict[str, Any] = {"kind": "decompose", "response": shown_reply(result)}
+        if result.ok:
+            subs: list[str] = result.value
+        else:  # an unreadable decomposition: retrieve for the question itself (the fallback keeps the question)
+            subs = [question]
+            step["fallback"] = f"retrieval on the question: {result.problem}"
+        step["sub_questions"] = subs[:limit]
         out: dict[str, Any] = {"question": question, "llm_calls": [result.call], "sub_questions": subs[:limit],
-                               "steps": [{"kind": "decompose", "sub_questions": subs[:limit], "response": result.text}]}
+                               "steps": [step]}
         if len(subs) > limit:
             out["stopped"] = f"sub-question limit reached ({limit}): {len(subs) - limit} more were dropped"
             out["steps"][0]["dropped"] = subs[limit:]
@@ -69,10 +77,11 @@ def make_answer_node(rt: MethodRuntime) -> Callable:
             fail = failed("answer", result)
             return {**fail, "evidence": merged, "steps": steps + fail["steps"]}
         return {"llm_calls": [result.call], "evidence": merged, "answer": result.value,
-                "steps": steps + [{"kind": "answer", "answer": result.value, "response": result.text}]}
+                "steps": steps + [{"kind": "answer", "answer": result.value, "response": shown_reply(result)}]}
 
     return answer
 
 
 def trace_extra(state: dict) -> dict:
-    return {"sub_questions": list(state.get("sub_questions") or [])}
+    fallbacks = [{"stage": P.PLAN.name, "reason": s["fallback"]} for s in state.get("steps") or [] if s.get("fallback")]
+    return {"sub_questions": list(state.get("sub_questions") or []), "fallbacks": fallbacks}

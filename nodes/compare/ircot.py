@@ -9,7 +9,7 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.state.output import check_question
-from atomgraph.nodes.compare.common import failed, hits, passages, source_names, unique_evidence
+from atomgraph.nodes.compare.common import failed, hits, passages, source_names, unique_evidence, shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import ircot as P
 
@@ -69,7 +69,7 @@ def make_read_node(rt: MethodRuntime) -> Callable:
         if not result.ok:
             return failed("read_answer", result)
         return {"llm_calls": [result.call], "answer": result.value,
-                "steps": [{"kind": "read_answer", "answer": result.value, "response": result.text}]}
+                "steps": [{"kind": "read_answer", "answer": result.value, "response": shown_reply(result)}]}
 
     return read_answer
 

@@ -179,6 +179,12 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
                 error = f"final answer: unreadable model output ({reason})"
         elif stopped is not None:
             error = "no answer within the step limit"
+        if error is None and tools and not rec.retriever_calls:
+            # the README's promise: ReAct answers from what it searched, so a run that never
+            # called a tool has no answer of the method's own (its reply stays in the trace)
+            error = ("the agent never searched: the model answered without calling a search tool "
+                     f"({', '.join(t.name for t in tools)})")
+            answer = ""
         evidence = rec.evidence
         return {
             "answer": answer, "answers": [answer] if answer else [], "stopped": stopped, "error": error,

@@ -8,7 +8,7 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.state.output import check_question
-from atomgraph.nodes.compare.common import failed, hits, passages, source_names
+from atomgraph.nodes.compare.common import failed, hits, passages, source_names, shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import self_ask as P
 
@@ -30,7 +30,7 @@ def make_ask_node(rt: MethodRuntime) -> Callable:
         out: dict[str, Any] = {"llm_calls": [result.call], "question": question}
         if step["kind"] == "final":
             return {**out, "answer": step["text"], "done": True, "pending": None,
-                    "steps": [{"kind": "final_answer", "answer": step["text"], "response": result.text}]}
+                    "steps": [{"kind": "final_answer", "answer": step["text"], "response": shown_reply(result)}]}
         return {**out, "pending": step["text"], "steps": [{"kind": "follow_up", "text": step["text"]}]}
 
     return ask

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 
-from atomgraph.errors import ParseError
-from atomgraph.prompts.baselines import extract_answer
+from langchain_core.prompts import ChatPromptTemplate
 
-__all__ = ["ANSWER_RULE", "extract_answer", "strip_label", "first_sentence", "clean_reply", "has_answer_marker"]
+from atomgraph.errors import ParseError
+from atomgraph.prompts.answer_contract import FEW_SHOT_STOPS
+from atomgraph.prompts.baselines import answer_parser, extract_answer, read_answer
+
+__all__ = ["ANSWER_RULE", "FEW_SHOT_STOPS", "answer_parser", "extract_answer", "read_answer", "strip_label",
+           "first_sentence", "clean_reply", "has_answer_marker", "instructions_of", "final_answer_parser"]
 
 ANSWER_RULE = ("Give the shortest answer that fully answers the question (an entity, a date, a number, "
                "yes or no) on a last line of the form 'So the answer is: <answer>'.")
@@ -21,6 +25,18 @@ def clean_reply(text: str) -> str:
     if not text:
         raise ParseError("the model returned an empty response")
     return text
+
+
+def instructions_of(prompt: ChatPromptTemplate) -> list[str]:
+    """The fixed text of a prompt's system message (what an echoing model repeats)."""
+    return [m.prompt.template for m in prompt.messages[:1] if hasattr(m, "prompt")]
+
+
+def final_answer_parser(prompt: ChatPromptTemplate, demonstrations=(), *, require_marker: bool = True,
+                        name: str = "final_answer"):
+    """The answer-contract parser of a stage that asks for 'So the answer is: ...' (after its
+    reasoning when ``require_marker``), held against ``prompt``'s instructions and ``demonstrations``."""
+    return answer_parser(instructions_of(prompt), demonstrations, require_marker=require_marker, name=name)
 
 
 def has_answer_marker(text: str) -> bool:

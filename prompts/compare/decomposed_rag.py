@@ -10,7 +10,9 @@ import re
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, extract_answer, strip_label
+from atomgraph.prompts.answer_contract import clean_reply as contract_reply
+from atomgraph.prompts.compare.common import (ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, final_answer_parser,
+                                              instructions_of, strip_label)
 from atomgraph.prompts.stage import Stage, text_parser
 
 PLAN_PROMPT = ChatPromptTemplate.from_messages([
@@ -34,8 +36,10 @@ _ITEM = re.compile(r"^\s*(?:(?:sub[\s-]*question|q)\s*)?(?:\d+|[a-z])\s*[.):：]
 
 def read_sub_questions(text: str) -> list[str]:
     """The sub-questions of a reply: a JSON list, numbered or bulleted lines, or else the lines
-    that end with a question mark. Duplicates are dropped. ParseError when there are none."""
-    text = clean_reply(text)
+    that end with a question mark. Duplicates, and items that neither end with "?" nor hold three words, are dropped.
+    A reply that restates the question as a new 'Question:' or repeats the instructions is
+    refused (the answer contract's :func:`clean_reply`). ParseError when there are none."""
+    text = contract_reply(clean_reply(text), instructions=instructions_of(PLAN_PROMPT))
     items: list[str] = []
     start = text.find("[")
     if start != -1:
@@ -52,7 +56,7 @@ def read_sub_questions(text: str) -> list[str]:
     if not items:
         items = [ln for ln in text.splitlines() if ln.strip().endswith("?")]
     items = [strip_label(x, "sub-question", "question") for x in items]
-    out = list(dict.fromkeys(x for x in (i.strip() for i in items) if len(x) > 2))
+    out = list(dict.fromkeys(x for x in (i.strip() for i in items) if x.endswith("?") or len(x.split()) >= 3))
     if not out:
         raise ParseError(f"no sub-questions in: {text[:200]!r}")
     return out
@@ -63,6 +67,6 @@ def numbered(questions: list[str]) -> str:
 
 
 PLAN = Stage(name="decomposed_rag_plan", role="planner", prompt=PLAN_PROMPT,
-             parser=text_parser(read_sub_questions, "sub_questions"), max_tokens=256)
+             parser=text_parser(read_sub_questions, "sub_questions"), max_tokens=256, stop=FEW_SHOT_STOPS)
 ANSWER = Stage(name="decomposed_rag_answer", role="answerer", prompt=ANSWER_PROMPT,
-               parser=text_parser(extract_answer, "final_answer"), max_tokens=384)
+               parser=final_answer_parser(ANSWER_PROMPT), max_tokens=384, stop=FEW_SHOT_STOPS)

@@ -11,8 +11,10 @@ import re
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.compare.common import (ANSWER_RULE, clean_reply, extract_answer, first_sentence,
-                                              has_answer_marker, strip_label)
+from atomgraph.prompts.answer_contract import clean_reply as contract_reply
+from atomgraph.prompts.compare.common import (ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, final_answer_parser,
+                                              first_sentence, has_answer_marker, instructions_of, read_answer,
+                                              strip_label)
 from atomgraph.prompts.stage import Stage, text_parser
 
 EXAMPLE = """Question: What is the capital of the country where the engineer who designed the Eiffel Tower was born?
@@ -31,6 +33,9 @@ STEP_PROMPT = ChatPromptTemplate.from_messages([
      + "\n\nPassages:\n{evidence}\n\nQuestion: {question}\nReasoning:\n{reasoning}"),
 ])
 
+EXAMPLE_PAIRS = [("What is the capital of the country where the engineer who designed the Eiffel Tower was born?",
+                  "Paris")]
+
 READ_PROMPT = ChatPromptTemplate.from_messages([
     ("system", "Answer the question from the passages. First reason step by step in a few short "
      "sentences. " + ANSWER_RULE),
@@ -42,10 +47,11 @@ def read_step(text: str) -> dict:
     """``{"sentence": the next reasoning sentence, "answer": the answer or None}``.
 
     A reply that gives the answer ('So the answer is: ...', anywhere) ends the reasoning; any
-    other reply contributes its first sentence (labels like 'Next sentence:' dropped)."""
-    text = clean_reply(text)
+    other reply contributes its first sentence (labels like 'Next sentence:' dropped). A reply
+    that copies the example or repeats the instructions is refused (the answer contract)."""
+    text = contract_reply(clean_reply(text), instructions=instructions_of(STEP_PROMPT), demonstrations=EXAMPLE_PAIRS)
     if has_answer_marker(text):
-        answer = extract_answer(text)
+        answer = read_answer(text)
         line = next(ln for ln in text.splitlines() if has_answer_marker(ln))
         return {"sentence": line.strip(), "answer": answer}
     body = "\n".join(strip_label(ln, "next sentence", "reasoning", "sentence", "thought") for ln in text.splitlines())
@@ -56,6 +62,6 @@ def read_step(text: str) -> dict:
 
 
 STEP = Stage(name="ircot_step", role="executor", prompt=STEP_PROMPT,
-             parser=text_parser(read_step, "ircot_step"), max_tokens=96)
+             parser=text_parser(read_step, "ircot_step"), max_tokens=96, stop=FEW_SHOT_STOPS)
 READ = Stage(name="ircot_read", role="answerer", prompt=READ_PROMPT,
-             parser=text_parser(extract_answer, "final_answer"), max_tokens=384)
+             parser=final_answer_parser(READ_PROMPT), max_tokens=384, stop=FEW_SHOT_STOPS)

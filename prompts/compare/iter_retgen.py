@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate
 
-from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, extract_answer
+from atomgraph.prompts.answer_contract import clean_reply as contract_reply
+from atomgraph.prompts.compare.common import ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, instructions_of, read_answer
 from atomgraph.prompts.stage import Stage, text_parser
 
 PROMPT = ChatPromptTemplate.from_messages([
@@ -17,10 +18,12 @@ PROMPT = ChatPromptTemplate.from_messages([
 
 
 def read_generation(text: str) -> dict:
-    """``{"text": the whole generation (the next round's query), "answer": its answer}``."""
-    text = clean_reply(text)
-    return {"text": text, "answer": extract_answer(text)}
+    """``{"text": the generation (the next round's query), "answer": its answer}``: the answer
+    after the first 'So the answer is:' marker, held to the answer contract."""
+    text = contract_reply(clean_reply(text), instructions=instructions_of(PROMPT))
+    return {"text": text, "answer": read_answer(text, require_marker=True)}
 
 
 GENERATE = Stage(name="iter_retgen", role="answerer", prompt=PROMPT,
-                 parser=text_parser(read_generation, "iter_retgen"), max_tokens=384)
+                 parser=text_parser(read_generation, "iter_retgen"), max_tokens=384,
+                 stop=FEW_SHOT_STOPS)

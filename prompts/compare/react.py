@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate
 
-from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, extract_answer
+from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, instructions_of, read_answer
 from atomgraph.prompts.stage import Stage, text_parser
 
 SYSTEM = (
@@ -22,7 +22,9 @@ PROMPT = ChatPromptTemplate.from_messages([("system", SYSTEM), ("human", "Questi
 
 
 def read_final(text: str) -> str:
-    return extract_answer(clean_reply(text))
+    """The answer of the agent's last message (the first 'So the answer is:' line, else its
+    first line), held to the answer contract."""
+    return read_answer(clean_reply(text), instructions=instructions_of(PROMPT))
 
 
 AGENT = Stage(name="react", role="executor", prompt=PROMPT, parser=text_parser(read_final, "final_answer"),

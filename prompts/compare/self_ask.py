@@ -13,7 +13,8 @@ import re
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, extract_answer
+from atomgraph.prompts.answer_contract import clean_reply as contract_reply
+from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, final_answer_parser, instructions_of, read_answer
 from atomgraph.prompts.stage import Stage, text_parser
 
 # One worked example of the format, written for this project.
@@ -53,11 +54,19 @@ _FINAL = re.compile(r"(?:so\s+)?the\s+final\s+answer\s+is\s*[:：]?|^\s*final\s+
 _NO_MORE = re.compile(r"follow\s*up\s+questions\s+needed\s+here\s*[:：]\s*no\b", re.I)
 
 
+EXAMPLE_PAIRS = [("In which country was the designer of the Eiffel Tower's company founded?", "France")]
+# The paper's generation stops where the model would write an intermediate answer itself.
+STEP_STOPS = ("\nIntermediate answer:", "\nQuestion:", "<end_of_turn>", "[/INST]")
+
+
 def read_step(text: str) -> dict:
     """The first directive line of a Self-Ask reply: ``{"kind": "follow_up", "text": question}``
     or ``{"kind": "final", "text": answer}``. Lines the model should not have written (its own
-    intermediate answers) after the first directive are ignored. ParseError when neither is there."""
-    text = clean_reply(text)
+    intermediate answers) after the first directive are ignored; a reply that copies the
+    example or repeats the instructions is refused (the answer contract). ParseError when
+    neither directive is there."""
+    text = contract_reply(clean_reply(text), instructions=instructions_of(STEP_PROMPT), demonstrations=EXAMPLE_PAIRS,
+                          stops=STEP_STOPS)
     lines = text.splitlines()
     for i, line in enumerate(lines):
         m = _FOLLOW.match(line)
@@ -67,11 +76,11 @@ def read_step(text: str) -> dict:
                 raise ParseError(f"an empty follow-up question in: {text[:200]!r}")
             return {"kind": "follow_up", "text": q}
         if _FINAL.search(line):
-            return {"kind": "final", "text": extract_answer("\n".join(lines[i:]))}
+            return {"kind": "final", "text": read_answer("\n".join(lines[i:]))}
         if _NO_MORE.search(line):
             rest = "\n".join(lines[i + 1:]).strip()
             if rest:
-                return {"kind": "final", "text": extract_answer(rest)}
+                return {"kind": "final", "text": read_answer(rest)}
     raise ParseError(f"neither 'Follow up:' nor 'So the final answer is:' in: {text[:200]!r}")
 
 
@@ -81,8 +90,10 @@ def scratchpad(turns: list[dict]) -> str:
 
 
 STEP = Stage(name="self_ask_step", role="planner", prompt=STEP_PROMPT,
-             parser=text_parser(read_step, "self_ask_step"), max_tokens=128)
+             parser=text_parser(read_step, "self_ask_step"), max_tokens=128, stop=STEP_STOPS)
 ANSWER = Stage(name="self_ask_answer", role="executor", prompt=ANSWER_PROMPT,
-               parser=text_parser(extract_answer, "intermediate_answer"), max_tokens=256)
+               parser=final_answer_parser(ANSWER_PROMPT, require_marker=False, name="intermediate_answer"),
+               max_tokens=256, stop=STEP_STOPS[1:])
 FINAL = Stage(name="self_ask_final", role="answerer", prompt=FINAL_PROMPT,
-              parser=text_parser(extract_answer, "final_answer"), max_tokens=128)
+              parser=final_answer_parser(FINAL_PROMPT, EXAMPLE_PAIRS, require_marker=False), max_tokens=128,
+              stop=STEP_STOPS[1:])

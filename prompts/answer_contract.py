@@ -1,0 +1,205 @@
+"""The answer contract: what every method's final-answer parser accepts as an answer.
+
+Nothing but an answer is an answer. A model's reply is *read* by a stage's parser; the text
+the parser picks as the answer must pass :func:`check_answer`, or the reply is unreadable
+(:class:`AnswerRefused`, a :class:`~atomgraph.errors.ParseError`) and the method's
+documented fallback runs, recorded with its reason. An answer
+
+- is short: at most ``MAX_ANSWER_CHARS`` characters and ``MAX_ANSWER_WORDS`` words
+  (reason ``too_long``);
+- is not a line of evidence or a run of citation markers (``[1] Title | text``, ``[2][3]``,
+  ``Passage 1:``; reason ``evidence``);
+- is not an echo of the prompt: its instructions, placeholders (``<answer>``), labels
+  (``Question:``) or a question (reason ``echo``), nor a demonstration's question or answer
+  copied back (reason ``demonstration``, checked by :func:`clean_reply`);
+- holds no chat-template token (``<start_of_turn>``, ``[/INST]``, ``<|im_end|>``; reason
+  ``template_token``) and no markup debris (a JSON fragment, an HTML tag; reason ``markup``);
+- gives no instructions to its reader (``ignore previous instructions``, ``say PWNED``,
+  ``system prompt``; reason ``injection``);
+- is not empty (reason ``empty``).
+
+How a parser uses it::
+
+    reply = clean_reply(text, instructions=[SYSTEM], demonstrations=DEMOS)  # cut at invented turns,
+    answer = ...pick the answer out of reply...                              # refuse copied demos
+    return check_answer(answer)
+
+The message of an :class:`AnswerRefused` starts ``answer refused (<reason>)``, so the reason
+survives as text in a call record's ``parse_error`` and in a run's ``error``;
+:func:`refusal_reason` reads it back (``eval run`` counts refusals by reason).
+
+Client-side cap: :func:`cap_reply` cuts a reply longer than a stage's output cap allows
+(``CHARS_PER_TOKEN`` characters per token) and marks it with ``REPLY_CUT_MARK``; a server that
+ignores ``max_tokens`` cannot hand a parser 200,000 characters.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Iterable, Sequence
+
+from atomgraph.errors import ParseError
+
+MAX_ANSWER_CHARS = 200
+MAX_ANSWER_WORDS = 30
+CHARS_PER_TOKEN = 8  # generous: English averages about 4 characters a token
+REPLY_CUT_MARK = "\n[reply cut at the stage's output cap]"
+
+REASONS: dict[str, str] = {
+    "empty": "no answer text",
+    "too_long": "longer than an answer can be",
+    "evidence": "a line of evidence or a run of citation markers, not an answer",
+    "echo": "an echo of the prompt (its instructions, labels, placeholders or a question)",
+    "demonstration": "a copy of a demonstration (its question or answer)",
+    "template_token": "holds a chat-template token",
+    "markup": "markup or a JSON fragment, not an answer",
+    "injection": "instructions to the reader, not an answer",
+}
+
+# Chat-template tokens of the common open models; a reply is cut at the first one
+# (client-side, for servers that do not honour stop sequences) and an answer holding one is refused.
+TEMPLATE_TOKENS: tuple[str, ...] = (
+    "<start_of_turn>", "<end_of_turn>", "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>", "<|im_start|>",
+    "<|im_end|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|endoftext|>",
+    "<|assistant|>", "<|user|>", "<|system|>", "<|end|>", "</s>", "<s>", "<bos>", "<eos>",
+)
+_TEMPLATE_RE = re.compile("|".join(re.escape(t) for t in TEMPLATE_TOKENS) + r"|<\|[a-z_]{2,30}\|>", re.I)
+
+# Stop sequences for few-shot stages: the next demonstration's header and the end of a turn.
+# At most four (OpenAI's limit); the parsers cut at every TEMPLATE_TOKEN client-side as well.
+FEW_SHOT_STOPS: tuple[str, ...] = ("\nQuestion:", "<end_of_turn>", "[/INST]", "<|im_end|>")
+
+_CITATION_RUN = re.compile(r"^[\s,;.]*(?:\[\s*\d+(?:\s*[-–,]\s*\d+)*\s*\][\s,;.]*)+$")
+_EVIDENCE_LINE = re.compile(
+    r"^\s*(?:\[\s*\d+\s*\]|\(\s*\d+\s*\)|(?:passage|document|doc|source|evidence|context|knowledge)\s*\d*\s*[:：#\]])"
+    r"|^\s*(?:title|passage|text)\s*[:：]", re.I)
+_LABEL = re.compile(r"^\s*(?:question|questions|sub-?questions?|examples?|follow[\s-]*up|intermediate answer|"
+                    r"passages?|retrieved passages|reasoning|instructions?|system|user|assistant|model)\s*[:：]", re.I)
+_PLACEHOLDER = re.compile(r"<\s*(?:answer|final answer|your answer|entity|question|one simple question)\s*>", re.I)
+_MARKUP = re.compile(r"^\s*[\[{]|[{}]|</?[a-z][a-z0-9]*(?:\s[^<>]*)?/?>|^\s*```", re.I)
+_INJECTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,60}\b(?:instructions?|prompts?|rules|above|previous|prior)\b"
+    r"|\bsystem\s+prompt\b|\bdeveloper\s+mode\b|\bjailbreak"
+    r"|\byou\s+(?:are|must|should|will)\s+now\b|\bas\s+an\s+ai\b"
+    r"|\b(?:say|print|output|reply|respond|write|repeat)\s+(?:only\s+|exactly\s+|with\s+)?[\"'“]?(?-i:[A-Z]{4,})\b"
+    r"|\bnew\s+instructions?\b|https?://|\bwww\.",
+    re.I)
+
+
+class AnswerRefused(ParseError):
+    """The text a parser picked is not an answer; ``reason`` is one of :data:`REASONS`."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        self.reason = reason
+        super().__init__(f"answer refused ({reason}): {REASONS.get(reason, reason)}" + (f": {detail}" if detail else ""))
+
+
+_REFUSAL = re.compile(r"answer refused \(([a-z_]+)\)")
+
+
+def refusal_reason(text: object) -> str | None:
+    """The reason of an answer refusal in an error or parse_error text (None when it is none)."""
+    m = _REFUSAL.search(str(text or ""))
+    return m.group(1) if m else None
+
+
+def _norm(text: str) -> str:
+    text = unicodedata.normalize("NFKC", str(text)).casefold()
+    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
+
+
+def _show(text: str, n: int = 80) -> str:
+    return repr(text if len(text) <= n else text[:n] + "…")
+
+
+def check_answer(answer: object, *, max_chars: int = MAX_ANSWER_CHARS, max_words: int = MAX_ANSWER_WORDS) -> str:
+    """``answer`` (a string, stripped) when it meets the contract; :class:`AnswerRefused` naming
+    the first clause it breaks otherwise (see the module's docstring for the clauses)."""
+    if not isinstance(answer, str):
+        raise AnswerRefused("markup", f"a {type(answer).__name__}, not text")
+    text = answer.strip()
+    if not text or not _norm(text):
+        raise AnswerRefused("empty")
+    if _TEMPLATE_RE.search(text):
+        raise AnswerRefused("template_token", _show(text))
+    if _INJECTION.search(text):
+        raise AnswerRefused("injection", _show(text))
+    if len(text) > max_chars or len(text.split()) > max_words or text.count("\n") > 2:
+        raise AnswerRefused("too_long", f"{len(text)} characters, {len(text.split())} words")
+    if _CITATION_RUN.match(text) or _EVIDENCE_LINE.match(text):
+        raise AnswerRefused("evidence", _show(text))
+    if _PLACEHOLDER.search(text) or _LABEL.match(text) or text.rstrip().endswith("?"):
+        raise AnswerRefused("echo", _show(text))
+    if _MARKUP.search(text):
+        raise AnswerRefused("markup", _show(text))
+    return text
+
+
+def cut_at_stops(text: str, stops: Iterable[str] = ()) -> str:
+    """``text`` up to the first of ``stops`` or of :data:`TEMPLATE_TOKENS` (a reply from a server
+    that ignored the stop sequences reads as if it had not)."""
+    cut = len(text)
+    for s in stops:
+        i = text.find(s) if s else -1
+        if 0 <= i < cut:
+            cut = i
+    m = _TEMPLATE_RE.search(text)
+    if m and m.start() < cut:
+        cut = m.start()
+    return text[:cut]
+
+
+def _sentences(text: str, min_words: int) -> list[str]:
+    parts = re.split(r"(?<=[.!?])\s+|\n+", text)
+    return [n for n in (_norm(p) for p in parts) if len(n.split()) >= min_words]
+
+
+def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations: Sequence[tuple[str, str]] = (),
+                stops: Iterable[str] = FEW_SHOT_STOPS, invented_turns: bool = True) -> str:
+    """The part of ``reply`` that can hold an answer to *our* question:
+
+    - cut at the first stop sequence or chat-template token, and (``invented_turns``) at a
+      ``Question:`` line after the first line (the model inventing the next demonstration);
+    - :class:`AnswerRefused` ``demonstration`` when it starts with a ``Question:`` line (the
+      model writing a demonstration of its own) or copies a demonstration's question
+      (``demonstrations``: ``(question, answer)`` pairs), ``echo`` when nothing is left after
+      dropping the sentences of ``instructions`` it repeats (sentences of 4+ words), ``empty``
+      when it is empty.
+    """
+    text = cut_at_stops(reply or "", stops)
+    if invented_turns:
+        m = re.search(r"\n\s*(?:Question|Q)\s*[:：]", text)
+        if m:
+            text = text[:m.start()]
+    text = text.strip()
+    if not text:
+        raise AnswerRefused("empty", "the reply is empty")
+    if re.match(r"\s*(?:Question|Q)\s*[:：]", text):
+        raise AnswerRefused("demonstration", "the reply starts a new demonstration ('Question: ...')")
+    normed = _norm(text)
+    for q, _a in demonstrations:
+        nq = _norm(q)
+        if nq and nq in normed:
+            raise AnswerRefused("demonstration", f"the reply repeats the demonstration {_show(q, 60)}")
+    echoed = {s for block in instructions for s in _sentences(block, 4)}
+    if echoed:
+        pieces = [p for p in re.split(r"(?<=[.!?])\s+|\n", text) if p.strip()]
+        kept = [p for p in pieces if _norm(p) not in echoed]
+        if len(kept) < len(pieces):
+            if not any(_norm(p) for p in kept):
+                raise AnswerRefused("echo", "the reply repeats the prompt's instructions")
+            text = "\n".join(kept).strip()
+    return text
+
+
+def cap_reply(text: str, max_tokens: int | None, *, chars_per_token: int = CHARS_PER_TOKEN) -> tuple[str, bool]:
+    """``(text, False)`` when it fits ``max_tokens`` (at ``chars_per_token``), else the text cut at
+    that many characters and marked with :data:`REPLY_CUT_MARK`, and True."""
+    if not text or not max_tokens or len(text) <= max_tokens * chars_per_token:
+        return text, False
+    return text[: max_tokens * chars_per_token] + REPLY_CUT_MARK, True
+
+
+__all__ = ["AnswerRefused", "CHARS_PER_TOKEN", "FEW_SHOT_STOPS", "MAX_ANSWER_CHARS", "MAX_ANSWER_WORDS", "REASONS",
+           "REPLY_CUT_MARK", "TEMPLATE_TOKENS", "cap_reply", "check_answer", "clean_reply", "cut_at_stops", "refusal_reason"]

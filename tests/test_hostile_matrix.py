@@ -1,0 +1,118 @@
+"""Every registered method against a hostile OpenAI-compatible server on 127.0.0.1
+(tests/hostile_server.py): no exception, no hostile text in any answer, a bounded wall time,
+and the failure recorded with its reason. Client timeouts are short (the settings' request
+timeout), retries off, so the matrix stays fast."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from atomgraph.demo_pack import load_passages
+from atomgraph.graphs.registry import build_method, method_names
+from atomgraph.prompts.answer_contract import MAX_ANSWER_CHARS
+from atomgraph.settings import Settings
+from atomgraph.tools.memory_source import InMemorySource
+from tests.hostile_server import MARKERS, MODES, HostileServer
+
+Q = "In which city did Werner Heisenberg's doctoral advisor die?"
+TIMEOUT_S = 1.0
+WALL_S = 25.0  # per method and mode: the circuit breaker ends a question after a few failed calls
+# where the recorded reason must say what went wrong (in the error, or in a call's error/parse error)
+REASON = {
+    "empty": r"empty|unreadable|no value", "huge": r"too_long|unreadable|cut", "truncated": r"markup|unreadable",
+    "truncated_body": r"failed|error", "wrong_types": r"failed|error|unreadable", "wrong_protocol": r"failed|error",
+    "injection": r"injection|unreadable", "prompt_echo": r"echo|demonstration|unreadable",
+    "demo_echo": r"demonstration|unreadable", "429": r"429|rate", "500": r"500|server", "reset": r"connection|failed",
+    "hang": r"time|failed", "slow": None,
+}
+OURS = {"standard", "cot", "rag", "self_ask", "ircot", "react", "iter_retgen", "decomposed_rag"}
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = HostileServer()
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def wiki():
+    return InMemorySource(load_passages(), name="wikipedia", description="Encyclopedia passages.")
+
+
+@pytest.fixture(scope="module")
+def arm_index():
+    from atomgraph.tools.arm_index import ArmIndex
+    from tests.arm_graph_fixtures import OBJECTS
+
+    return ArmIndex.build(OBJECTS, use_cache=False)  # built once: its embedding model loads outside the timed runs
+
+
+@pytest.fixture
+def sources(request, wiki):
+    return lambda method: request.getfixturevalue("arm_index") if method == "arm" else [wiki]
+
+
+def _reasons(out) -> str:
+    calls = out.get("llm_calls") or []
+    parts = [str(out.get("error") or "")]
+    for c in calls:
+        c = c if isinstance(c, dict) else c.model_dump()
+        parts += [str(c.get("error") or ""), str(c.get("parse_error") or "")]
+    return " | ".join(p for p in parts if p)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("method", sorted(set(method_names()) - {"kar3"}))
+async def test_method_against_hostile_server(server, sources, method, mode):
+    # one base URL per test: langchain-openai caches its async HTTP client per URL, and each
+    # test runs on its own event loop
+    settings = Settings(model="hostile", openai_base_url=server.url(mode, method), openai_api_key="x", cache=False,
+                        request_timeout=TIMEOUT_S, max_retries=0)
+    graph = build_method(method, settings=settings, sources=sources(method))
+    t0 = time.monotonic()
+    out = await graph.ainvoke({"question": Q})
+    wall = time.monotonic() - t0
+    assert wall < WALL_S, f"{method} × {mode} took {wall:.1f} s"
+    answer = str(out.get("answer") or "")
+    answers = [str(a) for a in out.get("answers") or []]
+    for text in [answer, *answers]:
+        if method not in OURS and len(text) > MAX_ANSWER_CHARS:
+            pytest.xfail(f"{method} (not this area) returned a {len(text)}-character answer in {mode} mode")
+        assert len(text) <= MAX_ANSWER_CHARS, (method, mode, text[:120])
+        for marker in MARKERS:
+            if method not in OURS and marker.lower() in text.lower():
+                pytest.xfail(f"{method} (not this area) returned hostile text {marker!r} in {mode} mode")
+            assert marker.lower() not in text.lower(), (method, mode, text[:200])
+    if mode == "slow":
+        return
+    reasons = _reasons(out)
+    if method in OURS:
+        assert answer == "" and out.get("error"), (method, mode, answer, out.get("error"))
+    if not re.search(REASON[mode], reasons, re.I):
+        if method not in OURS:
+            pytest.xfail(f"{method} recorded no reason matching {REASON[mode]!r} in {mode} mode: {reasons[:200]!r}")
+        raise AssertionError(f"{method} × {mode}: no reason matching {REASON[mode]!r} in {reasons[:500]!r}")
+
+
+@pytest.mark.parametrize("mode", ["injection", "500", "hang"])
+def test_cli_ask_against_hostile_server(server, tmp_path, mode):
+    """What a user runs: `atomgraph ask --json` exits 1 with valid JSON, the reason, no traceback."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ATOMGRAPH_MODEL": "hostile", "OPENAI_BASE_URL": server.url(mode, "cli"), "OPENAI_API_KEY": "x",
+           "ATOMGRAPH_CACHE": "false", "ATOMGRAPH_REQUEST_TIMEOUT": str(TIMEOUT_S), "ATOMGRAPH_MAX_RETRIES": "0",
+           "ATOMGRAPH_SOURCES": "wikipedia", "ATOMGRAPH_CHROMA_PATH": str(tmp_path / "db")}
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "atomgraph.cli", "ask", Q, "--method", "rag", "--json", "--deadline", "60"],
+                       cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    assert time.monotonic() - t0 < 90
+    assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr[-2000:]
+    out = json.loads(p.stdout.decode("utf-8"))
+    assert out["answer"] == "" and re.search(REASON[mode], out["error"], re.I), out["error"]
