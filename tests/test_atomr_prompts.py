@@ -148,7 +148,8 @@ def test_plan_prompt_with_scripted_model():
     tree = {"Who is Ada Lovelace?": 'Search("Ada Lovelace")'}
     model = ScriptedChatModel(stages={"plan": "```json\n" + json.dumps(tree) + "\n```"})
     reply = PLAN_STAGE.chain(model).invoke({"question": "Who is Ada Lovelace?"})
-    assert json.dumps(tree) in reply and parse_tree(reply).nodes[0].operator.name == "Search"
+    # the plan stage owns its parser: the value is the parsed tree (repairs recorded)
+    assert reply.nodes[0].operator.name == "Search" and reply.repairs
     assert "Question: Who is Ada Lovelace?" in model.prompts[0]
 
 
@@ -300,7 +301,15 @@ def test_format_qa_pairs():
     pairs = [(1, "Who directed the 1957 film Wild Strawberries?", "Ingmar Bergman"), (2, "2. In which city\nwas [1] born?", "")]
     assert format_qa_pairs(pairs) == (
         "Q: 1. Who directed the 1957 film Wild Strawberries? A: Ingmar Bergman\n"
-        "Q: 2. In which city was [1] born? A: Unknown"
+        "Q: 2. In which city was [1] born? A: []"
+    )
+    # answer lists as JSON, a paraphrase before them, id order, never "Unknown"
+    pairs = [(3, "Where was [1] born?", ["Wapakoneta", "Glen Ridge"], "Armstrong was born in Wapakoneta; Aldrin in Glen Ridge"),
+             (1, "Who walked on the Moon?", ["Neil Armstrong", "Buzz Aldrin"]), (2, "Who was left?", [])]
+    assert format_qa_pairs(pairs) == (
+        'Q: 1. Who walked on the Moon? A: ["Neil Armstrong", "Buzz Aldrin"]\n'
+        "Q: 2. Who was left? A: []\n"
+        'Q: 3. Where was [1] born? A: Armstrong was born in Wapakoneta; Aldrin in Glen Ridge. ["Wapakoneta", "Glen Ridge"]'
     )
     assert format_qa_pairs([]) == "(none)"
 

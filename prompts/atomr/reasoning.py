@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from atomgraph.prompts.atomr.templating import ANSWER_RULES, UNKNOWN_RULE, chat_prompt
@@ -16,6 +17,7 @@ from atomgraph.prompts.atomr.templating import ANSWER_RULES, UNKNOWN_RULE, chat_
 CHILD_MARKER = "Task: answer from child answers"
 SIBLING_MARKER = "Task: answer from sibling answers"
 DIRECT_RAG_MARKER = "Task: answer from retrieved knowledge"
+CLOSED_BOOK_MARKER = "Task: answer from your own knowledge"
 
 NO_PAIRS = "(none)"
 
@@ -24,15 +26,25 @@ def _flat(text: str) -> str:
     return re.sub(r"\s+", " ", str(text or "")).strip()
 
 
-def format_qa_pairs(pairs: list[tuple[int, str, str]]) -> str:
-    """One line per answered question: ``Q: 2. Who wrote [1]? A: Tim Rice``."""
+def format_qa_pairs(pairs) -> str:
+    """One line per question, in id order: ``Q: 2. Who wrote [1]? A: <answer>``.
+
+    Each pair is ``(node_id, question, answers)`` or ``(node_id, question, answers,
+    paraphrase)``; ``answers`` is a list (written as a JSON list; ``[]`` when the node found
+    nothing, never "Unknown") or already-written text. With a paraphrase the answer reads
+    ``<paraphrase>. ["a", "b"]`` (the authors show it for questions that reference others,
+    whose bare list would be ambiguous)."""
     lines = []
-    for node_id, question, answer in pairs or []:
+    for pair in sorted(pairs or [], key=lambda p: p[0]):
+        node_id, question, answers = pair[0], pair[1], pair[2]
+        paraphrase = _flat(pair[3]) if len(pair) > 3 and pair[3] else ""
         q = _flat(question)
         prefix = f"{node_id}. "
         if not q.startswith(prefix):
             q = prefix + q
-        lines.append(f"Q: {q} A: {_flat(answer) or 'Unknown'}")
+        listed = json.dumps([_flat(a) for a in answers], ensure_ascii=False) if isinstance(answers, list) \
+            else (_flat(answers) or "[]")
+        lines.append(f"Q: {q} A: {paraphrase.rstrip('.')}. {listed}" if paraphrase else f"Q: {q} A: {listed}")
     return "\n".join(lines) if lines else NO_PAIRS
 
 
@@ -102,3 +114,15 @@ SIBLING_REASONING_PROMPT = chat_prompt(
     _SIBLING_SYSTEM, "Referenced questions and answers:\n{qa_pairs}\n\nQuestion: {question}\nAnswer:"
 )
 DIRECT_RAG_PROMPT = chat_prompt(_DIRECT_RAG_SYSTEM, "Retrieved Knowledge:\n{knowledge}\n\nQuestion: {question}\nAnswer:")
+
+_CLOSED_BOOK_SYSTEM = f"""{CLOSED_BOOK_MARKER}.
+
+Answer the question from your own knowledge. Give your best answer rather than none. {UNKNOWN_RULE}
+
+{ANSWER_RULES}
+
+Example.
+Question: Which river flows through the capital of Hungary?
+Answer: The capital of Hungary is Budapest, which lies on the Danube. So the answer is: (1) Paraphrase Answer: The Danube flows through Budapest, the capital of Hungary; (2) Answer List: ["Danube"]"""
+
+CLOSED_BOOK_PROMPT = chat_prompt(_CLOSED_BOOK_SYSTEM, "Question: {question}\nAnswer:")
