@@ -368,3 +368,31 @@ def test_match_sources_names_none(text):
 def test_match_sources_only_returns_available_sources():
     assert match_sources("Wikipedia, Google, Wikidata", ["wikipedia", "wikidata"]) == ["wikipedia", "wikidata"]
     assert match_sources("Google News, Google", ["google", "google_news"]) == ["google_news", "google"]
+
+
+# --- the answer contract (issue #18): only the answer to our question is read -----------------
+@pytest.mark.parametrize("reply,answers", [
+    ("Paris [/INST] Answer: London", ["Paris"]),
+    ("[/INST] Answer: Rome", ["Rome"]),
+    ("<start_of_turn>model\nSo the answer is: (1) Paraphrase Answer: x; (2) Answer List: [\"Oslo\"]", ["Oslo"]),
+    ('So the answer is: (1) Paraphrase Answer: It is Rome; (2) Answer List: ["Rome"]<end_of_turn>\n'
+     "<start_of_turn>user\nQuestion: x\nAnswer: y", ["Rome"]),
+    ("Paris\nQuestion: Who built the tower?\nAnswer: Gustave Eiffel", ["Paris"]),
+])
+def test_answer_parser_reads_only_our_answer(reply, answers):
+    assert parse_answer(reply).answers == answers
+
+
+@pytest.mark.parametrize("reply", ["Example 2.\nQuestion: Who wrote Dune?\nAnswer: Frank Herbert",
+                                   "Question: Who wrote Dune?\nAnswer: Frank Herbert"])
+def test_a_reply_that_is_an_invented_example_is_unreadable(reply):
+    with pytest.raises(ParseError):
+        parse_answer(reply)
+
+
+def test_few_shot_stages_carry_stop_sequences():
+    from atomgraph.prompts.atomr.stages import STAGES
+
+    for name, stage in STAGES.items():
+        assert stage.stop, name
+    assert "\nQuestion:" in STAGES["plan"].stop and "\nQ:" in STAGES["source_selection"].stop

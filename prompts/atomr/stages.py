@@ -92,19 +92,28 @@ class SourceChoice(BaseModel):
     sources: list[str] = Field(description="Names of the sources to consult, spelled as listed.")
 
 
+# Stop sequences: where a few-shot reply ends and an invented next demonstration would begin.
+ANSWER_STOP = ("\nQuestion:", "\nRetrieved Knowledge:", "\nExample ", "\nChild questions and answers:",
+               "\nReferenced questions and answers:")
+PLAN_STOP = ("\nQuestion:",)
+SOURCE_STOP = ("\nQ:",)
+
+
 def _answer_stage(name: str, role: str, prompt, max_tokens: int) -> Stage[ParsedAnswer]:
     return Stage(name=name, role=role, prompt=prompt, parser=text_parser(parse_answer, "atomr_answer"),
-                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens)
+                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens,
+                 stop=ANSWER_STOP)
 
 
 PLAN_STAGE: Stage[ReasoningTree] = Stage(
     name="plan", role="planner", prompt=PLAN_PROMPT, parser=text_parser(read_plan, "atomr_plan"),
     schema=PlanSchema, from_structured=lambda p: read_plan(plan_from_structured(p)), max_tokens=1024,
+    stop=PLAN_STOP,
 )
 SOURCE_SELECTION_STAGE: Stage[list[str]] = Stage(
     name="source_selection", role="executor", prompt=SOURCE_SELECTION_PROMPT,
     parser=text_parser(read_source_choice, "atomr_sources"), schema=SourceChoice,
-    from_structured=lambda c: [source_key(s) for s in c.sources], max_tokens=64,
+    from_structured=lambda c: [source_key(s) for s in c.sources], max_tokens=64, stop=SOURCE_STOP,
 )
 SEARCH_STAGE = _answer_stage("search", "executor", SEARCH_PROMPT, 512)
 RELATE_STAGE = _answer_stage("relate", "executor", RELATE_PROMPT, 512)
