@@ -31,8 +31,8 @@ def make_direct_rag_node(rt: AtomRRuntime):
             if run.sources else ([], [], [])
         run.notes += notes
         sub.evidence = len(evidence)
-        result = await rt.ask(DIRECT_RAG_STAGE, {"question": question, "knowledge": format_knowledge(evidence)},
-                              config)
+        result = await rt.ask(DIRECT_RAG_STAGE, {"question": question, "knowledge": format_knowledge(evidence),
+                                                 "pack": params.prompt_pack}, config)
         return read_into(sub, result), evidence, rcalls, result.call
 
     async def direct_rag(inp: StepInput, config: RunnableConfig) -> dict:
@@ -77,7 +77,7 @@ def make_closed_book_node(rt: AtomRRuntime):
     async def closed_book(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
         run = current_run(inp)
-        result = await rt.ask(CLOSED_BOOK_STAGE, {"question": inp["question"]}, config)
+        result = await rt.ask(CLOSED_BOOK_STAGE, {"question": inp["question"], "pack": params.prompt_pack}, config)
         sub = read_into(SubCall(question=inp["question"]), result)
         run.llm_calls += 1
         if sub.outcome == "failed":

@@ -93,7 +93,7 @@ def make_run_operator_node(rt: AtomRRuntime):
             sub.outcome, sub.problem = "failed", NO_EVIDENCE
             return sub, evidence, rcalls, None
         variables = {"question": executor_question(op_name, question, args),
-                     "knowledge": format_knowledge(evidence)}
+                     "knowledge": format_knowledge(evidence), "pack": params.prompt_pack}
         if op_name == "Filter":
             variables["condition"] = args[1] if len(args) > 1 else question
         result: StageResult = await rt.ask(operator_stage(op_name), variables, config)

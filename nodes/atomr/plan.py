@@ -82,7 +82,7 @@ def make_plan_node(rt: AtomRRuntime):
     async def plan(state: AtomRState, config: RunnableConfig) -> dict:
         question = check_question(state.get("question"))
         params = rt.params(config)
-        result = await rt.ask(PLAN_STAGE, {"question": question}, config)
+        result = await rt.ask(PLAN_STAGE, {"question": question, "pack": params.prompt_pack}, config)
         tree: ReasoningTree | None = None
         unreadable = None
         if not result.ok:

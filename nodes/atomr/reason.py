@@ -50,7 +50,8 @@ def _make(rt: AtomRRuntime, stage: Stage, step: str, related):
         run = current_run(inp)
         runs, tree = inp["runs"], inp["tree"]
         pairs = format_qa_pairs(qa_pairs(related(inp), tree, runs))
-        result = await rt.ask(stage, {"question": run.resolved_question, "qa_pairs": pairs}, config)
+        result = await rt.ask(stage, {"question": run.resolved_question, "qa_pairs": pairs,
+                                      "pack": params.prompt_pack}, config)
         run.llm_calls += 1
         sub = read_into(SubCall(question=run.resolved_question), result)
         run.subcalls = [sub]

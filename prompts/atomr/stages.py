@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from atomgraph.errors import ParseError
 from atomgraph.prompts.atomr.answer_format import ParsedAnswer, parse_answer
 from atomgraph.prompts.atomr.operators import FILTER_PROMPT, RELATE_PROMPT, SEARCH_PROMPT
+from atomgraph.prompts.atomr.packs import render_for
 from atomgraph.prompts.atomr.plan import PLAN_PROMPT
 from atomgraph.prompts.atomr.reasoning import (
     CHILD_REASONING_PROMPT, CLOSED_BOOK_PROMPT, DIRECT_RAG_PROMPT, SIBLING_REASONING_PROMPT,
@@ -102,13 +103,13 @@ SOURCE_STOP = ("\nQ:",)
 def _answer_stage(name: str, role: str, prompt, max_tokens: int) -> Stage[ParsedAnswer]:
     return Stage(name=name, role=role, prompt=prompt, parser=text_parser(parse_answer, "atomr_answer"),
                  schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens,
-                 stop=ANSWER_STOP)
+                 stop=ANSWER_STOP, render=render_for(name))
 
 
 PLAN_STAGE: Stage[ReasoningTree] = Stage(
     name="plan", role="planner", prompt=PLAN_PROMPT, parser=text_parser(read_plan, "atomr_plan"),
     schema=PlanSchema, from_structured=lambda p: read_plan(plan_from_structured(p)), max_tokens=1024,
-    stop=PLAN_STOP,
+    stop=PLAN_STOP, render=render_for("plan"),
 )
 SOURCE_SELECTION_STAGE: Stage[list[str]] = Stage(
     name="source_selection", role="executor", prompt=SOURCE_SELECTION_PROMPT,
