@@ -154,8 +154,8 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
 
 
 async def _run_one(graph, example: Example, *, method: str, dataset: str, prices: dict,
-                   timeout_s: float | None) -> dict:
-    config = {"configurable": {"thread_id": f"{method}:{dataset}:{example.id}"}}
+                   timeout_s: float | None, run_context: dict | None = None) -> dict:
+    config = {"configurable": {"thread_id": f"{method}:{dataset}:{example.id}", **(run_context or {})}}
     t0 = time.perf_counter()
     error = None
     try:
@@ -269,6 +269,13 @@ async def arun_eval(
         "model": type(model).__name__ if isinstance(model, BaseChatModel) else None,
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    run_context: dict[str, Any] = {}
+    if method == "atomr":  # the dataset's prompt pack, unless the settings name one
+        from atomgraph.evaluation.datasets import prompt_pack_for
+
+        pack = prompt_pack_for(name)
+        if pack and getattr(settings.section("atomr"), "prompt_pack", "general") == "general":
+            run_context["prompt_pack"] = meta["prompt_pack"] = pack
     with _exclusive(out):
         _check_meta(out, meta)
         pred_path = out / PREDICTIONS
@@ -290,7 +297,8 @@ async def arun_eval(
 
         async def worker(ex: Example) -> None:
             async with sem:
-                rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices, timeout_s=timeout_s)
+                rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices, timeout_s=timeout_s,
+                                     run_context=run_context)
             writer.write(rec)
             records.append(rec)
             new.append(rec)
