@@ -82,7 +82,7 @@ def make_closed_book_node(rt: AtomRRuntime):
         run.llm_calls += 1
         if sub.outcome == "failed":
             run.notes.append(f"closed-book answer failed: {sub.problem}")
-        run.notes.append("the tree gave no answer; answered closed-book")
+        run.notes.append("answered closed-book (the tree found no answer)")
         run.subcalls.append(sub)
         collect(run)
         run.fallback = (run.fallback + "; " if run.fallback else "") + "closed-book answer"
