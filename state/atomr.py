@@ -38,6 +38,7 @@ class AtomRContext:
     closed_book_root: Annotated[bool, Field(description="When the root ends with no answer, answer the question closed-book (the authors' direct answer).")] = True
     unknown_leaf_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): an operator that answers Unknown also falls back to direct RAG.")] = False
     dr_unknown_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): a [DR] node that answers Unknown falls back to direct RAG.")] = False
+    kg_program_by_model: Annotated[bool, Field(description="The executor writes a typed query program (entity, relation path, constraint) for each sub-question sent to a knowledge graph (one more model call each); off: the program is read off the operator's arguments.")] = False
     plan_failure_rag: Annotated[bool, Field(description="Switch (ours; the authors score an unreadable plan empty): an unreadable plan is answered by direct RAG on the question.")] = False
 
 Step = Literal["select", "operate", "children", "siblings", "rag", "closed_book"]

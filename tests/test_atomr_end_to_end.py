@@ -233,3 +233,25 @@ def test_demo_collection_name_and_bad_question_count(capsys, demo_store):
     assert demo_store.chroma_collection == DEMO_COLLECTION
     assert main(["demo", "--questions", "0", "--model-factory", "atomr_demo_script:demo_model"]) == 2
     assert "--questions" in capsys.readouterr().err
+
+
+async def test_model_written_query_programs_answer_from_the_kg(demo_store, store_sources):
+    """kg_program_by_model: the executor fills a typed program per Relate sub-call sent to the
+    KG; the source compiles and runs it (no SPARQL from the model)."""
+    import json as _json
+
+    graph, model = graph_over(store_sources, demo_store)
+
+    def program(prompt: str) -> str:
+        asked = prompt.rsplit("Operator:", 1)[-1]
+        entity = asked.split('Relate("', 1)[1].split('"', 1)[0]
+        relation = asked.split('", "', 1)[1].split('"', 1)[0]
+        return _json.dumps({"entity": entity, "relations": [relation], "constraint": None})
+
+    model.stages["kg_program"] = program
+    out = await graph.ainvoke({"question": Q2}, {"configurable": {"kg_program_by_model": True}})
+    assert out["answer"] == "Munich"
+    stages = [c.stage for c in out["llm_calls"]]
+    assert stages.count("kg_program") == 2 and stages.count("relate") == 2
+    kg_calls = [c for c in out["retriever_calls"] if c.source == "wikidata"]
+    assert all(c.query.startswith("program {") and c.hits >= 1 for c in kg_calls)

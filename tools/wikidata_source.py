@@ -565,6 +565,10 @@ class WikidataSource(KnowledgeSource):
             facts = [f for f in facts if condition_met(f, cond) is not False]
         return facts[:limit]
 
+    def answer_program(self, program: QueryProgram) -> list[Evidence]:
+        """The answers of a model-written ``program`` as evidence (at most ``max_answers``)."""
+        return [self._fact_ev(f) for f in self.run_program(program)]
+
     def operate(self, operator: str, args: list[str], question: str, k: int = 3) -> list[Evidence]:
         """A short answer list (at most ``max_answers``) for one atomic operator call; empty
         when nothing matches (``fact_dump=True``: the mentioned entities' facts instead)."""

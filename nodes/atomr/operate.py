@@ -17,6 +17,7 @@ executor stage for that sub-question; the answers are concatenated in order.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from langchain_core.runnables import RunnableConfig
 
@@ -28,10 +29,11 @@ from atomgraph.nodes.atomr.fanout import plan_operator
 from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient
 from atomgraph.nodes.runtime import StageResult
 from atomgraph.prompts.atomr.knowledge import format_knowledge
-from atomgraph.prompts.atomr.stages import operator_stage
+from atomgraph.prompts.atomr.stages import KG_PROGRAM_STAGE, operator_stage
 from atomgraph.state.atomr import StepInput, SubCall
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.tree import OperatorCall
+from atomgraph.state.usage import RetrieverCall
 from atomgraph.text import split_entities
 
 NO_EVIDENCE = "no evidence from any selected source"
@@ -48,6 +50,13 @@ def executor_question(name: str, question: str, args: list[str]) -> str:
 
 
 def make_run_operator_node(rt: AtomRRuntime):
+    def program_sources(names: list[str], op_name: str, params) -> list[str]:
+        """The sources that answer a model-written query program for this call (Relate over a
+        knowledge graph, with ``kg_program_by_model`` on)."""
+        if not params.kg_program_by_model or op_name != "Relate":
+            return []
+        return [n for n in names if hasattr(rt.sources().get(n), "answer_program")]
+
     async def filter_evidence(sources: list[str], args: list[str], question: str, k: int, t: float):
         """Evidence for one Filter call, gated per text/web source; (evidence, calls, notes, dropped)."""
         candidates = split_entities(args[0]) if args else []
@@ -77,27 +86,54 @@ def make_run_operator_node(rt: AtomRRuntime):
             dropped += [f"{name}: {e}" for e in candidates if e not in kept]
         return evidence, calls, notes, dropped
 
+    async def program_evidence(names: list[str], op_name: str, question: str, args: list[str], config):
+        """``kg_program_by_model``: the executor writes a typed query program, each KG source
+        answers it. (evidence, retriever calls, notes, the program call)."""
+        result = await rt.ask(KG_PROGRAM_STAGE, {"question": question,
+                                                 "operator": OperatorCall(name=op_name, args=args).render()}, config)
+        if not result.ok:
+            return [], [], [f"query program unusable: {result.problem}"], result.call
+        evidence, calls = [], []
+        for name in names:
+            t0 = time.perf_counter()
+            label = f"program {result.value.model_dump_json()}"
+            try:
+                hits = await asyncio.to_thread(rt.sources().get(name).answer_program, result.value)
+                calls.append(RetrieverCall(source=name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0))
+                evidence += hits
+            except Exception as exc:  # a source error is a record, as in rt.retrieve
+                calls.append(RetrieverCall(source=name, query=label, latency_s=time.perf_counter() - t0,
+                                           error=f"{type(exc).__name__}: {exc}"[:500]))
+        return evidence, calls, [], result.call
+
     async def one(run, op_name: str, question: str, args: list[str], params, config):
-        """One sub-call: retrieve, then ask the executor. (sub-call, evidence, retriever calls, LLM call)."""
+        """One sub-call: retrieve, then ask the executor. (sub-call, evidence, retriever calls, LLM calls)."""
         sub = SubCall(question=question, args=args, query=" ".join(a for a in args if a))
+        llm_calls = []
         if op_name == "Filter":
             evidence, rcalls, notes, dropped = await filter_evidence(
                 run.sources, args, question, params.top_k, params.filter_threshold)
             run.filter_dropped += dropped
         else:
-            evidence, rcalls, notes = await rt.retrieve(run.sources, query=sub.query, k=params.top_k,
-                                                        operator=op_name, args=args, question=question)
+            programmed = program_sources(run.sources, op_name, params)
+            plain = [n for n in run.sources if n not in programmed]
+            evidence, rcalls, notes = await rt.retrieve(plain, query=sub.query, k=params.top_k, operator=op_name,
+                                                        args=args, question=question) if plain else ([], [], [])
+            if programmed:
+                more, calls, more_notes, call = await program_evidence(programmed, op_name, question, args, config)
+                evidence, rcalls, notes = evidence + more, rcalls + calls, notes + more_notes
+                llm_calls.append(call)
         run.notes += notes
         sub.evidence = len(evidence)
         if not evidence:
             sub.outcome, sub.problem = "failed", NO_EVIDENCE
-            return sub, evidence, rcalls, None
+            return sub, evidence, rcalls, llm_calls
         variables = {"question": executor_question(op_name, question, args),
                      "knowledge": format_knowledge(evidence), "pack": params.prompt_pack}
         if op_name == "Filter":
             variables["condition"] = args[1] if len(args) > 1 else question
         result: StageResult = await rt.ask(operator_stage(op_name), variables, config)
-        return read_into(sub, result), evidence, rcalls, result.call
+        return read_into(sub, result), evidence, rcalls, llm_calls + [result.call]
 
     async def run_operator(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
@@ -108,17 +144,18 @@ def make_run_operator_node(rt: AtomRRuntime):
         planned = plan_operator(run.question, op, inp["runs"], params.fanout_cap)
         if planned.capped:
             run.notes.append(f"fanout_cap={params.fanout_cap}: {planned.capped} sub-calls not run")
-        calls = planned.calls[: budget_note(run, len(planned.calls), inp.get("budget", len(planned.calls)))]
+        per_call = 1 + bool(program_sources(run.sources, op.name, params))
+        budget = inp.get("budget", len(planned.calls) * per_call) // per_call
+        calls = planned.calls[: budget_note(run, len(planned.calls), budget)]
         run.operator = "; ".join(OperatorCall(name=op.name, args=a).render() for _, a in calls) or op.render()
         results = await asyncio.gather(*(one(run, op.name, q, a, params, config) for q, a in calls))
         llm_calls, retriever_calls = [], []
         run.subcalls = []
-        for sub, evidence, rcalls, call in results:
+        for sub, evidence, rcalls, calls_made in results:
             run.subcalls.append(sub)
             run.evidence += evidence
             retriever_calls += rcalls
-            if call is not None:
-                llm_calls.append(call)
+            llm_calls += calls_made
         run.llm_calls += len(llm_calls)
         if planned.skipped:
             run.notes.append(planned.skipped)

@@ -36,14 +36,18 @@ def ready_nodes(state: AtomRState) -> list[int]:
     ]
 
 
-def planned_calls(state: AtomRState, i: int, n_sources: int, cap: int | None) -> int:
-    """The model calls node ``i``'s next step will make."""
+def planned_calls(state: AtomRState, i: int, n_sources: int, cap: int | None,
+                  program_sources: frozenset[str] = frozenset()) -> int:
+    """The model calls node ``i``'s next step will make (``program_sources``: the sources that
+    answer a model-written query program, with ``kg_program_by_model`` on)."""
     tree, runs = state["tree"], state["runs"]
     run = runs[i]
     if run.step == "select":
         return selection_calls(n_sources)
     if run.step == "operate":
-        return len(plan_operator(run.question, tree.nodes[i].operator, runs, cap).calls)
+        op = tree.nodes[i].operator
+        calls = len(plan_operator(run.question, op, runs, cap).calls)
+        return calls * (2 if op.name == "Relate" and program_sources & set(run.sources) else 1)
     if run.step == "rag":
         if run.kind == "operator" and run.subcalls:
             return sum(1 for s in run.subcalls if s.outcome != "answered")
@@ -63,11 +67,13 @@ def make_schedule_node(rt: AtomRRuntime):
         budget = params.max_llm_calls
         remaining = budget - len(state.get("llm_calls", []))
         n_sources = len(rt.sources().available)
+        programmed = frozenset(n for n, src in rt.sources().available.items() if hasattr(src, "answer_program")) \
+            if params.kg_program_by_model else frozenset()
         sends = []
         for i in ready:
             if params.max_parallel and len(sends) >= params.max_parallel:
                 break
-            need = planned_calls(state, i, n_sources, params.fanout_cap)
+            need = planned_calls(state, i, n_sources, params.fanout_cap, programmed)
             if need > remaining:
                 if remaining <= 0:
                     continue

@@ -18,7 +18,9 @@ from pydantic import BaseModel, Field
 from atomgraph.errors import ParseError
 from atomgraph.prompts.atomr.answer_format import ParsedAnswer, parse_answer
 from atomgraph.prompts.atomr.operators import FILTER_PROMPT, RELATE_PROMPT, SEARCH_PROMPT
+from atomgraph.prompts.atomr.kg_program import KG_PROGRAM_PROMPT, read_program
 from atomgraph.prompts.atomr.packs import render_for
+from atomgraph.tools.wikidata_source import QueryProgram
 from atomgraph.prompts.atomr.plan import PLAN_PROMPT
 from atomgraph.prompts.atomr.reasoning import (
     CHILD_REASONING_PROMPT, CLOSED_BOOK_PROMPT, DIRECT_RAG_PROMPT, SIBLING_REASONING_PROMPT,
@@ -124,11 +126,16 @@ SIBLING_REASONING_STAGE = _answer_stage("sibling_reasoning", "answerer", SIBLING
 DIRECT_RAG_STAGE = _answer_stage("direct_rag", "answerer", DIRECT_RAG_PROMPT, 512)
 CLOSED_BOOK_STAGE = _answer_stage("closed_book", "answerer", CLOSED_BOOK_PROMPT, 384)
 
+KG_PROGRAM_STAGE = Stage(
+    name="kg_program", role="executor", prompt=KG_PROGRAM_PROMPT, parser=text_parser(read_program, "atomr_kg_program"),
+    schema=QueryProgram, max_tokens=128, stop=("\nQuestion:",),
+)
+
 OPERATOR_STAGES = {"search": SEARCH_STAGE, "relate": RELATE_STAGE, "filter": FILTER_STAGE}
 
 STAGES: dict[str, Stage] = {s.name: s for s in (
     PLAN_STAGE, SOURCE_SELECTION_STAGE, SEARCH_STAGE, RELATE_STAGE, FILTER_STAGE,
-    CHILD_REASONING_STAGE, SIBLING_REASONING_STAGE, DIRECT_RAG_STAGE, CLOSED_BOOK_STAGE,
+    CHILD_REASONING_STAGE, SIBLING_REASONING_STAGE, DIRECT_RAG_STAGE, CLOSED_BOOK_STAGE, KG_PROGRAM_STAGE,
 )}
 
 
