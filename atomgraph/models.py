@@ -15,13 +15,10 @@ Models are called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.Meth
 from __future__ import annotations
 
 import sys
-import time
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.messages import AIMessage
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import ROLES, Role, Settings, get_settings

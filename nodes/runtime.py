@@ -33,6 +33,7 @@ from langchain_core.runnables.config import merge_configs
 
 from atomgraph import cache as reply_cache
 from atomgraph.errors import ConfigError
+from atomgraph.methods import Method, declared
 from atomgraph.models import ModelsArg, chat_model_named, message_text, model_name, resolve_models, with_temperature
 from atomgraph.nodes.recorder import CallRecorder, describe_error
 from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, unwrap_reply
@@ -104,6 +105,19 @@ class MethodRuntime(Generic[C]):
         self._named_sources: dict[tuple[str, ...], SourceSet] = {}
         self._chains: dict[tuple, Any] = {}  # (stage, role, model, cap, mode, temperature) -> capped model
         self._bounds: dict[int, _RunBounds] = {}
+
+    @classmethod
+    def for_method(cls, method: "Method | str", models: ModelsArg = None,
+                   sources: SourceSet | Iterable[KnowledgeSource] | None = None,
+                   settings: Settings | None = None) -> "MethodRuntime":
+        """The runtime of a declared method (:mod:`atomgraph.methods`): its context dataclass and
+        settings section come from the declaration."""
+        if isinstance(method, str):
+            found = declared(method)
+            if found is None:
+                raise ConfigError(f"no declared method {method!r}")
+            method = found
+        return cls(method.context, method.settings_section, models, sources, settings)
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile

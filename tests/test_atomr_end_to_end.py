@@ -54,7 +54,7 @@ def nodes_of(out) -> dict[int, dict]:
 def by_source(calls) -> dict[str, int]:
     counts: dict[str, int] = {}
     for c in calls:
-        counts[c.source] = counts.get(c.source, 0) + 1
+        counts[c["source"]] = counts.get(c["source"], 0) + 1
     return counts
 
 
@@ -78,9 +78,9 @@ async def test_bridge_question_reads_the_church_passage_from_chroma(demo_store, 
     assert top["title"] == "Ulm Minster" and "tallest church in the world" in top["text"] and top["score"] > 0.5
     assert all(n["fallback"] is None for n in nodes.values())
     assert by_source(out["retriever_calls"]) == {"wikipedia": 2, "wikidata": 2}
-    assert all(c.error is None for c in out["retriever_calls"])
+    assert all(c["error"] is None for c in out["retriever_calls"])
     # the KG answers the Relate with a short list; it has no answer for the Search (empty, no fact dump)
-    assert [c.hits for c in out["retriever_calls"] if c.source == "wikidata"] == [1, 0]
+    assert [c["hits"] for c in out["retriever_calls"] if c["source"] == "wikidata"] == [1, 0]
     assert "Ulm Minster" in out["retrieved_titles"]
     # the Search executor was shown the passage Chroma returned, under the Wikipedia heading
     (search_prompt,) = stage_prompts(model, "search")
@@ -88,7 +88,7 @@ async def test_bridge_question_reads_the_church_passage_from_chroma(demo_store, 
     assert "Wikipedia Passages:\n[1] Ulm Minster | Ulm Minster is a Lutheran church" in shown
     assert "Wikidata Facts:" not in shown
     # plan, 2 operators, child reasoning (two sources: used both, no selection call)
-    assert [c.stage for c in out["llm_calls"]] == ["plan", "relate", "search", "child_reasoning"]
+    assert [c["stage"] for c in out["llm_calls"]] == ["plan", "relate", "search", "child_reasoning"]
 
 
 async def test_without_the_passage_store_the_search_node_cannot_answer(demo_store):
@@ -106,11 +106,11 @@ async def test_without_the_passage_store_the_search_node_cannot_answer(demo_stor
     assert out["answer"] == "" and out["answers"] == [] and "no answer" in out["error"]
     assert nodes[0]["fallback"] == "child reasoning answered Unknown; closed-book answer"
     # two operators, [2]'s direct RAG, then the root's direct-RAG search with the whole question
-    assert [c.query for c in out["retriever_calls"]][-1] == Q1
+    assert [c["query"] for c in out["retriever_calls"]][-1] == Q1
     assert by_source(out["retriever_calls"]) == {"wikidata": 4}
-    assert [c.stage for c in out["llm_calls"]] == ["plan", "relate", "direct_rag", "child_reasoning", "direct_rag",
+    assert [c["stage"] for c in out["llm_calls"]] == ["plan", "relate", "direct_rag", "child_reasoning", "direct_rag",
                                                     "closed_book"]
-    assert "source_selection" not in [c.stage for c in out["llm_calls"]]  # one source: nothing to choose
+    assert "source_selection" not in [c["stage"] for c in out["llm_calls"]]  # one source: nothing to choose
 
 
 async def test_two_kg_hops_resolve_the_reference(demo_store, store_sources):
@@ -180,7 +180,7 @@ async def test_over_a_real_sparql_server_on_loopback(demo_store, tmp_path_factor
     assert nodes[3]["answer"] == "5 December 1901" and nodes[4]["answer"] == "12 August 1887"
     assert nodes[5]["kind"] == "direct"
     assert by_source(out["retriever_calls"]) == {"wikipedia": 4, "wikidata": 4}
-    assert all(c.error is None for c in out["retriever_calls"])
+    assert all(c["error"] is None for c in out["retriever_calls"])
 
 
 async def test_run_demo_answers_every_question_and_reindexes_nothing(demo_store):
@@ -251,7 +251,7 @@ async def test_model_written_query_programs_answer_from_the_kg(demo_store, store
     model.stages["kg_program"] = program
     out = await graph.ainvoke({"question": Q2}, {"configurable": {"kg_program_by_model": True}})
     assert out["answer"] == "Munich"
-    stages = [c.stage for c in out["llm_calls"]]
+    stages = [c["stage"] for c in out["llm_calls"]]
     assert stages.count("kg_program") == 2 and stages.count("relate") == 2
-    kg_calls = [c for c in out["retriever_calls"] if c.source == "wikidata"]
-    assert all(c.query.startswith("program {") and c.hits >= 1 for c in kg_calls)
+    kg_calls = [c for c in out["retriever_calls"] if c["source"] == "wikidata"]
+    assert all(c["query"].startswith("program {") and c["hits"] >= 1 for c in kg_calls)

@@ -75,7 +75,7 @@ async def test_relate_fans_out_once_per_referenced_answer():
     out = await g.ainvoke({"question": Q})
     node = nodes_of(out)[2]
     # one retrieval per person per source; no query names two referenced entities
-    queries = [c.query for c in out["retriever_calls"]]
+    queries = [c["query"] for c in out["retriever_calls"]]
     person_queries = [q for q in queries if any(p in q for p in CREW)]
     assert len(person_queries) == 6
     assert all(sum(p in q for p in CREW) == 1 for q in person_queries)
@@ -123,7 +123,7 @@ async def test_empty_reference_is_skipped_and_nothing_says_unknown():
     assert "skipped: referenced node [1] has no answer" in nodes[2]["notes"]
     # no call over the empty reference, no query and no prompt with "Unknown" substituted
     assert stages(model) == ["plan", "relate", "child_reasoning", "direct_rag", "closed_book"]
-    assert not any("Unknown" in c.query for c in out["retriever_calls"])
+    assert not any("Unknown" in c["query"] for c in out["retriever_calls"])
     assert not any("Where was Unknown" in c["prompt"] for c in model.calls)
     (child_prompt,) = [c["prompt"] for c in model.calls if c["stage"] == "child_reasoning"]
     assert "A: []" in child_prompt
@@ -177,7 +177,7 @@ async def test_operator_failure_without_evidence_goes_to_direct_rag_with_a_fresh
     assert nodes[1]["fallback"] == "operator failure: no evidence from any selected source"
     # no executor call without evidence; direct RAG retrieved again with the leaf's question
     assert "relate" not in stages(model)
-    rag_queries = [c.query for c in out["retriever_calls"] if not c.query.startswith("Relate(")]
+    rag_queries = [c["query"] for c in out["retriever_calls"] if not c["query"].startswith("Relate(")]
     assert rag_queries[0] == "Who were the crew members of Apollo 11?"
     # [2] then fans out over [1]'s answer (one) and fails the same way
     assert nodes[2]["subcalls"][0]["question"] == "Where was somewhere born?"
@@ -194,7 +194,7 @@ async def test_unknown_leaf_goes_to_direct_rag_only_with_the_switch():
     assert node["fallback"].startswith("operator answered Unknown (unknown_leaf_rag)")
     # direct RAG redid each empty sub-call with its own rewritten question
     assert stages(model).count("direct_rag") == 3
-    rag = [c.query for c in out["retriever_calls"] if c.query.startswith("Where was")]
+    rag = [c["query"] for c in out["retriever_calls"] if c["query"].startswith("Where was")]
     assert sorted(rag) == sorted([f"Where was {p} born?" for p in CREW] * 2)  # two sources each
 
 

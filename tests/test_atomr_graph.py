@@ -118,9 +118,9 @@ async def test_bridge_question_resolves_references_and_records_usage():
     # plan + 3 operators + child reasoning: with two sources nothing is chosen (no selection call)
     assert len(out["llm_calls"]) == 5
     assert "source_selection" not in stages(model)
-    assert sorted(c.role for c in out["llm_calls"]).count("executor") == 3
-    assert all(c.prompt_tokens > 0 and c.completion_tokens > 0 for c in out["llm_calls"])
-    assert {c.source for c in out["retriever_calls"]} == {"wikipedia", "google"}
+    assert sorted(c["role"] for c in out["llm_calls"]).count("executor") == 3
+    assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 for c in out["llm_calls"])
+    assert {c["source"] for c in out["retriever_calls"]} == {"wikipedia", "google"}
     assert len(out["retriever_calls"]) == 6
     assert "Kuhle Wampe" in out["retrieved_titles"]
     assert out["stopped"] is None
@@ -163,7 +163,7 @@ async def test_filter_drops_entities_below_overlap_threshold():
     assert node["filter_dropped"] == ["wikipedia: Lionel Messi"]
     assert node["answers"] == ["Bill Gates", "Steve Jobs"]
     # per-entity top-1 retrieval with "{entity} {condition}", one per candidate
-    filter_calls = [c for c in out["retriever_calls"] if c.query.startswith("Filter(")]
+    filter_calls = [c for c in out["retriever_calls"] if c["query"].startswith("Filter(")]
     assert len(filter_calls) == 3
     knowledge = next(p for p in model.prompts if "Condition:" in p).rsplit("Retrieved Knowledge:", 1)[-1]
     assert "Bill Gates" in knowledge and "Lionel Messi" not in knowledge.split("Condition:")[0]
@@ -219,7 +219,7 @@ async def test_operator_failure_falls_back_to_direct_rag_on_retrieved_knowledge(
     assert node["done"] and node["answer"]
     # direct RAG retrieved again with the rewritten question (Algorithm 1, line 10)
     assert stages(model).count("direct_rag") == 1
-    rag_query = [c.query for c in out["retriever_calls"]][-2:]
+    rag_query = [c["query"] for c in out["retriever_calls"]][-2:]
     assert all(q == "When was Inbios established?" for q in rag_query)
 
 
@@ -253,8 +253,8 @@ async def test_model_call_failure_is_recorded_and_survived():
 
     graph, _ = graph_with(answer=answers)
     out = await graph.ainvoke({"question": COMPARE_Q})
-    failed = [c for c in out["llm_calls"] if c.error]
-    assert len(failed) == 1 and "timed out" in failed[0].error
+    failed = [c for c in out["llm_calls"] if c["error"]]
+    assert len(failed) == 1 and "timed out" in failed[0]["error"]
     assert out["answer"] == "Grouplogic"
 
 
@@ -271,8 +271,8 @@ async def test_failing_selected_source_keeps_other_evidence():
         sources=sources(BrokenSource()), settings=Settings(cache=False),
     )
     out = await graph.ainvoke({"question": BRIDGE_Q})
-    errors = [c for c in out["retriever_calls"] if c.error]
-    assert errors and all(c.source == "broken" and "connection refused" in c.error for c in errors)
+    errors = [c for c in out["retriever_calls"] if c["error"]]
+    assert errors and all(c["source"] == "broken" and "connection refused" in c["error"] for c in errors)
     node1 = {n["id"]: n for n in out["trace"]["nodes"]}[1]
     assert node1["evidence"] and any("broken" in n for n in node1["notes"])
     assert out["answers"] == ["Slatan Dudow, born in Tsaribrod"]

@@ -159,7 +159,8 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
         except Exception as exc:  # the model call failed (recorded), or a tool raised
             error = f"agent: {type(exc).__name__}: {exc}"[:500]
         model_replies = [m for m in messages if isinstance(m, AIMessage)]
-        wanted_more = bool(model_replies and model_replies[-1].tool_calls)
+        from_model = [m for m in model_replies if m.usage_metadata]  # not the limit middleware's own note
+        wanted_more = bool(from_model and from_model[-1].tool_calls)
         if error is None and stopped is None and wanted_more and len(recorder.calls) >= params.max_steps:
             stopped = f"step limit reached ({params.max_steps} model calls) before the agent gave an answer"
         answer = ""
