@@ -267,3 +267,15 @@ async def test_eval_run_uses_the_datasets_prompt_pack(tmp_path):
     await arun_eval("atomr", examples, tmp_path / "run2", dataset_name="hotpotqa-dev-100", model=model, sources=srcs,
                     settings=settings, progress=False)
     assert "Dataset rules (MuSiQue)" in next(c["prompt"] for c in model.calls if c["stage"] == "plan")
+
+
+def test_search_descriptor_and_filter_condition_reach_the_executor_question():
+    from atomgraph.nodes.atomr.operate import executor_question
+
+    assert executor_question("Search", "What is Wild Strawberries?", ["Wild Strawberries", "1957 Swedish film"]) == \
+        "What is Wild Strawberries? (1957 Swedish film)"
+    assert executor_question("Search", "What is the 1957 Swedish film Wild Strawberries?",
+                             ["Wild Strawberries", "1957 Swedish film"]) == "What is the 1957 Swedish film Wild Strawberries?"
+    assert executor_question("Filter", "Which of A, B qualify?", ["A, B", "born in 1955"]) == \
+        "Which of A, B qualify? (Filter condition: born in 1955)"
+    assert executor_question("Relate", "Who directed X?", ["X", "director"]) == "Who directed X?"

@@ -45,8 +45,11 @@ def executor_question(name: str, question: str, args: list[str]) -> str:
     extra = args[1].strip() if len(args) > 1 else ""
     if not extra or extra.lower() in question.lower():
         return question
-    return f"{question} ({extra})" if name == "Search" else f"{question} (Filter condition: {extra})" \
-        if name == "Filter" else question
+    if name == "Search":
+        return f"{question} ({extra})"
+    if name == "Filter":
+        return f"{question} (Filter condition: {extra})"
+    return question
 
 
 def make_run_operator_node(rt: AtomRRuntime):
