@@ -80,7 +80,7 @@ def finalize(state: AtomRState) -> dict:
     ids = list(dict.fromkeys(e.id for e in evidence if e.id))
     error = state.get("error")
     if chosen is None and not error:
-        error = failure_reason({**state, "stopped": stopped})
+        error = no_answer_error(state, chosen) or failure_reason({**state, "stopped": stopped})
     return {
         "retrieved_ids": ids,
         "answer": chosen.answer if chosen else "",
@@ -90,3 +90,15 @@ def finalize(state: AtomRState) -> dict:
         "stopped": stopped,
         "error": error,
     }
+
+
+def no_answer_error(state: AtomRState, chosen: NodeRun | None) -> str | None:
+    """Why the run has no answer, when that is because model calls failed (the one failure
+    contract of every method: a run that could not answer says so in ``error``). A model that
+    read its evidence and answered "Unknown" is an answer, not an error."""
+    if chosen is not None and chosen.answers:
+        return None
+    failed = [c for c in state.get("llm_calls") or [] if c["error"]]
+    if not failed:
+        return None
+    return f"ATOMR produced no answer: {len(failed)} model call(s) failed (last: {failed[-1]['error']})"
