@@ -14,6 +14,8 @@ JSON string in the same format) runs the edited tree instead.
 
 from __future__ import annotations
 
+import asyncio
+
 from langchain_core.runnables import RunnableConfig
 
 from langgraph.types import Overwrite, interrupt
@@ -90,8 +92,10 @@ def make_plan_node(rt: AtomRRuntime):
                 (result.call.parse_error or "the plan could not be parsed")
         else:
             tree, unreadable = check_tree(result.value, question)
+        # the sources are built on first use (a store may open files): off the event loop
+        unavailable = await asyncio.to_thread(lambda: dict(rt.sources().unavailable))
         update = {"question": question, "raw_plan": result.text or "", "llm_calls": [result.call],
-                  "unavailable_sources": dict(rt.sources().unavailable)}
+                  "unavailable_sources": unavailable}
         if tree is not None:
             oversize = within_limits(tree, params.max_nodes, params.max_depth)
             if oversize is None:
