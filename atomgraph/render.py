@@ -35,9 +35,11 @@ def render_atomr_trace(trace: dict) -> str:
             detail.append(f"{len(n['evidence'])} evidence")
         if n.get("filter_dropped"):
             detail.append("dropped: " + ", ".join(n["filter_dropped"]))
+        if len(n.get("subcalls") or []) > 1:  # ATOMR's per-answer fan-out
+            detail.append(f"{len(n['subcalls'])} sub-calls")
         if detail:
             lines.append(f"{pad}    {' · '.join(detail)}")
-        answer = n.get("answer") if n.get("done") else "(not answered)"
+        answer = (n.get("answer") or "(no answer)") if n.get("done") else "(not answered)"
         lines.append(f"{pad}    → {_short(answer, 120)}")
         if n.get("fallback"):
             lines.append(f"{pad}    fallback: {_short(n['fallback'], 120)}")

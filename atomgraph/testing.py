@@ -239,4 +239,4 @@ def atomr_scripted_model(
 
 
 # The ATOMR stages that answer in ATOMR's answer format.
-ATOMR_ANSWER_STAGES = ("search", "relate", "filter", "child_reasoning", "sibling_reasoning", "direct_rag")
+ATOMR_ANSWER_STAGES = ("search", "relate", "filter", "child_reasoning", "sibling_reasoning", "direct_rag", "closed_book")

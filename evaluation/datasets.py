@@ -75,6 +75,17 @@ CORPORA: dict[str, str] = {
 _BLEND_TYPES = {"kg-web": "kg-web", "text-kg": "text-kg", "web-text": "web-text"}
 
 
+# The ATOMR prompt pack (prompts/atomr/packs.py) of each dataset family: ``eval run`` of ATOMR
+# on a dataset uses it unless the run's settings name a pack ([atomr] prompt_pack).
+PROMPT_PACKS = {"hotpot": "hotpotqa", "2wiki": "2wiki", "musique": "musique"}
+
+
+def prompt_pack_for(dataset: str | os.PathLike | None) -> str | None:
+    """The prompt pack of a dataset name or file (``hotpotqa-dev-100`` -> ``hotpotqa``), or None."""
+    key = Path(str(dataset or "")).name.lower()
+    return next((pack for family, pack in PROMPT_PACKS.items() if family in key), None)
+
+
 def dataset_names() -> list[str]:
     return list(DATASETS)
 

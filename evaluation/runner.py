@@ -280,8 +280,9 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
 
 
 async def _run_one(graph, example: Example, *, method: str, dataset: str, prices: dict,
-                   timeout_s: float | None, deadline_s: float | None = None) -> dict:
-    config: dict = {"configurable": {"thread_id": f"{method}:{dataset}:{example.id}"}}
+                   timeout_s: float | None, deadline_s: float | None = None,
+                   run_context: dict | None = None) -> dict:
+    config: dict = {"configurable": {"thread_id": f"{method}:{dataset}:{example.id}", **(run_context or {})}}
     if deadline_s is not None:  # the runtime refuses model calls after it; the method ends with its best answer
         config["configurable"]["deadline"] = time.time() + deadline_s
     t0 = time.perf_counter()
@@ -470,6 +471,13 @@ async def arun_eval(
         "fingerprint": run_fingerprint(method, name, model, settings),
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    run_context: dict[str, Any] = {}
+    if method == "atomr":  # the dataset's prompt pack, unless the settings name one
+        from atomgraph.evaluation.datasets import prompt_pack_for
+
+        pack = prompt_pack_for(name)
+        if pack and getattr(settings.section("atomr"), "prompt_pack", "general") == "general":
+            run_context["prompt_pack"] = meta["prompt_pack"] = pack
     with _exclusive(out):
         if force_new:
             _move_aside(out)
@@ -500,7 +508,7 @@ async def arun_eval(
         async def worker(ex: Example) -> None:
             async with sem:
                 rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices, timeout_s=timeout_s,
-                                     deadline_s=deadline_s)
+                                     deadline_s=deadline_s, run_context=run_context)
             writer.write(rec)
             records.append(rec)
             new.append(rec)

@@ -1,12 +1,23 @@
 """ATOMR (KDD 2025) as a LangGraph workflow.
 
     START → plan → review_plan → schedule ⇄ {select_sources, run_operator, reason_children,
-                                             reason_siblings, direct_rag} → finalize → END
+                                             reason_siblings, direct_rag, closed_book} → finalize → END
 
 ``plan`` writes and parses the Atomic Reasoning Tree; ``schedule`` dispatches (with
 ``Send``) every tree node whose children and referenced siblings are answered, so
-independent branches run in the same superstep; each step node makes at most one LLM call
-and returns to ``schedule``; ``finalize`` returns the answer and the executed tree.
+independent branches run in the same superstep; each step runs once per referenced answer
+(the fan-out) and returns to ``schedule``; ``finalize`` returns the answer and the executed
+tree. What a node does after each step (Algorithm 1 of the paper, with atomgraph's
+switches) is the table ``ALGORITHM_1`` (``nodes/atomr/algorithm.py``):
+
+| step | outcome | next |
+|---|---|---|
+| select | leaf / fallback | operate / rag |
+| operate | answered, skipped (empty reference) / empty / failed | done / done (``unknown_leaf_rag``: rag) / rag |
+| children | answered / empty or failed | done / select → rag |
+| siblings ([DR]) | any | done (``dr_unknown_rag``: select → rag when not answered) |
+| rag, closed_book | any | done |
+| root | empty | closed_book (``closed_book_root``, on) |
 
 >>> from atomgraph.graphs.atomr import build_atomr_graph
 >>> graph = build_atomr_graph(model=my_chat_model, sources=[my_source])
@@ -26,7 +37,8 @@ from langgraph.graph import END, START
 from langgraph.types import Checkpointer
 
 from atomgraph.models import ModelsArg
-from atomgraph.nodes.atomr.direct_rag import make_direct_rag_node
+from atomgraph.nodes.atomr.algorithm import ALGORITHM_1  # noqa: F401 - the step table, shown above
+from atomgraph.nodes.atomr.direct_rag import make_closed_book_node, make_direct_rag_node
 from atomgraph.nodes.atomr.finalize import finalize
 from atomgraph.nodes.atomr.operate import make_run_operator_node
 from atomgraph.nodes.atomr.plan import make_plan_node, make_review_node
@@ -62,6 +74,7 @@ def build_atomr_graph(
     builder.add_node("reason_children", dual(make_reason_children_node(rt)), input_schema=StepInput)
     builder.add_node("reason_siblings", dual(make_reason_siblings_node(rt)), input_schema=StepInput)
     builder.add_node("direct_rag", dual(make_direct_rag_node(rt)), input_schema=StepInput)
+    builder.add_node("closed_book", dual(make_closed_book_node(rt)), input_schema=StepInput)
     builder.add_node("finalize", finalize)
     builder.add_edge(START, "plan")
     builder.add_edge("plan", "review_plan")

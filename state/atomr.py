@@ -32,8 +32,30 @@ class AtomRContext:
     max_llm_calls: Annotated[int, Field(ge=1, description="LLM calls allowed per question (exact: the run stops with the best answer so far).")] = 80
     max_parallel: Annotated[int | None, Field(ge=1, description="Tree nodes run at once (empty: no limit; 1: strictly sequential post-order).")] = None
     review_plan: Annotated[bool, Field(description="Pause after planning so the tree can be reviewed and edited before it runs (needs a checkpointer).")] = False
+    fanout_cap: Annotated[int | None, Field(ge=1, description="Sub-calls one node makes at most when it fans out over the answers of the nodes it references (one retrieval and one model call per answer, per answer pair for two references). Empty: no cap, as the authors run it.")] = None
+    prompt_pack: Annotated[str, Field(description="Few-shot prompt pack: general, hotpotqa, 2wiki, musique (eval run picks the dataset's pack).")] = "general"
+    closed_book_root: Annotated[bool, Field(description="When the root ends with no answer, answer the question closed-book (the authors' direct answer).")] = True
+    unknown_leaf_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): an operator that answers Unknown also falls back to direct RAG.")] = False
+    dr_unknown_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): a [DR] node that answers Unknown falls back to direct RAG.")] = False
+    kg_program_by_model: Annotated[bool, Field(description="The executor writes a typed query program (entity, relation path, constraint) for each sub-question sent to a knowledge graph (one more model call each); off: the program is read off the operator's arguments.")] = False
+    plan_failure_rag: Annotated[bool, Field(description="Switch (ours; the authors score an unreadable plan empty): an unreadable plan is answered by direct RAG on the question.")] = False
 
-Step = Literal["select", "operate", "children", "siblings", "rag"]
+Step = Literal["select", "operate", "children", "siblings", "rag", "closed_book"]
+
+
+class SubCall(BaseModel):
+    """One call of a node's fan-out: the question rewritten with one referenced answer (or
+    answer pair), the operator arguments and retrieval query it used, and what came back."""
+
+    question: str
+    args: list[str] = Field(default_factory=list)
+    query: str = ""
+    stage: str = ""
+    answers: list[str] = Field(default_factory=list)
+    paraphrase: str = ""
+    evidence: int = 0  # evidence items the sub-call's retrieval found
+    outcome: str = ""  # answered | empty | failed | skipped
+    problem: str | None = None
 
 
 class NodeRun(BaseModel):
@@ -48,7 +70,8 @@ class NodeRun(BaseModel):
     sources: list[str] = Field(default_factory=list)  # chosen by source selection
     evidence: list[Evidence] = Field(default_factory=list)
     filter_dropped: list[str] = Field(default_factory=list)  # entities under the overlap threshold
-    paraphrase: str = ""
+    paraphrase: str = ""  # the sub-calls' paraphrases joined by "; "
+    subcalls: list[SubCall] = Field(default_factory=list)  # one per referenced answer (fan-out), in order
     answers: list[str] = Field(default_factory=list)
     answer: str = ""
     fallback: str | None = None  # why direct RAG answered this node instead
@@ -98,3 +121,4 @@ class StepInput(TypedDict):
     tree: ReasoningTree
     runs: dict[int, NodeRun]
     node_id: int
+    budget: int  # model calls this step may make (the run's LLM-call budget, shared out by the scheduler)

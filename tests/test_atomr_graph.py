@@ -115,9 +115,10 @@ async def test_bridge_question_resolves_references_and_records_usage():
     assert nodes[3]["resolved_question"] == "Where was Slatan Dudow born?"
     assert all(nodes[i]["sources"] == ["wikipedia", "google"] for i in (1, 2, 3))
     assert nodes[1]["evidence"] and nodes[1]["evidence"][0]["title"] == "Kuhle Wampe"
-    # plan + 3 leaves × (source selection + operator) + child reasoning
-    assert len(out["llm_calls"]) == 8
-    assert sorted(c["role"] for c in out["llm_calls"]).count("executor") == 6
+    # plan + 3 operators + child reasoning: with two sources nothing is chosen (no selection call)
+    assert len(out["llm_calls"]) == 5
+    assert "source_selection" not in stages(model)
+    assert sorted(c["role"] for c in out["llm_calls"]).count("executor") == 3
     assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 for c in out["llm_calls"])
     assert {c["source"] for c in out["retriever_calls"]} == {"wikipedia", "google"}
     assert len(out["retriever_calls"]) == 6
@@ -159,29 +160,50 @@ async def test_filter_drops_entities_below_overlap_threshold():
     graph, model = graph_with(srcs=WIKI_ONLY)
     out = await graph.ainvoke({"question": FILTER_Q}, {"configurable": {"top_k": 1, "filter_threshold": 0.6}})
     node = {n["id"]: n for n in out["trace"]["nodes"]}[2]
-    assert node["filter_dropped"] == ["Lionel Messi"]
+    assert node["filter_dropped"] == ["wikipedia: Lionel Messi"]
     assert node["answers"] == ["Bill Gates", "Steve Jobs"]
-    # per-entity retrieval with "{entity} {condition}"
+    # per-entity top-1 retrieval with "{entity} {condition}", one per candidate
     filter_calls = [c for c in out["retriever_calls"] if c["query"].startswith("Filter(")]
     assert len(filter_calls) == 3
-    filter_prompt = next(p for p in model.prompts if "candidates:" in p)
-    assert "Lionel Messi" not in filter_prompt.split("candidates:")[-1].split(")")[0]
+    knowledge = next(p for p in model.prompts if "Condition:" in p).rsplit("Retrieved Knowledge:", 1)[-1]
+    assert "Bill Gates" in knowledge and "Lionel Messi" not in knowledge.split("Condition:")[0]
 
 
 async def test_filter_threshold_is_a_per_run_setting():
     graph, _ = graph_with(srcs=WIKI_ONLY)
     out = await graph.ainvoke({"question": FILTER_Q}, {"configurable": {"top_k": 1, "filter_threshold": 0.0}})
     node = {n["id"]: n for n in out["trace"]["nodes"]}[2]
-    assert node["filter_dropped"] == []
+    # t = 0 keeps everyone, but Gates and Jobs score 1.0 on their passages: the 0.85 cut keeps only them
+    assert node["filter_dropped"] == ["wikipedia: Lionel Messi"]
+    out = await graph.ainvoke({"question": FILTER_Q}, {"configurable": {"top_k": 1, "filter_threshold": 1.0}})
+    node = {n["id"]: n for n in out["trace"]["nodes"]}[2]
+    assert node["filter_dropped"] == ["wikipedia: Lionel Messi"] and node["answers"] == ["Bill Gates", "Steve Jobs"]
 
 
-async def test_unparseable_plan_falls_back_to_direct_rag_with_reason():
+async def test_unparseable_plan_is_an_empty_answer_with_error_as_the_authors_score_it():
     plans = {COMPARE_Q: "I would rather not write JSON today."}
     graph, model = graph_with(plans=plans)
     out = await graph.ainvoke({"question": COMPARE_Q})
-    assert out["answer"] == "Grouplogic"
-    assert "could not be parsed" in out["trace"]["plan_fallback"]
-    assert stages(model) == ["plan", "source_selection", "direct_rag"]
+    assert out["answer"] == "" and out["answers"] == []
+    assert "could not be parsed" in out["trace"]["plan_fallback"] and "could not be parsed" in out["error"]
+    assert stages(model) == ["plan"]
+
+
+async def test_unparseable_plan_with_plan_failure_rag_switch_goes_to_direct_rag():
+    plans = {COMPARE_Q: "I would rather not write JSON today."}
+    graph, model = graph_with(plans=plans)
+    out = await graph.ainvoke({"question": COMPARE_Q}, {"configurable": {"plan_failure_rag": True}})
+    assert out["answer"] == "Grouplogic" and out["error"] is None
+    assert "plan_failure_rag" in out["trace"]["plan_fallback"]
+    assert stages(model) == ["plan", "direct_rag"]
+
+
+async def test_plan_for_another_question_is_a_parse_failure():
+    other = {"Who wrote Dune?": 'Relate("Dune", "author")'}
+    graph, model = graph_with(plans={COMPARE_Q: other})
+    out = await graph.ainvoke({"question": COMPARE_Q})
+    assert "is not the question asked" in out["error"]
+    assert stages(model) == ["plan"]
 
 
 async def test_operator_failure_falls_back_to_direct_rag_on_retrieved_knowledge():
@@ -193,11 +215,12 @@ async def test_operator_failure_falls_back_to_direct_rag_on_retrieved_knowledge(
     graph, model = graph_with(answer=answers)
     out = await graph.ainvoke({"question": COMPARE_Q})
     node = {n["id"]: n for n in out["trace"]["nodes"]}[2]
-    assert node["fallback"].startswith("Relate failed")
+    assert node["fallback"].startswith("operator failure: unreadable model output")
     assert node["done"] and node["answer"]
-    # direct RAG reused the operator's evidence: no new source selection for node 2
+    # direct RAG retrieved again with the rewritten question (Algorithm 1, line 10)
     assert stages(model).count("direct_rag") == 1
-    assert stages(model).count("source_selection") == 2
+    rag_query = [c["query"] for c in out["retriever_calls"]][-2:]
+    assert all(q == "When was Inbios established?" for q in rag_query)
 
 
 async def test_unknown_child_answer_triggers_source_selection_and_direct_rag():
@@ -209,10 +232,17 @@ async def test_unknown_child_answer_triggers_source_selection_and_direct_rag():
     graph, model = graph_with(answer=answers)
     out = await graph.ainvoke({"question": COMPARE_Q})
     node = {n["id"]: n for n in out["trace"]["nodes"]}[3]
-    assert "Unknown" in node["fallback"]
+    # the paper: no fallback after sibling reasoning ([DR], Algorithm 1 lines 14–15)
+    assert node["fallback"] is None and node["answers"] == []
+    assert stages(model)[-2:] == ["sibling_reasoning", "child_reasoning"]
+    # with the switch on, the [DR] node goes to direct RAG
+    graph, model = graph_with(answer=answers)
+    out = await graph.ainvoke({"question": COMPARE_Q}, {"configurable": {"dr_unknown_rag": True}})
+    node = {n["id"]: n for n in out["trace"]["nodes"]}[3]
+    assert "dr_unknown_rag" in node["fallback"]
     assert node["sources"] == ["wikipedia", "google"]
     assert out["answer"] == "Grouplogic"
-    assert stages(model)[-3:] == ["source_selection", "direct_rag", "child_reasoning"]
+    assert stages(model)[-3:] == ["sibling_reasoning", "direct_rag", "child_reasoning"]
 
 
 async def test_model_call_failure_is_recorded_and_survived():
@@ -250,8 +280,8 @@ async def test_failing_selected_source_keeps_other_evidence():
 
 async def test_llm_budget_stops_cleanly_with_best_answer_so_far():
     graph, _ = graph_with()
-    out = await graph.ainvoke({"question": COMPARE_Q}, {"configurable": {"max_llm_calls": 5}})
-    assert len(out["llm_calls"]) == 5
+    out = await graph.ainvoke({"question": COMPARE_Q}, {"configurable": {"max_llm_calls": 2}})
+    assert len(out["llm_calls"]) == 2
     assert "budget" in out["stopped"]
     assert out["answer"] in {"1988", "1996"}  # a depth-2 node answered before the stop
 
@@ -260,7 +290,7 @@ async def test_tree_over_node_limit_is_answered_by_direct_rag():
     graph, model = graph_with()
     out = await graph.ainvoke({"question": BRIDGE_Q}, {"configurable": {"max_nodes": 2}})
     assert "max_nodes=2" in out["trace"]["plan_fallback"]
-    assert stages(model) == ["plan", "source_selection", "direct_rag"]
+    assert stages(model) == ["plan", "direct_rag"]
 
 
 @pytest.mark.parametrize("question", ["", "   ", "x" * 5000, None])
@@ -272,7 +302,8 @@ async def test_empty_or_huge_questions_get_a_clear_error(question):
 
 async def test_hostile_question_text_passes_through_every_prompt():
     hostile = 'Who is {x} "}; DROP TABLE q; -- \n [9] {{answer}} ?'
-    graph, model = graph_with(plans={hostile: {hostile: 'Search("{x} \\"}; DROP")'}},
+    asked = " ".join(hostile.split())  # the question as check_question passes it on
+    graph, model = graph_with(plans={asked: {asked: 'Search("{x} \\"}; DROP")'}},
                               answer=lambda s, t: answer_reply("{x}"))
     out = await graph.ainvoke({"question": hostile})
     assert out["answer"] == "{x}"
@@ -290,11 +321,11 @@ async def test_interrupted_run_resumes_without_repeating_work():
     cfg = {"configurable": {"thread_id": "resume"}}
     await graph.ainvoke({"question": BRIDGE_Q}, cfg, interrupt_before=["reason_children"])
     before = len(model.prompts)
-    assert before == 7  # plan + 3 × (selection + operator), stopped before child reasoning
+    assert before == 4  # plan + 3 operators, stopped before child reasoning
     out = await graph.ainvoke(None, cfg)
     assert out["answers"] == ["Slatan Dudow, born in Tsaribrod"]
     assert len(model.prompts) == before + 1
-    assert len(out["llm_calls"]) == 8
+    assert len(out["llm_calls"]) == 5
 
 
 async def test_stream_yields_node_level_progress():

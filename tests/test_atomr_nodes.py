@@ -6,9 +6,9 @@ import pytest
 from langgraph.types import Command, Send
 
 from atomgraph.nodes.atomr.direct_rag import make_direct_rag_node
-from atomgraph.nodes.atomr.filtering import overlap_coefficient, split_entities
+from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient, split_entities
 from atomgraph.nodes.atomr.finalize import finalize
-from atomgraph.nodes.atomr.operate import make_run_operator_node, resolve_args
+from atomgraph.nodes.atomr.operate import make_run_operator_node
 from atomgraph.nodes.atomr.plan import initial_runs, make_plan_node
 from atomgraph.nodes.atomr.reason import make_reason_children_node, sibling_refs
 from atomgraph.nodes.runtime import MethodRuntime
@@ -38,7 +38,7 @@ def runtime(model, sources=None, **settings):
 
 
 def step_input(tree, runs, i):
-    return {"question": Q, "tree": tree, "runs": runs, "node_id": i}
+    return {"question": Q, "tree": tree, "runs": runs, "node_id": i, "budget": 10}
 
 
 @pytest.fixture
@@ -47,10 +47,15 @@ def tree():
 
 
 def test_overlap_coefficient_and_entity_lists():
-    assert overlap_coefficient("Bill Gates born in 1955", "Bill Gates was born in Seattle in 1955.") == 1.0
-    # |{lionel, messi}| / min(4 query words, 3 passage words)
-    assert overlap_coefficient("Lionel Messi born in 1955", "Lionel Messi is a footballer.") == 2 / 3
+    # the authors' word sets: lower-cased, split on whitespace, stop-words kept
+    assert overlap_coefficient("Bill Gates born in 1955", "Bill Gates was born in Seattle in 1955 and") == 1.0
+    assert overlap_coefficient("Bill Gates born in 1955", "Bill Gates was born in Seattle in 1955.") == 0.8
+    # |{lionel, messi, is}| ... only lionel and messi are shared: 2 / min(5, 5)
+    assert overlap_coefficient("Lionel Messi born in 1955", "Lionel Messi is a footballer.") == 2 / 5
     assert overlap_coefficient("x", "") == 0.0
+    # t = 0.5, and when one entity reaches 0.85 only those ≥ 0.85 stay
+    assert gate({"A": 0.4, "B": 0.6, "C": 0.7}, 0.5) == ["C", "B"]
+    assert gate({"A": 0.4, "B": 0.6, "C": 0.9}, 0.5) == ["C"]
     assert split_entities('["A", "B"]') == ["A", "B"]
     assert split_entities("Bill Gates, Steve Jobs and Lionel Messi") == ["Bill Gates", "Steve Jobs", "Lionel Messi"]
 
@@ -66,28 +71,35 @@ async def test_plan_node_parses_and_initialises_runs(tree):
 
 
 @pytest.mark.parametrize("reply", ["", "{}", "TREE_PARSING_ERROR", '{"Q": ["1. a [2]", "2. b [1]"], "1. a [2]": "[END]", "2. b [1]": "[END]"}'])
-async def test_plan_node_falls_back_to_direct_rag_on_bad_plans(reply):
+async def test_plan_node_without_a_readable_plan_has_no_tree_and_an_error(reply):
     out = await make_plan_node(runtime(ScriptedChatModel(default=reply)))({"question": Q}, {})
-    assert out["plan_fallback"] and len(out["tree"]) == 1
-    assert out["runs"][0].kind == "open" and out["runs"][0].step == "select"
+    assert out["plan_fallback"] and out["tree"] is None and out["error"]
+    rag = await make_plan_node(runtime(ScriptedChatModel(default=reply)))({"question": Q}, {"configurable": {"plan_failure_rag": True}})
+    assert rag["plan_fallback"] and len(rag["tree"]) == 1 and "error" not in rag
+    assert rag["runs"][0].kind == "open" and rag["runs"][0].step == "select"
+
+
+THREE = [InMemorySource(PASSAGES, name="wikipedia"), InMemorySource(PASSAGES, name="google", kind="web"),
+         InMemorySource(PASSAGES, name="wikidata", kind="kg")]
 
 
 async def test_select_sources_parses_choice_and_survives_failure(tree):
     runs = initial_runs(tree)
-    node = make_select_sources_node(runtime(ScriptedChatModel(default="A: Google")))
+    node = make_select_sources_node(runtime(ScriptedChatModel(default="A: Google"), THREE))
     out = await node(step_input(tree, runs, 1), {})
     assert out["runs"][1].sources == ["google"] and out["runs"][1].step == "operate"
-    broken = make_select_sources_node(runtime(ScriptedChatModel(default=RuntimeError("503"))))
+    broken = make_select_sources_node(runtime(ScriptedChatModel(default=RuntimeError("503")), THREE))
     out = await broken(step_input(tree, runs, 1), {})
-    assert out["runs"][1].sources == ["wikipedia", "google"]
+    assert out["runs"][1].sources == ["wikipedia", "google", "wikidata"]
     assert "source selection failed" in out["runs"][1].notes[0] and out["llm_calls"][0].error
 
 
-async def test_select_sources_makes_no_call_with_one_source(tree):
+@pytest.mark.parametrize("n", [1, 2])
+async def test_select_sources_makes_no_call_with_fewer_than_three_sources(tree, n):
     runs = initial_runs(tree)
     model = ScriptedChatModel()
-    out = await make_select_sources_node(runtime(model, [InMemorySource(PASSAGES, name="wikipedia")]))(step_input(tree, runs, 1), {})
-    assert out["runs"][1].sources == ["wikipedia"] and out["llm_calls"] == [] and model.prompts == []
+    out = await make_select_sources_node(runtime(model, THREE[:n]))(step_input(tree, runs, 1), {})
+    assert out["runs"][1].sources == [s.name for s in THREE[:n]] and out["llm_calls"] == [] and model.prompts == []
 
 
 async def test_run_operator_retrieves_then_executes(tree):
@@ -103,12 +115,6 @@ async def test_run_operator_retrieves_then_executes(tree):
     assert out["retriever_calls"][0].source == "wikipedia" and out["retriever_calls"][0].hits == 1
 
 
-def test_resolve_args_uses_answer_lists(tree):
-    from atomgraph.state.tree import OperatorCall
-
-    runs = initial_runs(tree)
-    runs[1].answers, runs[1].answer, runs[1].step = ["A", "B"], "A, B", None
-    assert resolve_args(OperatorCall(name="Relate", args=["[1]", "spouse of [1]"]), runs) == ["A, B", "spouse of A, B"]
 
 
 async def test_children_unknown_goes_to_source_selection(tree):
@@ -118,6 +124,7 @@ async def test_children_unknown_goes_to_source_selection(tree):
     model = ScriptedChatModel(default=answer_reply(paraphrase="Unknown"))
     out = await make_reason_children_node(runtime(model))(step_input(tree, runs, 0), {})
     assert out["runs"][0].step == "select" and "Unknown" in out["runs"][0].fallback
+    assert out["runs"][0].answers == []
     assert "1988" in model.prompts[0] and "Grouplogic" in model.prompts[0]
 
 
@@ -132,18 +139,20 @@ async def test_direct_rag_keeps_unreadable_output_and_marks_failures(tree):
     out = await make_direct_rag_node(runtime(ScriptedChatModel(default="Thinking...\nGrouplogic, I believe, is older than Inbios here")))(
         step_input(tree, runs, 0), {})
     run = out["runs"][0]
-    assert run.done and run.evidence and run.notes and "unreadable" in run.notes[0]
+    assert run.step == "closed_book" and run.evidence and run.notes and "unreadable" in run.notes[0]
+    assert run.answers == [] and run.fallback  # the reply's text is never taken as an answer
     out = await make_direct_rag_node(runtime(ScriptedChatModel(default=TimeoutError("slow"))))(step_input(tree, runs, 0), {})
-    assert out["runs"][0].answer == "Unknown" and "call failed" in out["runs"][0].notes[0]
+    assert out["runs"][0].answer == "" and out["runs"][0].answers == [] and "call failed" in out["runs"][0].notes[0]
+    assert out["runs"][0].step == "closed_book"  # the root ended empty
 
 
 def test_schedule_dispatches_ready_nodes_within_budget_and_parallelism(tree):
     runs = initial_runs(tree)
     state = {"question": Q, "tree": tree, "runs": runs, "llm_calls": [object()]}
-    schedule = make_schedule_node(runtime(ScriptedChatModel()))
+    schedule = make_schedule_node(runtime(ScriptedChatModel(), THREE))
     cmd = schedule(state, {})
     assert isinstance(cmd, Command) and [s.arg["node_id"] for s in cmd.goto] == [1, 2]
-    assert all(isinstance(s, Send) and s.node == "select_sources" for s in cmd.goto)
+    assert all(isinstance(s, Send) and s.node == "select_sources" and s.arg["budget"] == 1 for s in cmd.goto)
     assert [s.arg["node_id"] for s in schedule(state, {"configurable": {"max_parallel": 1}}).goto] == [1]
     assert [s.arg["node_id"] for s in schedule(state, {"configurable": {"max_llm_calls": 2}}).goto] == [1]
     stop = schedule(state, {"configurable": {"max_llm_calls": 1}})

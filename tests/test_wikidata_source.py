@@ -131,9 +131,31 @@ def test_operate_maps_the_three_operators(source):
     assert all(e.metadata["relation_label"] in {"date of birth", "place of birth"} for e in filt)
     assert {e.metadata["head_label"]: e.metadata["satisfies"] for e in filt} == {
         "Lionel Messi": False, "Steve Jobs": True, "Bill Gates": True}
-    # nothing structured: falls back to search
-    fallback = source.operate("Relate", ["Praia", "zzz unknown relation"], "q")
+    # nothing structured: an empty answer list (ATOMR's operator failure), no dump of Praia's facts
+    assert source.operate("Relate", ["Praia", "zzz unknown relation"], "q") == []
+    # fact_dump=True (atomgraph's earlier behaviour): the entity and its facts instead
+    dumping = WikidataSource(source.backend, fact_dump=True)
+    fallback = dumping.operate("Relate", ["Praia", "zzz unknown relation"], "q")
     assert fallback and fallback[0].id == "Q3751"
+
+
+def test_operate_answers_a_short_list_from_a_typed_program(source):
+    from atomgraph.tools.wikidata_source import MAX_ANSWERS, QueryProgram
+
+    kids = source.run_program(QueryProgram(entity="Barack Obama", relations=["child"]))
+    assert sorted(f.tail_label for f in kids) == ["Malia Obama", "Sasha Obama"]
+    # a two-hop path: the father of Obama's children
+    fathers = source.run_program(QueryProgram(entity="Barack Obama", relations=["child", "father"]))
+    assert {f.tail_label for f in fathers} == {"Barack Obama"}
+    # a constraint on the values
+    born = source.run_program(QueryProgram(entity="Steve Jobs", relations=["date of birth"], constraint="before 1960"))
+    assert [f.tail_label for f in born] == ["24 February 1955"]
+    assert source.run_program(QueryProgram(entity="Steve Jobs", relations=["date of birth"], constraint="after 1960")) == []
+    # at most 10 answers, however many facts match
+    capped = WikidataSource(source.backend, max_answers=1)
+    assert len(capped.operate("Relate", ["Barack Obama", "child"], "q")) == 1 and MAX_ANSWERS == 10
+    with pytest.raises(ValueError):
+        QueryProgram(entity="x", relations=["a", "b", "c", "d"])
 
 
 @pytest.mark.parametrize(
@@ -175,8 +197,9 @@ def test_operate_filter_without_a_known_attribute_keeps_overlapping_facts(file_s
     # no comparison word: the condition's words name the attribute ("married" → spouse)
     ev = file_source.operate("Filter", ["Barack Obama", "married to Michelle Obama"], "q")
     assert [e.text for e in ev] == ["(Barack Obama, spouse, Michelle Obama)"] and ev[0].metadata["satisfies"] is None
-    # no property named at all: the entity's facts that share a word with the condition
-    ev = file_source.operate("Filter", ["Praia", "a city of Cape Verde country"], "q")
+    # no property named at all: nothing (fact_dump=True: the entity's facts sharing a word with it)
+    assert file_source.operate("Filter", ["Praia", "a city of Cape Verde country"], "q") == []
+    ev = WikidataSource(file_source.backend, fact_dump=True).operate("Filter", ["Praia", "a city of Cape Verde country"], "q")
     assert {e.text for e in ev} == {"(Praia, country, Cape Verde)", "(Praia, instance of, city)"}
     assert sorted(file_source.condition_properties("born")) == [("P19", "place of birth"), ("P569", "date of birth")]
     assert file_source.condition_properties("zzz qqq") == []

@@ -1,13 +1,17 @@
 """Wikidata as a knowledge source: entity lookup, one-hop relations, attributes and filters
 over SPARQL (a remote endpoint, or a Turtle file served in process by pyoxigraph).
 
-Atomic operators run natively (``operate``): ``Search(name[, descriptor])`` finds and
-describes entities, ``Relate(head, x)`` follows relation ``x`` both ways (or, when ``x`` names
-an entity, finds the relations between the two), ``Filter(entities, condition)`` reads the
-condition ("born before 1960"), fetches each entity's value of the attribute it names and marks
-whether it meets the condition (an entity without that attribute gives its facts that overlap
-the condition). Every fact is an :class:`Evidence` whose text is a
-readable triple ``(head, relation, tail)`` and whose metadata holds ids, labels and datatype.
+Atomic operators run natively (``operate``) and return a short answer list, as the authors'
+knowledge-base source does (its KoPL program's answers, at most 10): ``Search(name[,
+descriptor])`` finds and describes entities, ``Relate(head, x)`` runs a typed
+:class:`QueryProgram` (entity, relation path, constraint) compiled to SPARQL by the safe
+builder of ``sparql_queries`` (or, when ``x`` names an entity, finds the relations between the
+two), ``Filter(entities, condition)`` reads the condition ("born before 1960"), fetches each
+entity's value of the attribute it names and marks whether it meets the condition. Nothing
+found stays empty (so ATOMR's fallback can act): no dump of the entity's facts, unless the
+source is built with ``fact_dump=True`` (atomgraph's earlier behaviour). Every answer is an
+:class:`Evidence` whose text is a readable triple ``(head, relation, tail)`` and whose
+metadata holds ids, labels and datatype.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import re
 from collections import deque
 from typing import Sequence
+
+from pydantic import BaseModel, Field
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import Settings
@@ -107,6 +113,21 @@ def _v(row: dict, name: str) -> str | None:
     return cell.get("value") if cell else None
 
 
+class QueryProgram(BaseModel):
+    """A small typed knowledge-graph query for one sub-question: start at ``entity`` (a label
+    or a QID), follow ``relations`` hop by hop (labels or PIDs, each resolved to properties),
+    keep the final values meeting ``constraint`` (a condition such as "before 1960"). The
+    source compiles it to SPARQL with the query builders of ``sparql_queries`` (literals
+    escaped, ids checked); no SPARQL text ever comes from a model."""
+
+    entity: str = Field(min_length=1, max_length=q.MAX_LITERAL_CHARS)
+    relations: list[str] = Field(default_factory=list, max_length=3)
+    constraint: str | None = None
+
+
+MAX_ANSWERS = 10  # the authors keep the first 10 answers of a knowledge-base query
+
+
 class WikidataSource(KnowledgeSource):
     name = "wikidata"
     description = "Wikidata knowledge graph (SPARQL): entities, their relations and attributes such as dates and quantities."
@@ -120,8 +141,12 @@ class WikidataSource(KnowledgeSource):
         max_facts: int = 60,
         fuzzy: bool | None = None,
         max_heads: int = 3,
+        max_answers: int = MAX_ANSWERS,
+        fact_dump: bool = False,
     ):
         self.backend = backend
+        self.max_answers = max_answers
+        self.fact_dump = fact_dump  # ours: when nothing matches, give the entity's one-hop facts
         self.language = q.check_lang(language)
         self.max_facts = max_facts
         self.max_heads = max_heads
@@ -292,6 +317,18 @@ class WikidataSource(KnowledgeSource):
                     break
         ranked = sorted(found.items(), key=lambda kv: (kv[1][0], int(kv[0][1:])))
         return [(p, label) for p, (_, label) in ranked[:limit]]
+
+    def _exact_properties(self, names: list[str]) -> list[tuple[str, str]]:
+        """``(pid, label)`` of properties labelled exactly one of ``names`` (no variants)."""
+        names = [n for n in names if n and len(n) <= q.MAX_LITERAL_CHARS]
+        if not names:
+            return []
+        found: dict[str, str] = {}
+        for row in self.select(q.properties_by_exact_name(names, self.language)):
+            p = qid_from_iri(_v(row, "p") or "")
+            if p and _v(row, "kind") == "0":
+                found.setdefault(p, _v(row, "pLabel") or p)
+        return list(found.items())
 
     def _property_label(self, pid: str) -> str:
         rows = self.select(
@@ -476,8 +513,8 @@ class WikidataSource(KnowledgeSource):
     # --- the KnowledgeSource interface --------------------------------------------------
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         """The entities a free-text query mentions (longest names first) and their one-hop
-        facts, most relevant to the query first. The whole KG answer is returned (bounded by
-        ``max_facts``), not cut to ``k``."""
+        facts, most relevant to the query first: a short list of at most ``max_answers`` (the
+        KG answer is not cut to ``k``)."""
         heads = self._mentions(query)
         if not heads:
             return []
@@ -485,7 +522,7 @@ class WikidataSource(KnowledgeSource):
         facts = self._facts(heads[:2], self.max_facts)
         wants = _wanted_datatype(query)
         facts.sort(key=lambda f: (-len(qwords & _words(f"{f.relation_label} {f.tail_label}")), f.datatype != wants))
-        return [self._entity_ev(h) for h in heads[:2]] + [self._fact_ev(f) for f in facts]
+        return ([self._entity_ev(h) for h in heads[:2]] + [self._fact_ev(f) for f in facts])[: self.max_answers]
 
     def _mentions(self, text: str, max_words: int = 16, max_n: int = 5) -> list[dict]:
         whole = self._resolve(text, 2) if len(text.split()) <= max_n else []
@@ -508,7 +545,33 @@ class WikidataSource(KnowledgeSource):
         self._add_aliases(hits)
         return hits
 
+    def run_program(self, program: QueryProgram, limit: int | None = None) -> list[Fact]:
+        """The answers of ``program``: the values reached from its entity along its relation
+        path (forward, or reverse where a hop has no forward value), meeting its constraint;
+        at most ``limit`` (``max_answers``)."""
+        limit = limit or self.max_answers
+        heads = self._resolve(program.entity)
+        facts: list[Fact] = []
+        for i, relation in enumerate(program.relations):
+            props = self.resolve_relation(relation)
+            if not heads or not props:
+                return []
+            facts = self._relate(heads, props, self.max_facts, reverse=True)
+            if i < len(program.relations) - 1:
+                qids = list(dict.fromkeys(f.tail_id for f in facts if f.tail_id))
+                heads = self._details(qids[: self.max_heads * 3]) if qids else []
+        if program.constraint:
+            cond = parse_condition(f"value {program.constraint}")  # the constraint is on the values themselves
+            facts = [f for f in facts if condition_met(f, cond) is not False]
+        return facts[:limit]
+
+    def answer_program(self, program: QueryProgram) -> list[Evidence]:
+        """The answers of a model-written ``program`` as evidence (at most ``max_answers``)."""
+        return [self._fact_ev(f) for f in self.run_program(program)]
+
     def operate(self, operator: str, args: list[str], question: str, k: int = 3) -> list[Evidence]:
+        """A short answer list (at most ``max_answers``) for one atomic operator call; empty
+        when nothing matches (``fact_dump=True``: the mentioned entities' facts instead)."""
         op = (operator or "").strip().lower()
         args = [str(a).strip() for a in args if a is not None and str(a).strip()]
         out: list[Evidence] = []
@@ -518,7 +581,9 @@ class WikidataSource(KnowledgeSource):
             out = self._op_relate(args[0], args[1])
         elif op == "filter" and len(args) >= 2:
             out = self._op_filter(args[0], " ".join(args[1:]))
-        return out or self.search(" ".join(args) or question, k)
+        if not out and self.fact_dump:
+            return self.search(" ".join(args) or question, k)
+        return out[: self.max_answers]
 
     def _op_search(self, name: str, descriptor: str, k: int) -> list[Evidence]:
         hits = self._find(name, max(k, 5))
@@ -533,9 +598,7 @@ class WikidataSource(KnowledgeSource):
         out: list[Evidence] = []
         if props:
             for name in names[: self.max_heads * 3]:
-                heads = self._resolve(name)
-                if heads:
-                    out += [self._fact_ev(f) for f in self._relate(heads, props, self.max_facts, reverse=True)]
+                out += [self._fact_ev(f) for f in self.run_program(QueryProgram(entity=name, relations=[x]))]
         if not out and self._resolve(x):
             for name in names[: self.max_heads * 3]:
                 out += self.relations_between(name, x)
@@ -549,6 +612,9 @@ class WikidataSource(KnowledgeSource):
         that share words with the condition instead."""
         cond = parse_condition(condition)
         props = self.condition_properties(cond.attribute)
+        if cond.op == "=" and f"{cond.attribute} of".lower() in condition.lower():
+            # "capital of a country": the property "capital of" itself, when there is one
+            props = self._exact_properties([f"{cond.attribute} of"]) + props
         names = [entities_text] if self._resolve(entities_text, 1) else split_entities(entities_text)
         cwords = _words(condition)
         out: list[Evidence] = []
@@ -556,6 +622,8 @@ class WikidataSource(KnowledgeSource):
             judged = self._filter_facts(name, props, cond)
             if judged:
                 out += [self._filter_ev(fact, name, cond, met) for fact, met in judged]
+                continue
+            if not self.fact_dump:  # no attribute the condition names: nothing (the authors' KB)
                 continue
             for fact in self._facts(self._resolve(name, 1), self.max_facts):
                 if cwords & _words(f"{fact.relation_label} {fact.tail_label}"):

@@ -1,56 +1,72 @@
-"""Small helpers the ATOMR step nodes share: resolving ``[i]``, reading answers."""
+"""Small helpers the ATOMR step nodes share: resolving ``[i]`` for display, reading a
+stage's answer into a sub-call, settling a node from its sub-calls."""
 
 from __future__ import annotations
 
 from atomgraph.nodes.runtime import MethodRuntime, StageResult
-from atomgraph.prompts.atomr.answer_format import ParsedAnswer, answer_text
-from atomgraph.state.atomr import AtomRContext, NodeRun, Step, StepInput
+from atomgraph.prompts.atomr.answer_format import answer_text
+from atomgraph.state.atomr import AtomRContext, NodeRun, StepInput, SubCall
 from atomgraph.state.tree import substitute_refs
 
 AtomRRuntime = MethodRuntime[AtomRContext]
 
 
 def known_answers(runs: dict[int, NodeRun]) -> dict[int, str]:
-    return {i: r.answer for i, r in runs.items() if r.done and r.answer}
+    """Answered nodes' answers as text; a node with no answer is left out (its ``[i]`` stays)."""
+    return {i: r.answer for i, r in runs.items() if r.done and r.answers}
 
 
 def resolve(text: str, runs: dict[int, NodeRun]) -> str:
-    """``text`` with every ``[i]`` whose node is answered replaced by that answer."""
+    """``text`` with every ``[i]`` whose node has an answer replaced by that answer."""
     return substitute_refs(text, known_answers(runs))
 
 
 def current_run(inp: StepInput) -> NodeRun:
-    """A private copy of the node's run record, with its question resolved."""
+    """A private copy of the node's run record, with its question resolved (for the trace)."""
     run = inp["runs"][inp["node_id"]].model_copy(deep=True)
     run.resolved_question = resolve(run.question, inp["runs"])
     return run
 
 
-def read_answer(result: StageResult) -> tuple[ParsedAnswer | None, str | None]:
-    """(parsed answer, None) or (None, why it is unusable)."""
+def read_into(sub: SubCall, result: StageResult) -> SubCall:
+    """Fill ``sub`` from a stage result: answered, empty (the model said Unknown), or failed
+    (the call failed or its reply could not be read)."""
+    sub.stage = result.call.stage
     if not result.ok:
-        return None, result.problem
-    parsed: ParsedAnswer = result.value
-    if parsed.unknown or not parsed.answers:
-        return None, "the model answered Unknown"
-    return parsed, None
+        sub.outcome, sub.problem = "failed", result.problem
+        return sub
+    parsed = result.value
+    sub.paraphrase = parsed.paraphrase if not parsed.unknown else ""
+    sub.answers = [a for a in parsed.answers if a.strip()]
+    sub.outcome = "answered" if sub.answers else "empty"
+    return sub
 
 
-def conclude(run: NodeRun, result: StageResult, *, failure: str, then: Step) -> NodeRun:
-    """Settle ``run`` with the model's answer, or record why it failed and send the node to
-    its fallback step ``then``."""
-    run.llm_calls += 1
-    parsed, problem = read_answer(result)
-    if parsed is None:
-        run.fallback = f"{failure}: {problem}"
-        run.step = then
-        return run
-    return settle(run, parsed)
+def node_outcome(subs: list[SubCall], skipped: str | None = None) -> str:
+    """A node's outcome from its sub-calls: failed if any failed (those go to direct RAG),
+    else answered if any answered, else empty; skipped when no call was made."""
+    if skipped is not None or not subs:
+        return "skipped"
+    if any(s.outcome == "failed" for s in subs):
+        return "failed"
+    return "answered" if any(s.answers for s in subs) else "empty"
 
 
-def settle(run: NodeRun, parsed: ParsedAnswer) -> NodeRun:
-    run.paraphrase = parsed.paraphrase
-    run.answers = [a for a in parsed.answers if a.strip()]
-    run.answer = answer_text(run.answers)
-    run.step = None
+def collect(run: NodeRun) -> NodeRun:
+    """The node's answers and paraphrase: its sub-calls' answers concatenated in order."""
+    answers = [a for s in run.subcalls for a in s.answers]
+    run.answers = answers
+    run.answer = answer_text(answers)
+    run.paraphrase = "; ".join(s.paraphrase for s in run.subcalls if s.paraphrase)
     return run
+
+
+def first_problem(subs: list[SubCall]) -> str | None:
+    return next((s.problem for s in subs if s.problem), None)
+
+
+def budget_note(run: NodeRun, planned: int, budget: int) -> int:
+    """How many of ``planned`` sub-calls fit the step's budget; a note for the rest."""
+    if planned > budget:
+        run.notes.append(f"LLM-call budget: {planned - budget} of {planned} sub-calls not run")
+    return min(planned, budget)

@@ -1,44 +1,92 @@
-"""Direct RAG reasoning: the fallback of every node kind (ATOMR Algorithm 1, lines 10 and
-19–21). Uses the knowledge an operator already retrieved, else searches the selected
-sources with the node's question. Always settles the node. A failed call or an unreadable
-reply is no answer: the node's answer list stays empty, its answer reads "Unknown", and a
-note gives the reason (never a line of the reply, which may be a passage of evidence)."""
+"""Direct RAG reasoning, ATOMR's fallback (Algorithm 1, lines 10 and 19–21), and the
+closed-book answer when the root ends empty (the authors' ``direct_Answer``).
+
+Direct RAG always retrieves afresh, once per rewritten question: for an operator leaf,
+each failed sub-call's question (its arguments already resolved to one referenced
+answer); for any other node, the node's question fanned out over its references
+(:func:`~atomgraph.nodes.atomr.fanout.plan_question`). A failed call or an unreadable reply
+is no answer: the node's answer stays empty and a note gives the reason.
+"""
 
 from __future__ import annotations
 
+import asyncio
+
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.common import AtomRRuntime, current_run, settle
-from atomgraph.prompts.atomr.answer_format import ParsedAnswer
+from atomgraph.nodes.atomr.algorithm import advance
+from atomgraph.nodes.atomr.common import (
+    AtomRRuntime, budget_note, collect, current_run, first_problem, node_outcome, read_into,
+)
+from atomgraph.nodes.atomr.fanout import plan_question
 from atomgraph.prompts.atomr.knowledge import format_knowledge
-from atomgraph.prompts.atomr.stages import DIRECT_RAG_STAGE
-from atomgraph.state.atomr import StepInput
+from atomgraph.prompts.atomr.stages import CLOSED_BOOK_STAGE, DIRECT_RAG_STAGE
+from atomgraph.state.atomr import StepInput, SubCall
 
 
 def make_direct_rag_node(rt: AtomRRuntime):
+    async def one(run, question: str, params, config):
+        sub = SubCall(question=question, query=question)
+        evidence, rcalls, notes = await rt.retrieve(run.sources, query=question, k=params.top_k) \
+            if run.sources else ([], [], [])
+        run.notes += notes
+        sub.evidence = len(evidence)
+        result = await rt.ask(DIRECT_RAG_STAGE, {"question": question, "knowledge": format_knowledge(evidence),
+                                                 "pack": params.prompt_pack}, config)
+        return read_into(sub, result), evidence, rcalls, result.call
+
     async def direct_rag(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
         run = current_run(inp)
-        retriever_calls = []
-        if not run.evidence and run.sources:
-            run.evidence, retriever_calls, notes = await rt.retrieve(
-                run.sources, query=run.resolved_question, k=params.top_k
-            )
-            run.notes.extend(notes)
+        tree = inp["tree"]
+        skipped = None
+        if run.kind == "operator" and run.subcalls:  # redo the operator's failed sub-calls
+            keep = [s for s in run.subcalls if s.outcome == "answered"]
+            questions = [s.question for s in run.subcalls if s.outcome != "answered"]
+        else:
+            planned = plan_question(run.question, inp["runs"], params.fanout_cap)
+            keep, questions, skipped = [], [q for q, _ in planned.calls], planned.skipped
+            if planned.capped:
+                run.notes.append(f"fanout_cap={params.fanout_cap}: {planned.capped} sub-calls not run")
         if run.fallback is None and run.kind != "open":
             run.fallback = "direct RAG"
-        result = await rt.ask(
-            DIRECT_RAG_STAGE, {"question": run.resolved_question, "knowledge": format_knowledge(run.evidence)}, config,
-        )
-        run.llm_calls += 1
-        if result.ok:
-            parsed = result.value
-        else:
-            run.notes.append(f"direct RAG gave no answer: {result.problem}")
-            parsed = ParsedAnswer(paraphrase="Unknown", answers=[], unknown=True, raw=result.text or "")
-        settle(run, parsed)
-        if not run.answers:
-            run.answer = "Unknown"
-        return {"runs": {run.id: run}, "llm_calls": [result.call], "retriever_calls": retriever_calls}
+        questions = questions[: budget_note(run, len(questions), inp.get("budget", len(questions)))]
+        results = await asyncio.gather(*(one(run, q, params, config) for q in questions))
+        llm_calls, retriever_calls, redone = [], [], []
+        for sub, evidence, rcalls, call in results:
+            redone.append(sub)
+            run.evidence += evidence
+            retriever_calls += rcalls
+            llm_calls.append(call)
+        run.llm_calls += len(llm_calls)
+        run.subcalls = keep + redone
+        if skipped:
+            run.notes.append(skipped)
+        for sub in redone:
+            if sub.outcome == "failed":
+                run.notes.append(f"direct RAG gave no answer: {sub.problem}")
+        collect(run)
+        outcome = node_outcome(run.subcalls, skipped if not run.subcalls else None)
+        advance(run, "rag", outcome, params, is_root=run.id == tree.root, problem=first_problem(redone))
+        return {"runs": {run.id: run}, "llm_calls": llm_calls, "retriever_calls": retriever_calls}
 
     return direct_rag
+
+
+def make_closed_book_node(rt: AtomRRuntime):
+    async def closed_book(inp: StepInput, config: RunnableConfig) -> dict:
+        params = rt.params(config)
+        run = current_run(inp)
+        result = await rt.ask(CLOSED_BOOK_STAGE, {"question": inp["question"], "pack": params.prompt_pack}, config)
+        sub = read_into(SubCall(question=inp["question"]), result)
+        run.llm_calls += 1
+        if sub.outcome == "failed":
+            run.notes.append(f"closed-book answer failed: {sub.problem}")
+        run.notes.append("answered closed-book (the tree found no answer)")
+        run.subcalls.append(sub)
+        collect(run)
+        run.fallback = (run.fallback + "; " if run.fallback else "") + "closed-book answer"
+        advance(run, "closed_book", sub.outcome, params, is_root=True)
+        return {"runs": {run.id: run}, "llm_calls": [result.call]}
+
+    return closed_book

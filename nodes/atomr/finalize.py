@@ -1,5 +1,6 @@
 """The result: the root's answer (or, when a limit stopped the run, the answered node
-nearest the root), and the executed tree as the trace."""
+nearest the root), and the executed tree as the trace. A run that produced no answer has
+an empty answer (never "Unknown") and ``error`` saying why."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def build_trace(state: AtomRState) -> dict:
             "question": r.question, "resolved_question": r.resolved_question, "operator": r.operator,
             "sources": r.sources, "evidence": evidence_trace(r), "filter_dropped": r.filter_dropped,
             "paraphrase": r.paraphrase, "answers": r.answers, "answer": r.answer, "fallback": r.fallback,
+            "subcalls": [c.model_dump() for c in r.subcalls],
             "notes": r.notes, "llm_calls": r.llm_calls, "done": r.done,
         })
     return {
@@ -46,24 +48,47 @@ def build_trace(state: AtomRState) -> dict:
     }
 
 
+def no_tree_trace(state: AtomRState) -> dict:
+    return {"method": "atomr", "question": state.get("question", ""), "plan": None,
+            "plan_fallback": state.get("plan_fallback"), "raw_plan": state.get("raw_plan", ""), "repairs": [],
+            "unavailable_sources": state.get("unavailable_sources", {}), "nodes": []}
+
+
+def failure_reason(state: AtomRState) -> str:
+    """Why the run has no answer: the root's notes, or the stop reason."""
+    tree, runs = state["tree"], state["runs"]
+    root = runs[tree.root]
+    reasons = [n for n in root.notes if "failed" in n or "no answer" in n]
+    if state.get("stopped"):
+        reasons.insert(0, state["stopped"])
+    return "ATOMR produced no answer" + (": " + "; ".join(reasons) if reasons else "")
+
+
 def finalize(state: AtomRState) -> dict:
+    if state.get("tree") is None:  # no usable plan (the authors score it empty)
+        return {"answer": "", "answers": [], "trace": no_tree_trace(state), "retrieved_ids": [],
+                "retrieved_titles": [], "stopped": state.get("stopped"),
+                "error": state.get("error") or "ATOMR produced no answer: no plan"}
     tree, runs = state["tree"], state["runs"]
     root = runs[tree.root]
     stopped = state.get("stopped")
-    chosen = root if root.done else best_answered(state)
+    chosen = (root if root.answers else None) if root.done else best_answered(state)
     if not root.done and chosen is not None and stopped:
         stopped = f"{stopped} (from node {chosen.id}: {chosen.resolved_question or chosen.question})"
     evidence = [e for i in tree.topological_order() for e in runs[i].evidence]
     titles = list(dict.fromkeys(e.title for e in evidence if e.title))
     ids = list(dict.fromkeys(e.id for e in evidence if e.id))
+    error = state.get("error")
+    if chosen is None and not error:
+        error = no_answer_error(state, chosen) or failure_reason({**state, "stopped": stopped})
     return {
         "retrieved_ids": ids,
-        "answer": chosen.answer if chosen else "Unknown",
-        "error": state.get("error") or no_answer_error(state, chosen),
+        "answer": chosen.answer if chosen else "",
         "answers": chosen.answers if chosen else [],
         "trace": build_trace({**state, "stopped": stopped}),
         "retrieved_titles": titles,
         "stopped": stopped,
+        "error": error,
     }
 
 
@@ -71,9 +96,9 @@ def no_answer_error(state: AtomRState, chosen: NodeRun | None) -> str | None:
     """Why the run has no answer, when that is because model calls failed (the one failure
     contract of every method: a run that could not answer says so in ``error``). A model that
     read its evidence and answered "Unknown" is an answer, not an error."""
-    if chosen is not None and chosen.answer not in ("", "Unknown"):
+    if chosen is not None and chosen.answers:
         return None
     failed = [c for c in state.get("llm_calls") or [] if c["error"]]
     if not failed:
-        return None if chosen is not None else "no node of the tree was answered"
-    return f"no answer: {len(failed)} model call(s) failed (last: {failed[-1]['error']})"
+        return None
+    return f"ATOMR produced no answer: {len(failed)} model call(s) failed (last: {failed[-1]['error']})"

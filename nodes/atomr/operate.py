@@ -1,97 +1,170 @@
-"""Leaf-node reasoning (ATOMR §3.3.1): multi-source retrieval for one atomic operator, then
-the operator's adaptive LLM executor.
+"""Atomic operator execution (ATOMR §3.1, Algorithm 1 lines 5–10).
 
-- Search / Relate query each chosen source with the operator's arguments (a source may
-  answer the operator natively, as the Wikidata source does).
-- Filter retrieves per entity with "{entity} {condition}" and first drops the entities
-  whose overlap coefficient with their passages is below t (``filter_threshold``).
-- Any operator failure (model call failed, unreadable output, Unknown, nothing left to
-  filter) hands the node to direct RAG over the knowledge already retrieved (Algorithm 1).
+The node's operator call runs once per answer of the node it references (the fan-out of
+:mod:`~atomgraph.nodes.atomr.fanout`): each sub-call retrieves from the selected sources
+with its own arguments, e.g. ``Relate("Neil Armstrong", "place of birth")``, and asks the
+executor stage for that sub-question; the answers are concatenated in order.
+
+- Search appends its descriptor to the executor's question, "Who is X? (descriptor)".
+- Filter writes the candidates as one list and pre-selects them per text/web source
+  (:mod:`~atomgraph.nodes.atomr.filtering`); the knowledge graph gets the whole call.
+- A sub-call whose sources all return nothing, whose model call fails or whose reply cannot
+  be read is an operator execution failure: the node goes to direct RAG
+  (:mod:`~atomgraph.nodes.atomr.algorithm`), which redoes the failed sub-calls with a fresh
+  retrieval. An Unknown answer is not a failure: it stays empty.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.common import AtomRRuntime, conclude, current_run, resolve
-from atomgraph.nodes.atomr.filtering import overlap_coefficient, split_entities
+from atomgraph.nodes.atomr.algorithm import advance
+from atomgraph.nodes.atomr.common import (
+    AtomRRuntime, budget_note, collect, current_run, first_problem, node_outcome, read_into,
+)
+from atomgraph.nodes.atomr.fanout import plan_operator
+from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient
+from atomgraph.nodes.runtime import StageResult
 from atomgraph.prompts.atomr.knowledge import format_knowledge
-from atomgraph.prompts.atomr.stages import operator_stage
-from atomgraph.state.atomr import NodeRun, StepInput
-from atomgraph.state.tree import REF_RE, OperatorCall
+from atomgraph.prompts.atomr.stages import KG_PROGRAM_STAGE, operator_stage
+from atomgraph.state.atomr import StepInput, SubCall
+from atomgraph.state.evidence import Evidence
+from atomgraph.state.tree import OperatorCall
+from atomgraph.state.usage import RetrieverCall
+from atomgraph.text import split_entities
+
+NO_EVIDENCE = "no evidence from any selected source"
 
 
-def resolve_args(op: OperatorCall, runs: dict[int, NodeRun]) -> list[str]:
-    """The operator's arguments with every ``[i]`` replaced by node i's answer."""
-    return [resolve(arg, runs) for arg in op.args]
-
-
-def filter_candidates(op: OperatorCall, runs: dict[int, NodeRun]) -> list[str]:
-    first = op.args[0] if op.args else ""
-    m = REF_RE.fullmatch(first.strip())
-    if m and int(m.group(1)) in runs:
-        return [a for a in runs[int(m.group(1))].answers if a.strip()]
-    return split_entities(resolve(first, runs))
+def executor_question(name: str, question: str, args: list[str]) -> str:
+    """The question the executor is asked: Search's descriptor and Filter's condition are
+    appended when the question does not already say them (the authors' ``main.py``)."""
+    extra = args[1].strip() if len(args) > 1 else ""
+    if not extra or extra.lower() in question.lower():
+        return question
+    if name == "Search":
+        return f"{question} ({extra})"
+    if name == "Filter":
+        return f"{question} (Filter condition: {extra})"
+    return question
 
 
 def make_run_operator_node(rt: AtomRRuntime):
+    def program_sources(names: list[str], op_name: str, params) -> list[str]:
+        """The sources that answer a model-written query program for this call (Relate over a
+        knowledge graph, with ``kg_program_by_model`` on)."""
+        if not params.kg_program_by_model or op_name != "Relate":
+            return []
+        return [n for n in names if hasattr(rt.sources().get(n), "answer_program")]
+
+    async def filter_evidence(sources: list[str], args: list[str], question: str, k: int, t: float):
+        """Evidence for one Filter call, gated per text/web source; (evidence, calls, notes, dropped)."""
+        candidates = split_entities(args[0]) if args else []
+        condition = args[1] if len(args) > 1 else question
+        evidence: list[Evidence] = []
+        calls, notes, dropped = [], [], []
+        for name in sources:
+            source = rt.sources().get(name)
+            if source is None or getattr(source, "kind", "text") == "kg":  # the KG is not gated
+                ev, c, n = await rt.retrieve([name], query=f"{args[0]} {condition}", k=k, operator="Filter",
+                                             args=list(args), question=question)
+                evidence += ev; calls += c; notes += n  # noqa: E702
+                continue
+            per_entity = await asyncio.gather(*(
+                rt.retrieve([name], query=f"{e} {condition}", k=1, operator="Filter", args=[e, condition],
+                            question=question)
+                for e in candidates
+            ))
+            scores, top = {}, {}
+            for entity, (ev, c, n) in zip(candidates, per_entity):
+                calls += c; notes += n  # noqa: E702
+                if ev:
+                    top[entity] = ev[0]
+                    scores[entity] = overlap_coefficient(f"{entity} {condition}", f"{ev[0].title} {ev[0].text}")
+            kept = gate(scores, t)
+            evidence += [top[e] for e in kept]
+            dropped += [f"{name}: {e}" for e in candidates if e not in kept]
+        return evidence, calls, notes, dropped
+
+    async def program_evidence(names: list[str], op_name: str, question: str, args: list[str], config):
+        """``kg_program_by_model``: the executor writes a typed query program, each KG source
+        answers it. (evidence, retriever calls, notes, the program call)."""
+        result = await rt.ask(KG_PROGRAM_STAGE, {"question": question,
+                                                 "operator": OperatorCall(name=op_name, args=args).render()}, config)
+        if not result.ok:
+            return [], [], [f"query program unusable: {result.problem}"], result.call
+        evidence, calls = [], []
+        for name in names:
+            t0 = time.perf_counter()
+            label = f"program {result.value.model_dump_json()}"
+            try:
+                hits = await asyncio.to_thread(rt.sources().get(name).answer_program, result.value)
+                calls.append(RetrieverCall(source=name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0))
+                evidence += hits
+            except Exception as exc:  # a source error is a record, as in rt.retrieve
+                calls.append(RetrieverCall(source=name, query=label, latency_s=time.perf_counter() - t0,
+                                           error=f"{type(exc).__name__}: {exc}"[:500]))
+        return evidence, calls, [], result.call
+
+    async def one(run, op_name: str, question: str, args: list[str], params, config):
+        """One sub-call: retrieve, then ask the executor. (sub-call, evidence, retriever calls, LLM calls)."""
+        sub = SubCall(question=question, args=args, query=" ".join(a for a in args if a))
+        llm_calls = []
+        if op_name == "Filter":
+            evidence, rcalls, notes, dropped = await filter_evidence(
+                run.sources, args, question, params.top_k, params.filter_threshold)
+            run.filter_dropped += dropped
+        else:
+            programmed = program_sources(run.sources, op_name, params)
+            plain = [n for n in run.sources if n not in programmed]
+            evidence, rcalls, notes = await rt.retrieve(plain, query=sub.query, k=params.top_k, operator=op_name,
+                                                        args=args, question=question) if plain else ([], [], [])
+            if programmed:
+                more, calls, more_notes, call = await program_evidence(programmed, op_name, question, args, config)
+                evidence, rcalls, notes = evidence + more, rcalls + calls, notes + more_notes
+                llm_calls.append(call)
+        run.notes += notes
+        sub.evidence = len(evidence)
+        if not evidence:
+            sub.outcome, sub.problem = "failed", NO_EVIDENCE
+            return sub, evidence, rcalls, llm_calls
+        variables = {"question": executor_question(op_name, question, args),
+                     "knowledge": format_knowledge(evidence), "pack": params.prompt_pack}
+        if op_name == "Filter":
+            variables["condition"] = args[1] if len(args) > 1 else question
+        result: StageResult = await rt.ask(operator_stage(op_name), variables, config)
+        return read_into(sub, result), evidence, rcalls, llm_calls + [result.call]
+
     async def run_operator(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
         run = current_run(inp)
-        op = inp["tree"].nodes[run.id].operator
+        tree = inp["tree"]
+        op: OperatorCall = tree.nodes[run.id].operator
         assert op is not None, f"node {run.id} has no operator"
-        retriever_calls = []
-        variables = {"question": run.resolved_question}
-
-        if op.name == "Filter":
-            condition = resolve(op.args[1], inp["runs"]) if len(op.args) > 1 else run.resolved_question
-            candidates = filter_candidates(op, inp["runs"])
-            run.operator = OperatorCall(name="Filter", args=[", ".join(candidates), condition]).render()
-            per_entity = await asyncio.gather(
-                *(
-                    rt.retrieve(run.sources, query=f"{e} {condition}", k=params.top_k, operator="Filter",
-                                args=[e, condition], question=run.resolved_question)
-                    for e in candidates
-                )
-            )
-            kept: list[str] = []
-            for entity, (evidence, calls, notes) in zip(candidates, per_entity):
-                retriever_calls.extend(calls)
-                run.notes.extend(notes)
-                passage = " ".join(ev.render() for ev in evidence)
-                score = overlap_coefficient(f"{entity} {condition}", passage)
-                if score >= params.filter_threshold:
-                    kept.append(entity)
-                    run.evidence.extend(evidence)
-                else:
-                    run.filter_dropped.append(entity)
-            variables["condition"] = condition
-            if kept:
-                variables["question"] = f"{run.resolved_question} (candidates: {', '.join(kept)})"
-            else:
-                # Keep everything retrieved for the direct-RAG fallback.
-                for evidence, _, _ in per_entity:
-                    run.evidence.extend(evidence)
-                run.fallback = (
-                    f"Filter: no candidate reached overlap t={params.filter_threshold}"
-                    if candidates else "Filter: no candidate entities to filter"
-                )
-                run.step = "rag"
-                return {"runs": {run.id: run}, "retriever_calls": retriever_calls}
-        else:
-            args = resolve_args(op, inp["runs"])
-            run.operator = OperatorCall(name=op.name, args=args).render()
-            evidence, calls, notes = await rt.retrieve(
-                run.sources, query=" ".join(args), k=params.top_k, operator=op.name, args=args,
-                question=run.resolved_question,
-            )
-            run.evidence, retriever_calls, run.notes = evidence, calls, run.notes + notes
-
-        variables["knowledge"] = format_knowledge(run.evidence)
-        result = await rt.ask(operator_stage(op.name), variables, config)
-        conclude(run, result, failure=f"{op.name} failed", then="rag")
-        return {"runs": {run.id: run}, "llm_calls": [result.call], "retriever_calls": retriever_calls}
+        planned = plan_operator(run.question, op, inp["runs"], params.fanout_cap)
+        if planned.capped:
+            run.notes.append(f"fanout_cap={params.fanout_cap}: {planned.capped} sub-calls not run")
+        per_call = 1 + bool(program_sources(run.sources, op.name, params))
+        budget = inp.get("budget", len(planned.calls) * per_call) // per_call
+        calls = planned.calls[: budget_note(run, len(planned.calls), budget)]
+        run.operator = "; ".join(OperatorCall(name=op.name, args=a).render() for _, a in calls) or op.render()
+        results = await asyncio.gather(*(one(run, op.name, q, a, params, config) for q, a in calls))
+        llm_calls, retriever_calls = [], []
+        run.subcalls = []
+        for sub, evidence, rcalls, calls_made in results:
+            run.subcalls.append(sub)
+            run.evidence += evidence
+            retriever_calls += rcalls
+            llm_calls += calls_made
+        run.llm_calls += len(llm_calls)
+        if planned.skipped:
+            run.notes.append(planned.skipped)
+        collect(run)
+        outcome = node_outcome(run.subcalls, planned.skipped)
+        advance(run, "operate", outcome, params, is_root=run.id == tree.root, problem=first_problem(run.subcalls))
+        return {"runs": {run.id: run}, "llm_calls": llm_calls, "retriever_calls": retriever_calls}
 
     return run_operator

@@ -1,7 +1,10 @@
-"""Atomic Reasoning Planning (ATOMR §3.2): the planner writes a tree; we parse and check it.
+"""Atomic Reasoning Planning (ATOMR §3.2): the planner writes a tree; the plan stage parses
+it (``prompts/atomr/stages.py``); this node checks it against the question and the limits.
 
-A tree that cannot be parsed, or exceeds the ``max_nodes`` / ``max_depth`` limits, is
-replaced by a one-node tree answered by direct RAG, and the reason is kept in the trace.
+A plan that cannot be read, or whose root is not the question asked (``ROOT_MATCH_THRESHOLD``
+of the question's content words), is no tree: as the authors score it, the run ends with
+an empty answer and ``error`` set; ``plan_failure_rag`` answers it by direct RAG instead. A
+tree larger than ``max_nodes`` / ``max_depth`` (our limits) is answered by direct RAG.
 
 With ``review_plan`` on, :func:`make_review_node` pauses the run after planning
 (``interrupt``): the pending interrupt carries the tree as the planner's flat JSON; resuming
@@ -11,12 +14,14 @@ JSON string in the same format) runs the edited tree instead.
 
 from __future__ import annotations
 
+import asyncio
+
 from langchain_core.runnables import RunnableConfig
 
 from langgraph.types import Overwrite, interrupt
 
 from atomgraph.nodes.atomr.common import AtomRRuntime
-from atomgraph.prompts.atomr.stages import PLAN_STAGE
+from atomgraph.prompts.atomr.stages import PLAN_STAGE, ROOT_MATCH_THRESHOLD, root_overlap
 from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.state.atomr import AtomRState, NodeRun
 from atomgraph.state.output import InvalidQuestion, check_question  # noqa: F401 - InvalidQuestion re-exported
@@ -37,47 +42,71 @@ def initial_runs(tree: ReasoningTree) -> dict[int, NodeRun]:
             question=n.question,
             operator=n.operator.render() if n.operator else None,
             step=FIRST_STEP[n.kind],
+            fallback="the plan was replaced by direct RAG" if n.kind == "open" else None,
         )
         for i, n in tree.nodes.items()
     }
 
 
+def check_tree(tree: ReasoningTree, question: str) -> tuple[ReasoningTree | None, str | None]:
+    """(tree, None), or (None, why the planned tree is not a plan for ``question``)."""
+    root = tree.nodes[tree.root].question
+    overlap = root_overlap(root, question)
+    if overlap < ROOT_MATCH_THRESHOLD:
+        return None, (f"the plan could not be parsed: its root {root!r} is not the question asked "
+                      f"({overlap:.0%} of its content words, below {ROOT_MATCH_THRESHOLD:.0%})")
+    tree.question = question
+    tree.nodes[tree.root].question = question  # the user's wording, not the planner's copy
+    return tree, None
+
+
+def within_limits(tree: ReasoningTree, max_nodes: int, max_depth: int) -> str | None:
+    if len(tree) > max_nodes:
+        return f"the plan has {len(tree)} nodes, more than max_nodes={max_nodes}"
+    if tree.depth > max_depth:
+        return f"the plan is {tree.depth} levels deep, more than max_depth={max_depth}"
+    return None
+
+
 def checked_tree(raw, question: str, max_nodes: int, max_depth: int) -> tuple[ReasoningTree | None, str | None]:
-    """(tree, None), or (None, why the planned tree cannot run)."""
+    """A reviewer's edited tree (a dict or JSON text): (tree, None) or (None, why not)."""
     try:
         tree = parse_tree(raw, question)
     except TreeParseError as exc:
         return None, f"the plan could not be parsed: {exc.reason}"
-    if len(tree) > max_nodes:
-        return None, f"the plan has {len(tree)} nodes, more than max_nodes={max_nodes}"
-    if tree.depth > max_depth:
-        return None, f"the plan is {tree.depth} levels deep, more than max_depth={max_depth}"
-    tree.nodes[tree.root].question = question  # the user's wording, not the planner's copy
-    return tree, None
+    tree, problem = check_tree(tree, question)
+    if tree is not None:
+        problem = within_limits(tree, max_nodes, max_depth)
+    return (None, problem) if problem else (tree, None)
 
 
 def make_plan_node(rt: AtomRRuntime):
     async def plan(state: AtomRState, config: RunnableConfig) -> dict:
         question = check_question(state.get("question"))
         params = rt.params(config)
-        result = await rt.ask(PLAN_STAGE, {"question": question}, config)
+        result = await rt.ask(PLAN_STAGE, {"question": question, "pack": params.prompt_pack}, config)
         tree: ReasoningTree | None = None
+        unreadable = None
         if not result.ok:
-            fallback = f"the planner call failed ({result.call.error})" if result.call.error else \
-                f"the plan could not be parsed: {result.call.parse_error}"
+            unreadable = f"the planner call failed ({result.call.error})" if result.call.error else \
+                (result.call.parse_error or "the plan could not be parsed")
         else:
-            tree, fallback = checked_tree(result.value, question, params.max_nodes, params.max_depth)
-        if tree is None:
-            tree = single_node_tree(question)
-        return {
-            "question": question,
-            "tree": tree,
-            "plan_fallback": fallback,
-            "raw_plan": result.text or "",
-            "runs": initial_runs(tree),
-            "llm_calls": [result.call],
-            "unavailable_sources": dict(rt.sources().unavailable),
-        }
+            tree, unreadable = check_tree(result.value, question)
+        # the sources are built on first use (a store may open files): off the event loop
+        unavailable = await asyncio.to_thread(lambda: dict(rt.sources().unavailable))
+        update = {"question": question, "raw_plan": result.text or "", "llm_calls": [result.call],
+                  "unavailable_sources": unavailable}
+        if tree is not None:
+            oversize = within_limits(tree, params.max_nodes, params.max_depth)
+            if oversize is None:
+                return {**update, "tree": tree, "plan_fallback": None, "runs": initial_runs(tree)}
+            fallback = oversize
+        elif params.plan_failure_rag:
+            fallback = f"{unreadable} (plan_failure_rag)"
+        else:  # the authors score an unreadable plan empty
+            return {**update, "tree": None, "plan_fallback": unreadable, "runs": {}, "error": unreadable}
+        tree = single_node_tree(question)
+        return {**update, "tree": tree, "plan_fallback": fallback, "runs": initial_runs(tree)}
 
     return plan
 

@@ -1,16 +1,23 @@
 """Parent-node reasoning (ATOMR §3.3.2): child-answer reasoning for decomposed nodes and
-sibling-answer reasoning for [DR] nodes. An Unknown (or unreadable) answer sends the node
-to direct RAG: source selection, retrieval, then RAG."""
+sibling-answer reasoning for [DR] nodes. What happens next (direct RAG after an Unknown
+child-reasoning answer; nothing after a [DR] one) is Algorithm 1's table.
+
+The prompt carries, as the authors build it, each related question with its answer list;
+a question that references others also carries its paraphrase and the referenced
+questions' answers, so "Where was [1] born? A: [\"Uppsala\"]" is never ambiguous."""
 
 from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.common import AtomRRuntime, conclude, current_run, resolve
+from atomgraph.nodes.atomr.algorithm import advance
+from atomgraph.nodes.atomr.common import AtomRRuntime, collect, current_run, read_into
+from atomgraph.nodes.atomr.fanout import refs_in
 from atomgraph.prompts.atomr.reasoning import format_qa_pairs
 from atomgraph.prompts.atomr.stages import CHILD_REASONING_STAGE, SIBLING_REASONING_STAGE
 from atomgraph.prompts.stage import Stage
-from atomgraph.state.atomr import StepInput
+from atomgraph.state.atomr import NodeRun, StepInput, SubCall
+from atomgraph.state.tree import ReasoningTree
 
 
 def sibling_refs(inp: StepInput) -> list[int]:
@@ -24,13 +31,34 @@ def sibling_refs(inp: StepInput) -> list[int]:
     return [s for s in tree.nodes[node.parent].children if s < i]
 
 
-def _make(rt: AtomRRuntime, stage: Stage, related):
+def qa_pairs(related: list[int], tree: ReasoningTree, runs: dict[int, NodeRun]) -> list[tuple]:
+    """(id, question, answers, paraphrase) for the related nodes and the nodes they reference."""
+    pairs: dict[int, tuple] = {}
+    for j in related:
+        q = tree.nodes[j].question
+        refs = refs_in(q, runs)
+        pairs[j] = (j, q, runs[j].answers, runs[j].paraphrase if refs else "")
+        for r in refs:
+            if r in runs and r not in pairs and r not in related:
+                pairs[r] = (r, tree.nodes[r].question, runs[r].answers, "")
+    return list(pairs.values())
+
+
+def _make(rt: AtomRRuntime, stage: Stage, step: str, related):
     async def reason(inp: StepInput, config: RunnableConfig) -> dict:
+        params = rt.params(config)
         run = current_run(inp)
         runs, tree = inp["runs"], inp["tree"]
-        pairs = [(j, resolve(tree.nodes[j].question, runs), runs[j].answer or "Unknown") for j in related(inp)]
-        result = await rt.ask(stage, {"question": run.resolved_question, "qa_pairs": format_qa_pairs(pairs)}, config)
-        conclude(run, result, failure=stage.name.replace("_", " "), then="select")
+        pairs = format_qa_pairs(qa_pairs(related(inp), tree, runs))
+        result = await rt.ask(stage, {"question": run.resolved_question, "qa_pairs": pairs,
+                                      "pack": params.prompt_pack}, config)
+        run.llm_calls += 1
+        sub = read_into(SubCall(question=run.resolved_question), result)
+        run.subcalls = [sub]
+        collect(run)
+        advance(run, step, sub.outcome, params, is_root=run.id == tree.root, problem=sub.problem)
+        if run.step == "select":  # its answer is direct RAG's now
+            run.subcalls, run.answers, run.answer, run.paraphrase = [], [], "", ""
         return {"runs": {run.id: run}, "llm_calls": [result.call]}
 
     reason.__name__ = stage.name
@@ -38,8 +66,8 @@ def _make(rt: AtomRRuntime, stage: Stage, related):
 
 
 def make_reason_children_node(rt: AtomRRuntime):
-    return _make(rt, CHILD_REASONING_STAGE, lambda inp: inp["tree"].nodes[inp["node_id"]].children)
+    return _make(rt, CHILD_REASONING_STAGE, "children", lambda inp: inp["tree"].nodes[inp["node_id"]].children)
 
 
 def make_reason_siblings_node(rt: AtomRRuntime):
-    return _make(rt, SIBLING_REASONING_STAGE, sibling_refs)
+    return _make(rt, SIBLING_REASONING_STAGE, "siblings", sibling_refs)

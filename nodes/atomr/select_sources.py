@@ -1,25 +1,36 @@
 """Dynamic knowledge-source selection (ATOMR §3.3.1, Figure 9).
 
-With one usable source there is nothing to choose and no model call is made. If the model
-call fails or names no usable source, every available source is used and a note says so.
+As the authors run it, the model chooses only among three or more sources; with one or two,
+every available source is used and no model call is made. If the call fails or names no
+usable source, every available source is used and a note says so. The stage's parser turns
+the reply into the chosen names (``prompts/atomr/source_selection.py``).
 """
 
 from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
+from atomgraph.nodes.atomr.algorithm import advance
 from atomgraph.nodes.atomr.common import AtomRRuntime, current_run
-from atomgraph.prompts.atomr.source_selection import describe_sources, match_sources
+from atomgraph.prompts.atomr.source_selection import choose_sources, describe_sources
 from atomgraph.prompts.atomr.stages import SOURCE_SELECTION_STAGE
 from atomgraph.state.atomr import StepInput
+
+MIN_SOURCES_TO_CHOOSE = 3
+
+
+def selection_calls(n_available: int) -> int:
+    """Model calls source selection makes with ``n_available`` sources."""
+    return 1 if n_available >= MIN_SOURCES_TO_CHOOSE else 0
 
 
 def make_select_sources_node(rt: AtomRRuntime):
     async def select_sources(inp: StepInput, config: RunnableConfig) -> dict:
+        params = rt.params(config)
         run = current_run(inp)
         available = list(rt.sources().available)
         calls = []
-        if len(available) <= 1:
+        if not selection_calls(len(available)) or inp.get("budget", 1) < 1:
             run.sources = available
         else:
             sources = list(rt.sources().available.values())
@@ -34,11 +45,12 @@ def make_select_sources_node(rt: AtomRRuntime):
                 run.sources = available
                 run.notes.append(f"source selection failed ({result.problem}); using all sources")
             else:
-                run.sources = match_sources(result.value, available)
+                run.sources = choose_sources(result.value, available)
                 if not run.sources:
                     run.sources = available
                     run.notes.append("source selection named no available source; using all sources")
-        run.step = "operate" if run.kind == "operator" and not run.fallback else "rag"
+        outcome = "leaf" if run.kind == "operator" and run.fallback is None else "fallback"
+        advance(run, "select", outcome, params, is_root=run.id == inp["tree"].root)
         return {"runs": {run.id: run}, "llm_calls": calls}
 
     return select_sources

@@ -222,12 +222,36 @@ def _paraphrase(segment: str) -> str | None:
     return _strip_period(para) if para else ""
 
 
+# Chat-template tokens a local model may write out (Llama's [INST] and </s>, Gemma's turn
+# markers, ChatML and Llama-3 specials): never part of an answer; after one, a new turn starts.
+_TEMPLATE_TOKEN_RE = re.compile(r"\[/?INST\]|</?s>|<\|[a-z_]+\|>|<(?:start|end)_of_turn>(?:\s*(?:user|model)\b)?", re.I)
+# A reply that opens with an example or a question of its own answers something else.
+_INVENTED_START_RE = re.compile(r"^\s*(?:example\s*\d*\s*[.:]|question\s*[:：])", re.I)
+
+
+def _own_turn(text: str) -> str:
+    """The model's own reply: leading template tokens dropped, cut at the next one."""
+    text = re.sub(r"^(?:\s*" + _TEMPLATE_TOKEN_RE.pattern + r")+", "", text, flags=re.I)
+    m = _TEMPLATE_TOKEN_RE.search(text)
+    return text[: m.start()] if m else text
+
+
 def parse_answer(text: str) -> ParsedAnswer:
-    """Read ATOMR's "So the answer is: (1) Paraphrase Answer: …; (2) Answer List: […]"."""
+    """Read ATOMR's "So the answer is: (1) Paraphrase Answer: …; (2) Answer List: […]".
+
+    Only the answer to the question asked is read: chat-template tokens (``[/INST]``,
+    ``<end_of_turn>``) end the reply, and an invented next example ("Question: …" or
+    "Example 3." after the answer) is cut off; a reply that *is* an invented example (it
+    opens with one) has no answer to our question and raises ParseError."""
     raw = text if isinstance(text, str) else ""
-    body = _clean(raw)
+    body = _clean(_own_turn(raw))
     if not body:
         raise ParseError("the model returned an empty answer")
+    if _INVENTED_START_RE.match(body):
+        raise ParseError("the reply opens with an invented example, not an answer to the question: " + _excerpt(raw))
+    cont = _CONTINUATION_RE.search(body)
+    if cont and body[: cont.start()].strip():
+        body = body[: cont.start()].rstrip()
 
     # ignore an invented next example after the first complete answer list
     first_list = _LIST_RE.search(body)

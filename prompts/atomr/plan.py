@@ -8,66 +8,13 @@ the earlier siblings it references). ``prompts/atomr/tree_parser.py`` reads it.
 
 from __future__ import annotations
 
-import json
-
-from atomgraph.prompts.atomr.templating import chat_prompt, escape_braces
+from atomgraph.prompts.atomr.packs import GENERAL_PLAN
+from atomgraph.prompts.atomr.templating import chat_prompt
 
 PLAN_MARKER = "Task: plan an atomic reasoning tree"
 
-# (question, tree) few-shot pairs, written for this project about real entities.
-PLAN_EXAMPLES: list[tuple[str, dict[str, object]]] = [
-    (
-        "In which city was the director of the 1957 film Wild Strawberries born?",
-        {
-            "In which city was the director of the 1957 film Wild Strawberries born?": [
-                "1. Who directed the 1957 film Wild Strawberries?",
-                "2. In which city was [1] born?",
-            ],
-            "1. Who directed the 1957 film Wild Strawberries?": [
-                "3. What is the 1957 film Wild Strawberries?",
-                "4. Who directed [3]?",
-            ],
-            "2. In which city was [1] born?": 'Relate([1], "place of birth")',
-            "3. What is the 1957 film Wild Strawberries?": 'Search("Wild Strawberries", "1957 Swedish film")',
-            "4. Who directed [3]?": 'Relate([3], "director")',
-        },
-    ),
-    (
-        "Who was born first, Ada Lovelace or Mary Shelley?",
-        {
-            "Who was born first, Ada Lovelace or Mary Shelley?": [
-                "1. When was Ada Lovelace born?",
-                "2. When was Mary Shelley born?",
-                "3. Given [1] and [2], who was born first, Ada Lovelace or Mary Shelley?",
-            ],
-            "1. When was Ada Lovelace born?": 'Relate("Ada Lovelace", "date of birth")',
-            "2. When was Mary Shelley born?": 'Relate("Mary Shelley", "date of birth")',
-            "3. Given [1] and [2], who was born first, Ada Lovelace or Mary Shelley?": "[DR]",
-        },
-    ),
-    (
-        "How many members of the Apollo 11 crew walked on the Moon?",
-        {
-            "How many members of the Apollo 11 crew walked on the Moon?": [
-                "1. Who were the crew members of Apollo 11?",
-                "2. Who among [1] walked on the Moon?",
-                "3. How many people are in [2]?",
-            ],
-            "1. Who were the crew members of Apollo 11?": [
-                "4. What is Apollo 11?",
-                "5. Who were the crew members of [4]?",
-            ],
-            "2. Who among [1] walked on the Moon?": 'Filter([1], "walked on the Moon")',
-            "3. How many people are in [2]?": "[DR]",
-            "4. What is Apollo 11?": 'Search("Apollo 11", "1969 crewed Moon landing mission")',
-            "5. Who were the crew members of [4]?": 'Relate([4], "crew member")',
-        },
-    ),
-    (
-        "In which country is Mount Kilimanjaro?",
-        {"In which country is Mount Kilimanjaro?": 'Relate("Mount Kilimanjaro", "country")'},
-    ),
-]
+# The general pack's planner demonstrations (every pack: ``prompts/atomr/packs.py``).
+PLAN_EXAMPLES = GENERAL_PLAN
 
 _INSTRUCTIONS = f"""{PLAN_MARKER}.
 
@@ -88,18 +35,13 @@ How to build the tree:
 5. Function arguments are double-quoted strings or [i] references; the first argument of Filter is always a reference.
 6. If the question itself can be answered by one function call, the root's value is that call.
 
-Reply with the JSON object only: the root question first, then every numbered question as a key. No explanation, no markdown.
+Reply with the JSON object only: the root question first, then every numbered question as a key. No explanation, no markdown.{{rules}}
 
-Examples."""
+Examples.
 
-
-def _examples() -> str:
-    blocks = [
-        f"Question: {q}\nDecomposition Tree: {json.dumps(tree, ensure_ascii=False)}" for q, tree in PLAN_EXAMPLES
-    ]
-    return "\n\n".join(blocks)
+{{examples}}"""
 
 
-PLAN_SYSTEM = _INSTRUCTIONS + "\n\n" + escape_braces(_examples())
+PLAN_SYSTEM = _INSTRUCTIONS
 
 PLAN_PROMPT = chat_prompt(PLAN_SYSTEM, "Question: {question}\nDecomposition Tree:")

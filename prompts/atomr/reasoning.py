@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from atomgraph.prompts.atomr.templating import ANSWER_RULES, UNKNOWN_RULE, chat_prompt
@@ -16,6 +17,7 @@ from atomgraph.prompts.atomr.templating import ANSWER_RULES, UNKNOWN_RULE, chat_
 CHILD_MARKER = "Task: answer from child answers"
 SIBLING_MARKER = "Task: answer from sibling answers"
 DIRECT_RAG_MARKER = "Task: answer from retrieved knowledge"
+CLOSED_BOOK_MARKER = "Task: answer from your own knowledge"
 
 NO_PAIRS = "(none)"
 
@@ -24,15 +26,25 @@ def _flat(text: str) -> str:
     return re.sub(r"\s+", " ", str(text or "")).strip()
 
 
-def format_qa_pairs(pairs: list[tuple[int, str, str]]) -> str:
-    """One line per answered question: ``Q: 2. Who wrote [1]? A: Tim Rice``."""
+def format_qa_pairs(pairs) -> str:
+    """One line per question, in id order: ``Q: 2. Who wrote [1]? A: <answer>``.
+
+    Each pair is ``(node_id, question, answers)`` or ``(node_id, question, answers,
+    paraphrase)``; ``answers`` is a list (written as a JSON list; ``[]`` when the node found
+    nothing, never "Unknown") or already-written text. With a paraphrase the answer reads
+    ``<paraphrase>. ["a", "b"]`` (the authors show it for questions that reference others,
+    whose bare list would be ambiguous)."""
     lines = []
-    for node_id, question, answer in pairs or []:
+    for pair in sorted(pairs or [], key=lambda p: p[0]):
+        node_id, question, answers = pair[0], pair[1], pair[2]
+        paraphrase = _flat(pair[3]) if len(pair) > 3 and pair[3] else ""
         q = _flat(question)
         prefix = f"{node_id}. "
         if not q.startswith(prefix):
             q = prefix + q
-        lines.append(f"Q: {q} A: {_flat(answer) or 'Unknown'}")
+        listed = json.dumps([_flat(a) for a in answers], ensure_ascii=False) if isinstance(answers, list) \
+            else (_flat(answers) or "[]")
+        lines.append(f"Q: {q} A: {paraphrase.rstrip('.')}. {listed}" if paraphrase else f"Q: {q} A: {listed}")
     return "\n".join(lines) if lines else NO_PAIRS
 
 
@@ -40,60 +52,31 @@ _CHILD_SYSTEM = f"""{CHILD_MARKER}.
 
 A complex question has been split into child questions, which have been answered. Combine the child answers to answer the complex question. When the child answers are not enough, you may complete them with your own knowledge. {UNKNOWN_RULE}
 
-{ANSWER_RULES}
+{ANSWER_RULES}{{rules}}
 
-Example 1.
-Child questions and answers:
-Q: 1. Who directed the 1957 film Wild Strawberries? A: Ingmar Bergman
-Q: 2. In which city was Ingmar Bergman born? A: Uppsala
+Examples.
 
-Question: In which city was the director of the 1957 film Wild Strawberries born?
-Answer: Wild Strawberries was directed by Ingmar Bergman, who was born in Uppsala. So the answer is: (1) Paraphrase Answer: The director of Wild Strawberries, Ingmar Bergman, was born in Uppsala; (2) Answer List: ["Uppsala"]
-
-Example 2.
-Child questions and answers:
-Q: 1. Who wrote the novel Frankenstein? A: Mary Shelley
-Q: 2. Who wrote the novel Dracula? A: Bram Stoker
-Q: 3. Are [1] and [2] the same person? A: No
-
-Question: Were Frankenstein and Dracula written by the same author?
-Answer: Frankenstein is by Mary Shelley and Dracula by Bram Stoker, two different authors. So the answer is: (1) Paraphrase Answer: No, Frankenstein and Dracula were written by different authors; (2) Answer List: ["No"]"""
+{{examples}}"""
 
 _SIBLING_SYSTEM = f"""{SIBLING_MARKER}.
 
 The question below refers to earlier questions by number, like [1]. Their answers are given. Answer the question by reasoning over those answers: compare, count, intersect, calculate or judge yes or no. Use your own knowledge only to fill small gaps. {UNKNOWN_RULE}
 
-{ANSWER_RULES}
+{ANSWER_RULES}{{rules}}
 
-Example 1.
-Referenced questions and answers:
-Q: 1. When was Ada Lovelace born? A: 10 December 1815
-Q: 2. When was Mary Shelley born? A: 30 August 1797
+Examples.
 
-Question: Given [1] and [2], who was born first, Ada Lovelace or Mary Shelley?
-Answer: Mary Shelley was born in 1797, eighteen years before Ada Lovelace (1815). So the answer is: (1) Paraphrase Answer: Mary Shelley was born before Ada Lovelace; (2) Answer List: ["Mary Shelley"]
-
-Example 2.
-Referenced questions and answers:
-Q: 2. Who among the Apollo 11 crew walked on the Moon? A: Neil Armstrong, Buzz Aldrin
-
-Question: How many people are in [2]?
-Answer: Question 2 lists two people. So the answer is: (1) Paraphrase Answer: 2 members of the Apollo 11 crew walked on the Moon; (2) Answer List: ["2"]"""
+{{examples}}"""
 
 _DIRECT_RAG_SYSTEM = f"""{DIRECT_RAG_MARKER}.
 
 Answer the question using the knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph. When the knowledge does not answer it, answer from your own knowledge; give your best answer rather than none. {UNKNOWN_RULE}
 
-{ANSWER_RULES}
+{ANSWER_RULES}{{rules}}
 
-Example.
-Retrieved Knowledge:
-Wikipedia Passages:
-[1] Rosetta Stone | The Rosetta Stone is a granodiorite stele found in 1799 near Rosetta, Egypt. It carries one decree in three scripts: hieroglyphic, Demotic and ancient Greek.
-[2] Jean-François Champollion | Champollion was a French scholar who announced his decipherment of Egyptian hieroglyphs in 1822, working from the Rosetta Stone.
+Examples.
 
-Question: Who deciphered the hieroglyphs of the stele found near Rosetta in 1799?
-Answer: The stele is the Rosetta Stone (passage [1]); passage [2] says Champollion deciphered its hieroglyphs in 1822. So the answer is: (1) Paraphrase Answer: The hieroglyphs of the Rosetta Stone were deciphered by Jean-François Champollion; (2) Answer List: ["Jean-François Champollion"]"""
+{{examples}}"""
 
 CHILD_REASONING_PROMPT = chat_prompt(
     _CHILD_SYSTEM, "Child questions and answers:\n{qa_pairs}\n\nQuestion: {question}\nAnswer:"
@@ -102,3 +85,15 @@ SIBLING_REASONING_PROMPT = chat_prompt(
     _SIBLING_SYSTEM, "Referenced questions and answers:\n{qa_pairs}\n\nQuestion: {question}\nAnswer:"
 )
 DIRECT_RAG_PROMPT = chat_prompt(_DIRECT_RAG_SYSTEM, "Retrieved Knowledge:\n{knowledge}\n\nQuestion: {question}\nAnswer:")
+
+_CLOSED_BOOK_SYSTEM = f"""{CLOSED_BOOK_MARKER}.
+
+Answer the question from your own knowledge. Give your best answer rather than none. {UNKNOWN_RULE}
+
+{ANSWER_RULES}{{rules}}
+
+Examples.
+
+{{examples}}"""
+
+CLOSED_BOOK_PROMPT = chat_prompt(_CLOSED_BOOK_SYSTEM, "Question: {question}\nAnswer:")

@@ -124,3 +124,42 @@ def match_sources(text: str, available: list[str]) -> list[str]:
     if not found and re.search(r"\ball\b", segment, re.I):
         return list(available)
     return sorted(found, key=found.__getitem__)
+
+
+def source_key(name: str) -> str:
+    """A source name or display label as one comparable key: "Google News" → "google_news"."""
+    return re.sub(r"[\s\-]+", "_", (name or "").strip().lower())
+
+
+def read_source_choice(text: str) -> list[str]:
+    """The stage's parser: the source names the reply chooses, as keys
+    (:func:`source_key`), in the order written; ``["all"]`` for "all". The node keeps those
+    that name an available source (:func:`choose_sources`). Raises ParseError on an empty
+    reply."""
+    from atomgraph.errors import ParseError
+
+    if not (text or "").strip():
+        raise ParseError("source selection returned an empty reply")
+    segment = _answer_segment(text, [])
+    names = []
+    for part in re.split(r"[,;\n/]|\band\b|&", segment):
+        part = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", part).strip(" .\"'`*[]")
+        if part and len(part) <= 60:
+            names.append(source_key(part))
+    if not names:
+        raise ParseError("source selection named nothing")
+    return list(dict.fromkeys(names))
+
+
+def choose_sources(keys: list[str], available: list[str]) -> list[str]:
+    """The registered names of ``available`` that the parsed keys name (by name or label)."""
+    by_key: dict[str, str] = {}
+    for name in available:
+        by_key.setdefault(source_key(name), name)
+        by_key.setdefault(source_key(source_label(name)), name)
+    if "all" in keys:
+        return list(available)
+    chosen = [by_key[k] for k in keys if k in by_key]
+    if not chosen:  # a name inside a longer phrase ("use Wikipedia")
+        chosen = match_sources(", ".join(keys).replace("_", " "), available)
+    return list(dict.fromkeys(chosen))

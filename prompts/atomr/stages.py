@@ -3,10 +3,10 @@ output-token cap (see :mod:`atomgraph.prompts.stage`).
 
 | stage | role | replies with | value |
 |---|---|---|---|
-| ``plan`` | planner | the tree as flat JSON | the planner text (the node parses the tree) |
-| ``source_selection`` | executor | source names on one line | the reply text |
+| ``plan`` | planner | the tree as flat JSON | :class:`ReasoningTree` (parsed and repaired) |
+| ``source_selection`` | executor | source names on one line | the chosen names as keys |
 | ``search`` / ``relate`` / ``filter`` | executor | ATOMR's answer format | :class:`ParsedAnswer` |
-| ``child_reasoning`` / ``sibling_reasoning`` / ``direct_rag`` | answerer | ATOMR's answer format | :class:`ParsedAnswer` |
+| ``child_reasoning`` / ``sibling_reasoning`` / ``direct_rag`` / ``closed_book`` | answerer | ATOMR's answer format | :class:`ParsedAnswer` |
 """
 
 from __future__ import annotations
@@ -18,9 +18,17 @@ from pydantic import BaseModel, Field
 from atomgraph.errors import ParseError
 from atomgraph.prompts.atomr.answer_format import ParsedAnswer, parse_answer
 from atomgraph.prompts.atomr.operators import FILTER_PROMPT, RELATE_PROMPT, SEARCH_PROMPT
+from atomgraph.prompts.atomr.kg_program import KG_PROGRAM_PROMPT, read_program
+from atomgraph.prompts.atomr.packs import render_for
+from atomgraph.tools.wikidata_source import QueryProgram
 from atomgraph.prompts.atomr.plan import PLAN_PROMPT
-from atomgraph.prompts.atomr.reasoning import CHILD_REASONING_PROMPT, DIRECT_RAG_PROMPT, SIBLING_REASONING_PROMPT
-from atomgraph.prompts.atomr.source_selection import SOURCE_SELECTION_PROMPT
+from atomgraph.prompts.atomr.reasoning import (
+    CHILD_REASONING_PROMPT, CLOSED_BOOK_PROMPT, DIRECT_RAG_PROMPT, SIBLING_REASONING_PROMPT,
+)
+from atomgraph.prompts.atomr.tree_parser import parse_tree
+from atomgraph.state.tree import ReasoningTree, TreeParseError
+from atomgraph.text import content_words
+from atomgraph.prompts.atomr.source_selection import SOURCE_SELECTION_PROMPT, read_source_choice, source_key
 from atomgraph.prompts.stage import Stage, text_parser
 
 
@@ -47,12 +55,27 @@ def plan_from_structured(plan: PlanSchema) -> str:
     return json.dumps(flat, ensure_ascii=False)
 
 
-def read_plan(text: str) -> str:
-    """The planner's reply as text: the plan node parses and repairs the tree
-    (``tree_parser.parse_tree``), recording every repair, so nothing is read twice here."""
+def read_plan(text: str) -> ReasoningTree:
+    """The planner's reply as a tree (``tree_parser.parse_tree``, every repair recorded on
+    the tree). Raises ParseError when no tree can be read."""
     if not (text or "").strip():
         raise ParseError("the planner returned an empty reply")
-    return text
+    try:
+        return parse_tree(text)
+    except TreeParseError as exc:
+        raise ParseError(f"the plan could not be parsed: {exc.reason}") from None
+
+
+# Root check: the planner's root must be the question asked. At least half of the
+# question's content words must appear in the root (a planner that copied an example's
+# question, or planned a different question, fails this).
+ROOT_MATCH_THRESHOLD = 0.5
+
+
+def root_overlap(root: str, question: str) -> float:
+    """Share of the question's content words found in the planner's root question."""
+    q = content_words(question)
+    return len(q & content_words(root)) / len(q) if q else 1.0
 
 
 # --- answers -------------------------------------------------------------------------------
@@ -72,19 +95,28 @@ class SourceChoice(BaseModel):
     sources: list[str] = Field(description="Names of the sources to consult, spelled as listed.")
 
 
+# Stop sequences: where a few-shot reply ends and an invented next demonstration would begin.
+ANSWER_STOP = ("\nQuestion:", "\nRetrieved Knowledge:", "\nExample ", "\nChild questions and answers:",
+               "\nReferenced questions and answers:")
+PLAN_STOP = ("\nQuestion:",)
+SOURCE_STOP = ("\nQ:",)
+
+
 def _answer_stage(name: str, role: str, prompt, max_tokens: int) -> Stage[ParsedAnswer]:
     return Stage(name=name, role=role, prompt=prompt, parser=text_parser(parse_answer, "atomr_answer"),
-                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens)
+                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens,
+                 stop=ANSWER_STOP, render=render_for(name))
 
 
-PLAN_STAGE: Stage[str] = Stage(
+PLAN_STAGE: Stage[ReasoningTree] = Stage(
     name="plan", role="planner", prompt=PLAN_PROMPT, parser=text_parser(read_plan, "atomr_plan"),
-    schema=PlanSchema, from_structured=plan_from_structured, max_tokens=1024,
+    schema=PlanSchema, from_structured=lambda p: read_plan(plan_from_structured(p)), max_tokens=1024,
+    stop=PLAN_STOP, render=render_for("plan"),
 )
-SOURCE_SELECTION_STAGE: Stage[str] = Stage(
+SOURCE_SELECTION_STAGE: Stage[list[str]] = Stage(
     name="source_selection", role="executor", prompt=SOURCE_SELECTION_PROMPT,
-    parser=text_parser(lambda t: t, "atomr_sources"), schema=SourceChoice,
-    from_structured=lambda c: ", ".join(c.sources), max_tokens=64,
+    parser=text_parser(read_source_choice, "atomr_sources"), schema=SourceChoice,
+    from_structured=lambda c: [source_key(s) for s in c.sources], max_tokens=64, stop=SOURCE_STOP,
 )
 SEARCH_STAGE = _answer_stage("search", "executor", SEARCH_PROMPT, 512)
 RELATE_STAGE = _answer_stage("relate", "executor", RELATE_PROMPT, 512)
@@ -92,12 +124,18 @@ FILTER_STAGE = _answer_stage("filter", "executor", FILTER_PROMPT, 512)
 CHILD_REASONING_STAGE = _answer_stage("child_reasoning", "answerer", CHILD_REASONING_PROMPT, 384)
 SIBLING_REASONING_STAGE = _answer_stage("sibling_reasoning", "answerer", SIBLING_REASONING_PROMPT, 384)
 DIRECT_RAG_STAGE = _answer_stage("direct_rag", "answerer", DIRECT_RAG_PROMPT, 512)
+CLOSED_BOOK_STAGE = _answer_stage("closed_book", "answerer", CLOSED_BOOK_PROMPT, 384)
+
+KG_PROGRAM_STAGE = Stage(
+    name="kg_program", role="executor", prompt=KG_PROGRAM_PROMPT, parser=text_parser(read_program, "atomr_kg_program"),
+    schema=QueryProgram, max_tokens=128, stop=("\nQuestion:",),
+)
 
 OPERATOR_STAGES = {"search": SEARCH_STAGE, "relate": RELATE_STAGE, "filter": FILTER_STAGE}
 
 STAGES: dict[str, Stage] = {s.name: s for s in (
     PLAN_STAGE, SOURCE_SELECTION_STAGE, SEARCH_STAGE, RELATE_STAGE, FILTER_STAGE,
-    CHILD_REASONING_STAGE, SIBLING_REASONING_STAGE, DIRECT_RAG_STAGE,
+    CHILD_REASONING_STAGE, SIBLING_REASONING_STAGE, DIRECT_RAG_STAGE, CLOSED_BOOK_STAGE, KG_PROGRAM_STAGE,
 )}
 
 
