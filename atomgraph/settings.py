@@ -41,7 +41,7 @@ from atomgraph.state.baselines import ClosedBookContext, RagContext
 from atomgraph.state.compare import (DecomposedRagContext, IrcotContext, IterRetGenContext, ReactContext,
                                      SelfAskContext)
 from atomgraph.state.indexing import WikipediaIndexContext
-from atomgraph.state.kar3 import Kar3Context
+from atomgraph.state.kar3 import Kar3Context, Kar3IndexContext
 
 Role = Literal["planner", "executor", "answerer", "atomizer", "proposer", "selector", "decoder"]
 ROLES: tuple[Role, ...] = ("planner", "executor", "answerer", "atomizer", "proposer", "selector", "decoder")
@@ -137,7 +137,8 @@ class Settings(BaseSettings):
     react: ReactContext = Field(default_factory=ReactContext, description="ReAct agent run parameters.")
     iter_retgen: IterRetGenContext = Field(default_factory=IterRetGenContext, description="Iter-RetGen run parameters.")
     decomposed_rag: DecomposedRagContext = Field(default_factory=DecomposedRagContext, description="Decomposed RAG run parameters.")
-    kar3: Kar3Context = Field(default_factory=Kar3Context, description="KAR³ run parameters (QA loop and atomizing).")
+    kar3: Kar3Context = Field(default_factory=Kar3Context, description="KAR³ run parameters (the QA loop).")
+    kar3_index: Kar3IndexContext = Field(default_factory=Kar3IndexContext, description="KAR³ atomizing (the kar3_index graph).")
     arm: ArmGraphContext = Field(default_factory=ArmGraphContext, description="ARM run parameters (alignment, MIP, drafts, voting; objects).")
     wikipedia_index: WikipediaIndexContext = Field(default_factory=WikipediaIndexContext,
                                                    description="Indexing a corpus into the Wikipedia collection.")
