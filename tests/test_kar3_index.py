@@ -138,5 +138,5 @@ def test_cli_index_atoms(tmp_path, capsys):
 
 
 def test_sentence_atoms_script():
-    prompt = "Passage:\nArnold Sommerfeld | Sommerfeld died in Munich in 1951. He taught Heisenberg.\n\nQuestions:"
+    prompt = "## Content\nTitle: Arnold Sommerfeld. Content: Sommerfeld died in Munich in 1951. He taught Heisenberg.\n\n## Your questions:"
     assert sentence_atoms(prompt).splitlines() == ["Sommerfeld died in Munich in 1951?", "Arnold Sommerfeld: He taught Heisenberg?"]

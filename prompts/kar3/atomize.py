@@ -79,7 +79,7 @@ def _words(s: str) -> list[str]:
 
 def filter_atoms(lines: list[str], chunk_text: str, max_words: int = 40) -> AtomFilter:
     """Keep the lines that are atomic questions: ending in a question mark, 3..``max_words``
-    words, and not a copy of the chunk (a verbatim run of at least half of the chunk's words,
+    words, and not a copy of the chunk (a verbatim run of at least 80% of the chunk's words,
     said back with a question mark). Rejected lines are counted by reason: ``not_question``,
     ``too_short``, ``too_long``, ``copy``."""
     out = AtomFilter()
@@ -93,7 +93,7 @@ def filter_atoms(lines: list[str], chunk_text: str, max_words: int = 40) -> Atom
             out.reject("too_short")
         elif len(words) > max_words:
             out.reject("too_long")
-        elif len(chunk_words) >= 6 and 2 * len(words) >= len(chunk_words) and " ".join(words) in chunk:
+        elif len(chunk_words) >= 6 and 5 * len(words) >= 4 * len(chunk_words) and " ".join(words) in chunk:
             out.reject("copy")
         else:
             out.kept.append(line.strip())
