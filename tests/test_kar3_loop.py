@@ -98,7 +98,7 @@ def test_several_proposals_k4_each_in_proposal_order_duplicates_kept(index_dir):
     model = kar3_scripted_model({QUESTION: [subs]}, answer="x")
     out = run(index_dir, model, max_chunks=1, delta_metric="cosine", delta=0.3)
     r = out["trace"]["rounds"][0]
-    assert r["tiers"][0]["k"] == 4 and [c.hits for c in out["retriever_calls"]] == [4, 4]
+    assert r["tiers"][0]["k"] == 4 and [c["hits"] for c in out["retriever_calls"]] == [4, 4]
     assert [h["query"] for h in r["hits"]] == [subs[0]] * 4 + [subs[1]] * 4  # proposal order
     ids = [h["atom_id"] for h in r["hits"]]
     assert len(set(ids)) < len(ids)  # the same atom found by both proposals is offered twice
@@ -169,7 +169,7 @@ def test_backup_one_the_question_against_atoms_k8(index_dir):
     assert [(t["via"], t["k"]) for t in r["tiers"]] == [("proposal", 8), ("question", 8)]
     assert r["tiers"][0]["hits"] == 0 and r["tiers"][1]["hits"] > 0
     assert all(h["via"] == "question" and h["query"] == QUESTION and h["score"] >= 0.5 for h in r["hits"])
-    assert [c.source for c in out["retriever_calls"]] == ["atoms", "atoms"]
+    assert [c["source"] for c in out["retriever_calls"]] == ["atoms", "atoms"]
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +227,7 @@ def test_no_silent_top_hit(index_dir, reply):
     assert out["trace"]["exit"] == "selector_none" and r["choice"] is None and r["ended"] == "selector_none"
     assert r["paragraphs_offered"] and out["retrieved_ids"] == []
     assert stages(model) == ["propose", "select", "select_paragraph", "answer"]
-    assert [c.source for c in out["retriever_calls"]] == ["atoms"]
+    assert [c["source"] for c in out["retriever_calls"]] == ["atoms"]
 
 
 def test_allow_reject_offers_zero(index_dir):
@@ -264,7 +264,7 @@ def test_unreadable_output_at_every_stage(index_dir):
     assert any(n.startswith("select_paragraph: unreadable model output") for n in r["notes"])
     assert r["choice"] is None
     assert trace["usage"]["unreadable"] == trace["usage"]["llm_calls"] == 4
-    assert all(c.parse_error for c in out["llm_calls"])
+    assert all(c["parse_error"] for c in out["llm_calls"])
 
 
 def test_failing_model_calls_are_recorded_not_raised(index_dir):
@@ -279,10 +279,10 @@ def test_llm_calls_and_tokens_are_accounted(index_dir):
     out = run(index_dir, model)
     usage = out["trace"]["usage"]
     assert usage["llm_calls"] == len(out["llm_calls"]) == len(model.calls) == 6
-    assert usage["prompt_tokens"] == sum(c.prompt_tokens for c in out["llm_calls"]) > 0
-    assert usage["completion_tokens"] == sum(c.completion_tokens for c in out["llm_calls"]) > 0
+    assert usage["prompt_tokens"] == sum(c["prompt_tokens"] for c in out["llm_calls"]) > 0
+    assert usage["completion_tokens"] == sum(c["completion_tokens"] for c in out["llm_calls"]) > 0
     assert usage["calls_by_stage"] == {"propose": 3, "select": 2, "answer": 1}
-    assert {c.role for c in out["llm_calls"]} == {"proposer", "selector", "answerer"}
+    assert {c["role"] for c in out["llm_calls"]} == {"proposer", "selector", "answerer"}
     assert {c["max_tokens"] for c in model.calls} == {1024}
 
 

@@ -102,7 +102,7 @@ def cmd_run(args) -> int:
 
 def cmd_report(args) -> int:
     from atomgraph.evaluation.plots import write_plots
-    from atomgraph.evaluation.pricing import price_table
+    from atomgraph.state.usage import price_table
     from atomgraph.evaluation.report import markdown_tables, summarize_runs
     from atomgraph.settings import get_settings
 
