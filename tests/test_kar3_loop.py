@@ -347,8 +347,8 @@ async def test_atomizer_temperature_is_bound_only_for_the_atomizer_call():
     assert hot.temperature == 0.7
     model = kar3_scripted_model()
     rt = Kar3Runtime(model, [])
-    await rt.ask(ATOMIZE_STAGE, {"content": "Title: T. Content: text"}, None, temperature=0.7)
-    await rt.ask(PROPOSE_STAGE, {"question": "q?", "context": "(none yet)"}, None)
+    await rt.ask(ATOMIZE_STAGE, {"title": "T", "text": "text"}, None, temperature=0.7)
+    await rt.ask(PROPOSE_STAGE, {"question": "q?", "chosen": []}, None)
     assert [c.get("temperature") for c in model.calls] == [0.7, None]
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.common import Kar3Runtime
-from atomgraph.prompts.kar3.answer import ANSWER_STAGE, SHORT_ANSWER_STAGE, render_answer
+from atomgraph.prompts.kar3.answer import ANSWER_STAGE, SHORT_ANSWER_STAGE
 from atomgraph.state.kar3 import EXIT_TEXT, AtomHit, Round
 from atomgraph.state.usage import LLMCall
 
@@ -47,7 +47,7 @@ def make_answer_node(rt: Kar3Runtime) -> Callable:
                        error=f"no atom index: {'; '.join(rounds[-1].notes) if rounds else ''} (KAR³ does not answer closed-book)")
         else:
             stage = SHORT_ANSWER_STAGE if params.short_answers else ANSWER_STAGE
-            result = await rt.ask(stage, render_answer({"question": state["question"], "chosen": chosen}), config)
+            result = await rt.ask(stage, {"question": state["question"], "chosen": chosen}, config)
             calls.append(result.call)
             out["llm_calls"] = [result.call]
             response = result.text or ""

@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.errors import AtomgraphError
 from atomgraph.nodes.kar3.common import Kar3IndexRuntime
-from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE, filter_atoms, render_atomize
+from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE, filter_atoms
 from atomgraph.state.kar3 import Kar3IndexContext
 from atomgraph.state.usage import LLMCall
 from atomgraph.tools.atom_index import AtomIndex, Chunk, collection_chunks
@@ -87,7 +87,7 @@ async def atomize_chunks(rt: Kar3IndexRuntime, index: AtomIndex, chunks: list[Ch
 
     async def one(chunk: Chunk) -> None:
         async with sem:  # a write holds its slot: atomized work waiting to be written stays bounded
-            result = await rt.ask(ATOMIZE_STAGE, render_atomize({"title": chunk.title, "text": chunk.text}), config,
+            result = await rt.ask(ATOMIZE_STAGE, {"title": chunk.title, "text": chunk.text}, config,
                                   temperature=params.atomizer_temperature)
             calls.append(result.call)
             if result.ok:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.common import Kar3Runtime
-from atomgraph.prompts.kar3.propose import PROPOSE_STAGE, render_propose
+from atomgraph.prompts.kar3.propose import PROPOSE_STAGE
 from atomgraph.state.kar3 import Round
 from atomgraph.state.output import InvalidQuestion, check_question
 
@@ -33,7 +33,7 @@ def make_propose_node(rt: Kar3Runtime) -> Callable:
                 r.notes.append(reason)
                 return {"rounds": [r], "exit": "no_index", "chosen": []}
         chosen = state.get("chosen") or []
-        result = await rt.ask(PROPOSE_STAGE, render_propose({"question": question, "chosen": chosen}), config)
+        result = await rt.ask(PROPOSE_STAGE, {"question": question, "chosen": chosen}, config)
         out: dict[str, Any] = {"llm_calls": [result.call], "exit": None}
         if result.ok:
             r.proposer_thinking = result.value.thinking

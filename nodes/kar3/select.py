@@ -11,9 +11,7 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.common import Kar3Runtime
-from atomgraph.prompts.kar3.select import (
-    SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE, render_select, render_select_paragraph,
-)
+from atomgraph.prompts.kar3.select import SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE
 from atomgraph.state.kar3 import AtomHit, Round
 from atomgraph.state.usage import LLMCall
 
@@ -28,8 +26,8 @@ def make_select_node(rt: Kar3Runtime) -> Callable:
                   "show_titles": params.show_titles}
         llm: list[LLMCall] = []
 
-        async def pick(stage, render, what: str) -> AtomHit | None:
-            result = await rt.ask(stage, render(inputs), config)
+        async def pick(stage, what: str) -> AtomHit | None:
+            result = await rt.ask(stage, inputs, config)
             llm.append(result.call)
             if not result.ok:
                 r.notes.append(f"{stage.name}: {result.problem}")
@@ -43,12 +41,11 @@ def make_select_node(rt: Kar3Runtime) -> Callable:
                            f" among the {what}")
             return None
 
-        choice = await pick(SELECT_OR_REJECT_STAGE if params.allow_reject else SELECT_STAGE, render_select,
-                            "atomic questions")
+        choice = await pick(SELECT_OR_REJECT_STAGE if params.allow_reject else SELECT_STAGE, "atomic questions")
         if choice is None:
             r.paragraphs_offered = True
             r.notes.append("no readable pick among the atomic questions: the same candidates are shown as paragraphs")
-            choice = await pick(SELECT_PARAGRAPH_STAGE, render_select_paragraph, "paragraphs")
+            choice = await pick(SELECT_PARAGRAPH_STAGE, "paragraphs")
         if choice is None:
             r.ended = "selector_none"
         else:

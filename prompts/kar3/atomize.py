@@ -109,5 +109,5 @@ def _from_structured(a: AtomicQuestions) -> list[str]:
 
 ATOMIZE_STAGE: Stage[list[str]] = Stage(
     name="atomize", role="atomizer", prompt=ATOMIZE_PROMPT, parser=text_parser(read_atomic_questions, "kar3_atoms"),
-    schema=AtomicQuestions, from_structured=_from_structured, max_tokens=1024,
+    schema=AtomicQuestions, from_structured=_from_structured, max_tokens=1024, render=render_atomize,
 )

@@ -1,6 +1,6 @@
 """How KAR³'s prompts show knowledge: the chosen chunks ("what is known so far") and the
 candidates a selector chooses from. Each stage's ``render_*`` function (next to its prompt)
-turns the node's inputs into prompt variables with these helpers.
+is the stage's ``Stage.render``: it turns the node's inputs into prompt variables with these helpers.
 
 The layout is the authors' (``pikerag/prompts/decomposition/atom_based.py``): a chunk is
 ``Title: <title>. Content: <text>``, each chunk once, in the order chosen, up to a total

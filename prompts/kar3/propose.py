@@ -79,5 +79,5 @@ def read_proposal(text: str) -> Proposal:
 PROPOSE_STAGE: Stage[Proposal] = Stage(
     name="propose", role="proposer", prompt=PROPOSE_PROMPT, parser=text_parser(read_proposal, "kar3_proposal"),
     schema=ProposalSchema, from_structured=lambda p: Proposal(as_str_list(p.sub_questions), p.thinking),
-    max_tokens=1024,
+    max_tokens=1024, render=render_propose,
 )

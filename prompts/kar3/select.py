@@ -124,12 +124,13 @@ read_selection = field_reader("question_idx")
 read_paragraph_selection = field_reader("paragraph_idx")
 
 
-def _stage(name: str, prompt: ChatPromptTemplate, key: str, schema: type[BaseModel]) -> Stage[Selection]:
+def _stage(name: str, prompt: ChatPromptTemplate, key: str, schema: type[BaseModel], render) -> Stage[Selection]:
     return Stage(name=name, role="selector", prompt=prompt, parser=text_parser(field_reader(key), f"kar3_{key}"),
                  schema=schema, from_structured=lambda s: Selection(_whole_number(getattr(s, key), key), s.thinking),
-                 max_tokens=1024)
+                 max_tokens=1024, render=render)
 
 
-SELECT_STAGE = _stage("select", SELECT_PROMPT, "question_idx", SelectionSchema)
-SELECT_OR_REJECT_STAGE = _stage("select", SELECT_OR_REJECT_PROMPT, "question_idx", SelectionSchema)
-SELECT_PARAGRAPH_STAGE = _stage("select_paragraph", SELECT_PARAGRAPH_PROMPT, "paragraph_idx", ParagraphSelectionSchema)
+SELECT_STAGE = _stage("select", SELECT_PROMPT, "question_idx", SelectionSchema, render_select)
+SELECT_OR_REJECT_STAGE = _stage("select", SELECT_OR_REJECT_PROMPT, "question_idx", SelectionSchema, render_select)
+SELECT_PARAGRAPH_STAGE = _stage("select_paragraph", SELECT_PARAGRAPH_PROMPT, "paragraph_idx", ParagraphSelectionSchema,
+                                render_select_paragraph)
