@@ -4,7 +4,9 @@
 - ``provider:model`` strings known to ``init_chat_model`` (``openai:gpt-4o``,
   ``anthropic:...``, ``ollama:...``) go through ``init_chat_model``;
 - any other name is an OpenAI model, or — when ``OPENAI_BASE_URL`` is set — a model
-  served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server).
+  served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server);
+- ``local`` (the bundled Gemma-3-270M) and ``local:/path/to/model.gguf`` run in this process
+  (:class:`atomgraph.local.chat.ChatLocalLlama`).
 
 Models are called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>`
 (one call path) and recorded by :class:`~atomgraph.nodes.recorder.CallRecorder` (one recorder).
@@ -84,10 +86,19 @@ def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatMod
     name = str(name).strip()
     if not name:
         raise ConfigError(MISSING_MODEL_HELP)
+    if is_local(name):
+        from atomgraph.local.chat import ChatLocalLlama
+
+        path = name.split(":", 1)[1].strip() if ":" in name else None
+        model = ChatLocalLlama(model=name, model_path=path or None, temperature=settings.temperature,
+                               max_tokens=settings.max_tokens)
+        model.engine  # load now: a missing or unusable file is a ConfigError here, not mid-run
     # The output cap is bound per stage (cap_output), so a cached response is keyed by it.
     common: dict[str, Any] = {"temperature": settings.temperature}
     prefix = name.split(":", 1)[0] if ":" in name else None
-    if prefix in INIT_CHAT_MODEL_PROVIDERS:
+    if is_local(name):
+        pass
+    elif prefix in INIT_CHAT_MODEL_PROVIDERS:
         from langchain.chat_models import init_chat_model
 
         if prefix == "openai":  # the settings' key and server apply to OpenAI's provider too
@@ -125,6 +136,16 @@ def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatMod
     if limiter is not None:
         model.rate_limiter = limiter
     return model
+
+
+def is_local(model: "str | BaseChatModel | None") -> bool:
+    """Whether ``model`` (a model string or a chat model) runs in this process: ``local``,
+    ``local:/path/to/model.gguf`` or a :class:`~atomgraph.local.chat.ChatLocalLlama`."""
+    if isinstance(model, str):
+        return model.strip() == "local" or model.strip().startswith("local:")
+    from atomgraph.prompts.constraints import is_local as in_process
+
+    return model is not None and in_process(model)
 
 
 ModelsArg = BaseChatModel | Mapping[str, BaseChatModel] | None

@@ -25,7 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -87,7 +87,8 @@ class Settings(BaseSettings):
     )
     structured_output: bool = Field(
         False, description="Ask models for JSON-schema structured output (with_structured_output) where a stage "
-                           "declares a schema; off: plain-text prompts with tolerant parsers (any model).",
+                           "declares a schema; off: plain-text prompts with tolerant parsers (any model). "
+                           "Unset, it is on when a configured model is local (grammar-constrained decoding).",
     )
     request_timeout: float = 120.0
     max_retries: int = 2
@@ -169,6 +170,16 @@ class Settings(BaseSettings):
         if isinstance(v, str):
             return [x.strip() for x in v.split(",") if x.strip()]
         return v
+
+    @model_validator(mode="after")
+    def _structured_for_local(self) -> "Settings":
+        # A local model decodes under the stage's JSON-schema grammar, so its replies parse.
+        if "structured_output" not in self.model_fields_set and any(
+            (m or "").strip() == "local" or (m or "").strip().startswith("local:") for m in
+            (self.model, *(getattr(self, f"{r}_model") for r in ROLES))
+        ):
+            self.structured_output = True
+        return self
 
     def model_for(self, role: Role) -> str | None:
         """The model name configured for ``role`` (its own, else the default)."""
