@@ -68,6 +68,7 @@ async def run_config(graph, items: list[dict], context: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--questions", type=int, default=20)
+    ap.add_argument("--skip", type=int, default=0, help="start after this many questions")
     ap.add_argument("--model", default="local")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--out", default=None)
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from atomgraph.graphs.kar3 import build_kar3_graph
 
-    items = json.loads(path.read_text(encoding="utf-8"))[: args.questions]
+    items = json.loads(path.read_text(encoding="utf-8"))[args.skip: args.skip + args.questions]
     result: dict = {"model": args.model, "questions": len(items), "paper_tokens_per_question": 8820, "configs": {}}
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(cache=False, chroma_path=tmp, model=args.model)
