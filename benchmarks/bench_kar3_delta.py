@@ -134,12 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         hits = index.search_atoms([q for q, _ in queries], args.k, None, metric="cosine")
         rows = [{"query": q, "cos": [h.score for h in hs], "support": [h.chunk_id == sid for h in hs]}
                 for (q, sid), hs in zip(queries, hits)]
+        counts = index.counts()  # while the temporary index still exists
     top1 = [r["cos"][0] for r in rows if r["cos"]]
     top1_support = [r["cos"][0] for r in rows if r["cos"] and r["support"][0]]
     top1_other = [r["cos"][0] for r in rows if r["cos"] and not r["support"][0]]
     result = {
         "embeddings": args.embeddings, "atoms": atoms_from, "questions": len(items), "queries": len(rows),
-        "k": args.k, "counts": index.counts(), "build_s": round(built, 1),
+        "k": args.k, "counts": counts, "build_s": round(built, 1),
         "top1_cosine_p50": round(percentile(top1, 50), 3) if top1 else None,
         "top1_cosine_p50_when_support": round(percentile(top1_support, 50), 3) if top1_support else None,
         "top1_cosine_p50_when_not_support": round(percentile(top1_other, 50), 3) if top1_other else None,
