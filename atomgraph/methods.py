@@ -28,7 +28,7 @@ from atomgraph.state.baselines import ClosedBookContext, RagContext
 from atomgraph.state.compare import (DecomposedRagContext, IrcotContext, IterRetGenContext, ReactContext,
                                      SelfAskContext)
 from atomgraph.state.indexing import WikipediaIndexContext
-from atomgraph.state.kar3 import Kar3Context
+from atomgraph.state.kar3 import Kar3Context, Kar3IndexContext
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,9 @@ METHODS: tuple[Method, ...] = (
     Method("wikipedia_index", "atomgraph.graphs.wikipedia_index:build_wikipedia_index_graph", WikipediaIndexContext,
            "Index a corpus into the Wikipedia passage collection (Chroma)", roles=(),
            graph="./graphs/wikipedia_index.py:graph", kind="index"),
-    Method("kar3_index", "atomgraph.graphs.kar3_index:build_kar3_index_graph", Kar3Context,
+    Method("kar3_index", "atomgraph.graphs.kar3_index:build_kar3_index_graph", Kar3IndexContext,
            "KAR³ indexing: atomize chunks into the atomic questions they answer (resumable)", roles=("atomizer",),
-           graph="./graphs/kar3_index.py:graph", kind="index", section="kar3"),
+           graph="./graphs/kar3_index.py:graph", kind="index"),
 )
 
 

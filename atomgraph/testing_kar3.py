@@ -2,7 +2,7 @@
 
 The scripted atomizer turns each sentence of a chunk into an atomic question; the scripted
 proposer answers from a per-question plan (one list of sub-questions per round, then
-"enough"); the selector picks a fixed candidate; the answerer replies in KAR³'s JSON.
+an empty list); the selector picks a fixed candidate; the answerer replies in KAR³'s JSON.
 
 >>> model = kar3_scripted_model({"Where did X's advisor die?": [["Who was X's advisor?"], ["Where did Y die?"]]},
 ...                             answer="Munich")
@@ -16,17 +16,20 @@ from typing import Any, Callable
 
 from atomgraph.testing import ScriptedChatModel
 
-_PASSAGE = re.compile(r"Passage:\n(.*?)\n\nQuestions:", re.S)
-_QUESTION = re.compile(r"\n\nQuestion: (.*?)\n\n", re.S)
-_GATHERED = re.compile(r"Passages gathered so far:\n(.*?)\n\n(?:Candidates|Question):", re.S)
+_PASSAGE = re.compile(r"## Content\n(.*?)\n\n## Your questions:", re.S)
+_QUESTION = re.compile(r"## Question\n(.*?)(?:\n\n|$)", re.S)
+_GATHERED = re.compile(r"## Knowledge we already have\n(.*?)\n\n## ", re.S)
 
 
 def passage_of(prompt: str) -> tuple[str, str]:
-    """(title, text) of the chunk in an atomize prompt."""
+    """(title, text) of the chunk in an atomize prompt (``Title: <title>. Content: <text>``)."""
     m = _PASSAGE.search(prompt)
     body = m.group(1) if m else prompt
-    title, sep, text = body.partition(" | ")
-    return (title, text) if sep else ("", body)
+    if body.startswith("Title: "):
+        title, sep, text = body[len("Title: "):].partition(". Content: ")
+        if sep:
+            return title, text
+    return "", body
 
 
 def sentences(text: str) -> list[str]:
@@ -56,8 +59,9 @@ def synthetic_atoms(title: str, text: str, n: int = 10) -> list[str]:
 
 
 def chunks_in_context(prompt: str) -> int:
+    """How many chosen chunks a propose/select/answer prompt shows."""
     m = _GATHERED.search(prompt)
-    return 0 if not m or m.group(1).startswith("(none yet)") else len(re.findall(r"^\[\d+\] ", m.group(1), re.M))
+    return 0 if not m or m.group(1).startswith("(none yet)") else len(re.findall(r"^Title: .*?\. Content: ", m.group(1), re.M))
 
 
 def question_of(prompt: str) -> str:
@@ -69,12 +73,13 @@ def kar3_scripted_model(
     plans: dict[str, list[list[str]]] | Callable[[str], str] | None = None,
     answer: str | Callable[[str], str] = "unknown",
     select: str | Callable[[str], str] = '{"thinking": "the first candidate asks what is missing", "question_idx": 1}',
+    select_paragraph: str | Callable[[str], str] = '{"thinking": "the first paragraph", "paragraph_idx": 1}',
     atomize: str | Callable[[str], str] = sentence_atoms,
     latency_s: float = 0.0,
     **stages: Any,
 ) -> ScriptedChatModel:
     """A model for every KAR³ stage. ``plans`` maps a question to its proposals per round
-    (round t uses entry t-1; past the end: an empty list, i.e. enough), or is the proposer's
+    (round t uses entry t-1; past the end: an empty list, i.e. stop), or is the proposer's
     reply as a function of the prompt. ``answer``: the answer text (or a function of the prompt)."""
 
     def propose(prompt: str) -> str:
@@ -92,6 +97,7 @@ def kar3_scripted_model(
         text = answer(prompt) if callable(answer) else answer
         return json.dumps({"rationale": "from the passages", "answer": text})
 
-    script: dict[str, Any] = {"atomize": atomize, "propose": propose, "select": select, "answer": answering}
+    script: dict[str, Any] = {"atomize": atomize, "propose": propose, "select": select,
+                              "select_paragraph": select_paragraph, "answer": answering}
     script.update(stages)
     return ScriptedChatModel(stages=script, latency_s=latency_s)

@@ -32,10 +32,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from atomgraph.nodes.kar3.common import Kar3Runtime  # noqa: E402
+from atomgraph.nodes.kar3.common import Kar3IndexRuntime  # noqa: E402
 from atomgraph.nodes.kar3.index import atomize_chunks  # noqa: E402
 from atomgraph.settings import Settings  # noqa: E402
-from atomgraph.state.kar3 import Kar3Context  # noqa: E402
+from atomgraph.state.kar3 import Kar3IndexContext  # noqa: E402
 from atomgraph.testing_kar3 import kar3_scripted_model, passage_of, synthetic_atoms  # noqa: E402
 from atomgraph.tools.atom_index import AtomIndex, Chunk  # noqa: E402
 from atomgraph.tools.ingest import passage_id  # noqa: E402
@@ -76,11 +76,11 @@ class NullIndex:
 async def atomize(folder: Path, name: str, chunks: list[Chunk], concurrency: int, latency: float,
                   store: bool = True) -> dict:
     settings = Settings(cache=False, chroma_path=str(folder))
-    rt = Kar3Runtime(kar3_scripted_model(atomize=ten_atoms, latency_s=latency), [], settings)
+    rt = Kar3IndexRuntime(kar3_scripted_model(atomize=ten_atoms, latency_s=latency), settings)
     index = AtomIndex(name, settings=settings) if store else NullIndex()
     if store:
         index.open(create=True)
-    stats, _ = await atomize_chunks(rt, index, chunks, Kar3Context(atomizer_concurrency=concurrency))
+    stats, _ = await atomize_chunks(rt, index, chunks, Kar3IndexContext(atomizer_concurrency=concurrency))
     return {"concurrency": concurrency, "chunks": len(chunks), "atoms": stats["atoms"], "seconds": stats["seconds"],
             "chunks_per_s": stats["chunks_per_s"]}
 

@@ -5,13 +5,16 @@
                └─────────────────────────┘
     propose / retrieve / select ──(exit)──→ answer → END
 
-``propose`` asks for atomic sub-questions given the question and the chunks chosen so far
-(or says enough); ``retrieve`` matches each against the atomic questions of the atom index
-(top-k, cosine ≥ δ; chunks already chosen dropped; duplicates merged), with the backups
-when nothing comes back; ``select`` lets the selector choose one atomic question, whose
-chunk joins the context; ``answer`` answers from the chosen chunks. The loop ends when N
-chunks are chosen, the proposer says enough, nothing is retrieved, or the selector picks
-none; ``trace["rounds"]`` records every round and ``trace["exit"]`` why it ended.
+``propose`` asks for as many diverse atomic sub-questions as the proposer can raise, given
+the question and the chunks chosen so far (an empty list ends the loop); ``retrieve``
+matches them against the atomic questions of the atom index (k = 4 each for several, 8 for
+one; score ≥ δ on ``delta_metric``; chunks already chosen dropped; proposal order), with the
+authors' backups when nothing is left (the question against atoms, then against chunks);
+``select`` makes the selector pick one candidate (1..N, read from ``question_idx``; no
+readable pick: the same candidates as paragraphs), whose chunk joins the context; ``answer``
+answers from the chosen chunks. The loop ends when N chunks are chosen, the proposer gives an
+empty list, nothing is retrieved, or no pick is readable; ``trace["rounds"]`` records every
+round and ``trace["exit"]`` why it ended.
 
 >>> graph = build_kar3_graph(model=my_model, sources=[AtomSource("musique")])
 >>> graph.invoke({"question": "..."}, context={"max_chunks": 3})["answer"]

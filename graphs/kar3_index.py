@@ -3,10 +3,12 @@ an atom index.
 
     START → load → atomize → END
 
-``load`` reads the chunks (the same formats, splitting and content-hash ids as
-``atomgraph index wikipedia``; or every passage of ``from_collection``) and keeps those not
+``load`` reads the chunks (whole paragraphs, as the authors atomize them; ``split_chunks``:
+split as ``atomgraph index wikipedia`` splits them; content-hash ids either way; or every
+passage of ``from_collection``) and keeps those not
 yet atomized; ``atomize`` sends each to the atomizer (``atomizer_concurrency`` at once, at
-``atomizer_temperature``), and writes chunks and atomic questions in batches. A killed run
+``atomizer_temperature``), and keeps the lines that are atomic questions (rejects counted in ``stats``), and writes chunks
+and atomic questions in batches. A killed run
 loses at most the batches in flight; rerunning it atomizes only what is missing.
 
 >>> graph.invoke({"inputs": ["corpus.json"], "collection": "musique"}, context={"atomizer_concurrency": 16})["stats"]
@@ -19,7 +21,7 @@ from typing import Any
 from langgraph.graph import END, START
 
 from atomgraph.models import ModelsArg
-from atomgraph.nodes.kar3.common import Kar3Runtime
+from atomgraph.nodes.kar3.common import Kar3IndexRuntime
 from atomgraph.nodes.kar3.index import make_atomize_node, make_load_node
 from atomgraph.nodes.runtime import dual
 from atomgraph.settings import Settings
@@ -30,7 +32,7 @@ def build_kar3_index_graph(model: ModelsArg = None, settings: Settings | None = 
                            embeddings: Any = None, progress: bool = False):
     """Compile the atomizing graph (``model``: the atomizer, or a role map with ``atomizer``;
     ``embeddings``: an Embeddings object, default from settings; ``progress``: a progress bar)."""
-    rt = Kar3Runtime(model, [], settings)
+    rt = Kar3IndexRuntime(model, settings)
     g = rt.state_graph(Kar3IndexState, Kar3IndexInput, Kar3IndexOutput)
     g.add_node("load", dual(make_load_node(rt, embeddings)))
     g.add_node("atomize", dual(make_atomize_node(rt, embeddings, progress)))

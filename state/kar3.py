@@ -17,25 +17,46 @@ from atomgraph.state.output import MethodInput, MethodOutput
 from atomgraph.state.usage import CallRecords
 
 
+DeltaMetric = Literal["pike_l2", "cosine"]
+
+
 @dataclass(kw_only=True)
 class Kar3Context:
-    """KAR³'s run parameters (settings section ``[kar3]``; the context schema of ``kar3`` and
-    ``kar3_index``). Defaults are the paper's (§4.1, appendix A.3)."""
+    """KAR³'s QA run parameters (settings section ``[kar3]``; the ``kar3`` graph's context
+    schema). Defaults are the paper's (§4.1, appendix A.3) and its authors' code
+    (microsoft/PIKE-RAG, ``examples/*/configs/atomic_decompose.yml``); each field marked
+    *switch* restores a behaviour of ours (README: KAR³ deviations)."""
 
     max_chunks: Annotated[int, Field(ge=1, description="N: rounds of propose → retrieve → select, so at most N chunks reach the answer (paper: 5).")] = 5
-    atom_top_k: Annotated[int, Field(ge=1, description="Atomic questions retrieved per proposal (paper: k = 4).")] = 4
-    delta: Annotated[float, Field(ge=-1, le=1, description="δ: least cosine similarity between a proposal and an atomic question (paper: 0.5).")] = 0.5
-    chunk_top_k: Annotated[int, Field(ge=1, description="Chunks retrieved by the last backup (the question against chunks, each scored by its best-matching atom).")] = 4
-    max_proposals: Annotated[int, Field(ge=1, description="Proposals kept per round (the rest are dropped, noted in the trace).")] = 8
-    backups: Annotated[bool, Field(description="When the proposals retrieve nothing: the question against atoms, then chunk retrieval (the reference code's order).")] = True
+    atom_top_k: Annotated[int, Field(ge=1, description="Atomic questions retrieved per proposal when there are several proposals (paper: k = 4; authors' atom_retrieve_k).")] = 4
+    single_query_top_k: Annotated[int, Field(ge=1, description="Atomic questions retrieved for a single query: one proposal, or the question in the first backup (authors' retrieve_k = 8).")] = 8
+    delta: Annotated[float, Field(ge=-1, le=1, description="δ: least relevance score of a hit, on delta_metric (paper: 0.5).")] = 0.5
+    delta_metric: Annotated[DeltaMetric, Field(description="The score δ applies to: 'pike_l2' = the authors' 1 − ‖q − a‖²/√2 (Chroma l2 space, LangChain relevance; δ = 0.5 ⇔ cosine ≥ 0.646 on unit vectors); 'cosine' = cosine similarity (ours before).")] = "pike_l2"
+    chunk_top_k: Annotated[int, Field(ge=1, description="Chunks retrieved by the last backup (the question against chunks, gated by δ, each shown with its best-matching atom; authors: 8).")] = 8
+    backups: Annotated[bool, Field(description="When the proposals retrieve nothing: the question against atoms, then chunk retrieval (the authors' order).")] = True
     collection: Annotated[str, Field(description="Chroma chunk collection (atoms in '<name>_atoms'); empty: the 'atoms' source given to the graph, else settings.chroma_collection.")] = ""
+    # --- switches: our earlier behaviour, off by default -----------------------------------
+    allow_reject: Annotated[bool, Field(description="Switch: the selector may answer 0 ('no candidate helps'); the authors' selector must pick 1..N.")] = False
+    max_proposals: Annotated[int | None, Field(ge=1, description="Switch: keep at most this many proposals per round (authors: no cap; empty = no cap; ours was 8).")] = None
+    dedupe_candidates: Annotated[bool, Field(description="Switch: merge duplicate atoms and sort all candidates by score (authors: proposal order, duplicates kept).")] = False
+    show_titles: Annotated[bool, Field(description="Switch: show each candidate atom with its chunk's title (authors: atoms only).")] = False
+    short_answers: Annotated[bool, Field(description="Switch: the answerer is asked for the shortest answer, rationale first (authors: a neutral answer, answer first).")] = False
+
+
+@dataclass(kw_only=True)
+class Kar3IndexContext:
+    """KAR³'s indexing run parameters (settings section ``[kar3_index]``; the ``kar3_index``
+    graph's context schema)."""
+
     atomizer_temperature: Annotated[float, Field(ge=0, le=2, description="Sampling temperature of the atomizer (paper: 0.7; every QA step runs at the settings' temperature).")] = 0.7
-    atomizer_concurrency: Annotated[int, Field(ge=1, description="Chunks atomized at once while indexing.")] = 8
+    atomizer_concurrency: Annotated[int, Field(ge=1, description="Chunks atomized at once.")] = 8
     write_batch: Annotated[int, Field(ge=1, description="Atomized chunks embedded and written together (a kill loses at most one batch of work).")] = 32
-    max_tokens: Annotated[int, Field(ge=16, description="Indexing a corpus: longer passages are split into chunks of at most this many tokens.")] = 256
+    split_chunks: Annotated[bool, Field(description="Switch: split passages longer than max_tokens before atomizing (authors: whole paragraphs).")] = False
+    max_tokens: Annotated[int, Field(ge=16, description="With split_chunks: passages are split into chunks of at most this many tokens.")] = 256
+    max_atom_words: Annotated[int, Field(ge=3, description="Atomizer lines longer than this many words are rejected (not atomic questions).")] = 40
     format: Annotated[Literal["auto", "jsonl", "hipporag", "hotpot-bz2", "tsv"],
-                      Field(description="Indexing a corpus: input format ('auto' reads it from the file).")] = "auto"
-    limit: Annotated[int | None, Field(ge=0, description="Indexing: read at most this many records or chunks (empty: all).")] = None
+                      Field(description="Input format ('auto' reads it from the file).")] = "auto"
+    limit: Annotated[int | None, Field(ge=0, description="Read at most this many records or chunks (empty: all).")] = None
 
 
 Via = Literal["proposal", "question", "chunk"]
@@ -50,7 +71,7 @@ class AtomHit(BaseModel):
     chunk_id: str
     title: str = ""
     text: str = ""  # the chunk's text
-    score: float  # cosine similarity of query and atom (of query and chunk when it has no atoms)
+    score: float  # the hit's score on the run's delta_metric (the best atom's, for a chunk-backup hit)
     via: Via = "proposal"  # proposals, backup 1 (the question against atoms), backup 2 (chunk retrieval)
 
 
@@ -59,11 +80,11 @@ class Round(BaseModel):
 
     number: int
     proposals: list[str] = Field(default_factory=list)
-    enough: bool = False  # the proposer said nothing more is needed
+    enough: bool = False  # the proposer gave an empty list of sub-questions
     proposer_thinking: str = ""
     tiers: list[dict] = Field(default_factory=list)  # [{"via", "queries", "hits"}] in the order tried
-    hits: list[AtomHit] = Field(default_factory=list)  # what the selector was offered (first list)
-    chunk_hits: list[AtomHit] = Field(default_factory=list)  # chunk-level hits offered after a rejection
+    hits: list[AtomHit] = Field(default_factory=list)  # the candidates the selector was offered
+    paragraphs_offered: bool = False  # no readable pick among the atoms: the same candidates shown as paragraphs
     choice: AtomHit | None = None
     selector_thinking: str = ""
     ended: str | None = None  # why the loop ended in this round
@@ -74,10 +95,10 @@ ExitReason = Literal["max_chunks", "enough", "nothing_retrieved", "selector_none
 
 EXIT_TEXT: dict[str, str] = {
     "max_chunks": "N chunks chosen",
-    "enough": "the proposer said the chosen chunks are enough",
+    "enough": "the proposer gave an empty list of sub-questions",
     "nothing_retrieved": "nothing retrieved (proposals, then the backups)",
-    "selector_none": "the selector chose none of the hits",
-    "no_index": "no atom index to retrieve from",
+    "selector_none": "no readable pick, neither among the atomic questions nor among the same candidates as paragraphs",
+    "no_index": "no atom index to retrieve from (no answer: KAR³ does not fall back to closed-book)",
     "invalid_question": "the question cannot be asked",
 }
 

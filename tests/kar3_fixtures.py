@@ -21,10 +21,11 @@ def settings_at(folder: Path, **kw) -> Settings:
     return Settings(cache=False, chroma_path=str(folder), **kw)
 
 
-def build_demo_index(folder: Path, collection: str = COLLECTION, limit: int | None = None) -> dict:
-    """Atomize the demo pack into ``folder``; returns the indexing graph's output."""
+def build_demo_index(folder: Path, collection: str = COLLECTION, limit: int | None = None, model=None) -> dict:
+    """Atomize the demo pack into ``folder`` (``model``: default the sentence atomizer);
+    returns the indexing graph's output."""
     settings = settings_at(folder)
-    graph = build_kar3_index_graph(model=kar3_scripted_model(), settings=settings)
+    graph = build_kar3_index_graph(model=model or kar3_scripted_model(), settings=settings)
     context = {"limit": limit} if limit is not None else {}
     return graph.invoke({"inputs": [str(PASSAGES)], "collection": collection}, context=context)
 

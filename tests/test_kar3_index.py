@@ -138,5 +138,37 @@ def test_cli_index_atoms(tmp_path, capsys):
 
 
 def test_sentence_atoms_script():
-    prompt = "Passage:\nArnold Sommerfeld | Sommerfeld died in Munich in 1951. He taught Heisenberg.\n\nQuestions:"
+    prompt = "## Content\nTitle: Arnold Sommerfeld. Content: Sommerfeld died in Munich in 1951. He taught Heisenberg.\n\n## Your questions:"
     assert sentence_atoms(prompt).splitlines() == ["Sommerfeld died in Munich in 1951?", "Arnold Sommerfeld: He taught Heisenberg?"]
+
+
+def test_atomizer_lines_that_are_not_atomic_questions_are_rejected_and_counted(tmp_path, capsys):
+    reply = ("Questions:\nWho supervised Werner Heisenberg?\nHeisenberg was a physicist.\nWhy?\n"
+             "What " + "exactly " * 50 + "happened?\nWhere did Arnold Sommerfeld die?")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([["stage:atomize", reply]]))
+    args = ["index", "atoms", str(PASSAGES), "--collection", "demo", "--persist", str(tmp_path / "db"),
+            "--model", f"scripted:{rules}", "--limit", "3"]
+    assert main([*args, "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["atomized"] == 3 and stats["atoms"] == 6 and stats["rejected_lines"] == 12
+    assert stats["rejected_by_reason"] == {"not_question": 6, "too_short": 3, "too_long": 3}
+    chunks, atoms = collections(tmp_path / "db")
+    assert sorted(set(atoms["documents"])) == ["Where did Arnold Sommerfeld die?", "Who supervised Werner Heisenberg?"]
+    assert main([*args, "--collection", "demo2"]) == 0
+    assert "12 atomizer lines rejected (not_question 6, too_long 3, too_short 3)" in capsys.readouterr().out
+
+
+def test_paragraphs_are_atomized_whole_unless_split(tmp_path):
+    long_text = " ".join(f"Sentence number {i} tells one more fact about the Acme Corporation." for i in range(60))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"title": "Acme", "text": long_text}) + "\n")
+    model = kar3_scripted_model()
+    settings = settings_at(tmp_path / "db")
+    whole = build_kar3_index_graph(model=model, settings=settings).invoke({"inputs": [str(corpus)], "collection": "whole"})
+    assert whole["stats"]["chunks"] == 1
+    split = build_kar3_index_graph(model=model, settings=settings).invoke(
+        {"inputs": [str(corpus)], "collection": "split"}, context={"split_chunks": True, "max_tokens": 64})
+    assert split["stats"]["chunks"] > 5
+    atomized = [c for c in model.calls if c["stage"] == "atomize"]
+    assert "Title: Acme. Content: " + long_text in atomized[0]["prompt"]

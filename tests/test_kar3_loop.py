@@ -1,5 +1,6 @@
 """KAR³'s QA loop over a real Chroma atom index (the demo pack, atomized by the scripted
-atomizer): each loop exit, each backup in order, unreadable output everywhere, accounting."""
+atomizer): each loop exit, each backup in order with its k and gate, δ on both metrics, the
+paragraph backup and no silent top hit, the switches, unreadable output everywhere, accounting."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def stages(model) -> list[str]:
     return [c["stage"] for c in model.calls]
 
 
-def test_two_hops_then_enough(index_dir):
+def test_two_hops_then_an_empty_list(index_dir):
     model = kar3_scripted_model(PLAN, answer="Munich")
     out = run(index_dir, model)
     trace = out["trace"]
@@ -42,16 +43,18 @@ def test_two_hops_then_enough(index_dir):
     assert [r["proposals"] for r in rounds] == [PLAN[QUESTION][0], PLAN[QUESTION][1], []]
     assert rounds[2]["enough"] and rounds[2]["ended"] == "enough"
     for r in rounds[:2]:
+        # one proposal: a single query, k = 8; every hit passes δ on the authors' score
         assert r["hits"] and all(h["score"] >= 0.5 and h["chunk_id"] for h in r["hits"])
         assert [h["score"] for h in r["hits"]] == sorted((h["score"] for h in r["hits"]), reverse=True)
         assert r["choice"] == r["hits"][0]  # the scripted selector picks candidate 1
-        assert r["tiers"] == [{"via": "proposal", "queries": 1, "hits": len(r["hits"])}]
-    assert rounds[1]["choice"]["title"] == "Arnold Sommerfeld" and "died in Munich" in rounds[1]["choice"]["text"]
+        assert r["tiers"] == [{"via": "proposal", "queries": 1, "k": 8, "hits": len(r["hits"])}]
+        assert not r["paragraphs_offered"]
+    assert "died in Munich" in rounds[1]["choice"]["text"]
     assert out["retrieved_ids"] == [r["choice"]["chunk_id"] for r in rounds[:2]]
     assert stages(model) == ["propose", "select", "propose", "select", "propose", "answer"]
     # the answerer sees the chosen chunks; the second proposer call sees the first chunk
     assert "died in Munich" in model.calls[-1]["prompt"]
-    assert rounds[0]["choice"]["text"][:40] in model.calls[2]["prompt"]
+    assert f"Title: {rounds[0]['choice']['title']}. Content: {rounds[0]['choice']['text'][:40]}" in model.calls[2]["prompt"]
 
 
 def test_exit_when_n_chunks_are_chosen(index_dir):
@@ -65,11 +68,87 @@ def test_exit_when_n_chunks_are_chosen(index_dir):
     assert first["choice"]["chunk_id"] not in {h["chunk_id"] for h in second["hits"]}
 
 
-def test_exit_when_the_proposer_says_enough_at_once(index_dir):
+def test_exit_only_on_an_empty_list(index_dir):
     model = kar3_scripted_model({QUESTION: []}, answer="Munich")
     out = run(index_dir, model)
     assert out["trace"]["exit"] == "enough" and out["retriever_calls"] == []
     assert stages(model) == ["propose", "answer"] and "(none yet)" in model.calls[-1]["prompt"]
+
+
+def test_a_prose_not_enough_is_no_stop(index_dir):
+    model = kar3_scripted_model(lambda p: "The passages are not enough to answer this.", answer="Munich")
+    out = run(index_dir, model, max_chunks=1)
+    r = out["trace"]["rounds"][0]
+    assert out["trace"]["exit"] == "max_chunks" and not r["enough"]
+    assert r["proposals"] == [QUESTION] and any(n.startswith("proposer: unreadable") for n in r["notes"])
+
+
+def test_proposals_are_not_capped_unless_asked(index_dir):
+    subs = [f"Who was the doctoral advisor of Werner Heisenberg (variant {i})?" for i in range(10)]
+    model = kar3_scripted_model({QUESTION: [subs]}, answer="x")
+    r = run(index_dir, model, max_chunks=1)["trace"]["rounds"][0]
+    assert len(r["proposals"]) == 10 and r["tiers"][0] == {"via": "proposal", "queries": 10, "k": 4, "hits": len(r["hits"])}
+    model = kar3_scripted_model({QUESTION: [subs]}, answer="x")
+    r = run(index_dir, model, max_chunks=1, max_proposals=8)["trace"]["rounds"][0]
+    assert len(r["proposals"]) == 8 and any("2 proposal(s) over max_proposals=8 dropped" in n for n in r["notes"])
+
+
+def test_several_proposals_k4_each_in_proposal_order_duplicates_kept(index_dir):
+    subs = ["Who was the doctoral advisor of Werner Heisenberg?", "Who supervised the doctorate of Werner Heisenberg?"]
+    model = kar3_scripted_model({QUESTION: [subs]}, answer="x")
+    out = run(index_dir, model, max_chunks=1, delta_metric="cosine", delta=0.3)
+    r = out["trace"]["rounds"][0]
+    assert r["tiers"][0]["k"] == 4 and [c["hits"] for c in out["retriever_calls"]] == [4, 4]
+    assert [h["query"] for h in r["hits"]] == [subs[0]] * 4 + [subs[1]] * 4  # proposal order
+    ids = [h["atom_id"] for h in r["hits"]]
+    assert len(set(ids)) < len(ids)  # the same atom found by both proposals is offered twice
+    model = kar3_scripted_model({QUESTION: [subs]}, answer="x")
+    r = run(index_dir, model, max_chunks=1, delta_metric="cosine", delta=0.3, dedupe_candidates=True)["trace"]["rounds"][0]
+    ids = [h["atom_id"] for h in r["hits"]]
+    assert len(set(ids)) == len(ids) and [h["score"] for h in r["hits"]] == sorted((h["score"] for h in r["hits"]), reverse=True)
+
+
+def test_delta_on_both_metrics(index_dir):
+    from atomgraph.tools.atom_index import cosine_at, relevance
+
+    index = demo_source(index_dir).index
+    q = "Who was the doctoral advisor of Werner Heisenberg?"
+    cos = index.search_atoms([q], 8, None, metric="cosine")[0]
+    pike = index.search_atoms([q], 8, None, metric="pike_l2")[0]
+    assert [h.atom_id for h in cos] == [h.atom_id for h in pike]
+    for c, p in zip(cos, pike):  # the authors' score: 1 - (2 - 2cos)/√2
+        assert p.score == pytest.approx(1 - (2 - 2 * c.score) / 2 ** 0.5, abs=1e-3)
+        assert p.score == pytest.approx(relevance(c.score), abs=1e-3)
+    assert cosine_at("pike_l2", 0.5) == pytest.approx(0.6464, abs=1e-4) and cosine_at("cosine", 0.5) == 0.5
+    kept_cos = index.search_atoms([q], 8, 0.5, metric="cosine")[0]
+    kept_pike = index.search_atoms([q], 8, 0.5, metric="pike_l2")[0]
+    assert all(h.score >= 0.5 for h in kept_pike) and all(c.score >= 0.6464 - 1e-3 for c in cos[: len(kept_pike)])
+    assert len(kept_pike) < len(kept_cos)  # δ = 0.5 is stricter on the authors' score
+    with pytest.raises(Exception, match="delta_metric"):
+        index.search_atoms([q], 8, 0.5, metric="dot")
+
+
+def test_queries_are_embedded_with_embed_query(index_dir):
+    from atomgraph.tools.atom_index import AtomIndex
+
+    index = demo_source(index_dir).index
+    seen: list[str] = []
+
+    class Spy:
+        def embed_query(self, text):
+            seen.append("query")
+            return index.embeddings.embed_query(text)
+
+        def embed_documents(self, texts):
+            seen.append("documents")
+            return index.embeddings.embed_documents(texts)
+
+    spy = AtomIndex("demo", path=str(index_dir), embeddings=index.embeddings, settings=settings_at(index_dir))
+    spy._embeddings = Spy()
+    spy._emb_arg = index.embeddings
+    spy.search_atoms(["a?", "b?"], 4, 0.5)
+    spy.search_chunks("a?", 8, threshold=0.5)
+    assert seen == ["query", "query", "query"]
 
 
 def test_exit_when_nothing_is_retrieved(index_dir):
@@ -77,59 +156,99 @@ def test_exit_when_nothing_is_retrieved(index_dir):
     out = run(index_dir, model, delta=0.99, backups=False)
     r = out["trace"]["rounds"][0]
     assert out["trace"]["exit"] == "nothing_retrieved" and r["ended"] == "nothing_retrieved"
-    assert r["tiers"] == [{"via": "proposal", "queries": 1, "hits": 0}] and r["hits"] == []
-    assert any("no atomic question with cosine ≥ δ=0.99" in n for n in r["notes"])
+    assert r["tiers"] == [{"via": "proposal", "queries": 1, "k": 8, "hits": 0}] and r["hits"] == []
+    assert any("no atomic question with pike_l2 ≥ δ=0.99" in n for n in r["notes"])
     assert stages(model) == ["propose", "answer"]
     assert out["trace"]["exit_text"].startswith("nothing retrieved")
 
 
-def test_backup_one_the_question_against_atoms(index_dir):
+def test_backup_one_the_question_against_atoms_k8(index_dir):
     model = kar3_scripted_model({QUESTION: [["zqxj vbnm wplk?"]]}, answer="Munich")
     out = run(index_dir, model, max_chunks=1)
     r = out["trace"]["rounds"][0]
-    assert [t["via"] for t in r["tiers"]] == ["proposal", "question"]
+    assert [(t["via"], t["k"]) for t in r["tiers"]] == [("proposal", 8), ("question", 8)]
     assert r["tiers"][0]["hits"] == 0 and r["tiers"][1]["hits"] > 0
     assert all(h["via"] == "question" and h["query"] == QUESTION and h["score"] >= 0.5 for h in r["hits"])
     assert [c["source"] for c in out["retriever_calls"]] == ["atoms", "atoms"]
 
 
-def test_backup_two_chunks_scored_by_their_best_atom(index_dir):
+@pytest.fixture(scope="module")
+def unrelated_atoms_dir(tmp_path_factory):
+    """The demo pack with atoms that match nothing: only the chunk backup finds anything."""
+    folder = tmp_path_factory.mktemp("kar3_unrelated")
+    atomizer = kar3_scripted_model(atomize="What colour are the stripes of a zebra?\nHow many legs does a spider have?")
+    assert build_demo_index(folder, model=atomizer)["error"] is None
+    return folder
+
+
+def test_backup_two_chunks_gated_by_delta_k8_shown_with_their_best_atom(unrelated_atoms_dir):
     model = kar3_scripted_model({QUESTION: [["zqxj vbnm wplk?"]]}, answer="Munich")
-    out = run(index_dir, model, max_chunks=1, delta=0.99, chunk_top_k=3)
+    out = run(unrelated_atoms_dir, model, max_chunks=1, delta_metric="cosine", delta=0.45)
     r = out["trace"]["rounds"][0]
-    assert [(t["via"], t["hits"] > 0) for t in r["tiers"]] == [("proposal", False), ("question", False), ("chunk", True)]
-    assert len(r["hits"]) == 3 and all(h["via"] == "chunk" for h in r["hits"])
-    # each chunk's score is the cosine of the question and the best of that chunk's atoms
-    source = demo_source(index_dir)
-    emb = source.index.embeddings
-    q = emb.embed_query(QUESTION)
-    assert source.index.open()
-    atoms = source.index._atoms
-    for h in r["hits"]:
-        got = atoms.get(where={"chunk_id": h["chunk_id"]}, include=["embeddings", "documents"])
-        best = max(range(len(got["ids"])), key=lambda i: sum(a * b for a, b in zip(q, got["embeddings"][i])))
-        assert h["atom"] == got["documents"][best]
-        assert h["score"] == pytest.approx(sum(a * b for a, b in zip(q, got["embeddings"][best])), abs=1e-3)
+    assert [(t["via"], t["k"], t["hits"] > 0) for t in r["tiers"]] == [
+        ("proposal", 8, False), ("question", 8, False), ("chunk", 8, True)]
+    assert 0 < len(r["hits"]) <= 8 and all(h["via"] == "chunk" for h in r["hits"])
+    # gated: every chunk offered scores ≥ δ against the question; each shows its best atom
+    index = demo_source(unrelated_atoms_dir).index
+    assert index.open()
+    q = index.embeddings.embed_query(QUESTION)
+    got = index._chunks.get(ids=[h["chunk_id"] for h in r["hits"]], include=["embeddings"])
+    assert all(sum(a * b for a, b in zip(q, v)) >= 0.45 - 1e-6 for v in got["embeddings"])
+    assert {h["atom"] for h in r["hits"]} <= {"What colour are the stripes of a zebra?", "How many legs does a spider have?"}
+    # a stricter δ lets no chunk through: nothing retrieved, no unthresholded fallback
+    model = kar3_scripted_model({QUESTION: [["zqxj vbnm wplk?"]]}, answer="x")
+    out = run(unrelated_atoms_dir, model, max_chunks=1, delta=0.9)
+    assert out["trace"]["exit"] == "nothing_retrieved" and stages(model) == ["propose", "answer"]
 
 
-def test_selector_rejecting_atoms_is_offered_chunk_hits(index_dir):
-    replies = iter(['{"thinking": "none fits", "question_idx": 0}', '{"thinking": "this chunk", "question_idx": 2}'])
-    model = kar3_scripted_model(PLAN, answer="Munich", select=lambda p: next(replies))
+CUT = '{"thinking": "candidate 1 is already known; candidate 4 asks'
+
+
+def test_unreadable_pick_goes_to_the_paragraph_backup_over_the_same_candidates(index_dir):
+    model = kar3_scripted_model(PLAN, answer="Munich", select=CUT,
+                                select_paragraph='{"thinking": "the second paragraph", "paragraph_idx": 2}')
     out = run(index_dir, model, max_chunks=1)
     r = out["trace"]["rounds"][0]
-    assert r["chunk_hits"] and r["choice"] == r["chunk_hits"][1] and r["choice"]["via"] == "chunk"
-    assert [t["via"] for t in r["tiers"]] == ["proposal", "chunk"]
-    assert any("chunk-level hits are offered" in n for n in r["notes"])
-    assert stages(model) == ["propose", "select", "select", "answer"]
+    assert r["paragraphs_offered"] and r["choice"] == r["hits"][1]
+    assert [t["via"] for t in r["tiers"]] == ["proposal"]  # no new retrieval
+    assert stages(model) == ["propose", "select", "select_paragraph", "answer"]
+    para = model.calls[2]["prompt"]
+    for i, h in enumerate(r["hits"], 1):
+        assert f"Paragraph {i}: Title: {h['title']}. Content: {h['text'][:30]}" in para
+    assert any("select: unreadable" in n for n in r["notes"])
 
 
-def test_exit_when_the_selector_chooses_none(index_dir):
-    model = kar3_scripted_model(PLAN, answer="unknown", select='{"thinking": "nothing helps", "question_idx": 0}')
+@pytest.mark.parametrize("reply", ['{"thinking": "t", "question_idx": 99}', '{"thinking": "t", "question_idx": 0}',
+                                   CUT, "I pick candidate 1", '{"thinking": "t", "question_idx": "first"}'])
+def test_no_silent_top_hit(index_dir, reply):
+    model = kar3_scripted_model(PLAN, answer="unknown", select=reply, select_paragraph=CUT)
     out = run(index_dir, model)
     r = out["trace"]["rounds"][0]
     assert out["trace"]["exit"] == "selector_none" and r["choice"] is None and r["ended"] == "selector_none"
-    assert stages(model) == ["propose", "select", "select", "answer"] and out["retrieved_ids"] == []
-    assert "chunks" in [c["source"] for c in out["retriever_calls"]]
+    assert r["paragraphs_offered"] and out["retrieved_ids"] == []
+    assert stages(model) == ["propose", "select", "select_paragraph", "answer"]
+    assert [c["source"] for c in out["retriever_calls"]] == ["atoms"]
+
+
+def test_allow_reject_offers_zero(index_dir):
+    model = kar3_scripted_model(PLAN, answer="x", select='{"thinking": "none helps", "question_idx": 0}',
+                                select_paragraph='{"thinking": "none", "paragraph_idx": 0}')
+    out = run(index_dir, model, allow_reject=True)
+    assert "Answer 0 if none of them helps" in model.calls[1]["prompt"]
+    assert out["trace"]["exit"] == "selector_none"
+    assert any("no pick (0 or null) among the atomic questions" in n for n in out["trace"]["rounds"][0]["notes"])
+    model = kar3_scripted_model(PLAN, answer="x")
+    run(index_dir, model, max_chunks=1)
+    assert "Answer 0" not in model.calls[1]["prompt"]
+
+
+def test_show_titles_and_short_answers_switches(index_dir):
+    model = kar3_scripted_model(PLAN, answer="Munich")
+    run(index_dir, model, max_chunks=1, show_titles=True, short_answers=True)
+    assert "  (from: " in model.calls[1]["prompt"] and "as short as possible" in model.calls[-1]["prompt"]
+    model = kar3_scripted_model(PLAN, answer="Munich")
+    run(index_dir, model, max_chunks=1)
+    assert "(from: " not in model.calls[1]["prompt"] and "as short as possible" not in model.calls[-1]["prompt"]
 
 
 def test_unreadable_output_at_every_stage(index_dir):
@@ -137,13 +256,14 @@ def test_unreadable_output_at_every_stage(index_dir):
     out = run(index_dir, model, max_chunks=2)
     trace = out["trace"]
     assert out["answer"] == "" and out["error"].startswith("answer: unreadable model output")
-    assert trace["exit"] == "max_chunks"
-    for r in trace["rounds"]:
-        assert r["proposals"] == [QUESTION]  # the question stands in for unreadable proposals
-        assert any(n.startswith("proposer: unreadable model output") for n in r["notes"])
-        assert any(n.startswith("selector: unreadable model output") for n in r["notes"])
-        assert r["choice"] == r["hits"][0]
-    assert trace["usage"]["unreadable"] == trace["usage"]["llm_calls"] == 5
+    assert trace["exit"] == "selector_none"  # never a silently taken top hit
+    r = trace["rounds"][0]
+    assert r["proposals"] == [QUESTION]  # the question stands in for an unreadable proposal
+    assert any(n.startswith("proposer: unreadable model output") for n in r["notes"])
+    assert any(n.startswith("select: unreadable model output") for n in r["notes"])
+    assert any(n.startswith("select_paragraph: unreadable model output") for n in r["notes"])
+    assert r["choice"] is None
+    assert trace["usage"]["unreadable"] == trace["usage"]["llm_calls"] == 4
     assert all(c["parse_error"] for c in out["llm_calls"])
 
 
@@ -151,7 +271,7 @@ def test_failing_model_calls_are_recorded_not_raised(index_dir):
     model = ScriptedChatModel(default=ConnectionError("server down"))
     out = run(index_dir, model, max_chunks=1)
     assert out["answer"] == "" and "model call failed" in out["error"]
-    assert out["trace"]["usage"]["failed"] == 3
+    assert out["trace"]["usage"]["failed"] == 4  # propose, select, select_paragraph, answer
 
 
 def test_llm_calls_and_tokens_are_accounted(index_dir):
@@ -163,14 +283,24 @@ def test_llm_calls_and_tokens_are_accounted(index_dir):
     assert usage["completion_tokens"] == sum(c["completion_tokens"] for c in out["llm_calls"]) > 0
     assert usage["calls_by_stage"] == {"propose": 3, "select": 2, "answer": 1}
     assert {c["role"] for c in out["llm_calls"]} == {"proposer", "selector", "answerer"}
+    assert {c["max_tokens"] for c in model.calls} == {1024}
 
 
-def test_no_index_is_a_clear_error(tmp_path):
+def test_no_index_is_an_error_not_a_closed_book_answer(tmp_path):
     model = kar3_scripted_model(PLAN, answer="Munich")
     graph = build_kar3_graph(model=model, settings=settings_at(tmp_path / "empty", chroma_collection="nothing"))
     out = graph.invoke({"question": QUESTION})
     assert out["trace"]["exit"] == "no_index" and "atomgraph index atoms" in out["error"]
-    assert stages(model) == ["answer"]
+    assert out["answer"] == "" and model.calls == [] and "closed-book" in out["error"]
+
+
+def test_a_source_without_atoms_is_an_error(index_dir):
+    from atomgraph.tools.memory_source import InMemorySource
+
+    model = kar3_scripted_model(PLAN, answer="Munich")
+    graph = build_kar3_graph(model=model, sources=[InMemorySource([("T", "a passage")])], settings=settings_at(index_dir))
+    out = graph.invoke({"question": QUESTION})
+    assert out["trace"]["exit"] == "no_index" and "no atom source" in out["error"] and model.calls == []
 
 
 def test_invalid_question(index_dir):
@@ -179,13 +309,25 @@ def test_invalid_question(index_dir):
     assert out["error"].startswith("invalid question") and model.calls == []
 
 
-def test_context_schema_and_cosine_space(index_dir):
+def test_context_schemas_and_cosine_space(index_dir):
+    from atomgraph.graphs.kar3_index import build_kar3_index_graph
+
     graph = build_kar3_graph(model=kar3_scripted_model(), sources=[demo_source(index_dir)])
     props = graph.get_context_jsonschema()["properties"]
-    for name in ("max_chunks", "atom_top_k", "delta", "chunk_top_k", "atomizer_temperature", "atomizer_concurrency"):
+    for name in ("max_chunks", "atom_top_k", "single_query_top_k", "delta", "delta_metric", "chunk_top_k",
+                 "allow_reject", "max_proposals", "dedupe_candidates", "show_titles", "short_answers"):
         assert props[name].get("description")
-    assert props["max_chunks"]["default"] == 5 and props["atom_top_k"]["default"] == 4 and props["delta"]["default"] == 0.5
-    assert props["atomizer_temperature"]["default"] == 0.7
+    defaults = {k: props[k].get("default") for k in props}
+    assert defaults["max_chunks"] == 5 and defaults["atom_top_k"] == 4 and defaults["single_query_top_k"] == 8
+    assert defaults["delta"] == 0.5 and defaults["delta_metric"] == "pike_l2" and defaults["chunk_top_k"] == 8
+    assert not defaults["allow_reject"] and defaults["max_proposals"] is None and not defaults["dedupe_candidates"]
+    assert not defaults["show_titles"] and not defaults["short_answers"]
+    # the QA form shows no indexing field; the indexing graph's form shows them
+    assert not {"atomizer_temperature", "atomizer_concurrency", "write_batch", "max_tokens", "format", "limit",
+                "split_chunks"} & set(props)
+    iprops = build_kar3_index_graph(model=kar3_scripted_model()).get_context_jsonschema()["properties"]
+    assert iprops["atomizer_temperature"]["default"] == 0.7 and iprops["split_chunks"]["default"] is False
+    assert "max_chunks" not in iprops
     import chromadb
 
     client = chromadb.PersistentClient(path=str(index_dir))
@@ -205,8 +347,8 @@ async def test_atomizer_temperature_is_bound_only_for_the_atomizer_call():
     assert hot.temperature == 0.7
     model = kar3_scripted_model()
     rt = Kar3Runtime(model, [])
-    await rt.ask(ATOMIZE_STAGE, {"content": "Title | text"}, None, temperature=0.7)
-    await rt.ask(PROPOSE_STAGE, {"question": "q?", "context": "(none yet)"}, None)
+    await rt.ask(ATOMIZE_STAGE, {"title": "T", "text": "text"}, None, temperature=0.7)
+    await rt.ask(PROPOSE_STAGE, {"question": "q?", "chosen": []}, None)
     assert [c.get("temperature") for c in model.calls] == [0.7, None]
 
 

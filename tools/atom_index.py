@@ -1,10 +1,14 @@
 """KAR³'s atomic knowledge base: chunks in one Chroma collection, their atomic questions in
 another (``<name>_atoms``), each atom carrying its chunk's id.
 
-Both collections use the cosine space (``configuration={"hnsw": {"space": "cosine"}}``), so a
-hit's score ``1 - distance`` is the cosine similarity and the threshold δ means what the
-paper says. Vectors always come from atomgraph's embedding model (never Chroma's default),
-and each collection records the model that built it.
+Both collections use the cosine space (``configuration={"hnsw": {"space": "cosine"}}``), so
+``1 - distance`` is the cosine similarity of a query and a hit. δ applies to one of two
+scores (:func:`relevance`): ``pike_l2``, the authors' (their Chroma collections use the
+default l2 space, i.e. squared distance, and LangChain scores it ``1 - d/√2``; on unit
+vectors ``d = 2 - 2·cos``, so δ = 0.5 keeps cosine ≥ 1 − √2/4 ≈ 0.646), or ``cosine``.
+Queries are embedded with ``embed_query``, documents with ``embed_documents``. Vectors
+always come from atomgraph's embedding model (never Chroma's default), and each
+collection records the model that built it.
 
 Ids are content hashes: a chunk's id is :func:`atomgraph.tools.ingest.passage_id` of its
 title and text (the same id ``atomgraph index wikipedia`` gives it), an atom's is a hash of
@@ -73,6 +77,24 @@ def _vectors(emb: Embeddings, texts: list[str]) -> list[list[float]]:
     if callable(encode):
         return encode(texts).tolist()
     return emb.embed_documents(texts)
+
+
+METRICS = ("pike_l2", "cosine")
+
+
+def relevance(cosine: float, metric: str = "pike_l2") -> float:
+    """The score δ is compared with: the cosine itself, or the authors' ``1 - ‖q - a‖²/√2``
+    for unit vectors (``‖q - a‖² = 2 - 2·cos``)."""
+    if metric == "cosine":
+        return cosine
+    if metric == "pike_l2":
+        return 1.0 - (2.0 - 2.0 * cosine) / math.sqrt(2.0)
+    raise ConfigError(f"unknown delta_metric {metric!r}; use one of {', '.join(METRICS)}")
+
+
+def cosine_at(metric: str, delta: float) -> float:
+    """The least cosine that δ on ``metric`` keeps (for unit vectors)."""
+    return delta if metric == "cosine" else 1.0 - (1.0 - delta) * math.sqrt(2.0) / 2.0
 
 
 def _cos(a, b) -> float:
@@ -207,17 +229,22 @@ class AtomIndex:
         return len(atom_rows)
 
     # --- reading --------------------------------------------------------------------------
+    def _embed_queries(self, queries: list[str]) -> list[list[float]]:
+        return [list(self.embeddings.embed_query(q)) for q in queries]
+
     def search_atoms(self, queries: list[str], k: int, threshold: float | None = None,
-                     via: str = "proposal") -> list[list[AtomHit]]:
-        """Top-``k`` atoms for each query (one batched query), those at or above ``threshold``."""
+                     via: str = "proposal", metric: str = "pike_l2") -> list[list[AtomHit]]:
+        """Top-``k`` atoms for each query (best first), those whose score on ``metric`` is at
+        or above ``threshold``. A hit's ``score`` is on ``metric``."""
         queries = [q for q in queries if q and q.strip()]
         if not queries:
             return []
+        relevance(0.0, metric)  # an unknown metric fails before any work
         chunks, atoms = self._need()
         n = min(k, atoms.count())
         if n < 1:
             return [[] for _ in queries]
-        vecs = self.embeddings.embed_documents(queries)
+        vecs = self._embed_queries(queries)
         res = atoms.query(query_embeddings=vecs, n_results=n, include=["documents", "metadatas", "distances"])
         out: list[list[AtomHit]] = []
         chunk_ids = {m["chunk_id"] for ms in res["metadatas"] for m in ms}
@@ -225,7 +252,7 @@ class AtomIndex:
         for q, ids, docs, metas, dists in zip(queries, res["ids"], res["documents"], res["metadatas"], res["distances"]):
             hits = []
             for aid, doc, meta, dist in zip(ids, docs, metas, dists):
-                score = 1.0 - float(dist)
+                score = relevance(1.0 - float(dist), metric)
                 if threshold is not None and score < threshold:
                     continue
                 title, text = texts.get(meta["chunk_id"], (meta.get("title", ""), ""))
@@ -234,19 +261,23 @@ class AtomIndex:
             out.append(hits)
         return out
 
-    def search_chunks(self, query: str, k: int, exclude: Iterable[str] = ()) -> list[AtomHit]:
-        """Top-``k`` chunks for ``query`` (not in ``exclude``), each scored by its best-matching
-        atomic question (by the chunk itself when it has none)."""
+    def search_chunks(self, query: str, k: int, exclude: Iterable[str] = (), threshold: float | None = None,
+                      metric: str = "pike_l2") -> list[AtomHit]:
+        """The authors' chunk backup: the top-``k`` chunks for ``query`` whose score on
+        ``metric`` is at least ``threshold``, minus ``exclude``, in retrieval order; each shown
+        with its best-matching atomic question and scored by it (by the chunk itself when it
+        has no atoms)."""
+        relevance(0.0, metric)
         chunks, atoms = self._need()
         exclude = set(exclude)
-        n = min(k + len(exclude), chunks.count())
+        n = min(k, chunks.count())
         if n < 1 or not query.strip():
             return []
-        qvec = self.embeddings.embed_query(query)
+        qvec = list(self.embeddings.embed_query(query))
         res = chunks.query(query_embeddings=[qvec], n_results=n, include=["documents", "metadatas", "distances"])
-        rows = [(cid, doc, meta or {}, 1.0 - float(d))
-                for cid, doc, meta, d in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])
-                if cid not in exclude][:k]
+        rows = [(cid, doc, meta or {}, relevance(1.0 - float(d), metric))
+                for cid, doc, meta, d in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])]
+        rows = [r for r in rows if (threshold is None or r[3] >= threshold) and r[0] not in exclude]
         if not rows:
             return []
         got = atoms.get(where={"chunk_id": {"$in": [r[0] for r in rows]}}, include=["documents", "metadatas", "embeddings"])
@@ -257,10 +288,13 @@ class AtomIndex:
                 best[meta["chunk_id"]] = (s, doc, aid)
         hits = []
         for cid, doc, meta, chunk_score in rows:
-            s, atom, aid = best.get(cid, (chunk_score, "", ""))
+            if cid in best:
+                cos, atom, aid = best[cid]
+                score = relevance(cos, metric)
+            else:
+                score, atom, aid = chunk_score, "", ""
             hits.append(AtomHit(query=query, atom=atom, atom_id=aid, chunk_id=cid, title=str(meta.get("title", "")),
-                                text=doc or "", score=round(s, 4), via="chunk"))
-        hits.sort(key=lambda h: -h.score)
+                                text=doc or "", score=round(score, 4), via="chunk"))
         return hits
 
     def chunk_texts(self, ids: list[str]) -> dict[str, tuple[str, str]]:

@@ -1,6 +1,7 @@
 """The atom index as a knowledge source (``atoms``): retrieval through atomic questions.
 
-A query is matched against the atomic questions (top ``atom_top_k`` per query, cosine ≥ δ);
+A query is matched against the atomic questions (top ``single_query_top_k``, score ≥ δ on
+``delta_metric``);
 each hit leads to its chunk, chunks are kept in order of their best atom's score, and where
 fewer than ``k`` chunks come back, chunk retrieval fills up (each chunk scored by its
 best-matching atom) — KAR³'s retrieval without its loop. So any method that takes sources
@@ -33,13 +34,15 @@ class AtomSource(KnowledgeSource):
 
     def __init__(self, collection: str | AtomIndex, *, path: str | None = None, host: str | None = None,
                  port: int = 8000, embeddings: Embeddings | str | None = None, settings: Settings | None = None,
-                 atom_top_k: int | None = None, delta: float | None = None, name: str | None = None):
+                 atom_top_k: int | None = None, delta: float | None = None, delta_metric: str | None = None,
+                 name: str | None = None):
         self.settings = settings or get_settings()
         self.index = collection if isinstance(collection, AtomIndex) else AtomIndex(
             collection, path=path, host=host, port=port, embeddings=embeddings, settings=self.settings)
         params = self.settings.kar3
-        self.atom_top_k = atom_top_k if atom_top_k is not None else params.atom_top_k
+        self.atom_top_k = atom_top_k if atom_top_k is not None else params.single_query_top_k
         self.delta = delta if delta is not None else params.delta
+        self.delta_metric = delta_metric or params.delta_metric
         if name:
             self.name = name
 
@@ -48,14 +51,15 @@ class AtomSource(KnowledgeSource):
 
     def hits(self, query: str, k: int = 3) -> list[AtomHit]:
         """Up to ``k`` chunks (one hit each, best atom first), atoms first, then chunk retrieval."""
-        found = self.index.search_atoms([query], max(self.atom_top_k, k), self.delta)
+        found = self.index.search_atoms([query], max(self.atom_top_k, k), self.delta, metric=self.delta_metric)
         best: dict[str, AtomHit] = {}
         for h in (found[0] if found else []):
             if h.chunk_id not in best:
                 best[h.chunk_id] = h
         out = list(best.values())[:k]
         if len(out) < k:
-            out += self.index.search_chunks(query, k - len(out), exclude=[h.chunk_id for h in out])
+            more = self.index.search_chunks(query, k, metric=self.delta_metric)
+            out += [h for h in more if h.chunk_id not in best][: k - len(out)]
         return out
 
     def search(self, query: str, k: int = 3) -> list[Evidence]:

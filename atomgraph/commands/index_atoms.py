@@ -26,7 +26,9 @@ def register(isub) -> None:
                    help="chunk collection written (atoms in NAME_atoms; default: --from-collection, else settings)")
     a.add_argument("--persist", default=None, help="embedded Chroma folder (default: settings.chroma_path)")
     a.add_argument("--format", default=None, choices=["auto", *FORMATS], help="corpus format (default: detect)")
-    a.add_argument("--max-tokens", type=int, default=None, help="split passages longer than this many tokens (default 256)")
+    a.add_argument("--split-chunks", action="store_true", default=None,
+                   help="split passages longer than --max-tokens (default: atomize whole paragraphs, as the authors do)")
+    a.add_argument("--max-tokens", type=int, default=None, help="with --split-chunks: the chunk size in tokens (default 256)")
     a.add_argument("--limit", type=int, default=None, help="read at most N records (or chunks)")
     a.add_argument("--concurrency", type=int, default=None, help="chunks atomized at once (default 8)")
     a.add_argument("--temperature", type=float, default=None, help="atomizer temperature (default 0.7, as in the paper)")
@@ -38,7 +40,9 @@ def register(isub) -> None:
 
 
 def summary(stats: dict) -> str:
-    return (f"atomized {stats.get('atomized', 0)} chunks ({stats.get('atoms', 0)} atomic questions), "
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted((stats.get("rejected_by_reason") or {}).items()))
+    return (f"atomized {stats.get('atomized', 0)} chunks ({stats.get('atoms', 0)} atomic questions; "
+            f"{stats.get('rejected_lines', 0)} atomizer lines rejected{f' ({reasons})' if reasons else ''}), "
             f"skipped {stats.get('skipped', 0)} already atomized, failed {stats.get('failed', 0)} (rerun to retry); "
             f"{stats.get('llm_calls', 0)} LLM calls, {stats.get('prompt_tokens', 0)} prompt + "
             f"{stats.get('completion_tokens', 0)} completion tokens, ${stats.get('cost_usd', 0):.4f}; "
@@ -58,7 +62,7 @@ def run(args) -> int:
     if args.persist:
         settings = settings.model_copy(update={"chroma_path": args.persist, "chroma_host": None})
     context = {k: v for k, v in {
-        "format": args.format, "max_tokens": args.max_tokens, "limit": args.limit,
+        "format": args.format, "split_chunks": args.split_chunks, "max_tokens": args.max_tokens, "limit": args.limit,
         "atomizer_concurrency": args.concurrency, "atomizer_temperature": args.temperature,
         "write_batch": args.write_batch}.items() if v is not None}
     graph = build_kar3_index_graph(model=model, settings=settings,

@@ -1,5 +1,6 @@
 """The ``answer`` node: the question over the chosen chunks; the trace of every round, why
-the loop ended, and the LLM calls and tokens this question used."""
+the loop ended, and the LLM calls and tokens this question used. Without an atom index
+there is no answer (an error, no model call): KAR³ never falls back to closed-book."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.kar3.common import Kar3Runtime, render_chunks
-from atomgraph.prompts.kar3.answer import ANSWER_STAGE
+from atomgraph.nodes.kar3.common import Kar3Runtime
+from atomgraph.prompts.kar3.answer import ANSWER_STAGE, SHORT_ANSWER_STAGE
 from atomgraph.state.kar3 import EXIT_TEXT, AtomHit, Round
 from atomgraph.state.usage import LLMCall
 
@@ -41,9 +42,12 @@ def make_answer_node(rt: Kar3Runtime) -> Callable:
         response = ""
         if exit_reason == "invalid_question":
             out.update(answer="", answers=[], error=state.get("error"))
+        elif exit_reason == "no_index":
+            out.update(answer="", answers=[],
+                       error=f"no atom index: {'; '.join(rounds[-1].notes) if rounds else ''} (KAR³ does not answer closed-book)")
         else:
-            result = await rt.ask(ANSWER_STAGE, {"question": " ".join(str(state["question"]).split()),
-                                                 "context": render_chunks(chosen)}, config)
+            stage = SHORT_ANSWER_STAGE if params.short_answers else ANSWER_STAGE
+            result = await rt.ask(stage, {"question": state["question"], "chosen": chosen}, config)
             calls.append(result.call)
             out["llm_calls"] = [result.call]
             response = result.text or ""
@@ -51,8 +55,6 @@ def make_answer_node(rt: Kar3Runtime) -> Callable:
                 out.update(answer=result.value, answers=[result.value], error=None)
             else:
                 out.update(answer="", answers=[], error=f"answer: {result.problem}")
-            if exit_reason == "no_index" and out["error"] is None:
-                out["error"] = f"no atom index: {'; '.join(rounds[-1].notes) if rounds else ''}"
         out["trace"] = {
             "method": "kar3",
             "collection": getattr(index, "name", None),

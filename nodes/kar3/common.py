@@ -1,9 +1,10 @@
-"""What KAR³'s nodes share: the runtime and the atom index a run reads, and how chosen
-chunks are shown to the model.
+"""What KAR³'s nodes share: the runtimes and the atom index a run reads.
 
 :class:`Kar3Runtime` is the kit's :class:`~atomgraph.nodes.runtime.MethodRuntime` plus the
-atom index. (The atomizer samples at its own temperature, 0.7 in the paper, through
-``rt.ask(..., temperature=...)``; every QA step runs at the settings' temperature.)
+atom index (QA; settings ``[kar3]``); :class:`Kar3IndexRuntime` runs the atomizer
+(indexing; settings ``[kar3_index]``; at its own temperature, 0.7 in the paper, through
+``rt.ask(..., temperature=...)``; every QA step runs at the settings' temperature). How
+knowledge is shown to the model lives with the prompts (``prompts/kar3/``).
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.state.kar3 import AtomHit, Kar3Context
+from atomgraph.state.kar3 import Kar3Context, Kar3IndexContext
 from atomgraph.tools.atom_index import AtomIndex
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.registry import SourceSet
+
 
 class Kar3Runtime(MethodRuntime[Kar3Context]):
     def __init__(self, models: Any = None, sources: Any = None, settings: Any = None, *, index: AtomIndex | None = None):
@@ -51,22 +53,7 @@ class Kar3Runtime(MethodRuntime[Kar3Context]):
         return idx, idx.unavailable_reason()
 
 
-def render_chunks(chosen: list[AtomHit], max_chars: int = 1500) -> str:
-    """Numbered chunks ``[1] Title | text`` (or a note that there are none yet)."""
-    if not chosen:
-        return "(none yet)"
-    lines = []
-    for i, h in enumerate(chosen, 1):
-        text = f"{h.title} | {h.text}" if h.title else h.text
-        lines.append(f"[{i}] {text[: max_chars - 3] + '...' if len(text) > max_chars else text}")
-    return "\n".join(lines)
 
-
-def render_candidates(hits: list[AtomHit]) -> str:
-    """Numbered candidates: the atomic question (the chunk's title), or, for a chunk-level hit
-    without atoms, the start of the chunk."""
-    lines = []
-    for i, h in enumerate(hits, 1):
-        label = h.atom or (h.text[:200] + ("..." if len(h.text) > 200 else ""))
-        lines.append(f"{i}. {label}" + (f"  (from: {h.title})" if h.title else ""))
-    return "\n".join(lines)
+class Kar3IndexRuntime(MethodRuntime[Kar3IndexContext]):
+    def __init__(self, models: Any = None, settings: Any = None):
+        super().__init__(Kar3IndexContext, "kar3_index", models, [], settings)

@@ -4,7 +4,9 @@ collection, minus those already atomized) and ``atomize`` (every pending chunk â
 
 :func:`atomize_chunks` is the atomizing loop on its own (the benchmark and the notebook
 call it directly). A chunk whose atomizer call fails or whose reply is unreadable is not
-marked done: it is listed in the statistics and atomized again by the next run.
+marked done: it is listed in the statistics and atomized again by the next run. The
+atomizer's lines pass :func:`~atomgraph.prompts.kar3.atomize.filter_atoms` (questions of
+bounded length that do not copy the chunk); rejected lines are counted by reason.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.errors import AtomgraphError
-from atomgraph.nodes.kar3.common import Kar3Runtime
-from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE
-from atomgraph.state.kar3 import Kar3Context
+from atomgraph.nodes.kar3.common import Kar3IndexRuntime
+from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE, filter_atoms
+from atomgraph.state.kar3 import Kar3IndexContext
 from atomgraph.state.usage import LLMCall
 from atomgraph.tools.atom_index import AtomIndex, Chunk, collection_chunks
 
@@ -29,13 +31,17 @@ def problem(exc: Exception) -> str:
     return str(exc) if isinstance(exc, AtomgraphError) else f"{type(exc).__name__}: {exc}"
 
 
-def index_for(rt: Kar3Runtime, name: str, embeddings: Any = None) -> AtomIndex:
+def index_for(rt: Kar3IndexRuntime, name: str, embeddings: Any = None) -> AtomIndex:
     s = rt.settings()
     return AtomIndex(name, path=s.chroma_path, host=s.chroma_host, port=s.chroma_port, embeddings=embeddings, settings=s)
 
 
-def read_chunks(inputs: list[str], params: Kar3Context, stats: dict) -> list[Chunk]:
-    """Chunks of corpus files as ``atomgraph index wikipedia`` makes them (same splitting, same ids)."""
+WHOLE = 10**9  # a token bound no paragraph reaches: passages are atomized whole
+
+
+def read_chunks(inputs: list[str], params: Kar3IndexContext, stats: dict) -> list[Chunk]:
+    """Chunks of corpus files: whole paragraphs (the authors'), or with ``split_chunks`` split as
+    ``atomgraph index wikipedia`` splits them (same splitting, same ids)."""
     from pathlib import Path
 
     from atomgraph.errors import ConfigError
@@ -48,12 +54,12 @@ def read_chunks(inputs: list[str], params: Kar3Context, stats: dict) -> list[Chu
             raise ConfigError(f"{p}: no such file or directory")
     ist = IngestStats(collection="", embedding_model="")
     out = [Chunk(pid, p.title, p.text, metadata={"part": part} if part >= 0 else {})
-           for pid, p, part in _pieces(inputs, params.format, params.max_tokens, params.limit, ist)]
+           for pid, p, part in _pieces(inputs, params.format, params.max_tokens if params.split_chunks else WHOLE, params.limit, ist)]
     stats.update(records=ist.read, chunks=len(out))
     return out
 
 
-async def atomize_chunks(rt: Kar3Runtime, index: AtomIndex, chunks: list[Chunk], params: Kar3Context,
+async def atomize_chunks(rt: Kar3IndexRuntime, index: AtomIndex, chunks: list[Chunk], params: Kar3IndexContext,
                          config: RunnableConfig | None = None, *, progress: bool = False) -> tuple[dict, list[LLMCall]]:
     """Atomize ``chunks`` (at most ``atomizer_concurrency`` calls at once, at the atomizer's
     temperature) and write them ``write_batch`` at a time. Returns statistics and the calls."""
@@ -65,7 +71,8 @@ async def atomize_chunks(rt: Kar3Runtime, index: AtomIndex, chunks: list[Chunk],
     buffer: list[tuple[Chunk, list[str]]] = []
     calls: list[LLMCall] = []
     failed: list[dict] = []
-    stats = {"atomized": 0, "atoms": 0}
+    stats: dict[str, Any] = {"atomized": 0, "atoms": 0, "rejected_lines": 0, "rejected_by_reason": {},
+                             "chunks_without_atoms": 0}
     bar = tqdm(total=len(chunks), unit="chunk", desc=f"atomizing {index.name}", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
 
@@ -80,11 +87,16 @@ async def atomize_chunks(rt: Kar3Runtime, index: AtomIndex, chunks: list[Chunk],
 
     async def one(chunk: Chunk) -> None:
         async with sem:  # a write holds its slot: atomized work waiting to be written stays bounded
-            result = await rt.ask(ATOMIZE_STAGE, {"content": chunk.render()}, config,
+            result = await rt.ask(ATOMIZE_STAGE, {"title": chunk.title, "text": chunk.text}, config,
                                   temperature=params.atomizer_temperature)
             calls.append(result.call)
             if result.ok:
-                buffer.append((chunk, result.value))
+                kept = filter_atoms(result.value, chunk.text, params.max_atom_words)
+                stats["rejected_lines"] += sum(kept.rejected.values())
+                for reason, n in kept.rejected.items():
+                    stats["rejected_by_reason"][reason] = stats["rejected_by_reason"].get(reason, 0) + n
+                stats["chunks_without_atoms"] += not kept.kept
+                buffer.append((chunk, kept.kept))
                 if len(buffer) >= params.write_batch:
                     await flush()
             else:
@@ -111,7 +123,7 @@ def usage_stats(calls: list[LLMCall], settings) -> dict:
             "unpriced_models": unpriced}
 
 
-def make_load_node(rt: Kar3Runtime, embeddings: Any = None) -> Callable:
+def make_load_node(rt: Kar3IndexRuntime, embeddings: Any = None) -> Callable:
     async def load(state: dict, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
         source = state.get("from_collection") or ""
@@ -142,7 +154,7 @@ def make_load_node(rt: Kar3Runtime, embeddings: Any = None) -> Callable:
     return load
 
 
-def make_atomize_node(rt: Kar3Runtime, embeddings: Any = None, progress: bool = False) -> Callable:
+def make_atomize_node(rt: Kar3IndexRuntime, embeddings: Any = None, progress: bool = False) -> Callable:
     async def atomize(state: dict, config: RunnableConfig) -> dict[str, Any]:
         stats = dict(state.get("stats") or {})
         if state.get("error"):

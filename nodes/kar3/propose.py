@@ -1,4 +1,7 @@
-"""The ``propose`` node: atomic sub-questions for what the chosen chunks still lack, or enough."""
+"""The ``propose`` node (the authors' ``_propose_question_decomposition``): atomic
+sub-questions given the question and the chunks chosen so far. An empty list ends the loop;
+nothing else does (an unreadable reply is recovered: the question itself is this round's
+proposal, noted in the round)."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.kar3.common import Kar3Runtime, render_chunks
+from atomgraph.nodes.kar3.common import Kar3Runtime
 from atomgraph.prompts.kar3.propose import PROPOSE_STAGE
 from atomgraph.state.kar3 import Round
 from atomgraph.state.output import InvalidQuestion, check_question
@@ -30,7 +33,7 @@ def make_propose_node(rt: Kar3Runtime) -> Callable:
                 r.notes.append(reason)
                 return {"rounds": [r], "exit": "no_index", "chosen": []}
         chosen = state.get("chosen") or []
-        result = await rt.ask(PROPOSE_STAGE, {"question": question, "context": render_chunks(chosen)}, config)
+        result = await rt.ask(PROPOSE_STAGE, {"question": question, "chosen": chosen}, config)
         out: dict[str, Any] = {"llm_calls": [result.call], "exit": None}
         if result.ok:
             r.proposer_thinking = result.value.thinking
@@ -39,7 +42,7 @@ def make_propose_node(rt: Kar3Runtime) -> Callable:
                 r.ended = "enough"
                 out["exit"] = "enough"
             else:
-                r.proposals = result.value.questions[: params.max_proposals]
+                r.proposals = result.value.questions[: params.max_proposals or None]
                 dropped = len(result.value.questions) - len(r.proposals)
                 if dropped > 0:
                     r.notes.append(f"{dropped} proposal(s) over max_proposals={params.max_proposals} dropped")

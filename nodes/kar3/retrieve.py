@@ -1,8 +1,13 @@
-"""The ``retrieve`` node: every proposal against the atomic questions (top-k, cosine ≥ δ),
-atoms of chunks already chosen dropped, duplicates merged; when that finds nothing, the
-backups in the reference code's order: the original question against the atoms, then
-chunk retrieval (each chunk scored by its best-matching atom). Each tier tried is in the
-round's trace with its hit count."""
+"""The ``retrieve`` node (the authors' ``_retrieve_atom_info_candidates``): the proposals
+against the atomic questions, then, while nothing is left, the backups in the authors' order:
+the question against the atoms, then the question against the chunks.
+
+Sizes and gate: several proposals retrieve ``atom_top_k`` (4) atoms each; a single query (one
+proposal, or the question in backup 1) ``single_query_top_k`` (8); the chunk backup
+``chunk_top_k`` (8). Every tier keeps only hits scoring ≥ δ on ``delta_metric``, and drops
+hits of chunks already chosen. Candidates stay in proposal order, each proposal's hits best
+first, duplicates kept (``dedupe_candidates``: each atom once, all sorted by score). Each
+tier tried is in the round's trace with its hit count."""
 
 from __future__ import annotations
 
@@ -13,12 +18,12 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.common import Kar3Runtime
-from atomgraph.state.kar3 import AtomHit, Round
+from atomgraph.state.kar3 import AtomHit, Kar3Context, Round
 from atomgraph.state.usage import RetrieverCall
 
 
 def merge_hits(groups: list[list[AtomHit]], exclude: set[str]) -> list[AtomHit]:
-    """One list, best score first: hits of excluded chunks dropped, each atom once (its best)."""
+    """``dedupe_candidates``: one list, best score first, each atom once (its best)."""
     best: dict[str, AtomHit] = {}
     for hits in groups:
         for h in hits:
@@ -28,6 +33,16 @@ def merge_hits(groups: list[list[AtomHit]], exclude: set[str]) -> list[AtomHit]:
             if key not in best or h.score > best[key].score:
                 best[key] = h
     return sorted(best.values(), key=lambda h: -h.score)
+
+
+def in_order(groups: list[list[AtomHit]], exclude: set[str]) -> list[AtomHit]:
+    """The authors' candidates: proposal by proposal, hits of chosen chunks dropped."""
+    return [h for hits in groups for h in hits if h.chunk_id not in exclude]
+
+
+def top_k(params: Kar3Context, queries: list[str]) -> int:
+    """k for one retrieval: a single query gets ``single_query_top_k``, several ``atom_top_k`` each."""
+    return params.single_query_top_k if len(queries) == 1 else params.atom_top_k
 
 
 async def timed(fn, *args, **kw) -> tuple[Any, float, str | None]:
@@ -47,29 +62,30 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
         question = " ".join(str(state.get("question", "")).split())
         exclude = {h.chunk_id for h in state.get("chosen") or []}
         calls: list[RetrieverCall] = []
-        hits: list[AtomHit] = []
+        gate = f"{params.delta_metric} ≥ δ={params.delta}"
 
         async def atoms(queries: list[str], via: str) -> list[AtomHit]:
-            groups, secs, err = await timed(index.search_atoms, queries, params.atom_top_k, params.delta, via)
+            k = top_k(params, queries)
+            groups, secs, err = await timed(index.search_atoms, queries, k, params.delta, via, params.delta_metric)
             groups = groups or [[] for _ in queries]
             for q, g in zip(queries, groups):
                 calls.append(RetrieverCall(source="atoms", query=q, hits=len(g), latency_s=secs / len(queries), error=err))
-            found = merge_hits(groups, exclude)
-            r.tiers.append({"via": via, "queries": len(queries), "hits": len(found), **({"error": err} if err else {})})
+            found = (merge_hits if params.dedupe_candidates else in_order)(groups, exclude)
+            r.tiers.append({"via": via, "queries": len(queries), "k": k, "hits": len(found), **({"error": err} if err else {})})
             if err:
                 r.notes.append(f"atom retrieval failed ({via}): {err}")
             return found
 
         hits = await atoms(r.proposals, "proposal")
         if not hits:
-            r.notes.append(f"the proposals retrieved no atomic question with cosine ≥ δ={params.delta}"
+            r.notes.append(f"the proposals retrieved no atomic question with {gate}"
                            f"{' (of a chunk not yet chosen)' if exclude else ''}")
         if not hits and params.backups:
             r.notes.append("backup 1: the question against the atoms")
             hits = await atoms([question], "question")
             if not hits:
-                r.notes.append("backup 2: chunk retrieval for the question, each chunk scored by its best atom")
-                hits = await chunk_hits(index, question, params.chunk_top_k, exclude, r, calls)
+                r.notes.append(f"backup 2: the question against the chunks ({gate}), each shown with its best atom")
+                hits = await chunk_hits(index, question, params, exclude, r, calls)
         if not hits:
             r.ended = "nothing_retrieved"
         r.hits = hits
@@ -78,14 +94,15 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
     return retrieve
 
 
-async def chunk_hits(index, question: str, k: int, exclude: set[str], r: Round,
+async def chunk_hits(index, question: str, params: Kar3Context, exclude: set[str], r: Round,
                      calls: list[RetrieverCall]) -> list[AtomHit]:
-    """Backup 2 (also offered when the selector rejects every atom): the question against the
-    chunks, recorded on the round."""
-    found, secs, err = await timed(index.search_chunks, question, k, exclude)
+    """Backup 2: the question against the chunks (top ``chunk_top_k``, gated by δ), recorded on the round."""
+    found, secs, err = await timed(index.search_chunks, question, params.chunk_top_k, exclude, params.delta,
+                                   params.delta_metric)
     found = found or []
     calls.append(RetrieverCall(source="chunks", query=question, hits=len(found), latency_s=secs, error=err))
-    r.tiers.append({"via": "chunk", "queries": 1, "hits": len(found), **({"error": err} if err else {})})
+    r.tiers.append({"via": "chunk", "queries": 1, "k": params.chunk_top_k, "hits": len(found),
+                    **({"error": err} if err else {})})
     if err:
         r.notes.append(f"chunk retrieval failed: {err}")
     return found

@@ -1,7 +1,8 @@
-"""The ``select`` node: the selector picks one retrieved atomic question; its chunk joins the
-chosen context. If it picks none and only atoms were offered, chunk-level hits are offered
-once more; if it picks none again, the loop ends. An unreadable or out-of-range reply takes
-the best-scoring hit (noted in the round)."""
+"""The ``select`` node (the authors' ``_select_atom_question``): the selector picks one of the
+retrieved atomic questions; its chunk joins the chosen context. When no pick is readable (no
+``question_idx``, or a number outside 1..N), the same candidates are shown again as
+paragraphs (the chunk-selection backup, ``paragraph_idx``); when that gives no readable pick
+either, the loop ends. No hit is ever taken without a pick."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.kar3.common import Kar3Runtime, render_candidates, render_chunks
-from atomgraph.nodes.kar3.retrieve import chunk_hits
-from atomgraph.prompts.kar3.select import SELECT_STAGE
+from atomgraph.nodes.kar3.common import Kar3Runtime
+from atomgraph.prompts.kar3.select import SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE
 from atomgraph.state.kar3 import AtomHit, Round
-from atomgraph.state.usage import LLMCall, RetrieverCall
+from atomgraph.state.usage import LLMCall
 
 
 def make_select_node(rt: Kar3Runtime) -> Callable:
@@ -22,36 +22,30 @@ def make_select_node(rt: Kar3Runtime) -> Callable:
         rounds = list(state.get("rounds") or [])
         r: Round = rounds[-1].model_copy(deep=True)
         chosen: list[AtomHit] = list(state.get("chosen") or [])
-        question = " ".join(str(state.get("question", "")).split())
+        inputs = {"question": state.get("question", ""), "chosen": chosen, "candidates": r.hits,
+                  "show_titles": params.show_titles}
         llm: list[LLMCall] = []
-        retriever: list[RetrieverCall] = []
 
-        async def pick(hits: list[AtomHit]) -> tuple[AtomHit | None, bool]:
-            """(choice, rejected): the selector's pick; rejected when it said none helps."""
-            values = {"question": question, "context": render_chunks(chosen), "candidates": render_candidates(hits),
-                      "count": len(hits)}
-            result = await rt.ask(SELECT_STAGE, values, config)
+        async def pick(stage, what: str) -> AtomHit | None:
+            result = await rt.ask(stage, inputs, config)
             llm.append(result.call)
-            if result.ok:
-                r.selector_thinking = result.value.thinking or r.selector_thinking
-                i = result.value.index
-                if i is None:
-                    return None, True
-                if 1 <= i <= len(hits):
-                    return hits[i - 1], False
-                r.notes.append(f"selector chose {i}, outside 1..{len(hits)}; the best-scoring hit is taken")
-            else:
-                r.notes.append(f"selector: {result.problem}; the best-scoring hit is taken")
-            return hits[0], False
+            if not result.ok:
+                r.notes.append(f"{stage.name}: {result.problem}")
+                return None
+            thinking = result.value.thinking
+            r.selector_thinking = f"{r.selector_thinking}\n{thinking}".strip() if thinking else r.selector_thinking
+            i = result.value.index
+            if i is not None and 1 <= i <= len(r.hits):
+                return r.hits[i - 1]
+            r.notes.append(f"{stage.name}: {'no pick (0 or null)' if i is None else f'{i} is outside 1..{len(r.hits)}'}"
+                           f" among the {what}")
+            return None
 
-        choice, rejected = await pick(r.hits)
-        if rejected and params.backups and any(h.via != "chunk" for h in r.hits):
-            r.notes.append("the selector chose none of the atomic questions; chunk-level hits are offered instead")
-            index, _ = rt.atom_index(params)
-            r.chunk_hits = await chunk_hits(index, question, params.chunk_top_k, {h.chunk_id for h in chosen},
-                                            r, retriever)
-            if r.chunk_hits:
-                choice, rejected = await pick(r.chunk_hits)
+        choice = await pick(SELECT_OR_REJECT_STAGE if params.allow_reject else SELECT_STAGE, "atomic questions")
+        if choice is None:
+            r.paragraphs_offered = True
+            r.notes.append("no readable pick among the atomic questions: the same candidates are shown as paragraphs")
+            choice = await pick(SELECT_PARAGRAPH_STAGE, "paragraphs")
         if choice is None:
             r.ended = "selector_none"
         else:
@@ -59,7 +53,6 @@ def make_select_node(rt: Kar3Runtime) -> Callable:
             chosen.append(choice)
             if len(chosen) >= params.max_chunks:
                 r.ended = "max_chunks"
-        return {"rounds": rounds[:-1] + [r], "chosen": chosen, "exit": r.ended,
-                "llm_calls": llm, "retriever_calls": retriever}
+        return {"rounds": rounds[:-1] + [r], "chosen": chosen, "exit": r.ended, "llm_calls": llm}
 
     return select

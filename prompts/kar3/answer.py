@@ -1,27 +1,58 @@
-"""The answerer: the question over the chosen chunks."""
+"""The answerer: the question over the chosen chunks.
+
+The default follows the authors' final-QA prompt (``generation_qa_with_reference_template``):
+a neutral task, ``answer`` first, then ``rationale``, and "step by step" at the end, in our
+words. ``short_answers`` (a switch, ours before) asks for the shortest answer with the
+rationale first; EM/F1 under it are not comparable with the paper's Tables 1–2.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from langchain_core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.baselines import extract_answer
+from atomgraph.prompts.kar3.context import render_known
 from atomgraph.prompts.kar3.parsing import json_object
 from atomgraph.prompts.stage import Stage, text_parser
 
 ANSWER_PROMPT = ChatPromptTemplate.from_messages([
+    ("system", "You are a helpful assistant that answers questions."),
+    ("human",
+     "## Task\n"
+     "Answer the question at the end using the context given, if there is any: read the context first, then "
+     "give your final answer.\n\n"
+     "## Reply format\n"
+     "Reply with exactly this JSON, so that Python's json module can read it:\n"
+     "{{\n"
+     "    \"answer\": <a string: your answer>,\n"
+     "    \"rationale\": <a string: the reasoning behind your answer>\n"
+     "}}\n\n"
+     "## Context, if any\n{context}\n\n"
+     "## Question\n{question}\n\n"
+     "Work through it step by step."),
+])
+
+SHORT_ANSWER_PROMPT = ChatPromptTemplate.from_messages([
     ("system", "You answer questions from the passages given, thinking step by step. Answers are as short "
                "as possible: an entity, a date, a number, yes or no."),
     ("human",
-     "Passages:\n{context}\n\nQuestion: {question}\n\n"
+     "## Context, if any\n{context}\n\n## Question\n{question}\n\n"
      "Reason over the passages, then reply in JSON: {{\"rationale\": \"<your reasoning>\", \"answer\": \"<the answer>\"}}"),
 ])
 
 
 class AnswerSchema(BaseModel):
-    rationale: str = Field("", description="Step-by-step reasoning over the passages.")
-    answer: str = Field(description="The shortest full answer.")
+    answer: str = Field(description="The answer.")
+    rationale: str = Field("", description="The reasoning behind the answer.")
+
+
+def render_answer(inputs: dict[str, Any]) -> dict[str, Any]:
+    """``{"question", "chosen"}`` → the answerer's variables."""
+    return {"question": " ".join(str(inputs["question"]).split()), "context": render_known(inputs.get("chosen") or [])}
 
 
 def read_answer(text: str) -> str:
@@ -45,5 +76,9 @@ def _from_structured(a: AnswerSchema) -> str:
 
 ANSWER_STAGE: Stage[str] = Stage(
     name="answer", role="answerer", prompt=ANSWER_PROMPT, parser=text_parser(read_answer, "kar3_answer"),
-    schema=AnswerSchema, from_structured=_from_structured, max_tokens=512,
+    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer,
+)
+SHORT_ANSWER_STAGE: Stage[str] = Stage(
+    name="answer", role="answerer", prompt=SHORT_ANSWER_PROMPT, parser=text_parser(read_answer, "kar3_answer"),
+    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer,
 )
