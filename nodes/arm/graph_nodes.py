@@ -36,7 +36,7 @@ from atomgraph.nodes.arm.decoding import (
     span_logprobs,
     token_logprobs,
 )
-from atomgraph.nodes.arm.pool import Scores, base_pool, expanded_pools, solve_draft
+from atomgraph.nodes.arm.pool import Scores, base_pool, expanded_pools, solve_draft, vote_drafts
 from atomgraph.nodes.arm.verbalize import verbalize_draft, verbalize_object
 from atomgraph.nodes.arm.voting import aggregate as vote
 from atomgraph.nodes.runtime import MethodRuntime
@@ -72,6 +72,18 @@ def _keep_corpus(index: ArmIndex, entries: list[dict], problems: list[str]) -> l
     return out
 
 
+def group_alignment(entries: list[dict]) -> list[dict]:
+    """Per keyword, its list of corpus n-grams: ``{"keyword", "ngrams", "scores", "mode"}``
+    (the record every run keeps; each n-gram occurs contiguously in some object)."""
+    out: dict[str, dict] = {}
+    for e in entries:
+        rec = out.setdefault(e["keyword"], {"keyword": e["keyword"], "ngrams": [], "scores": [], "mode": e.get("mode", "none")})
+        if e["ngram"] not in rec["ngrams"]:
+            rec["ngrams"].append(e["ngram"])
+            rec["scores"].append(e.get("score"))
+    return list(out.values())
+
+
 def _titles(index: ArmIndex, ids: list[str]) -> list[str]:
     return [index.objects[index.position(i)].title for i in ids]
 
@@ -88,7 +100,10 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
         except AtomgraphError as exc:
             return {"error": str(exc), "problems": [f"question: {exc}"]}
         ctx = art.params(config)
-        index = art.index(ctx)
+        try:
+            index = art.index(ctx)
+        except AtomgraphError as exc:  # no objects file, bad objects: data, not an exception (issue 21)
+            return {"question": question, "error": f"ARM data collection: {exc}", "problems": [f"objects: {exc}"]}
         given = state.get("keywords")
         if isinstance(given, list) and any(isinstance(k, str) and k.strip() for k in given):
             kws = [k for k in given if isinstance(k, str) and k.strip()][: ctx.max_keywords]
@@ -118,7 +133,8 @@ def make_align_node(art: ArmRuntime) -> Callable:
             entries = [{"keyword": a.keyword, "ngram": a.ngram, "score": round(a.score, 4), "path": a.path, "mode": "none"}
                        for kw in keywords for a in align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword,
                                                                   min_score=ctx.min_alignment_score)]
-            return {"aligned": _keep_corpus(index, entries, problems), "problems": problems,
+            kept = _keep_corpus(index, entries, problems)
+            return {"aligned": kept, "alignment": group_alignment(kept), "problems": problems,
                     "decoding": {"mode": "none", "why": f"keywords {state.get('keyword_source')}: aligned without a model"}}
         mode, why = decoding_mode(art.rt.model(ALIGN.role), ctx.decoding)
         parts = [(kw, part) for kw in keywords for part in keyword_parts(kw)]
@@ -147,7 +163,8 @@ def make_align_node(art: ArmRuntime) -> Callable:
                             (f"aligned without the model to {fallback[0].ngram!r}" if fallback else "keyword dropped"))
             entries += [{"keyword": kw, "ngram": a.ngram, "score": round(a.score, 4), "path": "fallback", "mode": req.mode}
                         for a in fallback]
-        return {"aligned": _keep_corpus(index, entries, problems), "llm_calls": calls, "problems": problems,
+        kept = _keep_corpus(index, entries, problems)
+        return {"aligned": kept, "alignment": group_alignment(kept), "llm_calls": calls, "problems": problems,
                 "decoding": {"mode": mode, "why": why}}
 
     return align
@@ -157,8 +174,8 @@ def make_align_node(art: ArmRuntime) -> Callable:
 
 def _scores(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> tuple[ArmIndex, Scores]:
     index = art.index(ctx)
-    ngrams = list(dict.fromkeys(a["ngram"] for a in state.get("aligned") or []))
-    return index, Scores.of(index, state["question"], ngrams)
+    groups = [a["ngrams"] for a in state.get("alignment") or []]
+    return index, Scores.of(index, state["question"], groups, ctx.bm25_weight)
 
 
 def make_retrieve_node(art: ArmRuntime) -> Callable:
@@ -178,6 +195,9 @@ def make_retrieve_node(art: ArmRuntime) -> Callable:
                                hits=sum(1 for v in pool.values() if v == "bm25")),
                  RetrieverCall(source="arm:dense", query=state["question"][:500],
                                hits=sum(1 for v in pool.values() if v == "dense"))]
+        calls += [RetrieverCall(source="arm:keyword", query=", ".join(a["ngrams"])[:500],
+                                hits=sum(1 for v in pool.values() if v == f"keyword {i}"))
+                  for i, a in enumerate(state.get("alignment") or [])]
         return {"candidates": candidates, "retriever_calls": calls}
 
     return retrieve
@@ -190,14 +210,15 @@ def make_structure_node(art: ArmRuntime) -> Callable:
         ctx = art.params(config)
         index, scores = _scores(art, ctx, state)
         pool = {index.position(c["id"]): c["via"] for c in state.get("candidates") or []}
+        sets = expanded_pools(index, pool, scores, ctx, ctx.drafts) if ctx.structure_alignment else [(0, pool)]
         drafts = []
-        for d, (hops, objs) in enumerate(expanded_pools(index, pool, scores, ctx, ctx.drafts)):
+        for d, (steps, objs) in enumerate(sets):
             solved = solve_draft(index, list(objs), scores, ctx)
-            drafts.append({"draft": d, "hops": hops, "pool": [index.objects[p].id for p in objs],
+            drafts.append({"draft": d, "steps": steps, "pool": [index.objects[p].id for p in objs],
                            "mip_ids": solved["ids"], "ids": solved["ids"], "links": solved["links"],
                            "relevance": solved["relevance"], "mip": solved["mip"]})
         notes = []
-        if len(drafts) < ctx.drafts:
+        if ctx.structure_alignment and len(drafts) < ctx.drafts:
             notes.append(f"structure: {ctx.drafts - len(drafts)} expansion(s) added nothing new; {len(drafts)} draft(s)")
         return {"drafts": drafts, "problems": notes}
 
@@ -289,7 +310,7 @@ def make_verify_node(art: ArmRuntime) -> Callable:
     async def verify(state: dict, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         drafts = state.get("drafts") or []
-        if not drafts:
+        if not drafts or not ctx.verification:
             return {"verdicts": []}
         index = art.index(ctx)
         mode = _mode_for(art, ctx, state)
@@ -334,7 +355,10 @@ def make_aggregate_node(art: ArmRuntime) -> Callable:
         votes, how = vote(usable, vote_weight=ctx.vote_weight)
         problems = []
         chosen = [v["id"] for v in votes][: ctx.k]
-        if not usable and drafts:
+        if not ctx.verification:
+            how = "draft votes (verification off)"
+            chosen = vote_drafts(drafts, ctx.k)
+        elif not usable and drafts:
             how = "first draft (no verification was readable)"
             problems.append("aggregate: no draft was verified; the first draft's objects are used")
             chosen = list(drafts[0]["ids"])[: ctx.k]
@@ -377,7 +401,9 @@ def make_answer_node(art: ArmRuntime) -> Callable:
             "keywords": state.get("keywords") or [],
             "keyword_source": state.get("keyword_source"),
             "decoding": state.get("decoding") or {},
+            "alignment": state.get("alignment") or [],
             "aligned": state.get("aligned") or [],
+            "distinct_drafts": len({frozenset(d["ids"]) for d in state.get("drafts") or []}),
             "candidates": state.get("candidates") or [],
             "drafts": state.get("drafts") or [],
             "verdicts": state.get("verdicts") or [],
