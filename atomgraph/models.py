@@ -4,26 +4,24 @@
 - ``provider:model`` strings known to ``init_chat_model`` (``openai:gpt-4o``,
   ``anthropic:...``, ``ollama:...``) go through ``init_chat_model``;
 - any other name is an OpenAI model, or — when ``OPENAI_BASE_URL`` is set — a model
-  served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server).
+  served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server);
+- ``local`` (the bundled Gemma-3-270M) and ``local:/path/to/model.gguf`` run in this process
+  (:class:`atomgraph.local.chat.ChatLocalLlama`).
 
-Nodes call models through :func:`ainvoke_recorded`, which times the call and reads the
-response's ``usage_metadata`` into an :class:`~atomgraph.state.LLMCall`.
+Models are called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>`
+(one call path) and recorded by :class:`~atomgraph.nodes.recorder.CallRecorder` (one recorder).
 """
 
 from __future__ import annotations
 
 import sys
-import time
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.messages import AIMessage
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import ROLES, Role, Settings, get_settings
-from atomgraph.state.usage import LLMCall
 
 # Provider prefixes init_chat_model understands (``provider:model``). A name with any other
 # colon in it (an Ollama tag such as ``llama3.1:8b``) is a plain model name.
@@ -42,18 +40,30 @@ MISSING_MODEL_HELP = (
     "EXECUTOR, ANSWERER, ATOMIZER, PROPOSER, SELECTOR, DECODER. The same keys work in atomgraph.toml."
 )
 
-_CACHES: dict[str, Any] = {}
-
-
 def llm_cache(settings: Settings):
-    """The shared SQLite response cache at ``settings.cache_path`` (one instance per path)."""
-    from langchain_community.cache import SQLiteCache
+    """The shared response cache at ``settings.cache_path`` (:mod:`atomgraph.cache`; opens nothing yet)."""
+    from atomgraph.cache import reply_cache
 
-    path = str(Path(settings.cache_path).expanduser().resolve())
-    if path not in _CACHES:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        _CACHES[path] = SQLiteCache(database_path=path)
-    return _CACHES[path]
+    return reply_cache(settings.cache_path, refresh=settings.cache_refresh)
+
+
+_LIMITERS: dict[tuple[str, float, int], Any] = {}
+
+
+def rate_limiter(settings: Settings, name: str):
+    """The process-wide rate limiter for model ``name`` (``rate_limits[name]``, else
+    ``requests_per_second``), shared by every role, graph and concurrent example that uses
+    that model; None when no limit is set."""
+    rps = settings.rate_limits.get(name, settings.requests_per_second)
+    if not rps:
+        return None
+    from langchain_core.rate_limiters import InMemoryRateLimiter
+
+    key = (name, float(rps), int(settings.rate_limit_burst))
+    if key not in _LIMITERS:
+        _LIMITERS[key] = InMemoryRateLimiter(requests_per_second=float(rps), check_every_n_seconds=0.05,
+                                             max_bucket_size=int(settings.rate_limit_burst))
+    return _LIMITERS[key]
 
 
 def chat_model(role: Role = "answerer", settings: Settings | None = None) -> BaseChatModel:
@@ -62,10 +72,30 @@ def chat_model(role: Role = "answerer", settings: Settings | None = None) -> Bas
     name = settings.model_for(role)
     if not name:
         raise ConfigError(MISSING_MODEL_HELP)
+    return chat_model_named(name, settings)
+
+
+def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatModel:
+    """The chat model a model string names (an OpenAI or OpenAI-compatible model name, or an
+    ``init_chat_model`` ``provider:model`` string), with the settings' temperature, client
+    timeouts, response cache and rate limit."""
+    settings = settings or get_settings()
+    name = str(name).strip()
+    if not name:
+        raise ConfigError(MISSING_MODEL_HELP)
+    if is_local(name):
+        from atomgraph.local.chat import ChatLocalLlama
+
+        path = name.split(":", 1)[1].strip() if ":" in name else None
+        model = ChatLocalLlama(model=name, model_path=path or None, temperature=settings.temperature,
+                               max_tokens=settings.max_tokens)
+        model.engine  # load now: a missing or unusable file is a ConfigError here, not mid-run
     # The output cap is bound per stage (cap_output), so a cached response is keyed by it.
     common: dict[str, Any] = {"temperature": settings.temperature}
     prefix = name.split(":", 1)[0] if ":" in name else None
-    if prefix in INIT_CHAT_MODEL_PROVIDERS:
+    if is_local(name):
+        pass
+    elif prefix in INIT_CHAT_MODEL_PROVIDERS:
         from langchain.chat_models import init_chat_model
 
         if prefix == "openai":  # the settings' key and server apply to OpenAI's provider too
@@ -97,22 +127,68 @@ def chat_model(role: Role = "answerer", settings: Settings | None = None) -> Bas
             max_retries=settings.max_retries,
             **common,
         )
-    if settings.cache:
+    if settings.cache and not settings.temperature:  # sampled replies are not replayed
         model.cache = llm_cache(settings)
+    limiter = rate_limiter(settings, name)
+    if limiter is not None:
+        model.rate_limiter = limiter
     return model
 
 
-ModelsArg = BaseChatModel | Mapping[str, BaseChatModel] | None
+def is_local(model: "str | BaseChatModel | None") -> bool:
+    """Whether ``model`` (a model string or a chat model) runs in this process: ``local``,
+    ``local:/path/to/model.gguf`` or a :class:`~atomgraph.local.chat.ChatLocalLlama`."""
+    if isinstance(model, str):
+        return model.strip() == "local" or model.strip().startswith("local:")
+    from atomgraph.prompts.constraints import is_local as in_process
+
+    return model is not None and in_process(model)
 
 
-def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -> dict[str, BaseChatModel]:
-    """One model per role from what a caller passed (one model, a role map, or nothing → settings)."""
-    if isinstance(models, BaseChatModel):
-        return {r: models for r in ROLES}
-    given = dict(models or {})
-    unknown = set(given) - set(ROLES)
-    if unknown:
-        raise ConfigError(f"unknown model role(s) {sorted(unknown)}; roles are {', '.join(ROLES)}")
+
+ModelsArg = Any  # a chat model, a Runnable wrapping one, a model string, a role map of those, or None
+
+
+def is_model_like(value: Any) -> bool:
+    """Whether ``value`` can serve as a chat model: a LangChain chat model or any Runnable
+    around one (``with_fallbacks``, ``with_retry``, ``bind``, ``configurable_fields``,
+    ``init_chat_model(configurable_fields=...)``), which takes messages and returns a message."""
+    from langchain_core.runnables import Runnable
+
+    return isinstance(value, (BaseChatModel, Runnable))
+
+
+def _one_model(value: Any, what: str, settings: Settings | None) -> Any:
+    if isinstance(value, str):  # a model string: "gpt-4o-mini", "openai:gpt-4o", "ollama:llama3.1"
+        return chat_model_named(value, settings)
+    if is_model_like(value):
+        return value
+    raise ConfigError(
+        f"{what} must be a LangChain chat model (or a Runnable wrapping one, e.g. model.with_fallbacks(...), "
+        f"model.with_retry(), model.bind(...), init_chat_model(...)) or a model string; got {type(value).__name__}")
+
+
+def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -> dict[str, Any]:
+    """One model per role from what a caller passed: one model (a chat model, a Runnable
+    wrapping one, or a model string) for every role; a role map (a plain ``Mapping`` of role
+    to model) where roles differ; or nothing, for the settings' models. A wrapper is never
+    read as a role map (a Runnable is a model even where it is also iterable); anything else
+    is a ConfigError saying what is accepted."""
+    if models is None:
+        given: dict[str, Any] = {}
+    elif isinstance(models, str) or is_model_like(models):
+        one = _one_model(models, "model", settings)
+        return {r: one for r in ROLES}
+    elif isinstance(models, Mapping):
+        unknown = [str(k) for k in models if k not in ROLES]
+        if unknown:
+            raise ConfigError(f"unknown model role(s) {sorted(unknown)}; roles are {', '.join(ROLES)} "
+                              "(pass one model, not a dict, to use it for every role)")
+        given = {r: _one_model(m, f"model for role {r!r}", settings) for r, m in models.items()}
+    else:
+        raise ConfigError(
+            f"model= must be a LangChain chat model, a Runnable wrapping one, a model string, or a dict of "
+            f"role to model (roles: {', '.join(ROLES)}); got {type(models).__name__}")
     if len(given) < len(ROLES):
         settings = settings or get_settings()
         default = next((given[r] for r in ("answerer", "executor", "planner", *ROLES) if r in given), None)
@@ -127,10 +203,63 @@ def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -
 
 
 def with_temperature(model: BaseChatModel, temperature: float) -> BaseChatModel:
-    """A copy of ``model`` sampling at ``temperature`` (a bound argument where it has no such field)."""
-    if "temperature" in getattr(type(model), "model_fields", {}):
-        return model.model_copy(update={"temperature": float(temperature)})
+    """A copy of ``model`` sampling at ``temperature`` (a bound argument where it has no such
+    field); a copy sampling above 0 caches nothing (a sample is not a reply to replay)."""
+    fields = getattr(type(model), "model_fields", {})
+    if "temperature" in fields:
+        update: dict[str, Any] = {"temperature": float(temperature)}
+        if temperature and "cache" in fields and getattr(model, "cache", None) not in (None, False):
+            update["cache"] = False
+        return model.model_copy(update=update)
     return model.bind(temperature=float(temperature))  # type: ignore[return-value]
+
+
+def structured_model(model: Any, schema: Any) -> Any:
+    """``model.with_structured_output(schema, include_raw=True)`` for a chat model or any
+    wrapper of one. Wrappers that do not pass the method on (``with_retry``) or break on it
+    (``with_fallbacks`` looks it up through type hints LangChain cannot resolve: NameError)
+    are rebuilt around structured versions of what they wrap, a ``bind`` layer's arguments
+    (output cap, stop sequences, temperature) moving onto the models inside; the others
+    (``bind``, ``configurable_fields``, ``init_chat_model``) pass the call on themselves."""
+    from langchain_core.runnables import RunnableBinding, RunnableWithFallbacks
+
+    if isinstance(model, RunnableWithFallbacks):
+        return model.model_copy(update={"runnable": structured_model(model.runnable, schema),
+                                        "fallbacks": [structured_model(f, schema) for f in model.fallbacks]})
+    if _is_retry(model):
+        return model.model_copy(update={"bound": structured_model(model.bound, schema)})
+    if isinstance(model, RunnableBinding) and _needs_rebuild(model.bound):
+        return structured_model(_bind_inside(model.bound, model.kwargs), schema)
+    return model.with_structured_output(schema, include_raw=True)
+
+
+def _is_retry(model: Any) -> bool:
+    """A ``with_retry`` layer (a binding base that is not a plain ``bind``)."""
+    from langchain_core.runnables import RunnableBinding
+    from langchain_core.runnables.base import RunnableBindingBase
+
+    return isinstance(model, RunnableBindingBase) and not isinstance(model, RunnableBinding)
+
+
+def _needs_rebuild(model: Any) -> bool:
+    from langchain_core.runnables import RunnableBinding, RunnableWithFallbacks
+
+    return (isinstance(model, RunnableWithFallbacks) or _is_retry(model)
+            or (isinstance(model, RunnableBinding) and _needs_rebuild(model.bound)))
+
+
+def _bind_inside(model: Any, kwargs: dict[str, Any]) -> Any:
+    """``model`` with ``kwargs`` bound on the model(s) it wraps."""
+    from langchain_core.runnables import RunnableBinding, RunnableWithFallbacks
+
+    if isinstance(model, RunnableWithFallbacks):
+        return model.model_copy(update={"runnable": _bind_inside(model.runnable, kwargs),
+                                        "fallbacks": [_bind_inside(f, kwargs) for f in model.fallbacks]})
+    if _is_retry(model):
+        return model.model_copy(update={"bound": _bind_inside(model.bound, kwargs)})
+    if isinstance(model, RunnableBinding):
+        return model.model_copy(update={"kwargs": {**model.kwargs, **kwargs}})
+    return model.bind(**kwargs)
 
 
 def cap_output(model: BaseChatModel, max_tokens: int) -> BaseChatModel:
@@ -165,35 +294,6 @@ def model_name(model: BaseChatModel) -> str:
         if isinstance(v, str):
             return v
     return type(model).__name__
-
-
-async def ainvoke_recorded(
-    model: BaseChatModel,
-    messages: Sequence[BaseMessage] | str,
-    *,
-    role: str,
-    stage: str,
-    config: RunnableConfig | None = None,
-) -> tuple[AIMessage | None, LLMCall]:
-    """Call ``model``; return its message and a usage record. A failed call returns
-    ``(None, record-with-error)`` instead of raising, so a graph can fall back."""
-    t0 = time.perf_counter()
-    try:
-        msg = await model.ainvoke(messages, config=config)
-    except Exception as exc:  # network, auth, rate limits after the client's retries
-        return None, LLMCall(
-            role=role, stage=stage, model=model_name(model), latency_s=time.perf_counter() - t0,
-            error=f"{type(exc).__name__}: {exc}"[:500],
-        )
-    usage = getattr(msg, "usage_metadata", None) or {}
-    return msg, LLMCall(
-        role=role,
-        stage=stage,
-        model=model_name(model),
-        prompt_tokens=int(usage.get("input_tokens", 0) or 0),
-        completion_tokens=int(usage.get("output_tokens", 0) or 0),
-        latency_s=time.perf_counter() - t0,
-    )
 
 
 def message_text(msg: AIMessage | None) -> str:

@@ -60,6 +60,11 @@ class ArmRuntime:
     def index(self, ctx: ArmGraphContext) -> ArmIndex:
         return self.collection.index(ctx.objects, ctx.index_cache)
 
+    async def aindex(self, ctx: ArmGraphContext) -> ArmIndex:
+        """:meth:`index` in a thread: the first call reads the objects file and loads the
+        embedding model, which must not block the event loop (``langgraph dev`` forbids it)."""
+        return await asyncio.to_thread(self.index, ctx)
+
 
 def _keep_corpus(index: ArmIndex, entries: list[dict], problems: list[str]) -> list[dict]:
     """The invariant, enforced at the end of alignment: only corpus n-grams pass."""
@@ -101,7 +106,7 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
             return {"error": str(exc), "problems": [f"question: {exc}"]}
         ctx = art.params(config)
         try:
-            index = art.index(ctx)
+            index = await art.aindex(ctx)
         except AtomgraphError as exc:  # no objects file, bad objects: data, not an exception (issue 21)
             return {"question": question, "error": f"ARM data collection: {exc}", "problems": [f"objects: {exc}"]}
         given = state.get("keywords")
@@ -125,7 +130,7 @@ def make_align_node(art: ArmRuntime) -> Callable:
 
     async def align(state: dict, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
-        index = art.index(ctx)
+        index = await art.aindex(ctx)
         question = state["question"]
         keywords = state.get("keywords") or []
         problems: list[str] = []
@@ -136,7 +141,8 @@ def make_align_node(art: ArmRuntime) -> Callable:
             kept = _keep_corpus(index, entries, problems)
             return {"aligned": kept, "alignment": group_alignment(kept), "problems": problems,
                     "decoding": {"mode": "none", "why": f"keywords {state.get('keyword_source')}: aligned without a model"}}
-        mode, why = decoding_mode(art.rt.model(ALIGN.role), ctx.decoding)
+        # may ask the server who it is (HTTP, cached per URL): in a thread, off the event loop
+        mode, why = await asyncio.to_thread(decoding_mode, art.rt.model(ALIGN.role), ctx.decoding)
         parts = [(kw, part) for kw in keywords for part in keyword_parts(kw)]
         requests = [build_alignment_request(part, index, mode, shortlist_size=ctx.shortlist_size,
                                             max_enum=ctx.enum_max_values) for _, part in parts]
@@ -172,10 +178,11 @@ def make_align_node(art: ArmRuntime) -> Callable:
 
 # --- retrieval and structure alignment -------------------------------------------------------
 
-def _scores(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> tuple[ArmIndex, Scores]:
-    index = art.index(ctx)
+async def _scores(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> tuple[ArmIndex, Scores]:
+    index = await art.aindex(ctx)
     groups = [a["ngrams"] for a in state.get("alignment") or []]
-    return index, Scores.of(index, state["question"], groups, ctx.bm25_weight)
+    # embeds the question and each keyword's n-gram list: in a thread, off the event loop
+    return index, await asyncio.to_thread(Scores.of, index, state["question"], groups, ctx.bm25_weight)
 
 
 def make_retrieve_node(art: ArmRuntime) -> Callable:
@@ -183,7 +190,7 @@ def make_retrieve_node(art: ArmRuntime) -> Callable:
 
     async def retrieve(state: dict, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
-        index, scores = _scores(art, ctx, state)
+        index, scores = await _scores(art, ctx, state)
         pool = base_pool(index, scores, ctx)
         ps = list(pool)
         rel = scores.relevance(ps, ctx.bm25_weight)
@@ -208,15 +215,20 @@ def make_structure_node(art: ArmRuntime) -> Callable:
 
     async def structure(state: dict, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
-        index, scores = _scores(art, ctx, state)
+        index, scores = await _scores(art, ctx, state)
         pool = {index.position(c["id"]): c["via"] for c in state.get("candidates") or []}
-        sets = expanded_pools(index, pool, scores, ctx, ctx.drafts) if ctx.structure_alignment else [(0, pool)]
-        drafts = []
-        for d, (steps, objs) in enumerate(sets):
-            solved = solve_draft(index, list(objs), scores, ctx)
-            drafts.append({"draft": d, "steps": steps, "pool": [index.objects[p].id for p in objs],
-                           "mip_ids": solved["ids"], "ids": solved["ids"], "links": solved["links"],
-                           "relevance": solved["relevance"], "mip": solved["mip"]})
+
+        def solve_all() -> list[dict]:  # embeds units and runs CBC: in a thread, off the event loop
+            sets = expanded_pools(index, pool, scores, ctx, ctx.drafts) if ctx.structure_alignment else [(0, pool)]
+            out = []
+            for d, (steps, objs) in enumerate(sets):
+                solved = solve_draft(index, list(objs), scores, ctx)
+                out.append({"draft": d, "steps": steps, "pool": [index.objects[p].id for p in objs],
+                            "mip_ids": solved["ids"], "ids": solved["ids"], "links": solved["links"],
+                            "relevance": solved["relevance"], "mip": solved["mip"]})
+            return out
+
+        drafts = await asyncio.to_thread(solve_all)
         notes = []
         if ctx.structure_alignment and len(drafts) < ctx.drafts:
             notes.append(f"structure: {ctx.drafts - len(drafts)} expansion(s) added nothing new; {len(drafts)} draft(s)")
@@ -225,10 +237,10 @@ def make_structure_node(art: ArmRuntime) -> Callable:
     return structure
 
 
-def _mode_for(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> str:
+async def _mode_for(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> str:
     mode = (state.get("decoding") or {}).get("mode")
     if mode in (None, "none"):
-        mode, _ = decoding_mode(art.rt.model(VERIFY.role), ctx.decoding)
+        mode, _ = await asyncio.to_thread(decoding_mode, art.rt.model(VERIFY.role), ctx.decoding)
     return mode
 
 
@@ -241,8 +253,8 @@ def make_draft_node(art: ArmRuntime) -> Callable:
         drafts = [dict(d) for d in state.get("drafts") or []]
         if ctx.max_draft_changes == 0 or not drafts:
             return {}
-        index = art.index(ctx)
-        mode = _mode_for(art, ctx, state)
+        index = await art.aindex(ctx)
+        mode = await _mode_for(art, ctx, state)
         question = state["question"]
         keywords = ", ".join(state.get("keywords") or []) or "(none)"
 
@@ -312,8 +324,8 @@ def make_verify_node(art: ArmRuntime) -> Callable:
         drafts = state.get("drafts") or []
         if not drafts or not ctx.verification:
             return {"verdicts": []}
-        index = art.index(ctx)
-        mode = _mode_for(art, ctx, state)
+        index = await art.aindex(ctx)
+        mode = await _mode_for(art, ctx, state)
         question = state["question"]
         keywords = ", ".join(state.get("keywords") or []) or "(none)"
 
@@ -349,7 +361,7 @@ def make_aggregate_node(art: ArmRuntime) -> Callable:
 
     async def aggregate(state: dict, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
-        index = art.index(ctx)
+        index = await art.aindex(ctx)
         drafts = state.get("drafts") or []
         usable = [v for v in state.get("verdicts") or [] if v.get("selected") is not None]
         votes, how = vote(usable, vote_weight=ctx.vote_weight)
@@ -385,7 +397,7 @@ def make_answer_node(art: ArmRuntime) -> Callable:
         elif not ctx.answer:
             out.update(answer="", answers=[], error=None)
         else:
-            index = art.index(ctx)
+            index = await art.aindex(ctx)
             ids = state.get("retrieved_ids") or []
             objects = "\n\n".join(verbalize_object(index, index.objects[index.position(i)], state["question"],
                                                    ctx.verbalize_top_rows) for i in ids) or "(nothing was retrieved)"
