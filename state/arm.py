@@ -45,9 +45,13 @@ class ArmContext:
 
     # -- information alignment (§3.2.1) ----------------------------------------------------
     decoding: Annotated[
-        Literal["auto", "vllm_choice", "llamacpp_grammar", "openai_json_schema", "free"],
-        Field(description="constrained-decoding form for n-gram alignment; 'auto' picks from what the server offers"),
+        Literal["auto", "local_trie_beam", "vllm_choice", "llamacpp_grammar", "openai_json_schema", "free"],
+        Field(description="n-gram alignment: 'auto' = trie beam search over every corpus n-gram with an in-process "
+                          "model, else the shortlist form the server offers (a closed-API fallback)"),
     ] = "auto"
+    beam_width: Annotated[
+        int, Field(description="in-process models: beams of the constrained n-gram-list decoding over every corpus n-gram", ge=1)
+    ] = 4
     shortlist_size: Annotated[int, Field(description="corpus n-grams offered to the model per keyword", ge=1)] = 50
     enum_max_values: Annotated[
         int, Field(description="cap on an OpenAI JSON-schema enum (OpenAI allows 1,000)", ge=1, le=1000)

@@ -40,7 +40,9 @@ from atomgraph.nodes.arm.pool import Scores, base_pool, expanded_pools, solve_dr
 from atomgraph.nodes.arm.verbalize import verbalize_draft, verbalize_object
 from atomgraph.nodes.arm.voting import aggregate as vote
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.prompts.arm.stages import ALIGN, ANSWER, DECOMPOSE, DRAFT, VERIFY
+from atomgraph.prompts.arm.stages import ALIGN, ALIGN_LIST, ANSWER, DECOMPOSE, DRAFT, VERIFY
+from atomgraph.prompts.constraints import JsonSchema, TokenTrie, is_local, unwrap
+from atomgraph.tools.arm_index import normalize_ngram
 from atomgraph.state.arm_graph import ArmGraphContext
 from atomgraph.state.usage import RetrieverCall
 from atomgraph.tools.arm_index import ArmIndex
@@ -141,8 +143,11 @@ def make_align_node(art: ArmRuntime) -> Callable:
             kept = _keep_corpus(index, entries, problems)
             return {"aligned": kept, "alignment": group_alignment(kept), "problems": problems,
                     "decoding": {"mode": "none", "why": f"keywords {state.get('keyword_source')}: aligned without a model"}}
+        model = art.rt.model(ALIGN.role)
+        if ctx.decoding in ("auto", "local_trie_beam") and is_local(model):
+            return await _align_by_beam(art, ctx, index, question, keywords, model, config)
         # may ask the server who it is (HTTP, cached per URL): in a thread, off the event loop
-        mode, why = await asyncio.to_thread(decoding_mode, art.rt.model(ALIGN.role), ctx.decoding)
+        mode, why = await asyncio.to_thread(decoding_mode, model, ctx.decoding)
         parts = [(kw, part) for kw in keywords for part in keyword_parts(kw)]
         requests = [build_alignment_request(part, index, mode, shortlist_size=ctx.shortlist_size,
                                             max_enum=ctx.enum_max_values) for _, part in parts]
@@ -174,6 +179,53 @@ def make_align_node(art: ArmRuntime) -> Callable:
                 "decoding": {"mode": mode, "why": why}}
 
     return align
+
+
+def ngram_token_trie(index: ArmIndex, engine: Any):
+    """The token trie over *every* corpus n-gram for ``engine``'s tokenizer (built once per
+    index, persisted next to the index cache when it has one)."""
+    trie = index.__dict__.get("_token_trie")
+    if trie is None:
+        from atomgraph.local.trie import TokenTrie as Trie
+
+        where = getattr(index, "cache_path", None)
+        trie = Trie.build(index.trie.iterkeys(), engine, cache_dir=(where / "token-trie") if where is not None else None)
+        index.__dict__["_token_trie"] = trie
+    return trie
+
+
+async def _align_by_beam(art: ArmRuntime, ctx: ArmGraphContext, index: ArmIndex, question: str,
+                         keywords: list[str], model: Any, config: RunnableConfig) -> dict[str, Any]:
+    """§3.2.1 with an in-process model: each keyword rephrased as a list ``(a, b, …)`` of corpus
+    n-grams by beam search over a token trie of every n-gram; score = mean logit per n-gram."""
+    trie = await asyncio.to_thread(ngram_token_trie, index, unwrap(model).engine)
+    constraint = TokenTrie(trie, beam_width=ctx.beam_width, n_best=1)
+    problems: list[str] = []
+    entries: list[dict] = []
+    calls = []
+    for kw in keywords:  # one engine: sequential
+        result = await art.rt.ask(ALIGN_LIST, {"question": question, "keyword": kw}, config, constraint=constraint)
+        calls.append(result.call)
+        meta = getattr(result.message, "response_metadata", None) or {}
+        beams = meta.get("beams") or []
+        best = beams[0] if beams else {}
+        strings = best.get("strings") or (result.value if result.ok else [])
+        scores = best.get("string_scores") or [None] * len(strings)
+        got = [(normalize_ngram(g), sc) for g, sc in zip(strings, scores) if index.has_ngram(normalize_ngram(g))]
+        if got:
+            entries += [{"keyword": kw, "ngram": g, "score": None if sc is None else round(float(sc), 4),
+                         "path": "beam", "mode": "local_trie_beam"} for g, sc in got]
+            continue
+        fallback = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=0.0)
+        problems.append(f"align {kw!r}: {result.problem or 'no n-gram list decoded'}; "
+                        + (f"aligned without the model to {[a.ngram for a in fallback]}" if fallback else "keyword dropped"))
+        entries += [{"keyword": kw, "ngram": a.ngram, "score": round(a.score, 4), "path": "fallback",
+                     "mode": "local_trie_beam"} for a in fallback]
+    kept = _keep_corpus(index, entries, problems)
+    return {"aligned": kept, "alignment": group_alignment(kept), "llm_calls": calls, "problems": problems,
+            "decoding": {"mode": "local_trie_beam",
+                         "why": f"in-process model: beam search (width {ctx.beam_width}) over a token trie of "
+                                f"{len(index.trie)} corpus n-grams"}}
 
 
 # --- retrieval and structure alignment -------------------------------------------------------
@@ -266,6 +318,9 @@ def make_draft_node(art: ArmRuntime) -> Callable:
             values = {"question": question, "keywords": keywords, "max_changes": ctx.max_draft_changes,
                       "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows),
                       "others": "\n".join(f"{i} — {index.objects[index.position(i)].title}" for i in others) or "(none)"}
+            if is_local(art.rt.model(DRAFT.role)):  # the kit's call path constrains in-process models
+                return await art.rt.ask(DRAFT, values, config,
+                                        constraint=JsonSchema(choice_schema(d["pool"], ["add", "drop"]), "draft_changes"))
             result, _ = await ask_bound(art.rt, DRAFT, values, config, mode=mode, body=body)
             return result
 
@@ -333,6 +388,11 @@ def make_verify_node(art: ArmRuntime) -> Callable:
             body = schema_body(mode, choice_schema(d["ids"], ["objects"], with_reasoning=True), "verified_objects")
             values = {"question": question, "keywords": keywords,
                       "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows)}
+            if is_local(art.rt.model(VERIFY.role)):  # the kit's call path constrains in-process models
+                schema = choice_schema(d["ids"], ["objects"], with_reasoning=True)
+                res = await art.rt.ask(VERIFY, values, config, constraint=JsonSchema(schema, "verified_objects"),
+                                       logprobs=ctx.logprobs)
+                return res, res.message
             return await ask_bound(art.rt, VERIFY, values, config, mode=mode, body=body, logprobs=ctx.logprobs)
 
         results = await asyncio.gather(*(one(d) for d in drafts))
