@@ -1,5 +1,11 @@
 """ARM run parameters: one dataclass, the ``arm`` graph's LangGraph ``context_schema``.
 
+Paper by default (issue 15): graded compatibility (Appendix B), per-keyword n-gram-list
+queries, drafts from l = 1, 2, 3 expansion steps of every base object, no top-up to k, no
+draft add/drop stage. The one project addition on by default is ``database_weight`` (a
+measured extension listed in the README's ARM deviation table); ``compatibility="rules"``,
+``fill_to_k`` and ``max_draft_changes`` are named switches, off.
+
 Every field carries its description and bounds (pydantic ``Field`` in ``Annotated``), so a
 run's context can be validated (:meth:`ArmContext.validated`) and documented from one
 place. Defaults follow the ARM paper where it gives a value (k = 5, three drafts, n-grams of
@@ -85,8 +91,8 @@ class ArmContext:
         float, Field(description="share of BM25 (vs embedding similarity) in R_i and per-keyword scores, min-max normalised", ge=0, le=1)
     ] = 0.3
     database_weight: Annotated[
-        float, Field(description="extension: R_i bonus of a table, this share of the best R_i in its database (0 = off)", ge=0)
-    ] = 0.0
+        float, Field(description="measured extension (README): R_i bonus of a table, this share of the best R_i in its database (0 = paper)", ge=0)
+    ] = 1.0
     compatibility: Annotated[
         Literal["graded", "rules"],
         Field(description="C_ij: 'graded' (Appendix B: best column/cell/sentence pair) or 'rules' (title mentions, column rules)"),
