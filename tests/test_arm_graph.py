@@ -209,3 +209,20 @@ def test_arm_is_a_registered_method_in_langgraph_json():
     assert "arm" in method_descriptions() and method_descriptions()["arm"]
     graphs = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())["graphs"]
     assert graphs["arm"] == "./graphs/arm.py:graph"
+
+
+def test_alignment_by_trie_beam_with_the_bundled_local_model(index, tmp_path, monkeypatch):
+    """§3.2.1 on the real in-process model: each keyword becomes a list of corpus n-grams
+    decoded under the token trie of every n-gram; the record's shape and the invariant hold."""
+    monkeypatch.setenv("ATOMGRAPH_TRIE_DIR", str(tmp_path / "tries"))
+    graph = build_arm_graph(model="local", objects=index)
+    out = graph.invoke({"question": QUESTION},
+                       context={"answer": False, "verification": False, "drafts": 1, "max_keywords": 3})
+    trace = out["trace"]
+    assert trace["decoding"]["mode"] == "local_trie_beam", trace["decoding"]
+    stages = [c["stage"] for c in out["llm_calls"]]
+    assert "arm_align_list" in stages or trace["keyword_source"] != "model"
+    for a in trace["alignment"]:
+        assert set(a) == {"keyword", "ngrams", "scores", "mode"} and a["ngrams"]
+        assert all(index.has_ngram(g) for g in a["ngrams"])  # contiguous words of some object
+    assert out["error"] is None and len(out["retrieved_ids"]) <= 5
