@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--set", action="append", metavar="NAME=VALUE")
     ap.add_argument("--out")
+    ap.add_argument("--methods", default="dense,bm25,arm")
+    ap.add_argument("--limit", type=int, help="only every (n/limit)-th question of each set")
     args = ap.parse_args(argv)
     ctx = ArmContext.validated(**{**_parse_sets(args.set), "k": args.k})
     if not Path(args.data).is_dir():
@@ -48,11 +50,17 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(args.data) / name
         objects = load_objects(folder / "objects.jsonl")
         questions = load_questions(folder / "questions.jsonl", object_ids=[o.id for o in objects])
+        if args.limit and args.limit < len(questions):
+            questions = questions[:: len(questions) // args.limit][: args.limit]
         t = time.perf_counter()
         index = ArmIndex.build(objects)
         index.prime_queries([q.question for q in questions])
+        if ctx.compatibility == "graded" and ctx.structure_alignment:
+            from atomgraph.nodes.arm.compatibility import UnitCache
+
+            UnitCache.of(index).prime_all()  # sentence/cell/column embeddings (cached with the index)
         ds = {"objects": len(objects), "questions": len(questions), "index_s": round(time.perf_counter() - t, 1), "methods": {}}
-        for method in ("dense", "bm25", "arm"):
+        for method in args.methods.split(","):
             t = time.perf_counter()
             run = evaluate(lambda q: retrieve(method, q, index, args.k, ctx), questions, objects, method=method, k=args.k)
             entry = {g: {key: s[key] for key in ("questions", "recall", "perfect_recall", "precision", "f1")}
@@ -73,12 +81,19 @@ def main(argv: list[str] | None = None) -> int:
                     "median_candidates": statistics.median(m["candidates"] for m in mips),
                     "statuses": {s: sum(m["status"] == s for m in mips) for s in {m["status"] for m in mips}},
                 }
+                distinct = [r["trace"]["distinct_drafts"] for r in run.records if "trace" in r]
+                entry["drafts"] = {"mean_distinct": round(statistics.mean(distinct), 2),
+                                   "histogram": {n: distinct.count(n) for n in sorted(set(distinct))}}
+                entry["seconds_per_question"] = {
+                    stage: round(statistics.mean(r["trace"]["stage_seconds"][stage] for r in run.records if "trace" in r), 4)
+                    for stage in ("align", "drafts")}
                 entry["keyword_sources"] = {s: sum(r["trace"]["keyword_source"] == s for r in run.records)
                                             for s in {r["trace"]["keyword_source"] for r in run.records}}
             ds["methods"][method] = entry
             groups = "  ".join(f"{g}: R {s['recall']:.1f} PR {s['perfect_recall']:.1f} (n={s['questions']})"
                                for g, s in run.summary.items() if g in ("all", "multi_gold", "multi_table"))
-            print(f"{name:9s} {method:6s} {groups}", flush=True)
+            extra = f"  distinct drafts {entry['drafts']['mean_distinct']}" if method == "arm" else ""
+            print(f"{name:9s} {method:6s} {groups}{extra}  ({entry['seconds']} s)", flush=True)
             for half, h in entry.get("halves", {}).items():
                 print(f"{'':9s} {'':6s} {half}: " + "  ".join(
                     f"{g}: R {s['recall']:.1f} PR {s['perfect_recall']:.1f} (n={s['questions']})" for g, s in h.items()), flush=True)

@@ -1,5 +1,11 @@
 """ARM run parameters: one dataclass, the ``arm`` graph's LangGraph ``context_schema``.
 
+Paper by default (issue 15): graded compatibility (Appendix B), per-keyword n-gram-list
+queries, drafts from l = 1, 2, 3 expansion steps of every base object, no top-up to k, no
+draft add/drop stage. The one project addition on by default is ``database_weight`` (a
+measured extension listed in the README's ARM deviation table); ``compatibility="rules"``,
+``fill_to_k`` and ``max_draft_changes`` are named switches, off.
+
 Every field carries its description and bounds (pydantic ``Field`` in ``Annotated``), so a
 run's context can be validated (:meth:`ArmContext.validated`) and documented from one
 place. Defaults follow the ARM paper where it gives a value (k = 5, three drafts, n-grams of
@@ -45,9 +51,13 @@ class ArmContext:
 
     # -- information alignment (§3.2.1) ----------------------------------------------------
     decoding: Annotated[
-        Literal["auto", "vllm_choice", "llamacpp_grammar", "openai_json_schema", "free"],
-        Field(description="constrained-decoding form for n-gram alignment; 'auto' picks from what the server offers"),
+        Literal["auto", "local_trie_beam", "vllm_choice", "llamacpp_grammar", "openai_json_schema", "free"],
+        Field(description="n-gram alignment: 'auto' = trie beam search over every corpus n-gram with an in-process "
+                          "model, else the shortlist form the server offers (a closed-API fallback)"),
     ] = "auto"
+    beam_width: Annotated[
+        int, Field(description="in-process models: beams of the constrained n-gram-list decoding over every corpus n-gram", ge=1)
+    ] = 4
     shortlist_size: Annotated[int, Field(description="corpus n-grams offered to the model per keyword", ge=1)] = 50
     enum_max_values: Annotated[
         int, Field(description="cap on an OpenAI JSON-schema enum (OpenAI allows 1,000)", ge=1, le=1000)
@@ -57,34 +67,56 @@ class ArmContext:
         float, Field(description="lowest match score for an LLM-free aligned n-gram", ge=0, le=1)
     ] = 0.6
 
-    # -- candidate pool ----------------------------------------------------------------------
-    bm25_pool: Annotated[int, Field(description="top objects by BM25 over the aligned n-grams", ge=0)] = 10
+    # -- search objects (§3.2.1 end) -------------------------------------------------------
+    keyword_pool: Annotated[
+        int, Field(description="best objects per keyword, its n-gram list as one query (BM25 + embedding)", ge=0)
+    ] = 3
+    bm25_pool: Annotated[int, Field(description="top objects by BM25 over all aligned n-grams", ge=0)] = 10
     dense_pool: Annotated[int, Field(description="top objects by embedding similarity to the question", ge=0)] = 10
-    expansion_seeds: Annotated[
-        int, Field(description="top candidates whose most compatible objects join the pool (§3.2.2 expansion)", ge=0)
-    ] = 5
-    expansion_per_seed: Annotated[int, Field(description="compatible objects added per seed (paper's k)", ge=0)] = 3
-    expansion_hops: Annotated[int, Field(description="expansion steps (paper's l)", ge=0)] = 1
-    max_candidates: Annotated[int, Field(description="cap on the candidate pool given to the MIP", ge=1)] = 40
 
-    # -- relevance R_i and compatibility C_ij (§3.2.2) ---------------------------------------
+    # -- drafts (§3.2.2 "Constructing multiple alignment drafts") ------------------------------
+    drafts: Annotated[int, Field(description="expanded search-object sets, one MIP draft each (paper: 3)", ge=1)] = 3
+    expansion_per_seed: Annotated[
+        int, Field(description="most compatible objects each object adds per expansion step (paper's k; 0 = no expansion)", ge=0)
+    ] = 3
+    neighbour_candidates: Annotated[
+        int, Field(description="nearest objects by embedding scored for compatibility when expanding one object", ge=1)
+    ] = 20
+    max_candidates: Annotated[
+        int, Field(description="cap on one draft's search objects (base kept, then most relevant)", ge=1)
+    ] = 40
+
+    # -- relevance R_i and compatibility C_ij (§3.2.2, Appendix B) ---------------------------
     bm25_weight: Annotated[
-        float, Field(description="share of BM25 (vs embedding similarity) in R_i, both min-max normalised", ge=0, le=1)
+        float, Field(description="share of BM25 (vs embedding similarity) in R_i and per-keyword scores, min-max normalised", ge=0, le=1)
     ] = 0.3
     database_weight: Annotated[
-        float, Field(description="R_i bonus of a table: this share of the best R_i in its database (0 = off)", ge=0)
+        float, Field(description="measured extension (README): R_i bonus of a table, this share of the best R_i in its database (0 = paper)", ge=0)
     ] = 1.0
-    link_weight: Annotated[float, Field(description="C_ij of an entity link (one object mentions the other's title)", ge=0)] = 0.5
-    join_weight: Annotated[float, Field(description="C_ij scale of the best column join between two tables", ge=0)] = 0.25
-    semantic_weight: Annotated[float, Field(description="C_ij share of embedding similarity above the floor", ge=0)] = 0.0
-    semantic_floor: Annotated[float, Field(description="cosine similarity below which objects add no C_ij", ge=-1, le=1)] = 0.5
+    compatibility: Annotated[
+        Literal["graded", "rules"],
+        Field(description="C_ij: 'graded' (Appendix B: best column/cell/sentence pair) or 'rules' (title mentions, column rules)"),
+    ] = "graded"
+    compatibility_weight: Annotated[
+        float, Field(description="graded C_ij: share w of semantic similarity (1-w: Jaccard / overlap coefficient)", ge=0, le=1)
+    ] = 0.5
+    compatibility_scale: Annotated[float, Field(description="factor on C_ij in the MIP objective (paper: 1)", ge=0)] = 1.0
+    link_weight: Annotated[float, Field(description="rules C_ij of an entity link (one object mentions the other's title)", ge=0)] = 0.5
+    join_weight: Annotated[float, Field(description="rules C_ij scale of the best column join between two tables", ge=0)] = 0.25
+    semantic_weight: Annotated[float, Field(description="rules C_ij share of embedding similarity above the floor", ge=0)] = 0.0
+    semantic_floor: Annotated[float, Field(description="rules: cosine similarity below which objects add no C_ij", ge=-1, le=1)] = 0.5
     max_links: Annotated[
         int | None, Field(description="links counted in the objective; -1 = k-1 (Appendix B), None = all pairs", ge=-1)
     ] = -1
     mip_time_limit_s: Annotated[float, Field(description="CBC time limit; the best feasible solution is used", gt=0)] = 0.5
+    structure_alignment: Annotated[
+        bool, Field(description="Figure 4 ablation: False = information alignment only (the k most relevant base objects)"),
+    ] = True
 
-    # -- drafts, self-verification, aggregation (§3.2.2, §3.3; LLM side) ----------------------
-    drafts: Annotated[int, Field(description="expanded search-object sets, one MIP draft each (paper: 3)", ge=1)] = 3
+    # -- self-verification, aggregation (§3.3; LLM side) ---------------------------------------
+    verification: Annotated[
+        bool, Field(description="Figure 4 ablation: False = no verification, drafts aggregated by their votes alone"),
+    ] = True
     verbalize_top_rows: Annotated[
         int, Field(description="most similar rows/sentences shown per object in a draft (Appendix C: 5)", ge=1)
     ] = 5
@@ -92,7 +124,6 @@ class ArmContext:
         float, Field(description="share of mean token log-probability (vs softmaxed vote count) in object confidence", ge=0, le=1)
     ] = 0.5
     max_keywords: Annotated[int, Field(description="keywords taken from the model's decomposition", ge=1)] = 12
-    temperature: Annotated[float, Field(description="sampling temperature for the ARM model calls", ge=0)] = 0.0
 
     @classmethod
     def validated(cls, **values) -> "ArmContext":

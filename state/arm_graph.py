@@ -36,11 +36,11 @@ class ArmGraphContext(ArmContext):
     ] = True
     answer: Annotated[bool, Field(description="write an answer from the retrieved objects (off: retrieval only)")] = True
     fill_to_k: Annotated[
-        bool, Field(description="top the voted objects up to k with the best draft objects (retrieval at exactly k)"),
-    ] = True
+        bool, Field(description="extension: top the voted objects up to k with the best draft objects (retrieval at exactly k)"),
+    ] = False
     max_draft_changes: Annotated[
-        int, Field(description="objects the decoder may add to or drop from one MIP draft", ge=0),
-    ] = 2
+        int, Field(description="extension: objects the decoder may add to or drop from one MIP draft (0 = no such stage)", ge=0),
+    ] = 0
 
 
 class ArmInput(MethodInput, total=False):
@@ -52,7 +52,8 @@ class ArmInput(MethodInput, total=False):
 class ArmState(ArmInput, MethodOutput, total=False):
     keyword_source: str  # "model" | "replayed" | "question_ngrams" (model output unreadable)
     decoding: dict  # {"mode", "why"}: how alignment was constrained
-    aligned: list[dict]  # {"keyword", "ngram", "score", "path", "mode"}: every ngram a corpus n-gram
+    alignment: list[dict]  # per keyword {"keyword", "ngrams", "scores", "mode"}: every n-gram a corpus n-gram
+    aligned: list[dict]  # the same, one entry per n-gram: {"keyword", "ngram", "score", "path", "mode"}
     candidates: list[dict]  # the base pool: {"id", "via", "bm25", "dense", "relevance"}
     drafts: list[dict]  # MIP drafts: {"ids", "links", "mip", "pool"}, then the decoder's changes
     verdicts: list[dict]  # per draft: {"draft", "selected", "weights", "problem"}

@@ -13,9 +13,11 @@ from atomgraph.cli import main
 from atomgraph.evaluation.retrieval import id_scores, question_groups
 from atomgraph.nodes.arm.retrieval import arm_retrieve, bm25_retrieve, dense_retrieve, retrieve
 from atomgraph.state.arm import ArmContext
-from atomgraph.tools.arm_index import ArmIndex
+from atomgraph.tools.arm_index import ArmIndex, object_fields, tokens
 from atomgraph.tools.objects import load_objects, load_questions, parse_object
 from tests.arm_fixtures import OBJECTS, QUESTIONS, write_jsonl
+
+OBJECTS_PARSED = [parse_object(o, "fixture") for o in OBJECTS]
 
 
 @pytest.fixture(scope="module")
@@ -154,11 +156,17 @@ def test_cli_retrieve_arm_uses_the_graph_when_a_model_is_given(files, tmp_path, 
     ]}))
     common = ["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--k", "3",
               "--cache", str(tmp_path / "cache"), "--json"]
-    assert main([*common, "--model", f"scripted:{rules}", "--out", str(tmp_path / "llm")]) == 0
+    # the verifier keeps nothing: the paper's vote retrieves nothing; the fill_to_k extension tops up to k
+    assert main([*common, "--model", f"scripted:{rules}", "--set", "fill_to_k=true", "--out", str(tmp_path / "llm")]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["llm"] is True and payload["errors"] == 0
+    assert payload["llm"] is True and payload["errors"] == 0 and payload["context"]["fill_to_k"] is True
     lines = [json.loads(x) for x in (tmp_path / "llm" / "results.jsonl").read_text().splitlines()]
     assert all(len(r["retrieved"]) == 3 for r in lines)
+    for r in lines:  # the alignment invariant, checked from the --out records
+        for a in r["trace"]["alignment"]:
+            assert set(a) == {"keyword", "ngrams", "scores", "mode"} and len(a["ngrams"]) == len(a["scores"])
+            assert all(any(f" {g} " in " " + " ".join(tokens(f)) + " " for o in OBJECTS_PARSED for f in object_fields(o))
+                       for g in a["ngrams"])
     assert any(r["trace"]["llm_calls"] > 0 for r in lines)
     assert main([*common, "--model", f"scripted:{rules}", "--no-llm"]) == 0
     assert json.loads(capsys.readouterr().out)["llm"] is False

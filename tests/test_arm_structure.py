@@ -124,3 +124,30 @@ def test_passage_links_from_title_mentions(tmp_path):
     assert np.all(np.diag(C) == 0)
     S = compatibility_matrix(idx, cand, link_weight=0, join_weight=0, semantic_weight=1.0, semantic_floor=0.0)
     assert np.allclose(S, S.T) and S.max() > 0
+
+
+def test_graded_compatibility_follows_appendix_b(tmp_path):
+    """Appendix B: best sentence pair for passages, best column pair for tables (weighted
+    semantic + exact-value similarity), nothing across databases; symmetric, zero diagonal."""
+    from atomgraph.nodes.arm.compatibility import graded_matrix, sentences
+    from atomgraph.nodes.arm.pool import expanded_pools, Scores, base_pool
+    from atomgraph.state.arm import ArmContext
+
+    idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
+    pos = {o.id: i for i, o in enumerate(idx.objects)}
+    cand = [pos[i] for i in ("p-inception", "p-zimmer", "p-dice", "concert_singer#sep#singer",
+                              "concert_singer#sep#singer_in_concert", "pets_1#sep#Pets")]
+    C = graded_matrix(idx, cand, weight=0.5)
+    assert np.allclose(C, C.T) and np.all(np.diag(C) == 0) and C.max() <= 1.0 + 1e-6
+    assert C[0, 1] > C[0, 2]  # Inception's score is by Zimmer: a shared sentence, not Demon Dice
+    assert C[3, 4] > 0.5  # singer.singer_id joins singer_in_concert.singer_id
+    assert C[3, 5] == 0 and C[4, 5] == 0  # another database
+    exact = graded_matrix(idx, cand[3:5], weight=0.0)  # exact values only: Jaccard of the header words
+    assert exact[0, 1] == pytest.approx(1.0)
+    assert sentences("A b. C d! e f") == ["A b.", "C d! e f"]
+    # drafts: l = 1, 2, 3 expansion steps of every base object, each set different when it can be
+    ctx = ArmContext(k=2, keyword_pool=1, bm25_pool=1, dense_pool=1, expansion_per_seed=1, max_candidates=40)
+    scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
+    sets = expanded_pools(idx, base_pool(idx, scores, ctx), scores, ctx, 3)
+    assert [s for s, _ in sets][0] == 1 and len({frozenset(p) for _, p in sets}) == len(sets)
+    assert all(len(p) >= len(base_pool(idx, scores, ctx)) for _, p in sets)

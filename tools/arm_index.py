@@ -197,13 +197,16 @@ class ArmIndex:
         where = folder / key
         if use_cache and (where / "meta.json").is_file():
             try:
-                return cls._load(where, objects, emb, model_id, key)
+                index = cls._load(where, objects, emb, model_id, key)
+                index.cache_path = where
+                return index
             except Exception as exc:  # noqa: BLE001 - a damaged cache is rebuilt, never fatal
                 log.warning("ARM index cache %s unreadable (%s); rebuilding", where, exc)
         index = cls._build(objects, emb, model_id, key, rows_per_chunk, passage_chars)
         if use_cache:
             try:
                 index._save(where)
+                index.cache_path = where
             except OSError as exc:
                 log.warning("cannot write the ARM index cache to %s (%s)", where, exc)
         return index
@@ -355,6 +358,23 @@ class ArmIndex:
         out = np.full(len(self.objects), -1.0, dtype=np.float32)
         np.maximum.at(out, self.chunk_objects, sims)
         return out
+
+    def database_members(self, database: str) -> list[int]:
+        """Positions of the tables of ``database``."""
+        if not hasattr(self, "_by_db"):
+            by: dict[str, list[int]] = {}
+            for i, o in enumerate(self.objects):
+                if o.is_table and o.database is not None:
+                    by.setdefault(o.database, []).append(i)
+            self._by_db = by
+        return self._by_db.get(database, [])
+
+    def nearest_objects(self, p: int, n: int) -> list[int]:
+        """The ``n`` objects whose (mean-chunk) vectors are closest to object ``p``'s."""
+        sims = self.object_vectors @ self.object_vectors[p]
+        n = min(n, len(sims))
+        top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
+        return [int(i) for i in top[np.argsort(-sims[top], kind="stable")]]
 
     @property
     def object_vectors(self) -> np.ndarray:

@@ -24,9 +24,9 @@ from atomgraph.errors import ConfigError
 
 
 def _parse_sets(items: list[str]) -> dict:
-    from atomgraph.state.arm import ArmContext
+    from atomgraph.state.arm_graph import ArmGraphContext
 
-    names = {f.name for f in fields(ArmContext)}
+    names = {f.name for f in fields(ArmGraphContext)} - {"objects", "index_cache", "answer"}
     out: dict = {}
     for item in items or []:
         name, sep, value = item.partition("=")
@@ -45,7 +45,7 @@ def _run(args) -> int:
 
     from atomgraph.evaluation.retrieval import evaluate, format_summary
     from atomgraph.nodes.arm.retrieval import retrieve
-    from atomgraph.state.arm import ArmContext
+    from atomgraph.state.arm_graph import ArmGraphContext as ArmContext
     from atomgraph.tools.arm_index import ArmIndex
     from atomgraph.tools.objects import load_objects, load_questions
 
@@ -66,6 +66,10 @@ def _run(args) -> int:
                            dense=args.method != "bm25")  # BM25 pays for no embeddings
     if args.method in ("dense", "arm"):
         index.prime_queries([q.question for q in questions])
+    if args.method == "arm" and ctx.compatibility == "graded" and ctx.structure_alignment:
+        from atomgraph.nodes.arm.compatibility import UnitCache
+
+        UnitCache.of(index).prime_all()  # sentence/cell/column embeddings, once per collection (cached)
     llm = _llm_retriever(args, index, ctx) if args.method == "arm" and not args.no_llm else None
     fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
     run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out)

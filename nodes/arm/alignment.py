@@ -10,6 +10,8 @@ them over a *shortlist* of corpus n-grams for one keyword:
   (:func:`openai_json_schema_body`);
 - any other model: free generation, then :func:`snap` to the nearest corpus n-grams.
 
+Which one a run uses is decided in one place, :func:`atomgraph.nodes.arm.decoding.decoding_mode`.
+
 INVARIANT: whatever path produced it, an aligned n-gram returned by this module
 (:func:`parse_alignment`, :func:`snap`, :func:`align_keyword`) is a corpus n-gram of the
 index (``index.has_ngram``) — or nothing at all.
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 from rapidfuzz import fuzz, process
 
@@ -205,25 +207,6 @@ def openai_json_schema_body(allowed: Sequence[str], *, max_values: int = OPENAI_
             },
         }
     }
-
-
-def decoding_mode(server: str | Iterable[str] | None) -> DecodingMode:
-    """The constraint to use, from what the server offers.
-
-    ``server`` is a server kind (``"vllm"``, ``"llama.cpp"``/``"llamacpp"``, ``"openai"``) or a
-    set of capabilities (``"structured_outputs"``, ``"grammar"``, ``"json_schema"``); anything
-    else gets free generation plus :func:`snap`.
-    """
-    if server is None:
-        return "free"
-    caps = {server.lower()} if isinstance(server, str) else {str(s).lower() for s in server}
-    if caps & {"vllm", "structured_outputs", "choice", "vllm_choice"}:
-        return "vllm_choice"
-    if caps & {"llama.cpp", "llamacpp", "llama-cpp", "grammar", "gbnf", "llamacpp_grammar"}:
-        return "llamacpp_grammar"
-    if caps & {"openai", "json_schema", "openai_json_schema"}:
-        return "openai_json_schema"
-    return "free"
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,8 @@ def probe_server(url: str, timeout_s: float = 2.0) -> str | None:
 def decoding_mode(model: Any, requested: str = "auto") -> tuple[str, str]:
     """The constrained-decoding form for ``model`` and why: ``(mode, reason)``."""
     req = (requested or "auto").strip().lower()
+    if req == "local_trie_beam":  # only an in-process model decodes over the token trie
+        return "free", "local_trie_beam asked for, but the model is not in-process: unconstrained, then snapped"
     if req != "auto":
         mode = _ALIASES.get(req)
         if mode is None:

@@ -36,11 +36,13 @@ from atomgraph.nodes.arm.decoding import (
     span_logprobs,
     token_logprobs,
 )
-from atomgraph.nodes.arm.pool import Scores, base_pool, expanded_pools, solve_draft
+from atomgraph.nodes.arm.pool import Scores, base_pool, expanded_pools, solve_draft, vote_drafts
 from atomgraph.nodes.arm.verbalize import verbalize_draft, verbalize_object
 from atomgraph.nodes.arm.voting import aggregate as vote
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.prompts.arm.stages import ALIGN, ANSWER, DECOMPOSE, DRAFT, VERIFY
+from atomgraph.prompts.arm.stages import ALIGN, ALIGN_LIST, ANSWER, DECOMPOSE, DRAFT, VERIFY
+from atomgraph.prompts.constraints import JsonSchema, TokenTrie, is_local, unwrap
+from atomgraph.tools.arm_index import normalize_ngram
 from atomgraph.state.arm_graph import ArmGraphContext
 from atomgraph.state.usage import RetrieverCall
 from atomgraph.tools.arm_index import ArmIndex
@@ -77,6 +79,18 @@ def _keep_corpus(index: ArmIndex, entries: list[dict], problems: list[str]) -> l
     return out
 
 
+def group_alignment(entries: list[dict]) -> list[dict]:
+    """Per keyword, its list of corpus n-grams: ``{"keyword", "ngrams", "scores", "mode"}``
+    (the record every run keeps; each n-gram occurs contiguously in some object)."""
+    out: dict[str, dict] = {}
+    for e in entries:
+        rec = out.setdefault(e["keyword"], {"keyword": e["keyword"], "ngrams": [], "scores": [], "mode": e.get("mode", "none")})
+        if e["ngram"] not in rec["ngrams"]:
+            rec["ngrams"].append(e["ngram"])
+            rec["scores"].append(e.get("score"))
+    return list(out.values())
+
+
 def _titles(index: ArmIndex, ids: list[str]) -> list[str]:
     return [index.objects[index.position(i)].title for i in ids]
 
@@ -93,7 +107,10 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
         except AtomgraphError as exc:
             return {"error": str(exc), "problems": [f"question: {exc}"]}
         ctx = art.params(config)
-        index = await art.aindex(ctx)
+        try:
+            index = await art.aindex(ctx)
+        except AtomgraphError as exc:  # no objects file, bad objects: data, not an exception (issue 21)
+            return {"question": question, "error": f"ARM data collection: {exc}", "problems": [f"objects: {exc}"]}
         given = state.get("keywords")
         if isinstance(given, list) and any(isinstance(k, str) and k.strip() for k in given):
             kws = [k for k in given if isinstance(k, str) and k.strip()][: ctx.max_keywords]
@@ -123,10 +140,14 @@ def make_align_node(art: ArmRuntime) -> Callable:
             entries = [{"keyword": a.keyword, "ngram": a.ngram, "score": round(a.score, 4), "path": a.path, "mode": "none"}
                        for kw in keywords for a in align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword,
                                                                   min_score=ctx.min_alignment_score)]
-            return {"aligned": _keep_corpus(index, entries, problems), "problems": problems,
+            kept = _keep_corpus(index, entries, problems)
+            return {"aligned": kept, "alignment": group_alignment(kept), "problems": problems,
                     "decoding": {"mode": "none", "why": f"keywords {state.get('keyword_source')}: aligned without a model"}}
+        model = await art.rt.amodel(ALIGN.role)
+        if ctx.decoding in ("auto", "local_trie_beam") and is_local(model):
+            return await _align_by_beam(art, ctx, index, question, keywords, model, config)
         # may ask the server who it is (HTTP, cached per URL): in a thread, off the event loop
-        mode, why = await asyncio.to_thread(decoding_mode, await art.rt.amodel(ALIGN.role), ctx.decoding)
+        mode, why = await asyncio.to_thread(decoding_mode, model, ctx.decoding)
         parts = [(kw, part) for kw in keywords for part in keyword_parts(kw)]
         requests = [build_alignment_request(part, index, mode, shortlist_size=ctx.shortlist_size,
                                             max_enum=ctx.enum_max_values) for _, part in parts]
@@ -153,18 +174,67 @@ def make_align_node(art: ArmRuntime) -> Callable:
                             (f"aligned without the model to {fallback[0].ngram!r}" if fallback else "keyword dropped"))
             entries += [{"keyword": kw, "ngram": a.ngram, "score": round(a.score, 4), "path": "fallback", "mode": req.mode}
                         for a in fallback]
-        return {"aligned": _keep_corpus(index, entries, problems), "llm_calls": calls, "problems": problems,
+        kept = _keep_corpus(index, entries, problems)
+        return {"aligned": kept, "alignment": group_alignment(kept), "llm_calls": calls, "problems": problems,
                 "decoding": {"mode": mode, "why": why}}
 
     return align
+
+
+def ngram_token_trie(index: ArmIndex, engine: Any):
+    """The token trie over *every* corpus n-gram for ``engine``'s tokenizer (built once per
+    index, persisted next to the index cache when it has one)."""
+    trie = index.__dict__.get("_token_trie")
+    if trie is None:
+        from atomgraph.local.trie import TokenTrie as Trie
+
+        where = getattr(index, "cache_path", None)
+        trie = Trie.build(index.trie.iterkeys(), engine, cache_dir=(where / "token-trie") if where is not None else None)
+        index.__dict__["_token_trie"] = trie
+    return trie
+
+
+async def _align_by_beam(art: ArmRuntime, ctx: ArmGraphContext, index: ArmIndex, question: str,
+                         keywords: list[str], model: Any, config: RunnableConfig) -> dict[str, Any]:
+    """§3.2.1 with an in-process model: each keyword rephrased as a list ``(a, b, …)`` of corpus
+    n-grams by beam search over a token trie of every n-gram; score = mean logit per n-gram."""
+    trie = await asyncio.to_thread(ngram_token_trie, index, unwrap(model).engine)
+    constraint = TokenTrie(trie, beam_width=ctx.beam_width, n_best=1)
+    problems: list[str] = []
+    entries: list[dict] = []
+    calls = []
+    for kw in keywords:  # one engine: sequential
+        result = await art.rt.ask(ALIGN_LIST, {"question": question, "keyword": kw}, config, constraint=constraint)
+        calls.append(result.call)
+        meta = getattr(result.message, "response_metadata", None) or {}
+        beams = meta.get("beams") or []
+        best = beams[0] if beams else {}
+        strings = best.get("strings") or (result.value if result.ok else [])
+        scores = best.get("string_scores") or [None] * len(strings)
+        got = [(normalize_ngram(g), sc) for g, sc in zip(strings, scores) if index.has_ngram(normalize_ngram(g))]
+        if got:
+            entries += [{"keyword": kw, "ngram": g, "score": None if sc is None else round(float(sc), 4),
+                         "path": "beam", "mode": "local_trie_beam"} for g, sc in got]
+            continue
+        fallback = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=0.0)
+        problems.append(f"align {kw!r}: {result.problem or 'no n-gram list decoded'}; "
+                        + (f"aligned without the model to {[a.ngram for a in fallback]}" if fallback else "keyword dropped"))
+        entries += [{"keyword": kw, "ngram": a.ngram, "score": round(a.score, 4), "path": "fallback",
+                     "mode": "local_trie_beam"} for a in fallback]
+    kept = _keep_corpus(index, entries, problems)
+    return {"aligned": kept, "alignment": group_alignment(kept), "llm_calls": calls, "problems": problems,
+            "decoding": {"mode": "local_trie_beam",
+                         "why": f"in-process model: beam search (width {ctx.beam_width}) over a token trie of "
+                                f"{len(index.trie)} corpus n-grams"}}
 
 
 # --- retrieval and structure alignment -------------------------------------------------------
 
 async def _scores(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> tuple[ArmIndex, Scores]:
     index = await art.aindex(ctx)
-    ngrams = list(dict.fromkeys(a["ngram"] for a in state.get("aligned") or []))
-    return index, await asyncio.to_thread(Scores.of, index, state["question"], ngrams)  # embeds the question
+    groups = [a["ngrams"] for a in state.get("alignment") or []]
+    # embeds the question and each keyword's n-gram list: in a thread, off the event loop
+    return index, await asyncio.to_thread(Scores.of, index, state["question"], groups, ctx.bm25_weight)
 
 
 def make_retrieve_node(art: ArmRuntime) -> Callable:
@@ -184,6 +254,9 @@ def make_retrieve_node(art: ArmRuntime) -> Callable:
                                hits=sum(1 for v in pool.values() if v == "bm25")),
                  RetrieverCall(source="arm:dense", query=state["question"][:500],
                                hits=sum(1 for v in pool.values() if v == "dense"))]
+        calls += [RetrieverCall(source="arm:keyword", query=", ".join(a["ngrams"])[:500],
+                                hits=sum(1 for v in pool.values() if v == f"keyword {i}"))
+                  for i, a in enumerate(state.get("alignment") or [])]
         return {"candidates": candidates, "retriever_calls": calls}
 
     return retrieve
@@ -196,14 +269,20 @@ def make_structure_node(art: ArmRuntime) -> Callable:
         ctx = art.params(config)
         index, scores = await _scores(art, ctx, state)
         pool = {index.position(c["id"]): c["via"] for c in state.get("candidates") or []}
-        drafts = []
-        for d, (hops, objs) in enumerate(expanded_pools(index, pool, scores, ctx, ctx.drafts)):
-            solved = solve_draft(index, list(objs), scores, ctx)
-            drafts.append({"draft": d, "hops": hops, "pool": [index.objects[p].id for p in objs],
-                           "mip_ids": solved["ids"], "ids": solved["ids"], "links": solved["links"],
-                           "relevance": solved["relevance"], "mip": solved["mip"]})
+
+        def solve_all() -> list[dict]:  # embeds units and runs CBC: in a thread, off the event loop
+            sets = expanded_pools(index, pool, scores, ctx, ctx.drafts) if ctx.structure_alignment else [(0, pool)]
+            out = []
+            for d, (steps, objs) in enumerate(sets):
+                solved = solve_draft(index, list(objs), scores, ctx)
+                out.append({"draft": d, "steps": steps, "pool": [index.objects[p].id for p in objs],
+                            "mip_ids": solved["ids"], "ids": solved["ids"], "links": solved["links"],
+                            "relevance": solved["relevance"], "mip": solved["mip"]})
+            return out
+
+        drafts = await asyncio.to_thread(solve_all)
         notes = []
-        if len(drafts) < ctx.drafts:
+        if ctx.structure_alignment and len(drafts) < ctx.drafts:
             notes.append(f"structure: {ctx.drafts - len(drafts)} expansion(s) added nothing new; {len(drafts)} draft(s)")
         return {"drafts": drafts, "problems": notes}
 
@@ -239,6 +318,9 @@ def make_draft_node(art: ArmRuntime) -> Callable:
             values = {"question": question, "keywords": keywords, "max_changes": ctx.max_draft_changes,
                       "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows),
                       "others": "\n".join(f"{i} — {index.objects[index.position(i)].title}" for i in others) or "(none)"}
+            if is_local(art.rt.model(DRAFT.role)):  # the kit's call path constrains in-process models
+                return await art.rt.ask(DRAFT, values, config,
+                                        constraint=JsonSchema(choice_schema(d["pool"], ["add", "drop"]), "draft_changes"))
             result, _ = await ask_bound(art.rt, DRAFT, values, config, mode=mode, body=body)
             return result
 
@@ -295,7 +377,7 @@ def make_verify_node(art: ArmRuntime) -> Callable:
     async def verify(state: dict, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         drafts = state.get("drafts") or []
-        if not drafts:
+        if not drafts or not ctx.verification:
             return {"verdicts": []}
         index = await art.aindex(ctx)
         mode = await _mode_for(art, ctx, state)
@@ -306,6 +388,11 @@ def make_verify_node(art: ArmRuntime) -> Callable:
             body = schema_body(mode, choice_schema(d["ids"], ["objects"], with_reasoning=True), "verified_objects")
             values = {"question": question, "keywords": keywords,
                       "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows)}
+            if is_local(art.rt.model(VERIFY.role)):  # the kit's call path constrains in-process models
+                schema = choice_schema(d["ids"], ["objects"], with_reasoning=True)
+                res = await art.rt.ask(VERIFY, values, config, constraint=JsonSchema(schema, "verified_objects"),
+                                       logprobs=ctx.logprobs)
+                return res, res.message
             return await ask_bound(art.rt, VERIFY, values, config, mode=mode, body=body, logprobs=ctx.logprobs)
 
         results = await asyncio.gather(*(one(d) for d in drafts))
@@ -340,7 +427,10 @@ def make_aggregate_node(art: ArmRuntime) -> Callable:
         votes, how = vote(usable, vote_weight=ctx.vote_weight)
         problems = []
         chosen = [v["id"] for v in votes][: ctx.k]
-        if not usable and drafts:
+        if not ctx.verification:
+            how = "draft votes (verification off)"
+            chosen = vote_drafts(drafts, ctx.k)
+        elif not usable and drafts:
             how = "first draft (no verification was readable)"
             problems.append("aggregate: no draft was verified; the first draft's objects are used")
             chosen = list(drafts[0]["ids"])[: ctx.k]
@@ -383,7 +473,9 @@ def make_answer_node(art: ArmRuntime) -> Callable:
             "keywords": state.get("keywords") or [],
             "keyword_source": state.get("keyword_source"),
             "decoding": state.get("decoding") or {},
+            "alignment": state.get("alignment") or [],
             "aligned": state.get("aligned") or [],
+            "distinct_drafts": len({frozenset(d["ids"]) for d in state.get("drafts") or []}),
             "candidates": state.get("candidates") or [],
             "drafts": state.get("drafts") or [],
             "verdicts": state.get("verdicts") or [],

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from atomgraph.nodes.arm.alignment import align_keyword, extract_keywords
-from atomgraph.nodes.arm.pool import Scores, _top, base_pool, expand, solve_draft
+from atomgraph.nodes.arm.pool import Scores, _top, base_pool, expanded_pools, solve_draft, vote_drafts
 from atomgraph.nodes.arm.pool import database_relevance, neighbours  # noqa: F401 - re-exported
 from atomgraph.state.arm import ArmContext
 from atomgraph.tools.arm_index import ArmIndex, stopwords, tokens
@@ -73,6 +73,42 @@ def resolve_keywords(question: Question | str, index: ArmIndex, keywords: Sequen
     return extract_keywords(_question_text(question), index)[:limit], "question_ngrams"
 
 
+def alignment_groups(kws: Sequence[str], index: ArmIndex, ctx: ArmContext, mode: str = "none") -> list[dict]:
+    """LLM-free information alignment: each keyword with its list of corpus n-grams, as
+    recorded in every trace: ``{"keyword", "ngrams", "scores", "mode"}``."""
+    out = []
+    for kw in kws:
+        got = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=ctx.min_alignment_score)
+        best: dict[str, float] = {}
+        for a in got:
+            if index.has_ngram(a.ngram):
+                best[a.ngram] = max(best.get(a.ngram, 0.0), round(a.score, 4))
+        if best:
+            out.append({"keyword": kw, "ngrams": list(best), "scores": list(best.values()), "mode": mode})
+    return out
+
+
+def run_drafts(index: ArmIndex, question: str, alignment: Sequence[dict], ctx: ArmContext) -> tuple[Scores, dict[int, str], list[dict]]:
+    """Retrieval and structure alignment from an alignment: the scores, the base set of
+    search objects and one solved draft per expanded set (§3.2.2), shared by
+    :func:`arm_retrieve` and the ``arm`` graph."""
+    scores = Scores.of(index, question, [a["ngrams"] for a in alignment], ctx.bm25_weight)
+    pool = base_pool(index, scores, ctx)
+    sets = expanded_pools(index, pool, scores, ctx, ctx.drafts) if ctx.structure_alignment else [(0, pool)]
+    drafts = []
+    for d, (steps, objs) in enumerate(sets):
+        solved = solve_draft(index, list(objs), scores, ctx)
+        drafts.append({"draft": d, "steps": steps, "pool": [index.objects[p].id for p in objs],
+                       "mip_ids": solved["ids"], "ids": solved["ids"], "links": solved["links"],
+                       "relevance": solved["relevance"], "mip": solved["mip"]})
+    return scores, pool, drafts
+
+
+def distinct_drafts(drafts: Sequence[dict]) -> int:
+    """How many drafts chose a different set of objects."""
+    return len({frozenset(d["ids"]) for d in drafts})
+
+
 def arm_retrieve(
     question: Question | str,
     index: ArmIndex,
@@ -80,33 +116,40 @@ def arm_retrieve(
     *,
     keywords: Sequence[str] | None = None,
 ) -> RetrievalResult:
-    """ARM's retrieval without a model: alignment → candidate pool → R, C → MIP (module doc)."""
+    """ARM's retrieval without a model: alignment → search objects → drafts (R, C, MIP per
+    expanded set) → a vote over the drafts (module doc)."""
     ctx = ctx or ArmContext()
     t0 = time.perf_counter()
     text = _question_text(question)
     kws, source = resolve_keywords(question, index, keywords, ctx.max_keywords)
-    aligned = [a for kw in kws for a in align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword,
-                                                     min_score=ctx.min_alignment_score)]
-    scores = Scores.of(index, text, [a.ngram for a in aligned])
-    pool = expand(index, base_pool(index, scores, ctx), scores, ctx, ctx.expansion_hops)
-    ps = list(pool)
-    draft = solve_draft(index, ps, scores, ctx)
-    R = draft["relevance"]
+    alignment = alignment_groups(kws, index, ctx)
+    t1 = time.perf_counter()
+    scores, pool, drafts = run_drafts(index, text, alignment, ctx)
+    chosen = vote_drafts(drafts, ctx.k)
+    R: dict[str, float] = {}
+    for d in drafts:
+        R.update(d["relevance"])
     trace = {
         "keywords": kws,
         "keyword_source": source,
-        "aligned": [{"keyword": a.keyword, "ngram": a.ngram, "score": round(a.score, 4), "how": a.path} for a in aligned],
+        "alignment": alignment,
+        "aligned": [{"keyword": a["keyword"], "ngram": g, "score": sc, "how": a["mode"]}
+                    for a in alignment for g, sc in zip(a["ngrams"], a["scores"])],
         "candidates": [
             {"id": index.objects[p].id, "via": pool[p], "bm25": round(float(scores.bm25[p]), 4),
-             "dense": round(float(scores.dense[p]), 4), "relevance": R[index.objects[p].id]}
-            for p in ps
+             "dense": round(float(scores.dense[p]), 4), "relevance": R.get(index.objects[p].id)}
+            for p in pool
         ],
-        "links": draft["links"],
-        "mip": {k: v for k, v in draft["mip"].items() if k not in ("time_limited", "time_limit_s")},
-        "chosen": draft["ids"],
+        "drafts": [{k: d[k] for k in ("draft", "steps", "ids", "links", "mip")} | {"pool_size": len(d["pool"])}
+                   for d in drafts],
+        "distinct_drafts": distinct_drafts(drafts),
+        "links": drafts[0]["links"] if drafts else [],
+        "mip": {k: v for k, v in drafts[0]["mip"].items() if k not in ("time_limited", "time_limit_s")} if drafts else {},
+        "chosen": chosen,
+        "stage_seconds": {"align": round(t1 - t0, 4), "drafts": round(time.perf_counter() - t1, 4)},
         "seconds": round(time.perf_counter() - t0, 4),
     }
-    return RetrievalResult("arm", trace["chosen"], [float(R[i]) for i in draft["ids"]], trace)
+    return RetrievalResult("arm", chosen, [float(R.get(i, 0.0)) for i in chosen], trace)
 
 
 METHODS = ("dense", "bm25", "arm")

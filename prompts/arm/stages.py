@@ -115,6 +115,21 @@ def parse_ngram(text: str) -> str:
     return first
 
 
+def parse_ngram_list(text: str) -> list[str]:
+    """The n-gram list of a constrained beam reply ``(a, b, c)``: its items, normalised."""
+    from atomgraph.tools.arm_index import normalize_ngram
+
+    body = (text or "").strip()
+    if body.startswith("("):
+        body = body[1:]
+    body = body.split(")")[0]
+    items = [normalize_ngram(x) for x in body.split(",")]
+    items = list(dict.fromkeys(x for x in items if x))
+    if not items:
+        raise ParseError(f"no n-gram list in the reply: {(text or '')[:120]!r}")
+    return items
+
+
 _NONE = re.compile(r"^\s*(?:none|no changes?|nothing|n/a|-)\s*\.?\s*$", re.I)
 
 
@@ -189,6 +204,14 @@ _ALIGN = ChatPromptTemplate.from_messages([
     ("human", "Question: {question}\nKeyword: {keyword}\nOptions:\n{options}\nPhrase:"),
 ])
 
+_ALIGN_LIST = ChatPromptTemplate.from_messages([
+    ("system",
+     "The words of a keyword may differ from how the data collection writes them. Rephrase the keyword "
+     "as a list of short phrases (one to three words each) the way the collection would write them, "
+     "in parentheses and separated by commas, for example (degree, educated, postgraduate)."),
+    ("human", "Question: {question}\nKeyword: {keyword}\nPhrases:"),
+])
+
 _DRAFT = ChatPromptTemplate.from_messages([
     ("system",
      "You are assembling the documents and tables needed to answer a question. A solver proposed a "
@@ -219,8 +242,10 @@ _ANSWER = ChatPromptTemplate.from_messages([
 
 DECOMPOSE = Stage("arm_decompose", "decoder", _DECOMPOSE, text_parser(parse_keywords, "keywords"), max_tokens=160)
 ALIGN = Stage("arm_align", "decoder", _ALIGN, text_parser(parse_ngram, "ngram"), max_tokens=32)
+# §3.2.1 as the paper decodes it: a list of corpus n-grams under a token-trie beam search
+ALIGN_LIST = Stage("arm_align_list", "decoder", _ALIGN_LIST, text_parser(parse_ngram_list, "ngram_list"), max_tokens=48)
 DRAFT = Stage("arm_draft", "decoder", _DRAFT, text_parser(parse_changes, "changes"), max_tokens=200)
 VERIFY = Stage("arm_verify", "decoder", _VERIFY, text_parser(parse_selection, "selection"), max_tokens=400)
 ANSWER = Stage("arm_answer", "answerer", _ANSWER, text_parser(extract_answer, "answer"), max_tokens=256)
 
-STAGES: dict[str, Stage] = {s.name: s for s in (DECOMPOSE, ALIGN, DRAFT, VERIFY, ANSWER)}
+STAGES: dict[str, Stage] = {s.name: s for s in (DECOMPOSE, ALIGN, ALIGN_LIST, DRAFT, VERIFY, ANSWER)}

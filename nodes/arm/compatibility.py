@@ -1,0 +1,241 @@
+"""Graded object–object compatibility C_ij (Appendix B of the ARM paper).
+
+"Compatibility … is computed based on both semantic similarity (cosine similarity of
+embeddings) and exact-value similarity between contents from both objects":
+
+- table–table: the best pair of columns, each scored ``w × cos(header_a, header_b) +
+  (1 − w) × Jaccard(values_a, values_b)`` (one joinable column pair connects two tables).
+  Tables without rows (schemas only) have no values: their exact-value part is the Jaccard
+  of the two headers' words, so ``singer_id``/``singer_id`` still scores 1;
+- table–passage: the best (cell, sentence) pair, ``w × cos + (1 − w) × overlap coefficient``
+  of their word sets;
+- passage–passage: the best (sentence, sentence) pair, scored the same way.
+
+A passage's units are its sentences and its title (the title is how another passage
+mentions it); a table's are its column headers (for table–table) and its distinct cells
+(for table–passage). Word sets drop stopwords; the overlap coefficient is
+``|A ∩ B| / min(|A|, |B|)``. Tables of two different ``database`` values score 0 (a join
+never crosses databases).
+
+Units (embeddings and word sets) are computed once per object, lazily, in batches, and kept
+on the index (:class:`UnitCache`); :func:`graded_matrix` is vectorised over the candidate
+pool only (one matrix product, then a block maximum per object pair).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from atomgraph.tools.arm_index import ArmIndex, _embed, stopwords, tokens
+from atomgraph.tools.objects import split_identifier
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+MAX_SENTENCES = 40
+MAX_CELLS = 200
+
+
+@dataclass
+class ObjectUnits:
+    """One object's comparable units: text units (sentences or cells) and columns."""
+
+    texts: list[str]
+    text_vectors: np.ndarray  # (len(texts), dim)
+    text_words: list[frozenset[str]]
+    headers: list[str]
+    header_vectors: np.ndarray  # (len(headers), dim)
+    values: list[frozenset[str]]  # per column: its distinct casefolded cell values, or the header's words
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a passage (a light splitter: end punctuation then a capital/digit)."""
+    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
+
+
+def _words(text: str, stop: frozenset[str]) -> frozenset[str]:
+    return frozenset(t for t in tokens(text) if t not in stop)
+
+
+class UnitCache:
+    """Units per object position, embedded in batches on first use (thread-safe)."""
+
+    def __init__(self, index: ArmIndex):
+        self.index = index
+        self._units: dict[int, ObjectUnits] = {}
+        self._lock = threading.Lock()
+        self._stop = stopwords()
+
+    @classmethod
+    def of(cls, index: ArmIndex) -> "UnitCache":
+        cache = index.__dict__.get("_unit_cache")
+        if cache is None:
+            cache = index.__dict__.setdefault("_unit_cache", cls(index))
+        return cache
+
+    def _raw(self, p: int) -> tuple[list[str], list[str], list[frozenset[str]]]:
+        o = self.index.objects[p]
+        if o.is_table:
+            cells = list(dict.fromkeys(c.strip() for r in o.rows for c in r if c and c.strip()))[:MAX_CELLS]
+            headers = [split_identifier(c) or c for c in o.columns]
+            if o.rows:
+                values = [frozenset(r[i].strip().casefold() for r in o.rows if i < len(r) and r[i].strip())
+                          for i in range(len(o.columns))]
+            else:
+                values = [frozenset(h.casefold().split()) for h in headers]
+            return cells, headers, values
+        texts = [o.title] + sentences(o.text)[:MAX_SENTENCES]
+        return [t for t in texts if t.strip()], [], []
+
+    def prime_all(self) -> None:
+        """Units of every object: read from the index's cache folder (``units.npz``) when
+        there, else embedded in one batch and written there (evaluation runs)."""
+        n = len(self.index.objects)
+        where = getattr(self.index, "cache_path", None)
+        f = where / "units.npz" if where is not None else None
+        if f is not None and f.is_file():
+            try:
+                data = np.load(f)
+                raws = [self._raw(p) for p in range(n)]
+                tn = np.array([len(r[0]) for r in raws]); hn = np.array([len(r[1]) for r in raws])
+                tv, hv = data["text"].astype(np.float32), data["header"].astype(np.float32)
+                if len(tv) == tn.sum() and len(hv) == hn.sum():
+                    ta, ha = np.r_[0, np.cumsum(tn)], np.r_[0, np.cumsum(hn)]
+                    with self._lock:
+                        for p, r in enumerate(raws):
+                            self._units.setdefault(p, ObjectUnits(r[0], tv[ta[p]:ta[p + 1]], [_words(t, self._stop) for t in r[0]],
+                                                                  r[1], hv[ha[p]:ha[p + 1]], r[2]))
+                    return
+            except Exception:  # noqa: BLE001 - a damaged cache is recomputed
+                pass
+        units = self.get(list(range(n)))
+        if f is not None:
+            try:
+                dim = self.index.chunk_vectors.shape[1]
+                text = np.concatenate([u.text_vectors for u in units] or [np.zeros((0, dim))]).astype(np.float16)
+                header = np.concatenate([u.header_vectors for u in units] or [np.zeros((0, dim))]).astype(np.float16)
+                np.savez(f, text=text, header=header)
+            except OSError:
+                pass
+
+    def get(self, positions: Sequence[int]) -> list[ObjectUnits]:
+        todo = [p for p in dict.fromkeys(positions) if p not in self._units]
+        if todo:
+            raws = {p: self._raw(p) for p in todo}
+            flat = [t for p in todo for t in raws[p][0]] + [h for p in todo for h in raws[p][1]]
+            vecs = _embed(self.index.embeddings, flat) if flat else np.zeros((0, 1), dtype=np.float32)
+            dim = self.index.chunk_vectors.shape[1]
+            at = 0
+            built: dict[int, ObjectUnits] = {}
+            for p in todo:
+                texts = raws[p][0]
+                tv = vecs[at : at + len(texts)] if texts else np.zeros((0, dim), dtype=np.float32)
+                at += len(texts)
+                built[p] = ObjectUnits(texts, tv, [_words(t, self._stop) for t in texts], raws[p][1],
+                                       np.zeros((0, dim), dtype=np.float32), raws[p][2])
+            for p in todo:
+                hs = raws[p][1]
+                built[p].header_vectors = vecs[at : at + len(hs)] if hs else np.zeros((0, dim), dtype=np.float32)
+                at += len(hs)
+            with self._lock:
+                for p, u in built.items():
+                    self._units.setdefault(p, u)
+        return [self._units[p] for p in positions]
+
+
+def _set_matrix(sets: list[frozenset[str]]):
+    """A sparse 0/1 matrix (sets × vocabulary) and the set sizes."""
+    from scipy.sparse import csr_matrix
+
+    vocab: dict[str, int] = {}
+    rows, cols = [], []
+    for i, s in enumerate(sets):
+        for w in s:
+            rows.append(i)
+            cols.append(vocab.setdefault(w, len(vocab)))
+    X = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(sets), max(1, len(vocab))))
+    return X, np.array([len(s) for s in sets], dtype=np.float32)
+
+
+def _block_max(S: np.ndarray, owner_a: np.ndarray, owner_b: np.ndarray, n: int) -> np.ndarray:
+    """``M[i, j]`` = max of ``S`` over the units of object ``i`` (rows) × object ``j`` (columns)."""
+    out = np.zeros((n, n), dtype=np.float32)
+    if S.size == 0:
+        return out
+    # owners are sorted (units are stacked object by object)
+    ra = np.flatnonzero(np.r_[True, owner_a[1:] != owner_a[:-1]])
+    rb = np.flatnonzero(np.r_[True, owner_b[1:] != owner_b[:-1]])
+    M = np.maximum.reduceat(np.maximum.reduceat(S, ra, axis=0), rb, axis=1)
+    out[np.ix_(owner_a[ra], owner_b[rb])] = M
+    return out
+
+
+def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 0.5) -> np.ndarray:
+    """C_ij over the objects at ``positions`` (Appendix B; module doc), symmetric, zero diagonal.
+
+    ``weight`` is w, the share of semantic similarity (1 − w: exact-value similarity)."""
+    ps = list(positions)
+    n = len(ps)
+    C = np.zeros((n, n), dtype=np.float32)
+    if n < 2:
+        return C.astype(float)
+    units = UnitCache.of(index).get(ps)
+    objs = [index.objects[p] for p in ps]
+    is_table = np.array([o.is_table for o in objs])
+
+    # sentences and cells: passage–passage and table–passage
+    owner = np.array([i for i, u in enumerate(units) for _ in u.texts], dtype=np.int64)
+    if len(owner):
+        V = np.concatenate([u.text_vectors for u in units if len(u.texts)], axis=0)
+        words = [w for u in units for w in u.text_words]
+        X, size = _set_matrix(words)
+        inter = np.asarray((X @ X.T).todense(), dtype=np.float32)
+        low = np.minimum.outer(size, size)
+        overlap = np.divide(inter, low, out=np.zeros_like(inter), where=low > 0)
+        S = weight * (V @ V.T) + (1 - weight) * overlap
+        T = _block_max(S, owner, owner, n)
+        both_tables = np.logical_and.outer(is_table, is_table)
+        T[both_tables] = 0.0  # tables are compared by their columns
+        C = np.maximum(C, T)
+
+    # columns: table–table
+    col_owner = np.array([i for i, u in enumerate(units) for _ in u.headers], dtype=np.int64)
+    if len(col_owner):
+        H = np.concatenate([u.header_vectors for u in units if len(u.headers)], axis=0)
+        values = [v for u in units for v in u.values]
+        Y, size = _set_matrix(values)
+        inter = np.asarray((Y @ Y.T).todense(), dtype=np.float32)
+        union = np.add.outer(size, size) - inter
+        jac = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+        S = weight * (H @ H.T) + (1 - weight) * jac
+        T = _block_max(S, col_owner, col_owner, n)
+        dbs = [o.database for o in objs]
+        for a in range(n):
+            for b in range(n):
+                if dbs[a] is not None and dbs[b] is not None and dbs[a] != dbs[b]:
+                    T[a, b] = 0.0
+        C = np.maximum(C, T)
+    C = np.clip(C, 0.0, None)
+    np.fill_diagonal(C, 0.0)
+    return np.maximum(C, C.T).astype(float)
+
+
+def neighbour_candidates(index: ArmIndex, p: int, limit: int) -> list[int]:
+    """Objects that may be among ``p``'s most compatible: its ``limit`` nearest objects by
+    embedding, the passages it mentions or that mention it, and its database's tables."""
+    from atomgraph.nodes.arm.pool import _mentioned_by
+
+    out: dict[int, None] = {}
+    for q in list(index.mentions[p]) + _mentioned_by(index)[p]:
+        out.setdefault(q)
+    o = index.objects[p]
+    if o.is_table and o.database is not None:
+        for q in index.database_members(o.database):
+            out.setdefault(q)
+    for q in index.nearest_objects(p, limit + 1):
+        out.setdefault(q)
+    out.pop(p, None)
+    return list(out)
