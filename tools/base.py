@@ -51,8 +51,17 @@ class KnowledgeSource(ABC):
         return await asyncio.to_thread(self.operate, operator, args, question, k)
 
     # --- LangChain adaptors -------------------------------------------------------------
-    def as_retriever(self, k: int = 3) -> "SourceRetriever":
-        return SourceRetriever(source=self, k=k)
+    def as_retriever(self, k: int | None = None, *, search_kwargs: dict | None = None, **kwargs) -> "SourceRetriever":
+        """This source as a LangChain retriever: ``as_retriever(search_kwargs={"k": 5})``
+        (LangChain's convention) or ``as_retriever(k=5)``; the default ``k`` is 3."""
+        search_kwargs = dict(search_kwargs or {})
+        unknown = set(search_kwargs) - {"k"}
+        if unknown:
+            from atomgraph.errors import ConfigError
+
+            raise ConfigError(f"search_kwargs of a knowledge source take only 'k', not {', '.join(sorted(unknown))}")
+        k = int(search_kwargs.get("k", k if k is not None else 3))
+        return SourceRetriever(source=self, k=k, **kwargs)
 
     def as_tool(self, k: int = 3) -> BaseTool:
         source = self
@@ -80,18 +89,40 @@ def evidence_to_document(ev: Evidence) -> Document:
 
 
 class SourceRetriever(BaseRetriever):
-    """A knowledge source as a LangChain retriever."""
+    """A knowledge source as a LangChain retriever (``invoke(query, k=5)`` overrides ``k``)."""
 
     source: KnowledgeSource
     k: int = 3
 
     model_config = {"arbitrary_types_allowed": True}
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        return [evidence_to_document(e) for e in self.source.search(query, self.k)]
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                k: int | None = None) -> list[Document]:
+        return [evidence_to_document(e) for e in self.source.search(query, k or self.k)]
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager) -> list[Document]:  # type: ignore[override]
-        return [evidence_to_document(e) for e in await self.source.asearch(query, self.k)]
+    async def _aget_relevant_documents(self, query: str, *, run_manager, k: int | None = None) -> list[Document]:  # type: ignore[override]
+        return [evidence_to_document(e) for e in await self.source.asearch(query, k or self.k)]
+
+
+async def _retriever_span(source: KnowledgeSource, label: str, k: int, operator: str | None):
+    """A LangChain retriever run for one source call, child of the current run (the node that
+    called it), so LangSmith and Studio show the query and the documents; None when no
+    callback handler listens."""
+    from langchain_core.callbacks import AsyncCallbackManager
+    from langchain_core.runnables.config import ensure_config
+
+    config = ensure_config()
+    manager = AsyncCallbackManager.configure(
+        inheritable_callbacks=config.get("callbacks"), inheritable_tags=config.get("tags"),
+        inheritable_metadata=config.get("metadata"), local_tags=[f"source:{source.name}"],
+        local_metadata={"source": source.name, "source_kind": source.kind, "k": k, "operator": operator},
+    )
+    if not manager.handlers:
+        return None
+    return await manager.on_retriever_start(
+        {"name": f"search_{source.name}", "id": ["atomgraph", "tools", type(source).__name__]}, label,
+        name=f"search_{source.name}",
+    )
 
 
 async def recorded_retrieval(
@@ -108,6 +139,12 @@ async def recorded_retrieval(
     sources of a question carry on. Text and web sources give their top ``k``; a KG answer
     is kept whole (ATOMR §3.3.1)."""
     label = f"{operator}({', '.join(args or [])})" if operator else query
+    span = await _retriever_span(source, label, k, operator)
+    token = None
+    if span is not None:  # runs inside the source (a user's LangChain retriever) nest under the span
+        from langchain_core.runnables.config import ensure_config, var_child_runnable_config
+
+        token = var_child_runnable_config.set({**ensure_config(), "callbacks": span.get_child()})
     t0 = time.perf_counter()
     try:
         if operator:
@@ -116,7 +153,14 @@ async def recorded_retrieval(
             hits = await source.asearch(query, k)
     except Exception as exc:  # SourceError, network errors, a user's source raising
         err = f"{type(exc).__name__}: {exc}"[:500]
+        if span is not None:
+            await span.on_retriever_error(exc)
         return [], RetrieverCall(source=source.name, query=label, latency_s=time.perf_counter() - t0, error=err)
+    finally:
+        if token is not None:
+            var_child_runnable_config.reset(token)
     if source.kind != "kg":
         hits = hits[:k]
+    if span is not None:
+        await span.on_retriever_end([evidence_to_document(e) for e in hits])
     return hits, RetrieverCall(source=source.name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0)

@@ -1,0 +1,205 @@
+"""Bring your own knowledge: a LangChain retriever, vector store or plain function as a
+knowledge source, through one adapter.
+
+>>> from langchain_chroma import Chroma
+>>> store = Chroma(collection_name="mydocs", embedding_function=my_embeddings, persist_directory="db")
+>>> build_method("rag", model=m, sources=[store])                          # a VectorStore
+>>> build_method("rag", model=m, sources=[store.as_retriever()])           # a BaseRetriever
+>>> build_method("rag", model=m, sources=[lambda q: my_search(q)])         # query -> list[Document]
+>>> as_source(store, name="handbook", description="Our staff handbook")   # name and description given
+
+Whatever is accepted as ``sources`` (a graph builder's argument, ``--sources-factory``, a
+``module:object`` entry in the ``sources`` setting) goes through :func:`as_source`:
+
+- a :class:`~atomgraph.tools.base.KnowledgeSource` is used as it is;
+- a ``VectorStore`` is searched with ``similarity_search_with_relevance_scores`` (scores kept;
+  plain ``similarity_search`` where the store has no relevance function);
+- a ``BaseRetriever`` is invoked with the query (a vector-store retriever gets ``k``; any other
+  retriever returns its own number of documents and the first ``k`` are kept);
+- a callable ``query -> list[Document]`` (or ``(query, k) -> ...`` when it takes a ``k``) is
+  called; plain strings in its result become documents.
+
+Name, kind and description are given or inferred (a Chroma store's collection name, else the
+class name; kind ``text``). ``Document.metadata`` maps to the evidence: ``title`` (else
+``name``, else ``source``) becomes the title, ``id`` (else ``doc_id``, ``chunk_id``, or the
+document's own ``id``) the id, ``url`` the link; the rest stays in the evidence's metadata.
+An error of the underlying store becomes a :class:`~atomgraph.errors.SourceError`, recorded
+on the call like any source failure. Anything else is refused with a
+:class:`~atomgraph.errors.ConfigError` naming what is accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import warnings
+from typing import Any, Callable
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
+
+from atomgraph.errors import ConfigError, SourceError
+from atomgraph.state.evidence import Evidence
+from atomgraph.tools.base import KnowledgeSource, SourceKind
+
+ACCEPTED = ("a KnowledgeSource, a LangChain BaseRetriever, a LangChain VectorStore (e.g. langchain_chroma.Chroma), "
+            "a registered source name, or a callable query -> list[Document]")
+KINDS = ("text", "web", "kg")
+TITLE_KEYS = ("title", "name", "source")
+ID_KEYS = ("id", "doc_id", "chunk_id", "passage_id")
+
+
+def document_to_evidence(doc: Document | str, source: str, score: float | None = None) -> Evidence:
+    """One LangChain document as evidence of ``source`` (metadata mapped to title / id / url)."""
+    if isinstance(doc, str):
+        doc = Document(page_content=doc)
+    if not isinstance(doc, Document):
+        raise SourceError(f"source {source!r} returned a {type(doc).__name__}, not a Document")
+    meta = dict(doc.metadata or {})
+    title = next((str(meta.pop(k)) for k in TITLE_KEYS if meta.get(k) not in (None, "")), "")
+    found = next((meta.pop(k) for k in ID_KEYS if meta.get(k) not in (None, "")), None)
+    doc_id = found if found is not None else doc.id
+    if score is None and isinstance(meta.get("score"), (int, float)):
+        score = float(meta.pop("score"))
+    url = meta.pop("url", None)
+    return Evidence(title=title, text=doc.page_content or "", source=source, url=str(url) if url else None,
+                    id=str(doc_id) if doc_id is not None else None, score=score,
+                    metadata={k: v for k, v in meta.items() if k != "source"})
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_") or "documents"
+
+
+def inferred_name(obj: Any) -> str:
+    """A readable source name for ``obj``: a Chroma store's collection name, a function's
+    name, else the class name."""
+    store = obj.vectorstore if isinstance(obj, VectorStoreRetriever) else obj
+    collection = getattr(store, "_collection_name", None) or getattr(getattr(store, "_collection", None), "name", None)
+    if isinstance(collection, str) and collection:
+        return _slug(collection)
+    if inspect.isfunction(obj) and obj.__name__ != "<lambda>":
+        return _slug(obj.__name__)
+    if inspect.isfunction(obj):
+        return "documents"
+    return _slug(re.sub(r"(?<!^)(?=[A-Z])", "_", type(obj).__name__))
+
+
+def _takes_k(fn: Callable) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.name == "k" for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+class LangChainSource(KnowledgeSource):
+    """A retriever, vector store or ``query -> list[Document]`` function as a knowledge source."""
+
+    def __init__(self, target: Any, *, name: str | None = None, kind: SourceKind | None = None,
+                 description: str | None = None):
+        if isinstance(target, VectorStore):
+            self.mode = "store"
+        elif isinstance(target, BaseRetriever):
+            self.mode = "retriever"
+        elif callable(target):
+            self.mode = "function"
+        else:
+            raise ConfigError(f"cannot use a {type(target).__name__} as a knowledge source; accepted: {ACCEPTED}")
+        if kind is not None and kind not in KINDS:
+            raise ConfigError(f"source kind {kind!r} is not one of {', '.join(KINDS)}")
+        self.target = target
+        self.name = name or inferred_name(target)
+        self.kind = kind or "text"
+        self.description = description or f"Documents from {type(target).__name__} {self.name!r}, searched by meaning."
+
+    # --- search -------------------------------------------------------------------------
+    def _fail(self, exc: Exception) -> SourceError:
+        return SourceError(f"{self.name} ({type(self.target).__name__}) failed: {type(exc).__name__}: {exc}")
+
+    def _evidence(self, found: Any, k: int) -> list[Evidence]:
+        if found is None:
+            return []
+        if isinstance(found, (Document, str)):
+            found = [found]
+        out = []
+        for item in list(found)[:k]:
+            if isinstance(item, tuple) and len(item) == 2:  # (document, score)
+                out.append(document_to_evidence(item[0], self.name, float(item[1])))
+            else:
+                out.append(document_to_evidence(item, self.name))
+        return out
+
+    def search(self, query: str, k: int = 3) -> list[Evidence]:
+        if not query or not query.strip() or k < 1:
+            return []
+        try:
+            if self.mode == "store":
+                found = self._store_search(query, k)
+            elif self.mode == "retriever":
+                found = self.target.invoke(query, **self._retriever_kwargs(k))
+            else:
+                found = self.target(query, k) if _takes_k(self.target) else self.target(query)
+        except SourceError:
+            raise
+        except Exception as exc:  # the user's store raising: one failed call
+            raise self._fail(exc) from exc
+        return self._evidence(found, k)
+
+    async def asearch(self, query: str, k: int = 3) -> list[Evidence]:
+        if not query or not query.strip() or k < 1:
+            return []
+        try:
+            if self.mode == "store":
+                found = await asyncio.to_thread(self._store_search, query, k)
+            elif self.mode == "retriever":
+                found = await self.target.ainvoke(query, **self._retriever_kwargs(k))
+            elif inspect.iscoroutinefunction(self.target):
+                found = await (self.target(query, k) if _takes_k(self.target) else self.target(query))
+            else:
+                return await asyncio.to_thread(self.search, query, k)
+        except SourceError:
+            raise
+        except Exception as exc:
+            raise self._fail(exc) from exc
+        return self._evidence(found, k)
+
+    def _store_search(self, query: str, k: int):
+        try:
+            with warnings.catch_warnings():  # "Relevance scores must be between 0 and 1": the store's own scale
+                warnings.simplefilter("ignore", UserWarning)
+                return self.target.similarity_search_with_relevance_scores(query, k=k)
+        except NotImplementedError:
+            return self.target.similarity_search(query, k=k)
+
+    def _retriever_kwargs(self, k: int) -> dict:
+        # A vector-store retriever takes search kwargs per call; other retrievers keep their own k.
+        return {"k": k} if isinstance(self.target, VectorStoreRetriever) else {}
+
+
+def as_source(obj: Any, *, name: str | None = None, kind: SourceKind | None = None,
+              description: str | None = None) -> KnowledgeSource:
+    """``obj`` as a knowledge source (see the module's docstring for what is accepted)."""
+    if isinstance(obj, KnowledgeSource):
+        if name:
+            obj.name = name
+        if description:
+            obj.description = description
+        if kind:
+            obj.kind = kind
+        return obj
+    if isinstance(obj, (VectorStore, BaseRetriever)) or (callable(obj) and not isinstance(obj, type)):
+        return LangChainSource(obj, name=name, kind=kind, description=description)
+    raise ConfigError(f"cannot use {_describe(obj)} as a knowledge source; accepted: {ACCEPTED}")
+
+
+def _describe(obj: Any) -> str:
+    if isinstance(obj, type):
+        return f"the class {obj.__name__} (pass an instance)"
+    text = repr(obj)
+    return f"a {type(obj).__name__} ({text[:60] + '...' if len(text) > 60 else text})"
