@@ -25,6 +25,7 @@ DOCS = [
              metadata={"source": "Werner Heisenberg", "doc_id": "p3"}),
 ]
 RAG_REPLY = "So the answer is: Ulm"
+FOLDER: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +36,8 @@ def store(tmp_path_factory):
     from atomgraph.embeddings import embedding_model
 
     emb = embedding_model(Settings())
-    s = Chroma(collection_name="my_docs", embedding_function=emb,
-               persist_directory=str(tmp_path_factory.mktemp("userchroma")))
+    FOLDER["store"] = str(tmp_path_factory.mktemp("userchroma"))
+    s = Chroma(collection_name="my_docs", embedding_function=emb, persist_directory=FOLDER["store"])
     s.add_documents(DOCS)
     return s
 
@@ -160,3 +161,32 @@ def test_source_as_retriever_follows_langchain_convention(store):
     with pytest.raises(ConfigError, match="only 'k'"):
         src.as_retriever(search_kwargs={"filter": {}})
     json.dumps([d.metadata for d in src.as_retriever().invoke("Einstein")])
+
+
+def test_users_own_chroma_collection_opens_with_their_embeddings(store, tmp_path):
+    """A collection built by langchain_chroma (no atomgraph metadata, Chroma's default squared-L2
+    space), opened by folder (a second client with other settings) or by the user's client."""
+    import chromadb
+
+    from atomgraph.embeddings import embedding_model
+    from atomgraph.tools.chroma_source import ChromaWikipediaSource
+
+    emb = embedding_model(Settings())
+    folder = FOLDER["store"]
+    refused = ChromaWikipediaSource("my_docs", path=folder)
+    assert "records no embedding model" in refused.unavailable_reason()
+    by_path = ChromaWikipediaSource("my_docs", path=folder, embeddings=emb, name="mine")
+    assert by_path.unavailable_reason() is None
+    hits = by_path.search("Where was Einstein born?", k=3)
+    assert hits[0].title == "Albert Einstein" and hits[0].source == "mine"
+    assert -1.0 <= hits[-1].score < hits[0].score <= 1.0
+    # the user's own client, opened first with default settings, then ours on the same folder
+    other = tmp_path / "own"
+    theirs = chromadb.PersistentClient(path=str(other))
+    theirs.create_collection("notes").add(ids=["n1"], documents=["Ulm lies on the Danube."],
+                                          embeddings=[emb.embed_query("Ulm lies on the Danube.")],
+                                          metadatas=[{"title": "Ulm"}])
+    src = ChromaWikipediaSource("notes", path=str(other), embeddings=emb)
+    assert src.search("Which river flows through Ulm?", k=1)[0].title == "Ulm"
+    via_client = ChromaWikipediaSource("notes", client=theirs, embeddings=emb)
+    assert via_client.search("Danube", k=1)[0].id == "n1"
