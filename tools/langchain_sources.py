@@ -203,3 +203,70 @@ def _describe(obj: Any) -> str:
         return f"the class {obj.__name__} (pass an instance)"
     text = repr(obj)
     return f"a {type(obj).__name__} ({text[:60] + '...' if len(text) > 60 else text})"
+
+
+# --- LangChain documents as ARM objects and KAR³ chunks -------------------------------------
+
+def _doc_title_id(doc: Document, i: int) -> tuple[str, str | None]:
+    if not isinstance(doc, Document):
+        raise ConfigError(f"documents[{i}] is a {type(doc).__name__}, not a LangChain Document")
+    meta = doc.metadata or {}
+    title = next((str(meta[k]) for k in TITLE_KEYS if meta.get(k) not in (None, "")), "")
+    found = next((meta[k] for k in ID_KEYS if meta.get(k) not in (None, "")), None)
+    doc_id = found if found is not None else doc.id
+    return title, str(doc_id) if doc_id is not None else None
+
+
+def documents_to_objects(documents: Any) -> list:
+    """LangChain documents as ARM :class:`~atomgraph.tools.objects.DataObject` s: a passage
+    each (title and id from the metadata, as for sources; an id from the content otherwise),
+    or a table where the metadata has ``columns`` (and ``rows``, ``database``). Invalid
+    documents and repeated ids are a :class:`ConfigError` naming the document."""
+    from atomgraph.errors import ParseError
+    from atomgraph.tools.ingest import passage_id
+    from atomgraph.tools.objects import parse_object
+
+    out, seen = [], {}
+    for i, doc in enumerate(documents or []):
+        title, doc_id = _doc_title_id(doc, i)
+        meta = doc.metadata or {}
+        raw = {"id": doc_id or passage_id(title, doc.page_content), "title": title, "text": doc.page_content,
+               "kind": meta.get("kind") or ("table" if meta.get("columns") else "passage")}
+        for key in ("columns", "rows", "database"):
+            if meta.get(key) is not None:
+                raw[key] = meta[key]
+        try:
+            obj = parse_object(raw, f"documents[{i}]")
+        except ParseError as exc:
+            raise ConfigError(str(exc)) from None
+        if obj.id in seen:
+            raise ConfigError(f"documents[{i}] repeats the id {obj.id!r} of documents[{seen[obj.id]}]")
+        seen[obj.id] = i
+        out.append(obj)
+    if not out:
+        raise ConfigError("no documents given")
+    return out
+
+
+def documents_to_chunks(documents: Any) -> list:
+    """LangChain documents as KAR³ chunks (:class:`~atomgraph.tools.atom_index.Chunk`), ids
+    by content (as ``atomgraph index`` gives them) so atomizing again skips what is done;
+    the remaining metadata is kept on the chunk."""
+    from atomgraph.tools.atom_index import Chunk
+    from atomgraph.tools.ingest import passage_id
+
+    out, seen = [], set()
+    for i, doc in enumerate(documents or []):
+        title, _ = _doc_title_id(doc, i)
+        if not (doc.page_content or "").strip():
+            raise ConfigError(f"documents[{i}] has no text")
+        cid = passage_id(title, doc.page_content)
+        if cid in seen:
+            continue
+        seen.add(cid)
+        meta = {k: v for k, v in (doc.metadata or {}).items()
+                if k not in TITLE_KEYS and isinstance(v, (str, int, float, bool))}
+        out.append(Chunk(cid, title, doc.page_content, metadata=meta))
+    if not out:
+        raise ConfigError("no documents given")
+    return out
