@@ -154,12 +154,19 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
 
 
 async def _run_one(graph, example: Example, *, method: str, dataset: str, prices: dict,
-                   timeout_s: float | None) -> dict:
-    config = {"configurable": {"thread_id": f"{method}:{dataset}:{example.id}"}}
+                   timeout_s: float | None, durable: bool = False) -> dict:
+    from atomgraph.checkpoint import resume_input, thread_id
+
+    config = {"configurable": {"thread_id": thread_id(method, example.question, dataset=dataset,
+                                                      example_id=example.id)}}
     t0 = time.perf_counter()
     error = None
+    start: Any = {"question": example.question}
+    if durable:  # a question killed mid-run resumes from its last completed step
+        start, _ = await resume_input(graph, start, config)
     try:
-        values = await asyncio.wait_for(graph.ainvoke({"question": example.question}, config=config), timeout_s)
+        durability = {"durability": "sync"} if durable else {}  # each step saved before the next starts
+        values = await asyncio.wait_for(graph.ainvoke(start, config=config, **durability), timeout_s)
     except asyncio.TimeoutError:
         values, error = None, f"timed out after {timeout_s:g} s"
     except Exception as exc:  # one example's failure must not end the run
@@ -169,7 +176,8 @@ async def _run_one(graph, example: Example, *, method: str, dataset: str, prices
         values = await _partial_state(graph, config)
     record = build_record(example, values, method=method, dataset=dataset, latency_s=latency,
                           prices=prices, error=error)
-    await _forget_thread(graph, config)
+    if not durable:  # a durable run keeps each finished thread (Studio can open and time-travel it)
+        await _forget_thread(graph, config)
     return record
 
 
@@ -237,6 +245,8 @@ async def arun_eval(
     progress: bool = True,
     resume: bool = True,
     on_record: Callable[[dict], None] | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    _saver: Any = None,
 ) -> RunResult:
     """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
 
@@ -244,8 +254,18 @@ async def arun_eval(
     example keeps the calls it made). ``resume=False`` starts the predictions file afresh
     instead of skipping the examples already in it. ``on_record(record)`` is called as each
     example finishes (in dataset order when ``concurrency`` is 1). Returns counts and the
-    records now in the file.
+    records now in the file. ``checkpoint``: an SQLite file saving every step of every
+    question (:mod:`atomgraph.checkpoint`), so a killed run resumes its unfinished questions
+    from their last completed step.
     """
+    if checkpoint is not None:
+        from atomgraph.checkpoint import open_checkpointer
+
+        async with open_checkpointer(checkpoint) as saver:
+            return await arun_eval(method, dataset, out_dir, limit=limit, concurrency=concurrency, model=model,
+                                   sources=sources, settings=settings, graph=graph, dataset_name=dataset_name,
+                                   timeout_s=timeout_s, progress=progress, resume=resume, on_record=on_record,
+                                   _saver=saver)
     from atomgraph.graphs.registry import build_method
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -280,7 +300,7 @@ async def arun_eval(
         skipped = len(examples) - len(todo)
         if graph is None and todo:
             graph = _build(build_method, method, model=model, sources=sources, settings=settings,
-                           checkpointer=InMemorySaver())
+                           checkpointer=_saver or InMemorySaver())
         (out / RUN_META).write_text(json.dumps(jsonable(meta), indent=2), encoding="utf-8")
         prices = price_table(settings)
         records = list(existing)
@@ -290,7 +310,8 @@ async def arun_eval(
 
         async def worker(ex: Example) -> None:
             async with sem:
-                rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices, timeout_s=timeout_s)
+                rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices, timeout_s=timeout_s,
+                                     durable=_saver is not None)
             writer.write(rec)
             records.append(rec)
             new.append(rec)

@@ -42,6 +42,9 @@ def register(sub) -> None:
     r.add_argument("--concurrency", type=int, default=4, help="examples in flight at once (default 4)")
     r.add_argument("--timeout", type=float, help="seconds allowed per example (recorded as its error)")
     add_model_source_args(r)
+    r.add_argument("--checkpoint", metavar="PATH",
+                   help="SQLite file saving every step of every question (a thread each); a killed run resumes "
+                        "its unfinished questions from their last completed step")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
 
@@ -92,7 +95,7 @@ def cmd_run(args) -> int:
     result = run_eval(
         args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout,
-        progress=not args.no_progress, dataset_name=args.dataset,
+        progress=not args.no_progress, dataset_name=args.dataset, checkpoint=args.checkpoint,
     )
     print(f"{args.method} on {args.dataset}: {result.finished} run now, {result.skipped} already done, "
           f"{result.errors} with errors; F1 {result.f1:.2f}, cost ${result.cost_usd:.4f} "
