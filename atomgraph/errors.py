@@ -5,7 +5,7 @@ class AtomgraphError(Exception):
     """Base class: the message is shown to the user as is, without a traceback."""
 
 
-class ConfigError(AtomgraphError):
+class ConfigError(AtomgraphError, ValueError):
     """A setting is missing or invalid; the message names it and how to set it."""
 
 

@@ -6,8 +6,8 @@
 - any other name is an OpenAI model, or — when ``OPENAI_BASE_URL`` is set — a model
   served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server).
 
-Nodes call models through :func:`ainvoke_recorded`, which times the call and reads the
-response's ``usage_metadata`` into an :class:`~atomgraph.state.LLMCall`.
+Models are called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>`
+(one call path) and recorded by :class:`~atomgraph.nodes.recorder.CallRecorder` (one recorder).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import ROLES, Role, Settings, get_settings
-from atomgraph.state.usage import LLMCall
 
 # Provider prefixes init_chat_model understands (``provider:model``). A name with any other
 # colon in it (an Ollama tag such as ``llama3.1:8b``) is a plain model name.
@@ -42,24 +41,47 @@ MISSING_MODEL_HELP = (
     "EXECUTOR, ANSWERER, ATOMIZER, PROPOSER, SELECTOR, DECODER. The same keys work in atomgraph.toml."
 )
 
-_CACHES: dict[str, Any] = {}
-
-
 def llm_cache(settings: Settings):
-    """The shared SQLite response cache at ``settings.cache_path`` (one instance per path)."""
-    from langchain_community.cache import SQLiteCache
+    """The shared response cache at ``settings.cache_path`` (:mod:`atomgraph.cache`; opens nothing yet)."""
+    from atomgraph.cache import reply_cache
 
-    path = str(Path(settings.cache_path).expanduser().resolve())
-    if path not in _CACHES:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        _CACHES[path] = SQLiteCache(database_path=path)
-    return _CACHES[path]
+    return reply_cache(settings.cache_path, refresh=settings.cache_refresh)
+
+
+_LIMITERS: dict[tuple[str, float, int], Any] = {}
+
+
+def rate_limiter(settings: Settings, name: str):
+    """The process-wide rate limiter for model ``name`` (``rate_limits[name]``, else
+    ``requests_per_second``), shared by every role, graph and concurrent example that uses
+    that model; None when no limit is set."""
+    rps = settings.rate_limits.get(name, settings.requests_per_second)
+    if not rps:
+        return None
+    from langchain_core.rate_limiters import InMemoryRateLimiter
+
+    key = (name, float(rps), int(settings.rate_limit_burst))
+    if key not in _LIMITERS:
+        _LIMITERS[key] = InMemoryRateLimiter(requests_per_second=float(rps), check_every_n_seconds=0.05,
+                                             max_bucket_size=int(settings.rate_limit_burst))
+    return _LIMITERS[key]
 
 
 def chat_model(role: Role = "answerer", settings: Settings | None = None) -> BaseChatModel:
     """The chat model settings configure for ``role``; ConfigError naming what is missing."""
     settings = settings or get_settings()
     name = settings.model_for(role)
+    if not name:
+        raise ConfigError(MISSING_MODEL_HELP)
+    return chat_model_named(name, settings)
+
+
+def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatModel:
+    """The chat model a model string names (an OpenAI or OpenAI-compatible model name, or an
+    ``init_chat_model`` ``provider:model`` string), with the settings' temperature, client
+    timeouts, response cache and rate limit."""
+    settings = settings or get_settings()
+    name = str(name).strip()
     if not name:
         raise ConfigError(MISSING_MODEL_HELP)
     # The output cap is bound per stage (cap_output), so a cached response is keyed by it.
@@ -97,8 +119,11 @@ def chat_model(role: Role = "answerer", settings: Settings | None = None) -> Bas
             max_retries=settings.max_retries,
             **common,
         )
-    if settings.cache:
+    if settings.cache and not settings.temperature:  # sampled replies are not replayed
         model.cache = llm_cache(settings)
+    limiter = rate_limiter(settings, name)
+    if limiter is not None:
+        model.rate_limiter = limiter
     return model
 
 
@@ -127,9 +152,14 @@ def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -
 
 
 def with_temperature(model: BaseChatModel, temperature: float) -> BaseChatModel:
-    """A copy of ``model`` sampling at ``temperature`` (a bound argument where it has no such field)."""
-    if "temperature" in getattr(type(model), "model_fields", {}):
-        return model.model_copy(update={"temperature": float(temperature)})
+    """A copy of ``model`` sampling at ``temperature`` (a bound argument where it has no such
+    field); a copy sampling above 0 caches nothing (a sample is not a reply to replay)."""
+    fields = getattr(type(model), "model_fields", {})
+    if "temperature" in fields:
+        update: dict[str, Any] = {"temperature": float(temperature)}
+        if temperature and "cache" in fields and getattr(model, "cache", None) not in (None, False):
+            update["cache"] = False
+        return model.model_copy(update=update)
     return model.bind(temperature=float(temperature))  # type: ignore[return-value]
 
 
@@ -165,35 +195,6 @@ def model_name(model: BaseChatModel) -> str:
         if isinstance(v, str):
             return v
     return type(model).__name__
-
-
-async def ainvoke_recorded(
-    model: BaseChatModel,
-    messages: Sequence[BaseMessage] | str,
-    *,
-    role: str,
-    stage: str,
-    config: RunnableConfig | None = None,
-) -> tuple[AIMessage | None, LLMCall]:
-    """Call ``model``; return its message and a usage record. A failed call returns
-    ``(None, record-with-error)`` instead of raising, so a graph can fall back."""
-    t0 = time.perf_counter()
-    try:
-        msg = await model.ainvoke(messages, config=config)
-    except Exception as exc:  # network, auth, rate limits after the client's retries
-        return None, LLMCall(
-            role=role, stage=stage, model=model_name(model), latency_s=time.perf_counter() - t0,
-            error=f"{type(exc).__name__}: {exc}"[:500],
-        )
-    usage = getattr(msg, "usage_metadata", None) or {}
-    return msg, LLMCall(
-        role=role,
-        stage=stage,
-        model=model_name(model),
-        prompt_tokens=int(usage.get("input_tokens", 0) or 0),
-        completion_tokens=int(usage.get("output_tokens", 0) or 0),
-        latency_s=time.perf_counter() - t0,
-    )
 
 
 def message_text(msg: AIMessage | None) -> str:

@@ -95,8 +95,22 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(None, validation_alias=_env("openai_base_url", "OPENAI_BASE_URL"))
 
     # --- LLM response cache -------------------------------------------------------------
-    cache: bool = Field(True, description="Cache LLM responses in SQLite (repeatable experiments).")
+    cache: bool = Field(True, description="Cache LLM responses in SQLite (repeatable experiments); temperature 0 "
+                                          "only, and only replies a stage could read.")
     cache_path: str = ".atomgraph/llm_cache.sqlite"
+    cache_refresh: bool = Field(False, description="Ask the model again instead of replaying cached replies "
+                                                   "(new replies overwrite the old ones).")
+
+    # --- rate limits and failure bounds ---------------------------------------------------
+    requests_per_second: float | None = Field(
+        None, gt=0, description="Requests per second per model, shared by every role, graph and concurrent "
+                                "example in the process (LangChain's InMemoryRateLimiter); unset: no limit.")
+    rate_limits: dict[str, float] = Field(
+        default_factory=dict, description="Requests per second by model name, over requests_per_second.")
+    rate_limit_burst: int = Field(1, ge=1, description="Requests a limiter lets through at once after a pause.")
+    max_consecutive_failures: int = Field(
+        3, ge=1, description="A question stops after this many model calls in a row failed (the circuit breaker); "
+                             "its error says so.")
 
     # --- embeddings ---------------------------------------------------------------------
     embedding_model: str = Field(

@@ -83,7 +83,8 @@ class ScriptedChatModel(BaseChatModel):
 
     @property
     def calls(self) -> list[dict]:
-        """Every call so far: ``{"stage", "prompt", "max_tokens"}``, in arrival order."""
+        """Every call so far: ``{"stage", "prompt", "max_tokens", "temperature"}`` (and ``"stop"``,
+        ``"tools"`` when sent), in arrival order."""
         with self._lock:
             return list(self._calls)
 
@@ -98,16 +99,22 @@ class ScriptedChatModel(BaseChatModel):
 
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
-    def _respond(self, text: str, stage: str | None = None, kwargs: dict | None = None) -> str | AIMessage:
+    def _respond(self, text: str, stage: str | None = None, kwargs: dict | None = None,
+                 stop: list[str] | None = None) -> str | AIMessage:
         kwargs = kwargs or {}
         cap = kwargs.get("max_tokens", kwargs.get("max_completion_tokens", self.max_tokens))
         call: dict[str, Any] = {"stage": stage, "prompt": text, "max_tokens": cap,
                                 "temperature": kwargs.get("temperature", self.temperature)}
+        if stop:
+            call["stop"] = list(stop)
         if kwargs.get("tools"):
             call["tools"] = [t.get("function", t).get("name") for t in kwargs["tools"]]
         with self._lock:
             self._prompts.append(text)
             self._calls.append(call)
+        return _cut_at_stop(self._reply(text, stage), stop)
+
+    def _reply(self, text: str, stage: str | None) -> str | AIMessage:
         if stage is not None and stage in self.stages:
             return self._materialize(self.stages[stage], text)
         for pattern, response in self.rules:
@@ -157,7 +164,7 @@ class ScriptedChatModel(BaseChatModel):
         prompt = prompt_text(messages)
         if self.latency_s:
             time.sleep(self.latency_s)
-        return self._result(self._respond(prompt, stage_of(run_manager), kwargs), prompt)
+        return self._result(self._respond(prompt, stage_of(run_manager), kwargs, stop), prompt)
 
     async def _agenerate(
         self,
@@ -169,7 +176,15 @@ class ScriptedChatModel(BaseChatModel):
         prompt = prompt_text(messages)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        return self._result(self._respond(prompt, stage_of(run_manager), kwargs), prompt)
+        return self._result(self._respond(prompt, stage_of(run_manager), kwargs, stop), prompt)
+
+
+def _cut_at_stop(reply: str | AIMessage, stop: list[str] | None) -> str | AIMessage:
+    """A text reply ends before the first stop sequence, as a server would end it."""
+    if not stop or not isinstance(reply, str):
+        return reply
+    cut = min((i for i in (reply.find(s) for s in stop if s) if i >= 0), default=-1)
+    return reply[:cut] if cut >= 0 else reply
 
 
 def tool_call(name: str, **args: Any) -> AIMessage:

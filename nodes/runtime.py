@@ -2,14 +2,20 @@
 
 :class:`MethodRuntime` holds a method's models by role, its knowledge sources and settings
 (each resolved on first use, so a graph compiles where no model is configured; the first
-call then raises a ``ConfigError`` naming the missing setting), and offers
+call then reports a ``ConfigError`` naming the missing setting), and offers
 
 - :meth:`~MethodRuntime.params`: the run's parameters (the method's context dataclass:
-  settings section < ``context`` < ``config["configurable"]``);
-- :meth:`~MethodRuntime.ask`: run a prompt :class:`~atomgraph.prompts.stage.Stage` with its
-  role's model under the stage's output cap; the reply, the parsed value and a usage record
-  come back, and a failed call or unreadable reply is data (:class:`StageResult`), never an
-  exception;
+  settings section < the run's ``context`` (read through LangGraph's ``get_runtime()``) <
+  ``config["configurable"]``);
+- :meth:`~MethodRuntime.ask`: **the one call path to a model**. It runs a prompt
+  :class:`~atomgraph.prompts.stage.Stage` with its role's model (the run's choice of model
+  and temperature where it makes one) under the stage's output cap and stop sequences, with
+  an optional :mod:`constraint <atomgraph.prompts.constraints>`; the call is recorded by
+  :class:`~atomgraph.nodes.recorder.CallRecorder`; the reply is read by the stage's parser,
+  and only a readable reply is written to the response cache. A failed call, a refused
+  constraint or an unreadable reply is data (:class:`StageResult`), never an exception.
+  Bounds: the run's ``deadline`` and the circuit breaker (``max_consecutive_failures``
+  failed calls in a row end the question's model calls);
 - :meth:`~MethodRuntime.retrieve`: query knowledge sources concurrently, each call recorded;
 - :func:`dual`: an async node usable from ``graph.invoke`` as well as ``graph.ainvoke``.
 """
@@ -19,36 +25,39 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Iterable, TypeVar
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import merge_configs
 
+from atomgraph import cache as reply_cache
 from atomgraph.errors import ConfigError
-from atomgraph.models import ModelsArg, message_text, model_name, resolve_models, with_temperature
+from atomgraph.models import ModelsArg, chat_model_named, message_text, model_name, resolve_models, with_temperature
+from atomgraph.nodes.recorder import CallRecorder, describe_error
+from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, unwrap_reply
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.context import context_with_defaults, resolve_params
+from atomgraph.state.context import RunChoices, context_with_defaults, resolve_params, run_context
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.output import MethodInput, MethodOutput
 from atomgraph.state.usage import LLMCall, RetrieverCall
 from atomgraph.tools.base import KnowledgeSource, recorded_retrieval
-from atomgraph.tools.registry import SourceSet, as_source_set
+from atomgraph.tools.registry import SourceSet, as_source_set, build_sources
 
 C = TypeVar("C")
-
-_RUNTIME_KEY = "__pregel_runtime"  # where LangGraph keeps the run's Runtime in the config
 
 
 @dataclass
 class StageResult:
-    """One stage call: the parsed value (None when unusable), the raw text, the usage record."""
+    """One stage call: the parsed value (None when unusable), the raw text, the usage record,
+    the reply message and how its constraint applied."""
 
     value: Any
     text: str | None
     call: LLMCall
+    message: Any = None
+    applied: Applied | None = None
 
     @property
     def ok(self) -> bool:
@@ -62,6 +71,15 @@ class StageResult:
         if self.call.parse_error:
             return f"unreadable model output ({self.call.parse_error})"
         return None if self.value is not None else "no value"
+
+
+@dataclass
+class _RunBounds:
+    """Per-run failure count for the circuit breaker (one per graph run's context object)."""
+
+    failures: int = 0
+    tripped: str | None = None
+    keep: Any = field(default=None, repr=False)  # the context object, so its id stays unique
 
 
 class MethodRuntime(Generic[C]):
@@ -78,11 +96,14 @@ class MethodRuntime(Generic[C]):
         self.context_cls = context_cls
         self.section = section
         self._models_arg = models
-        self._models: dict[str, BaseChatModel] | None = None
+        self._models: dict[str, Any] | None = None
+        self._named_models: dict[tuple[str, float | None], Any] = {}
         self._sources_arg = sources
         self._settings = settings
         self._sources: SourceSet | None = None
-        self._chains: dict[tuple, Any] = {}  # (stage, role, cap, mode, temperature) -> capped model
+        self._named_sources: dict[tuple[str, ...], SourceSet] = {}
+        self._chains: dict[tuple, Any] = {}  # (stage, role, model, cap, mode, temperature) -> capped model
+        self._bounds: dict[int, _RunBounds] = {}
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
@@ -92,7 +113,17 @@ class MethodRuntime(Generic[C]):
             self._settings = get_settings()
         return self._settings
 
-    def model(self, role: str) -> BaseChatModel:
+    def model(self, role: str) -> Any:
+        """The chat model (or Runnable wrapping one) for ``role`` in this run: the run's own
+        choice (context ``model`` / ``models``), else what the graph was built with, else the
+        settings' model for the role."""
+        choices = self.run_choices()
+        name = (choices.models or {}).get(role) or choices.model
+        if name:
+            key = (name, None)
+            if key not in self._named_models:
+                self._named_models[key] = chat_model_named(name, self.settings())
+            return self._named_models[key]
         if self._models is None:
             self._models = resolve_models(self._models_arg, self.settings())
         if role not in self._models:
@@ -100,17 +131,36 @@ class MethodRuntime(Generic[C]):
         return self._models[role]
 
     def sources(self) -> SourceSet:
+        """The knowledge sources of this run: the run's choice (context ``sources``), else what
+        the graph was built with, else the settings' sources."""
+        names = self.run_choices().sources
+        if names:
+            key = tuple(names)
+            if key not in self._named_sources:
+                own = self._base_sources()
+                if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
+                    self._named_sources[key] = SourceSet(
+                        available={n: own.available[n] for n in names if n in own.available},
+                        unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
+                else:  # sources the graph was not built with: built from the settings by name
+                    self._named_sources[key] = build_sources(self.settings(), names)
+            return self._named_sources[key]
+        return self._base_sources()
+
+    def _base_sources(self) -> SourceSet:
         if self._sources is None:
             self._sources = as_source_set(self._sources_arg, self.settings())
         return self._sources
 
-    def context_schema(self) -> type[C]:
+    def context_schema(self) -> type:
         """The graph's context schema: the method's dataclass with the settings' values as its
-        defaults (the plain dataclass when the settings cannot be read now)."""
+        defaults (the plain dataclass when the settings cannot be read now), plus the run's
+        choice of model, temperature and sources (:class:`RunChoices`)."""
         try:
-            return context_with_defaults(self.context_cls, self.settings().section(self.section))
+            defaults = self.settings().section(self.section)
         except Exception:  # an invalid config must not stop the graph from compiling
-            return self.context_cls
+            defaults = None
+        return context_with_defaults(self.context_cls, defaults, extra=RunChoices)
 
     def state_graph(self, state: type, input_schema: type = MethodInput, output_schema: type = MethodOutput):
         """A ``StateGraph`` over ``state`` with this method's context schema and, by default,
@@ -120,45 +170,133 @@ class MethodRuntime(Generic[C]):
         return MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
                                 output_schema=output_schema)
 
-    def params(self, config: RunnableConfig | None) -> C:
+    def params(self, config: RunnableConfig | None = None) -> C:
         """This run's parameters: settings section < the run's context < configurable keys."""
         conf = (config or {}).get("configurable", {}) or {}
-        runtime = conf.get(_RUNTIME_KEY)
-        context = getattr(runtime, "context", None)
-        return resolve_params(self.context_cls, self.settings().section(self.section), context, conf)
+        return resolve_params(self.context_cls, self.settings().section(self.section), run_context(),
+                              conf, ignore=RunChoices)
+
+    def run_choices(self) -> RunChoices:
+        """The run's choice of model, temperature and sources (empty outside a graph run)."""
+        return resolve_params(RunChoices, None, run_context(), None, ignore=self.context_cls)
+
+    # --- bounds -------------------------------------------------------------------------
+    def _run_bounds(self) -> _RunBounds:
+        ctx = run_context()
+        key = id(ctx)
+        bounds = self._bounds.get(key)
+        if bounds is None or bounds.keep is not ctx:
+            if len(self._bounds) > 4096:
+                self._bounds.clear()
+            bounds = self._bounds[key] = _RunBounds(keep=ctx)
+        return bounds
+
+    @staticmethod
+    def deadline(config: RunnableConfig | None) -> float | None:
+        """The run's deadline (``configurable["deadline"]``, a ``time.time()`` value), if any."""
+        value = ((config or {}).get("configurable") or {}).get("deadline")
+        return float(value) if isinstance(value, (int, float)) else None
 
     # --- calls --------------------------------------------------------------------------
     async def ask(self, stage: Stage, variables: dict[str, Any], config: RunnableConfig | None,
-                  *, role: str | None = None, temperature: float | None = None) -> StageResult:
-        """Run ``stage`` with its role's model under its output cap (and at ``temperature``
-        where given, e.g. KAR³'s atomizer at 0.7; otherwise the settings' temperature).
-        Never raises for a failed call or an unreadable reply: both come back on the result
-        and its record."""
+                  *, role: str | None = None, temperature: float | None = None,
+                  constraint: Constraint | None = None, logprobs: bool = False,
+                  backend_kind: str = "auto") -> StageResult:
+        """Run ``stage`` on ``variables`` (the stage renders them into its prompt) with its role's
+        model, under its output cap and stop sequences, at ``temperature`` where given (e.g. KAR³'s
+        atomizer at 0.7; otherwise the run's or the settings' temperature), constrained by
+        ``constraint`` where given (in the request form of the model's backend, detected or named
+        by ``backend_kind``), with token log-probabilities when ``logprobs``.
+        Never raises for a failed call or an unreadable reply: each comes back on the result and
+        its record. A missing or invalid model configuration raises ConfigError (a ValueError
+        whose text says what to set)."""
         role = role or stage.role
         settings = self.settings()
-        model = self.model(role)
         cap = settings.stage_cap(stage.name, stage.max_tokens)
-        key = (stage.name, id(stage), role, cap, settings.structured_output, temperature)
-        runnable = self._chains.get(key)
-        if runnable is None:  # the capped (structured) model, built once per stage
-            sampler = model if temperature is None else with_temperature(model, temperature)
-            runnable = self._chains[key] = stage.model_for(sampler, cap, structured=settings.structured_output)
-        messages = stage.prompt.format_messages(**variables)
-        t0 = time.perf_counter()
-        record = LLMCall(role=role, stage=stage.name, model=model_name(model), max_tokens=cap)
-        try:
-            out = await runnable.ainvoke(messages, config=merge_configs(config, {"tags": stage.tags,
-                                                                                  "run_name": stage.name}))
-        except Exception as exc:  # network, auth, rate limits after the client's retries
-            record.latency_s = time.perf_counter() - t0
-            record.error = f"{type(exc).__name__}: {exc}"[:500]
+        record = LLMCall(role=role, stage=stage.name, max_tokens=cap)
+        bounds = self._run_bounds()
+        if bounds.tripped:
+            record.error = bounds.tripped
             return StageResult(None, None, record)
-        record.latency_s = time.perf_counter() - t0
-        raw, value, record.parse_error = stage.read(out)
-        usage = getattr(raw, "usage_metadata", None) or {}
-        record.prompt_tokens = int(usage.get("input_tokens", 0) or 0)
-        record.completion_tokens = int(usage.get("output_tokens", 0) or 0)
-        return StageResult(value, message_text(raw) if raw is not None else None, record)
+        deadline = self.deadline(config)
+        if deadline is not None and time.time() >= deadline:
+            record.error = "deadline: the question's time ran out before this call"
+            return StageResult(None, None, record)
+        model = self.model(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
+        record.model = model_name(model)
+        if temperature is None:
+            temperature = self.run_choices().temperature
+        runnable, applied = self._runnable(stage, role, model, cap, temperature, constraint, logprobs, backend_kind)
+        recorder = CallRecorder(role=role, stage=stage.name, model=record.model, cap=cap)
+        run_config = merge_configs(config, {"tags": stage.tags, "run_name": stage.name, "callbacks": [recorder],
+                                            "metadata": {"atomgraph_role": role, "atomgraph_cap": cap}})
+        timeout = None if deadline is None else max(0.0, deadline - time.time())
+        refresh = bool(((config or {}).get("configurable") or {}).get("refresh_cache"))
+        with reply_cache.holding() as pending, reply_cache.refreshing(refresh):
+            try:
+                messages = stage.messages(variables)
+                call = runnable.ainvoke(messages, config=run_config)
+                out = await (asyncio.wait_for(call, timeout) if timeout is not None else call)
+            except Exception as exc:  # network, auth, rate limits after the client's retries, deadline
+                if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and timeout is not None:
+                    exc = TimeoutError("deadline: the question's time ran out during this call")
+                recorder.fail_open(exc)
+                rec = recorder.last or record
+                rec.error = rec.error or describe_error(exc)
+                self._count_failure(bounds, settings)
+                return StageResult(None, None, rec, applied=applied)
+            rec = recorder.last or record
+            raw, value, rec.parse_error = stage.read(out)
+            text = message_text(raw) if raw is not None else None
+            if constraint is not None and text is not None and rec.parse_error and applied is not None:
+                # an OpenAI enum reply {"value": x}: the stage reads x
+                inner = unwrap_reply(constraint, applied, text)
+                if inner != text:
+                    text = inner
+                    try:
+                        value, rec.parse_error = stage.parse(inner), None
+                    except ValueError as exc:
+                        value, rec.parse_error = None, str(exc)
+            if rec.parse_error is None and value is not None:
+                reply_cache.keep(pending)
+        if applied is not None and constraint is not None and not applied.constrained:
+            rec.constraint = applied.describe()
+        elif applied is not None and applied.constrained:
+            rec.constraint = applied.form
+        bounds.failures = 0
+        return StageResult(value, text, rec, message=raw, applied=applied)
+
+    def _runnable(self, stage: Stage, role: str, model: Any, cap: int, temperature: float | None,
+                  constraint: Constraint | None, logprobs: bool, backend_kind: str) -> tuple[Any, Applied | None]:
+        """The model as this stage calls it (capped, sampled, structured or constrained); the
+        unconstrained forms are built once per stage and model."""
+        structured = self.settings().structured_output and constraint is None
+        key = (stage.name, id(stage), role, id(model), cap, structured, temperature)
+        if constraint is None and not logprobs:
+            runnable = self._chains.get(key)
+            if runnable is None:
+                sampler = model if temperature is None else with_temperature(model, temperature)
+                runnable = self._chains[key] = stage.model_for(sampler, cap, structured=structured)
+            return runnable, None
+        sampler = model if temperature is None else with_temperature(model, temperature)
+        capped = stage.model_for(sampler, cap)
+        applied = None
+        if constraint is not None:
+            kind, reason = backend(model, backend_kind)
+            capped, applied = constrain(capped, constraint, kind, reason)
+        if logprobs:
+            capped = capped.bind(logprobs=True)
+        return capped, applied
+
+    def _count_failure(self, bounds: _RunBounds, settings: Settings) -> None:
+        bounds.failures += 1
+        if bounds.failures >= settings.max_consecutive_failures:
+            bounds.tripped = (f"circuit breaker: {bounds.failures} model calls in a row failed; "
+                              "no further calls this question")
+
+    def tripped(self) -> str | None:
+        """Why this run's model calls were stopped (the circuit breaker), if they were."""
+        return self._run_bounds().tripped
 
     async def retrieve(
         self,
@@ -172,9 +310,10 @@ class MethodRuntime(Generic[C]):
     ) -> tuple[list[Evidence], list[RetrieverCall], list[str]]:
         """Query the named sources concurrently (an operator call, or a plain search).
         Failures become records and notes; the others' evidence is kept."""
+        sources = self.sources()
 
         async def one(name: str) -> tuple[list[Evidence], RetrieverCall]:
-            source = self.sources().get(name)
+            source = sources.get(name)
             if source is None:
                 label = f"{operator}({', '.join(args or [])})" if operator else query
                 return [], RetrieverCall(source=name, query=label, error="source unavailable")

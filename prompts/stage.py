@@ -6,8 +6,9 @@ runs it, the chat prompt, a LangChain output parser for plain-text replies, an o
 pydantic schema for structured output (``with_structured_output``), and a default
 output-token cap.
 
->>> chain = PLAN_STAGE.chain(model)             # prompt | model (capped) | parser, tagged
+>>> chain = PLAN_STAGE.chain(model)             # render | prompt | model (capped) | parser, tagged
 >>> tree_json = chain.invoke({"question": "..."})
+>>> PLAN_STAGE.parse(reply_text)                # the same parser on its own: text -> typed value
 
 Nodes call stages through the method runtime (:meth:`MethodRuntime.ask`): the same prompt,
 capped model and parser under the same tags, run as three plain calls rather than a
@@ -58,7 +59,10 @@ def text_parser(fn: Callable[[str], T], name: str = "text") -> TextParser:
 
 @dataclass(frozen=True)
 class Stage(Generic[T]):
-    """One LLM step: prompt + parser (+ structured-output schema), run by one model role."""
+    """One LLM step, both ways: what goes in (``render``: the node's inputs -> the prompt's
+    variables; ``prompt``) and what comes out (``parser``/:meth:`parse`: the reply -> a typed
+    value; ``schema`` for structured output), with its output cap and stop sequences, run by
+    one model role."""
 
     name: str
     role: str
@@ -67,19 +71,37 @@ class Stage(Generic[T]):
     schema: type[BaseModel] | None = None
     from_structured: Callable[[Any], T] | None = None  # schema instance -> the parser's value
     max_tokens: int = 512
+    render: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # inputs -> prompt variables
+    stop: tuple[str, ...] = ()  # where a reply ends (the next demonstration's header, turn tokens)
 
     @property
     def tags(self) -> list[str]:
         return [f"stage:{self.name}"]
 
+    def variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The prompt's variables for ``inputs`` (the inputs themselves when the stage has no renderer)."""
+        return dict(self.render(inputs)) if self.render is not None else dict(inputs)
+
+    def messages(self, inputs: dict[str, Any]) -> list:
+        """The chat messages this stage sends for ``inputs``."""
+        return self.prompt.format_messages(**self.variables(inputs))
+
+    def parse(self, text: str) -> T:
+        """The typed value of a reply's text; ParseError (a ValueError) when it is unreadable."""
+        try:
+            return self.parser.parse(text)
+        except OutputParserException as exc:
+            raise ParseError(str(exc).split("\nFor troubleshooting")[0]) from exc
+
     def model_for(self, model: BaseChatModel, max_tokens: int | None = None, *, structured: bool = False) -> Runnable:
-        """``model`` with this stage's output cap bound (and its schema, when structured)."""
+        """``model`` with this stage's output cap and stop sequences bound (and its schema, when
+        structured)."""
         from atomgraph.models import cap_output
 
         capped = cap_output(model, max_tokens or self.max_tokens)
         if structured and self.schema is not None:
             return capped.with_structured_output(self.schema, include_raw=True)
-        return capped
+        return capped.bind(stop=list(self.stop)) if self.stop else capped
 
     def chain(self, model: BaseChatModel, max_tokens: int | None = None, *, structured: bool = False) -> Runnable:
         """``prompt | model | parser``, tagged with the stage name: the stage as a plain Runnable
@@ -95,6 +117,8 @@ class Stage(Generic[T]):
             body = self.prompt | self.model_for(model, max_tokens, structured=True) | RunnableLambda(_value)
         else:
             body = self.prompt | self.model_for(model, max_tokens) | self.parser
+        if self.render is not None:
+            body = RunnableLambda(self.variables) | body
         return body.with_config(run_name=self.name, tags=self.tags)
 
     def read(self, out: Any) -> tuple[AIMessage | None, Any, str | None]:

@@ -21,6 +21,7 @@ class LLMCall(BaseModel):
     max_tokens: int | None = None  # the output cap the call ran under
     error: str | None = None  # the call failed (network, auth, rate limit after retries)
     parse_error: str | None = None  # the call returned, but its output could not be read
+    constraint: str | None = None  # how a constrained call's reply was constrained, or why it was not
 
 
 class RetrieverCall(BaseModel):

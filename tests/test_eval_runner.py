@@ -20,7 +20,7 @@ from atomgraph.evaluation.datasets import Example
 from atomgraph.evaluation.records import read_records
 from atomgraph.evaluation.runner import arun_eval, run_eval
 from atomgraph.graphs.registry import register_method
-from atomgraph.models import ainvoke_recorded
+from atomgraph.nodes.recorder import CallRecorder
 from atomgraph.settings import Settings
 from atomgraph.testing import ScriptedChatModel
 
@@ -72,8 +72,9 @@ async def test_a_graph_that_raises_keeps_the_calls_it_made(tmp_path):
 
     def build(model=None, sources=None, settings=None, checkpointer=None):
         async def ask(state):
-            _, call = await ainvoke_recorded(model, state["question"], role="planner", stage="plan")
-            return {"llm_calls": [call]}
+            rec = CallRecorder(role="planner", stage="plan")
+            await model.ainvoke(state["question"], config={"callbacks": [rec]})
+            return {"llm_calls": rec.calls}
 
         async def explode(state):
             raise ValueError("tree budget exceeded")

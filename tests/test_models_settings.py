@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from langchain_community.cache import SQLiteCache
+from atomgraph.cache import ReplyCache
 from langchain_openai import ChatOpenAI
 
 from atomgraph.errors import ConfigError
@@ -100,7 +100,7 @@ def test_resolve_models_accepts_one_model_or_a_role_map():
 
 def test_response_cache_answers_repeated_prompts(tmp_path):
     model = ScriptedChatModel(default="cached answer")
-    model.cache = SQLiteCache(database_path=str(tmp_path / "c.sqlite"))
+    model.cache = ReplyCache(tmp_path / "c.sqlite")
     assert model.invoke("same prompt").content == "cached answer"
     assert model.invoke("same prompt").content == "cached answer"
     assert len(model.prompts) == 1

@@ -8,7 +8,9 @@ graph) with this run's parameters:
   :meth:`MethodRuntime.retrieve`, so every call and the evidence ids are recorded;
 - the ``react`` stage's output cap on every model call (a capped model copy, or the cap
   passed through the request's model settings);
-- :class:`StageRecorder` middleware: every model call is recorded as an :class:`~atomgraph.state.usage.LLMCall` (tokens, latency, errors);
+- :class:`OutputCap` middleware: the stage's cap on every model call; the kit's
+  :class:`~atomgraph.nodes.recorder.CallRecorder` (a callback on the agent's run) records
+  every model call the agent makes (tokens, latency, errors, cache hits);
 - ``ModelCallLimitMiddleware(run_limit=max_steps)``: the step bound (plus a recursion limit
   as a second fence).
 
@@ -17,22 +19,23 @@ The agent's last message is read with the ``react`` stage's parser.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, StructuredTool
 
 from atomgraph.models import cap_output, message_text, model_name
 from atomgraph.state.output import check_question
 from atomgraph.nodes.compare.common import hits
+from atomgraph.nodes.recorder import CallRecorder
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import react as P
 from atomgraph.state.evidence import Evidence, render_evidence
-from atomgraph.state.usage import LLMCall, RetrieverCall
+from atomgraph.state.usage import RetrieverCall
 
 try:  # langchain 1.x
     from langchain.agents import create_agent
@@ -45,61 +48,31 @@ except ImportError:  # pragma: no cover - langchain>=1 is a dependency
 
 @dataclass
 class Recorded:
-    """What one agent run did, collected as it goes (kept even when the run fails midway)."""
+    """What one agent run retrieved, collected as it goes (kept even when the run fails midway)."""
 
-    llm_calls: list[LLMCall] = field(default_factory=list)
     retriever_calls: list[RetrieverCall] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
-    wanted_more: bool = False  # the last model reply asked for tools
 
 
-class StageRecorder(AgentMiddleware):
-    """Agent middleware: run each model call under the stage's output cap and record it."""
+class OutputCap(AgentMiddleware):
+    """Agent middleware: every model call of the agent runs under the stage's output cap."""
 
-    def __init__(self, stage_name: str, role: str, model_label: str, cap: int, cap_kwargs: dict, out: Recorded):
+    def __init__(self, cap_kwargs: dict):
         super().__init__()
-        self.stage_name, self.role, self.model_label = stage_name, role, model_label
-        self.cap, self.cap_kwargs, self.out = cap, cap_kwargs, out
+        self.cap_kwargs = cap_kwargs
 
     @property
     def name(self) -> str:
-        return "StageRecorder"
-
-    def _record(self, t0: float, response: Any = None, error: BaseException | None = None) -> None:
-        rec = LLMCall(role=self.role, stage=self.stage_name, model=self.model_label, max_tokens=self.cap,
-                      latency_s=time.perf_counter() - t0)
-        if error is not None:
-            rec.error = f"{type(error).__name__}: {error}"[:500]
-        else:
-            msg = next((m for m in reversed(getattr(response, "result", []) or []) if isinstance(m, AIMessage)), None)
-            usage = getattr(msg, "usage_metadata", None) or {}
-            rec.prompt_tokens = int(usage.get("input_tokens", 0) or 0)
-            rec.completion_tokens = int(usage.get("output_tokens", 0) or 0)
-            self.out.wanted_more = bool(msg is not None and msg.tool_calls)
-        self.out.llm_calls.append(rec)
+        return "OutputCap"
 
     def _capped(self, request):
         return request.override(model_settings={**request.model_settings, **self.cap_kwargs})
 
     def wrap_model_call(self, request, handler):
-        t0 = time.perf_counter()
-        try:
-            response = handler(self._capped(request))
-        except Exception as exc:
-            self._record(t0, error=exc)
-            raise
-        self._record(t0, response)
-        return response
+        return handler(self._capped(request))
 
     async def awrap_model_call(self, request, handler: Callable[[Any], Awaitable[Any]]):
-        t0 = time.perf_counter()
-        try:
-            response = await handler(self._capped(request))
-        except Exception as exc:
-            self._record(t0, error=exc)
-            raise
-        self._record(t0, response)
-        return response
+        return await handler(self._capped(request))
 
 
 def source_tools(rt: MethodRuntime, k: int, out: Recorded) -> list[BaseTool]:
@@ -170,14 +143,12 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
             return {"answer": "", "answers": [], "error": problem, "stopped": None, "llm_calls": [],
                     "trace": {"method": "react", **base, "steps": [], "evidence": []},
                     "retrieved_ids": [], "retrieved_titles": []}
-        recorder = StageRecorder(P.AGENT.name, P.AGENT.role, model_name(model), cap, cap_kwargs, rec)
-        graph = create_agent(agent_model, tools, middleware=[recorder, ModelCallLimitMiddleware(
+        recorder = CallRecorder(role=P.AGENT.role, stage=P.AGENT.name, model=model_name(model), cap=cap)
+        graph = create_agent(agent_model, tools, middleware=[OutputCap(cap_kwargs), ModelCallLimitMiddleware(
             run_limit=params.max_steps, exit_behavior="end")], name="react_agent")
-        run_config: RunnableConfig = {
-            "callbacks": config.get("callbacks"), "metadata": dict(config.get("metadata") or {}),
-            "tags": [*(config.get("tags") or []), *P.AGENT.tags],
-            "recursion_limit": 4 * params.max_steps + 8,
-        }
+        run_config: RunnableConfig = merge_configs(config, {
+            "callbacks": [recorder], "tags": P.AGENT.tags, "recursion_limit": 4 * params.max_steps + 8,
+            "metadata": {"atomgraph_role": P.AGENT.role, "atomgraph_cap": cap}})
         messages: list[BaseMessage] = P.AGENT.prompt.format_messages(question=question)
         stopped = error = None
         try:
@@ -188,7 +159,8 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
         except Exception as exc:  # the model call failed (recorded), or a tool raised
             error = f"agent: {type(exc).__name__}: {exc}"[:500]
         model_replies = [m for m in messages if isinstance(m, AIMessage)]
-        if error is None and stopped is None and rec.wanted_more and len(rec.llm_calls) >= params.max_steps:
+        wanted_more = bool(model_replies and model_replies[-1].tool_calls)
+        if error is None and stopped is None and wanted_more and len(recorder.calls) >= params.max_steps:
             stopped = f"step limit reached ({params.max_steps} model calls) before the agent gave an answer"
         answer = ""
         if error is None and stopped is None:
@@ -198,15 +170,15 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
                 answer = P.AGENT.parser.invoke(AIMessage(content=text))
             except Exception as exc:  # OutputParserException: unreadable final message
                 reason = str(exc).split("\nFor troubleshooting")[0]
-                if rec.llm_calls:
-                    rec.llm_calls[-1].parse_error = reason
+                if recorder.calls:
+                    recorder.calls[-1].parse_error = reason
                 error = f"final answer: unreadable model output ({reason})"
         elif stopped is not None:
             error = "no answer within the step limit"
         evidence = rec.evidence
         return {
             "answer": answer, "answers": [answer] if answer else [], "stopped": stopped, "error": error,
-            "llm_calls": rec.llm_calls, "retriever_calls": rec.retriever_calls,
+            "llm_calls": recorder.calls, "retriever_calls": rec.retriever_calls,
             "retrieved_ids": list(dict.fromkeys(e.id for e in evidence if e.id)),
             "retrieved_titles": list(dict.fromkeys(e.title for e in evidence if e.title)),
             "trace": {"method": "react", **base, "steps": message_steps(messages[1:]),

@@ -1,0 +1,125 @@
+"""One recorder for every model call: a LangChain callback handler.
+
+:class:`CallRecorder` is attached to a run's callbacks (``config={"callbacks": [rec]}``) and
+writes one :class:`~atomgraph.state.usage.LLMCall` per chat-model call made under it — a
+stage called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>`,
+or every step of an agent loop — from what LangChain reports of the call:
+
+- the stage: the run's ``stage:<name>`` tag (stages tag their calls); the role: the
+  ``atomgraph_role`` metadata;
+- the model: LangChain's ``ls_model_name`` metadata; the cap: ``atomgraph_cap`` metadata;
+- tokens: the reply's ``usage_metadata``; latency: start to end of the call;
+- a failed call: the error (after the client's own retries);
+- a cache hit: the reply carries ``response_metadata["atomgraph_cache_hit"]`` (set by
+  :mod:`atomgraph.cache`); such a call is recorded ``cached=True`` and counts no tokens
+  or dollars in reports.
+
+No method writes its own record.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+
+from atomgraph.state.usage import LLMCall
+
+CACHE_HIT_KEY = "atomgraph_cache_hit"
+
+
+def stage_from_tags(tags: list[str] | None) -> str:
+    for tag in tags or []:
+        if isinstance(tag, str) and tag.startswith("stage:"):
+            return tag.split(":", 1)[1]
+    return ""
+
+
+class CallRecorder(BaseCallbackHandler):
+    """Records every chat-model call made under it, in the order the calls started."""
+
+    run_inline = True  # called in the caller's thread/loop: no executor hop, records in order
+
+    def __init__(self, *, role: str = "", stage: str = "", model: str | None = None, cap: int | None = None):
+        self.defaults = {"role": role, "stage": stage, "model": model, "max_tokens": cap}
+        self.calls: list[LLMCall] = []
+        self._open: dict[UUID, tuple[LLMCall, float]] = {}
+        self._lock = threading.Lock()
+
+    # --- LangChain callbacks ----------------------------------------------------------------
+    def on_chat_model_start(self, serialized: dict[str, Any], messages: list, *, run_id: UUID,
+                            tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
+                            **kwargs: Any) -> None:
+        self._start(run_id, tags, metadata, kwargs.get("invocation_params") or {})
+
+    def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID,
+                     tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self._start(run_id, tags, metadata, kwargs.get("invocation_params") or {})
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            opened = self._open.pop(run_id, None)
+        if opened is None:
+            return
+        rec, t0 = opened
+        rec.latency_s = time.perf_counter() - t0
+        msg = _first_message(response)
+        usage = getattr(msg, "usage_metadata", None) or {}
+        if not usage:  # LLMs (not chat models) report usage in llm_output
+            token_usage = (getattr(response, "llm_output", None) or {}).get("token_usage") or {}
+            usage = {"input_tokens": token_usage.get("prompt_tokens", 0),
+                     "output_tokens": token_usage.get("completion_tokens", 0)}
+        rec.prompt_tokens = int(usage.get("input_tokens", 0) or 0)
+        rec.completion_tokens = int(usage.get("output_tokens", 0) or 0)
+        meta = getattr(msg, "response_metadata", None) or {}
+        rec.cached = bool(meta.get(CACHE_HIT_KEY))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            opened = self._open.pop(run_id, None)
+        if opened is None:
+            return
+        rec, t0 = opened
+        rec.latency_s = time.perf_counter() - t0
+        rec.error = describe_error(error)
+
+    # --- helpers ------------------------------------------------------------------------------
+    def _start(self, run_id: UUID, tags, metadata, invocation: dict) -> None:
+        metadata = metadata or {}
+        rec = LLMCall(
+            role=str(metadata.get("atomgraph_role") or self.defaults["role"] or ""),
+            stage=stage_from_tags(tags) or self.defaults["stage"],
+            model=metadata.get("ls_model_name") or invocation.get("model") or invocation.get("model_name")
+            or self.defaults["model"],
+            max_tokens=metadata.get("atomgraph_cap") or self.defaults["max_tokens"],
+        )
+        with self._lock:
+            self.calls.append(rec)
+            self._open[run_id] = (rec, time.perf_counter())
+
+    def fail_open(self, error: BaseException) -> None:
+        """Close every call still open (cancelled or timed out by the caller) as failed."""
+        with self._lock:
+            opened, self._open = self._open, {}
+        for rec, t0 in opened.values():
+            rec.latency_s = time.perf_counter() - t0
+            rec.error = describe_error(error)
+
+    @property
+    def last(self) -> LLMCall | None:
+        return self.calls[-1] if self.calls else None
+
+
+def describe_error(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    return f"{type(error).__name__}: {text}"[:500]
+
+
+def _first_message(response: Any) -> Any:
+    gens = getattr(response, "generations", None) or []
+    if gens and gens[0]:
+        return getattr(gens[0][0], "message", None)
+    return None

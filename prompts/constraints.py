@@ -1,0 +1,305 @@
+"""Constraints on what a model may write, and how each backend is asked for them.
+
+A stage call can carry one constraint (``rt.ask(stage, inputs, config, constraint=...)``):
+
+- :class:`Choice` — the reply is exactly one of a list of strings;
+- :class:`JsonSchema` — the reply is a JSON value valid under a schema;
+- :class:`Grammar` — the reply is a sentence of a GBNF grammar (llama.cpp's notation);
+- :class:`TokenTrie` — the reply is a delimited list of strings from a token trie, found by
+  constrained beam search (ARM's information alignment, §3.2.1: in-process models only).
+
+A constraint is a plain value; :func:`constrain` turns it into the request form of the model's
+backend (:func:`backend`):
+
+| backend | Choice | JsonSchema | Grammar | TokenTrie |
+|---|---|---|---|---|
+| ``local`` (in-process llama.cpp) | ``choices=`` | ``json_schema=`` | ``grammar=`` | ``ngram_trie=`` beam search |
+| ``vllm`` (OpenAI-compatible) | ``structured_outputs.choice`` | ``structured_outputs.json`` | ``structured_outputs.grammar`` | — |
+| ``llamacpp`` server | ``grammar`` (alternatives) | ``json_schema`` | ``grammar`` | — |
+| ``openai`` (api.openai.com) | JSON-schema ``enum`` (≤ 1,000 values) | ``response_format`` strict | — | — |
+| anything else | — | — | — | — |
+
+Where a backend offers no form ("—"), the call runs unconstrained and says so: the
+:class:`Applied` value that comes back records how the reply was constrained, or why not,
+and the call's record carries it, so an unconstrained reply is never taken for a constrained one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+from langchain_core.runnables import Runnable, RunnableBinding
+
+from atomgraph.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+Backend = Literal["local", "vllm", "llamacpp", "openai", "other"]
+BACKENDS: tuple[str, ...] = ("local", "vllm", "llamacpp", "openai", "other")
+OPENAI_MAX_ENUM = 1000  # OpenAI structured outputs accept at most this many enum values
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The reply is exactly one of ``options``."""
+
+    options: tuple[str, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "options", tuple(str(o) for o in self.options))
+        if not self.options:
+            raise ConfigError("a Choice constraint needs at least one option")
+
+
+@dataclass(frozen=True)
+class JsonSchema:
+    """The reply is a JSON value valid under ``schema`` (named ``name`` where a backend wants a name)."""
+
+    schema: dict = field(hash=False)
+    name: str = "reply"
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """The reply is a sentence of the GBNF grammar ``gbnf`` (start symbol ``root``)."""
+
+    gbnf: str
+
+
+@dataclass(frozen=True)
+class TokenTrie:
+    """The reply is ``open`` item (``sep`` item)* ``close``, each item a string of ``trie``,
+    chosen by beam search of width ``beam_width``; the ``n_best`` best lists come back with
+    their scores (mean logit per token, ARM §3.2.1)."""
+
+    trie: Any = field(hash=False)
+    beam_width: int = 4
+    n_best: int = 1
+    open: str = "("
+    close: str = ")"
+    sep: str = ", "
+
+
+Constraint = Choice | JsonSchema | Grammar | TokenTrie
+
+
+@dataclass(frozen=True)
+class Applied:
+    """How a call's reply was constrained: ``form`` (e.g. ``"vllm structured_outputs.choice"``)
+    or ``None`` when it ran unconstrained, with ``reason``."""
+
+    backend: str
+    form: str | None
+    reason: str = ""
+
+    @property
+    def constrained(self) -> bool:
+        return self.form is not None
+
+    def describe(self) -> str:
+        return self.form if self.form else f"unconstrained ({self.reason})"
+
+
+# --- which backend serves a model ------------------------------------------------------------
+
+def unwrap(model: Any) -> Any:
+    """The chat model under any ``.bind(...)`` layers."""
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    return model
+
+
+def _openai_class():
+    try:
+        from langchain_openai.chat_models.base import BaseChatOpenAI
+    except ImportError:  # pragma: no cover - langchain-openai is a dependency
+        return None
+    return BaseChatOpenAI
+
+
+def is_openai_client(model: Any) -> bool:
+    cls = _openai_class()
+    return cls is not None and isinstance(unwrap(model), cls)
+
+
+def is_local(model: Any) -> bool:
+    """Whether ``model`` is atomgraph's in-process model (``ATOMGRAPH_MODEL=local``)."""
+    return bool(getattr(type(unwrap(model)), "in_process_constraints", False))
+
+
+def base_url(model: Any) -> str:
+    return str(getattr(unwrap(model), "openai_api_base", None) or "")
+
+
+@functools.lru_cache(maxsize=32)
+def probe_server(url: str, timeout_s: float = 2.0) -> str | None:
+    """Who serves the OpenAI-compatible API at ``url``: ``"vllm"``, ``"llamacpp"`` or None
+    (read from the ``owned_by`` of its ``/models`` listing; cached per URL)."""
+    import httpx
+
+    try:
+        resp = httpx.get(url.rstrip("/") + "/models", timeout=timeout_s)
+        data = resp.json().get("data") or []
+    except Exception as exc:  # noqa: BLE001 - an unreachable or odd server means "unknown"
+        log.info("cannot probe %s/models (%s); its replies are not constrained", url, exc)
+        return None
+    owners = {str(m.get("owned_by", "")).lower() for m in data if isinstance(m, dict)}
+    if "vllm" in owners:
+        return "vllm"
+    if owners & {"llamacpp", "llama.cpp", "llama-cpp"}:
+        return "llamacpp"
+    return None
+
+
+_ALIASES = {
+    "local": "local", "in_process": "local",
+    "vllm": "vllm", "vllm_choice": "vllm", "structured_outputs": "vllm",
+    "llamacpp": "llamacpp", "llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llamacpp_grammar": "llamacpp",
+    "grammar": "llamacpp",
+    "openai": "openai", "openai_json_schema": "openai", "json_schema": "openai",
+    "free": "other", "none": "other", "other": "other",
+}
+
+
+def backend(model: Any, requested: str = "auto") -> tuple[str, str]:
+    """The backend whose request forms constrain ``model``, and why: ``(backend, reason)``.
+    ``requested`` overrides the detection (``auto``, ``local``, ``vllm``, ``llamacpp``,
+    ``openai`` or ``free``)."""
+    req = (requested or "auto").strip().lower()
+    if req != "auto":
+        kind = _ALIASES.get(req)
+        if kind is None:
+            raise ConfigError(f"unknown decoding backend {requested!r}; expected auto, local, vllm, llamacpp, "
+                              "openai or free")
+        return kind, f"set to {requested!r}"
+    if is_local(model):
+        return "local", "in-process model: token-level constraints"
+    if not is_openai_client(model):
+        return "other", f"{type(unwrap(model)).__name__} offers no constrained decoding we know of"
+    url = base_url(model)
+    if not url or "api.openai.com" in url:
+        return "openai", "OpenAI API: structured outputs"
+    who = probe_server(url)
+    if who == "vllm":
+        return "vllm", f"vLLM at {url}: structured_outputs"
+    if who == "llamacpp":
+        return "llamacpp", f"llama.cpp at {url}: GBNF grammar"
+    return "other", f"server at {url} not recognised as vLLM or llama.cpp"
+
+
+# --- request forms ---------------------------------------------------------------------------
+
+def gbnf_literal(text: str) -> str:
+    """``text`` as a GBNF string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def choice_grammar(options: Sequence[str]) -> str:
+    """A GBNF grammar whose sentences are exactly ``options``."""
+    return "root ::= " + " | ".join(gbnf_literal(o) for o in options)
+
+
+def enum_schema(options: Sequence[str]) -> dict:
+    """A JSON schema ``{"value": one of options}`` (OpenAI structured outputs have no bare enum)."""
+    return {"type": "object", "properties": {"value": {"type": "string", "enum": list(options)}},
+            "required": ["value"], "additionalProperties": False}
+
+
+def supports(kind: str, constraint: type | Constraint) -> bool:
+    """Whether backend ``kind`` can enforce constraints of this type."""
+    cls = constraint if isinstance(constraint, type) else type(constraint)
+    table = {
+        "local": (Choice, JsonSchema, Grammar, TokenTrie),
+        "vllm": (Choice, JsonSchema, Grammar),
+        "llamacpp": (Choice, JsonSchema, Grammar),
+        "openai": (Choice, JsonSchema),
+        "other": (),
+    }
+    return cls in table.get(kind, ())
+
+
+def request_form(kind: str, constraint: Constraint) -> tuple[dict[str, Any], str | None]:
+    """The keyword arguments that ask backend ``kind`` for ``constraint``, and the form's name
+    (``({}, None)`` where the backend offers none)."""
+    if not supports(kind, constraint):
+        return {}, None
+    if kind == "local":
+        if isinstance(constraint, Choice):
+            return {"choices": list(constraint.options)}, "local choices"
+        if isinstance(constraint, JsonSchema):
+            return {"json_schema": constraint.schema}, "local JSON-schema grammar"
+        if isinstance(constraint, Grammar):
+            return {"grammar": constraint.gbnf}, "local GBNF grammar"
+        return ({"ngram_trie": constraint.trie, "beam_width": constraint.beam_width, "n_best": constraint.n_best,
+                 "trie_open": constraint.open, "trie_close": constraint.close, "trie_sep": constraint.sep},
+                "local trie beam search")
+    if kind == "vllm":
+        if isinstance(constraint, Choice):
+            return {"extra_body": {"structured_outputs": {"choice": list(constraint.options)}}}, \
+                "vllm structured_outputs.choice"
+        if isinstance(constraint, JsonSchema):
+            return {"extra_body": {"structured_outputs": {"json": constraint.schema}}}, "vllm structured_outputs.json"
+        return {"extra_body": {"structured_outputs": {"grammar": constraint.gbnf}}}, "vllm structured_outputs.grammar"
+    if kind == "llamacpp":
+        if isinstance(constraint, Choice):
+            return {"extra_body": {"grammar": choice_grammar(constraint.options)}}, "llama.cpp grammar"
+        if isinstance(constraint, JsonSchema):
+            return {"extra_body": {"json_schema": constraint.schema}}, "llama.cpp json_schema"
+        return {"extra_body": {"grammar": constraint.gbnf}}, "llama.cpp grammar"
+    # openai
+    if isinstance(constraint, Choice):
+        if len(constraint.options) > OPENAI_MAX_ENUM:
+            return {}, None
+        schema, name = enum_schema(constraint.options), "choice"
+    else:
+        schema, name = constraint.schema, constraint.name
+    fmt = {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
+    return {"response_format": fmt}, "openai json_schema" + (" enum" if isinstance(constraint, Choice) else "")
+
+
+def bound_kwargs(model: Any) -> dict[str, Any]:
+    """Every keyword argument bound on ``model``'s ``.bind`` layers (outer layers win)."""
+    layers = []
+    while isinstance(model, RunnableBinding):
+        layers.append(dict(model.kwargs or {}))
+        model = model.bound
+    out: dict[str, Any] = {}
+    for kw in reversed(layers):
+        out.update(kw)
+    return out
+
+
+def constrain(model: Runnable, constraint: Constraint | None, kind: str, reason: str = "") -> tuple[Runnable, Applied]:
+    """``model`` with ``constraint``'s request form for backend ``kind`` bound (merged with what
+    is bound already: ``extra_body`` dictionaries are merged, not replaced), and how it applies."""
+    if constraint is None:
+        return model, Applied(kind, None, "no constraint asked")
+    kwargs, form = request_form(kind, constraint)
+    if form is None:
+        why = reason or f"{kind} backend"
+        if isinstance(constraint, Choice) and kind == "openai":
+            why = f"{len(constraint.options)} options exceed OpenAI's {OPENAI_MAX_ENUM}-value enum limit"
+        return model, Applied(kind, None, f"{type(constraint).__name__} not supported: {why}")
+    merged = bound_kwargs(model)
+    base = unwrap(model)
+    if "extra_body" in kwargs:
+        extra = dict(getattr(base, "extra_body", None) or {})
+        extra.update(merged.get("extra_body") or {})
+        extra.update(kwargs.pop("extra_body"))
+        kwargs["extra_body"] = extra
+    return base.bind(**{**merged, **kwargs}), Applied(kind, form)
+
+
+def unwrap_reply(constraint: Constraint | None, applied: Applied, text: str) -> str:
+    """The reply's text as the stage expects it: an OpenAI enum reply ``{"value": x}`` becomes ``x``."""
+    if isinstance(constraint, Choice) and applied.form and applied.form.startswith("openai"):
+        try:
+            value = json.loads(text).get("value")
+        except (ValueError, AttributeError):
+            return text
+        return value if isinstance(value, str) else text
+    return text
