@@ -77,7 +77,7 @@ def test_arm_retriever_sync_async_and_evidence(arm):
     assert first["keywords"] == ["Heisenberg doctoral advisor", "died city"] and first["aligned_ngrams"]
     json.dumps([d.metadata for d in docs])
     # the graph's model calls are children of the retriever run; no answer stage
-    assert runs.retrievers[0] == "ArmRetriever"
+    assert runs.retrievers[0] == "ArmRetriever" and "arm_objects" in runs.retrievers  # the retrieval span
     stages = {t[0] for t in runs.llm_tags if t}
     assert "stage:arm_verify" in stages and "stage:arm_answer" not in stages
     assert len(arm.invoke(QUESTION, k=2)) == 2
@@ -112,6 +112,7 @@ def test_kar3_retriever_from_documents(kar3):
     assert docs[0].metadata["round"] == 1 and docs[0].metadata["exit"]
     assert any("Sommerfeld" in d.page_content for d in docs)
     assert "stage:kar3_answer" not in {t[0] for t in runs.llm_tags if t}
+    assert runs.retrievers[0] == "Kar3Retriever" and "kar3_atoms" in runs.retrievers
     json.dumps([d.metadata for d in docs])
 
 

@@ -12,9 +12,10 @@ Each source is also a LangChain retriever (``as_retriever``) and tool (``as_tool
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from abc import ABC, abstractmethod
-from typing import Literal
+from typing import Any, AsyncIterator, Iterable, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -104,25 +105,60 @@ class SourceRetriever(BaseRetriever):
         return [evidence_to_document(e) for e in await self.source.asearch(query, k or self.k)]
 
 
-async def _retriever_span(source: KnowledgeSource, label: str, k: int, operator: str | None):
-    """A LangChain retriever run for one source call, child of the current run (the node that
-    called it), so LangSmith and Studio show the query and the documents; None when no
-    callback handler listens."""
+class RetrieverRun:
+    """One retrieval as a LangChain retriever run (see :func:`retriever_run`): set the
+    documents found with :meth:`end`, or the failure with :meth:`fail`."""
+
+    def __init__(self, manager: Any = None):
+        self.manager = manager
+        self.documents: list[Document] = []
+        self.error: BaseException | str | None = None
+
+    def end(self, found: Iterable[Evidence | Document]) -> None:
+        self.documents = [evidence_to_document(d) if isinstance(d, Evidence) else d for d in found]
+
+    def fail(self, error: BaseException | str) -> None:
+        self.error = error
+
+
+@contextlib.asynccontextmanager
+async def retriever_run(name: str, query: str, *, tags: list[str] | None = None,
+                        metadata: dict | None = None) -> AsyncIterator[RetrieverRun]:
+    """A retrieval shown as a LangChain retriever run (``on_retriever_start`` with the query,
+    ``on_retriever_end`` with the documents, or ``on_retriever_error``), a child of the current
+    run (the node that retrieves), so LangSmith and Studio show retrieval spans next to the
+    stage-tagged model calls. Runs started inside (a user's own LangChain retriever) nest under
+    it. Costs nothing when no callback handler listens.
+
+    >>> async with retriever_run("atoms", query, metadata={"via": "proposal"}) as run:
+    ...     run.end(documents)          # or run.fail(error)
+    """
     from langchain_core.callbacks import AsyncCallbackManager
-    from langchain_core.runnables.config import ensure_config
+    from langchain_core.runnables.config import ensure_config, var_child_runnable_config
 
     config = ensure_config()
     manager = AsyncCallbackManager.configure(
         inheritable_callbacks=config.get("callbacks"), inheritable_tags=config.get("tags"),
-        inheritable_metadata=config.get("metadata"), local_tags=[f"source:{source.name}"],
-        local_metadata={"source": source.name, "source_kind": source.kind, "k": k, "operator": operator},
+        inheritable_metadata=config.get("metadata"), local_tags=tags, local_metadata=metadata,
     )
     if not manager.handlers:
-        return None
-    return await manager.on_retriever_start(
-        {"name": f"search_{source.name}", "id": ["atomgraph", "tools", type(source).__name__]}, label,
-        name=f"search_{source.name}",
-    )
+        yield RetrieverRun()
+        return
+    span = await manager.on_retriever_start({"name": name, "id": ["atomgraph", "tools", name]}, query, name=name)
+    run = RetrieverRun(span)
+    token = var_child_runnable_config.set({**config, "callbacks": span.get_child()})
+    try:
+        yield run
+    except BaseException as exc:
+        await span.on_retriever_error(exc)
+        raise
+    finally:
+        var_child_runnable_config.reset(token)
+    if run.error is not None:
+        err = run.error if isinstance(run.error, BaseException) else RuntimeError(str(run.error))
+        await span.on_retriever_error(err)
+    else:
+        await span.on_retriever_end(run.documents)
 
 
 async def recorded_retrieval(
@@ -139,28 +175,20 @@ async def recorded_retrieval(
     sources of a question carry on. Text and web sources give their top ``k``; a KG answer
     is kept whole (ATOMR §3.3.1)."""
     label = f"{operator}({', '.join(args or [])})" if operator else query
-    span = await _retriever_span(source, label, k, operator)
-    token = None
-    if span is not None:  # runs inside the source (a user's LangChain retriever) nest under the span
-        from langchain_core.runnables.config import ensure_config, var_child_runnable_config
-
-        token = var_child_runnable_config.set({**ensure_config(), "callbacks": span.get_child()})
     t0 = time.perf_counter()
-    try:
-        if operator:
-            hits = await source.aoperate(operator, list(args or []), question, k)
-        else:
-            hits = await source.asearch(query, k)
-    except Exception as exc:  # SourceError, network errors, a user's source raising
-        err = f"{type(exc).__name__}: {exc}"[:500]
-        if span is not None:
-            await span.on_retriever_error(exc)
-        return [], RetrieverCall(source=source.name, query=label, latency_s=time.perf_counter() - t0, error=err)
-    finally:
-        if token is not None:
-            var_child_runnable_config.reset(token)
-    if source.kind != "kg":
-        hits = hits[:k]
-    if span is not None:
-        await span.on_retriever_end([evidence_to_document(e) for e in hits])
+    async with retriever_run(f"search_{source.name}", label, tags=[f"source:{source.name}"],
+                             metadata={"source": source.name, "source_kind": source.kind, "k": k,
+                                       "operator": operator}) as run:
+        try:
+            if operator:
+                hits = await source.aoperate(operator, list(args or []), question, k)
+            else:
+                hits = await source.asearch(query, k)
+        except Exception as exc:  # SourceError, network errors, a user's source raising
+            run.fail(exc)
+            err = f"{type(exc).__name__}: {exc}"[:500]
+            return [], RetrieverCall(source=source.name, query=label, latency_s=time.perf_counter() - t0, error=err)
+        if source.kind != "kg":
+            hits = hits[:k]
+        run.end(hits)
     return hits, RetrieverCall(source=source.name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0)

@@ -15,6 +15,8 @@ from langchain_core.runnables import RunnableConfig
 from atomgraph.nodes.kar3.common import Kar3Runtime
 from atomgraph.state.kar3 import AtomHit, Round
 from atomgraph.state.usage import RetrieverCall
+from atomgraph.tools.atom_source import hit_evidence
+from atomgraph.tools.base import retriever_run
 
 
 def merge_hits(groups: list[list[AtomHit]], exclude: set[str]) -> list[AtomHit]:
@@ -50,7 +52,10 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
         hits: list[AtomHit] = []
 
         async def atoms(queries: list[str], via: str) -> list[AtomHit]:
-            groups, secs, err = await timed(index.search_atoms, queries, params.atom_top_k, params.delta, via)
+            async with retriever_run("kar3_atoms", "\n".join(queries), tags=["source:atoms"],  # a trace span
+                                     metadata={"via": via, "k": params.atom_top_k, "delta": params.delta}) as span:
+                groups, secs, err = await timed(index.search_atoms, queries, params.atom_top_k, params.delta, via)
+                span.fail(err) if err else span.end(hit_evidence(h, "atoms") for g in groups or [] for h in g)
             groups = groups or [[] for _ in queries]
             for q, g in zip(queries, groups):
                 calls.append(RetrieverCall(source="atoms", query=q, hits=len(g), latency_s=secs / len(queries), error=err))
@@ -82,7 +87,9 @@ async def chunk_hits(index, question: str, k: int, exclude: set[str], r: Round,
                      calls: list[RetrieverCall]) -> list[AtomHit]:
     """Backup 2 (also offered when the selector rejects every atom): the question against the
     chunks, recorded on the round."""
-    found, secs, err = await timed(index.search_chunks, question, k, exclude)
+    async with retriever_run("kar3_chunks", question, tags=["source:chunks"], metadata={"k": k}) as span:
+        found, secs, err = await timed(index.search_chunks, question, k, exclude)
+        span.fail(err) if err else span.end(hit_evidence(h, "chunks") for h in found or [])
     found = found or []
     calls.append(RetrieverCall(source="chunks", query=question, hits=len(found), latency_s=secs, error=err))
     r.tiers.append({"via": "chunk", "queries": 1, "hits": len(found), **({"error": err} if err else {})})
