@@ -185,7 +185,9 @@ class Kar3Retriever(_MethodRetriever):
         from langgraph.checkpoint.memory import InMemorySaver
 
         if getattr(self.graph, "checkpointer", None) is None:  # stopping before the answer needs one
-            self.graph = self.graph.copy({"checkpointer": InMemorySaver()})
+            from atomgraph.checkpoint import serializer
+
+            self.graph = self.graph.copy({"checkpointer": InMemorySaver(serde=serializer())})
         config = {"configurable": {"thread_id": f"kar3-retriever-{uuid.uuid4().hex}"}}
         return self.graph, config, {**self.context, "max_chunks": self._k(k)}
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import time
 from dataclasses import dataclass, field
 from typing import Any, Generic, Iterable, TypeVar
@@ -338,8 +339,9 @@ def run_sync(coro):
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
+    context = contextvars.copy_context()  # the run's config (callbacks, tags) goes along to the thread
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(context.run, asyncio.run, coro).result()
 
 
 def dual(afunc) -> RunnableLambda:

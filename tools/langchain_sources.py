@@ -249,23 +249,27 @@ def documents_to_objects(documents: Any) -> list:
 
 
 def documents_to_chunks(documents: Any) -> list:
-    """LangChain documents as KAR³ chunks (:class:`~atomgraph.tools.atom_index.Chunk`), ids
-    by content (as ``atomgraph index`` gives them) so atomizing again skips what is done;
-    the remaining metadata is kept on the chunk."""
+    """LangChain documents as KAR³ chunks (:class:`~atomgraph.tools.atom_index.Chunk`): the
+    document's id (metadata ``id`` etc., or ``Document.id``), else an id by content (as
+    ``atomgraph index`` gives it), so atomizing again skips what is done. A repeated document
+    is taken once; two documents with one id are a ConfigError. Other scalar metadata is kept."""
     from atomgraph.tools.atom_index import Chunk
     from atomgraph.tools.ingest import passage_id
 
-    out, seen = [], set()
+    out, seen = [], {}
     for i, doc in enumerate(documents or []):
-        title, _ = _doc_title_id(doc, i)
+        title, doc_id = _doc_title_id(doc, i)
         if not (doc.page_content or "").strip():
             raise ConfigError(f"documents[{i}] has no text")
-        cid = passage_id(title, doc.page_content)
+        cid = doc_id or passage_id(title, doc.page_content)
+        content = passage_id(title, doc.page_content)
         if cid in seen:
-            continue
-        seen.add(cid)
+            if seen[cid][1] == content:
+                continue
+            raise ConfigError(f"documents[{i}] repeats the id {cid!r} of documents[{seen[cid][0]}] with other text")
+        seen[cid] = (i, content)
         meta = {k: v for k, v in (doc.metadata or {}).items()
-                if k not in TITLE_KEYS and isinstance(v, (str, int, float, bool))}
+                if k not in TITLE_KEYS + ID_KEYS and isinstance(v, (str, int, float, bool))}
         out.append(Chunk(cid, title, doc.page_content, metadata=meta))
     if not out:
         raise ConfigError("no documents given")
