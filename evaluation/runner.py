@@ -266,6 +266,7 @@ async def arun_eval(
                                    sources=sources, settings=settings, graph=graph, dataset_name=dataset_name,
                                    timeout_s=timeout_s, progress=progress, resume=resume, on_record=on_record,
                                    _saver=saver)
+    from atomgraph.checkpoint import serializer
     from atomgraph.graphs.registry import build_method
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -300,7 +301,7 @@ async def arun_eval(
         skipped = len(examples) - len(todo)
         if graph is None and todo:
             graph = _build(build_method, method, model=model, sources=sources, settings=settings,
-                           checkpointer=_saver or InMemorySaver())
+                           checkpointer=_saver or InMemorySaver(serde=serializer()))
         (out / RUN_META).write_text(json.dumps(jsonable(meta), indent=2), encoding="utf-8")
         prices = price_table(settings)
         records = list(existing)
