@@ -4,7 +4,9 @@
 - ``provider:model`` strings known to ``init_chat_model`` (``openai:gpt-4o``,
   ``anthropic:...``, ``ollama:...``) go through ``init_chat_model``;
 - any other name is an OpenAI model, or — when ``OPENAI_BASE_URL`` is set — a model
-  served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server).
+  served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server);
+- ``local`` (the bundled Gemma-3-270M) and ``local:/path/to/model.gguf`` run in this process
+  (:class:`atomgraph.local.chat.ChatLocalLlama`).
 
 Models are called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>`
 (one call path) and recorded by :class:`~atomgraph.nodes.recorder.CallRecorder` (one recorder).
@@ -13,13 +15,10 @@ Models are called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.Meth
 from __future__ import annotations
 
 import sys
-import time
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.messages import AIMessage
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import ROLES, Role, Settings, get_settings
@@ -84,10 +83,19 @@ def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatMod
     name = str(name).strip()
     if not name:
         raise ConfigError(MISSING_MODEL_HELP)
+    if is_local(name):
+        from atomgraph.local.chat import ChatLocalLlama
+
+        path = name.split(":", 1)[1].strip() if ":" in name else None
+        model = ChatLocalLlama(model=name, model_path=path or None, temperature=settings.temperature,
+                               max_tokens=settings.max_tokens)
+        model.engine  # load now: a missing or unusable file is a ConfigError here, not mid-run
     # The output cap is bound per stage (cap_output), so a cached response is keyed by it.
     common: dict[str, Any] = {"temperature": settings.temperature}
     prefix = name.split(":", 1)[0] if ":" in name else None
-    if prefix in INIT_CHAT_MODEL_PROVIDERS:
+    if is_local(name):
+        pass
+    elif prefix in INIT_CHAT_MODEL_PROVIDERS:
         from langchain.chat_models import init_chat_model
 
         if prefix == "openai":  # the settings' key and server apply to OpenAI's provider too
@@ -127,17 +135,60 @@ def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatMod
     return model
 
 
-ModelsArg = BaseChatModel | Mapping[str, BaseChatModel] | None
+def is_local(model: "str | BaseChatModel | None") -> bool:
+    """Whether ``model`` (a model string or a chat model) runs in this process: ``local``,
+    ``local:/path/to/model.gguf`` or a :class:`~atomgraph.local.chat.ChatLocalLlama`."""
+    if isinstance(model, str):
+        return model.strip() == "local" or model.strip().startswith("local:")
+    from atomgraph.prompts.constraints import is_local as in_process
+
+    return model is not None and in_process(model)
 
 
-def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -> dict[str, BaseChatModel]:
-    """One model per role from what a caller passed (one model, a role map, or nothing → settings)."""
-    if isinstance(models, BaseChatModel):
-        return {r: models for r in ROLES}
-    given = dict(models or {})
-    unknown = set(given) - set(ROLES)
-    if unknown:
-        raise ConfigError(f"unknown model role(s) {sorted(unknown)}; roles are {', '.join(ROLES)}")
+
+ModelsArg = Any  # a chat model, a Runnable wrapping one, a model string, a role map of those, or None
+
+
+def is_model_like(value: Any) -> bool:
+    """Whether ``value`` can serve as a chat model: a LangChain chat model or any Runnable
+    around one (``with_fallbacks``, ``with_retry``, ``bind``, ``configurable_fields``,
+    ``init_chat_model(configurable_fields=...)``), which takes messages and returns a message."""
+    from langchain_core.runnables import Runnable
+
+    return isinstance(value, (BaseChatModel, Runnable))
+
+
+def _one_model(value: Any, what: str, settings: Settings | None) -> Any:
+    if isinstance(value, str):  # a model string: "gpt-4o-mini", "openai:gpt-4o", "ollama:llama3.1"
+        return chat_model_named(value, settings)
+    if is_model_like(value):
+        return value
+    raise ConfigError(
+        f"{what} must be a LangChain chat model (or a Runnable wrapping one, e.g. model.with_fallbacks(...), "
+        f"model.with_retry(), model.bind(...), init_chat_model(...)) or a model string; got {type(value).__name__}")
+
+
+def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -> dict[str, Any]:
+    """One model per role from what a caller passed: one model (a chat model, a Runnable
+    wrapping one, or a model string) for every role; a role map (a plain ``Mapping`` of role
+    to model) where roles differ; or nothing, for the settings' models. A wrapper is never
+    read as a role map (a Runnable is a model even where it is also iterable); anything else
+    is a ConfigError saying what is accepted."""
+    if models is None:
+        given: dict[str, Any] = {}
+    elif isinstance(models, str) or is_model_like(models):
+        one = _one_model(models, "model", settings)
+        return {r: one for r in ROLES}
+    elif isinstance(models, Mapping):
+        unknown = [str(k) for k in models if k not in ROLES]
+        if unknown:
+            raise ConfigError(f"unknown model role(s) {sorted(unknown)}; roles are {', '.join(ROLES)} "
+                              "(pass one model, not a dict, to use it for every role)")
+        given = {r: _one_model(m, f"model for role {r!r}", settings) for r, m in models.items()}
+    else:
+        raise ConfigError(
+            f"model= must be a LangChain chat model, a Runnable wrapping one, a model string, or a dict of "
+            f"role to model (roles: {', '.join(ROLES)}); got {type(models).__name__}")
     if len(given) < len(ROLES):
         settings = settings or get_settings()
         default = next((given[r] for r in ("answerer", "executor", "planner", *ROLES) if r in given), None)
@@ -161,6 +212,54 @@ def with_temperature(model: BaseChatModel, temperature: float) -> BaseChatModel:
             update["cache"] = False
         return model.model_copy(update=update)
     return model.bind(temperature=float(temperature))  # type: ignore[return-value]
+
+
+def structured_model(model: Any, schema: Any) -> Any:
+    """``model.with_structured_output(schema, include_raw=True)`` for a chat model or any
+    wrapper of one. Wrappers that do not pass the method on (``with_retry``) or break on it
+    (``with_fallbacks`` looks it up through type hints LangChain cannot resolve: NameError)
+    are rebuilt around structured versions of what they wrap, a ``bind`` layer's arguments
+    (output cap, stop sequences, temperature) moving onto the models inside; the others
+    (``bind``, ``configurable_fields``, ``init_chat_model``) pass the call on themselves."""
+    from langchain_core.runnables import RunnableBinding, RunnableWithFallbacks
+
+    if isinstance(model, RunnableWithFallbacks):
+        return model.model_copy(update={"runnable": structured_model(model.runnable, schema),
+                                        "fallbacks": [structured_model(f, schema) for f in model.fallbacks]})
+    if _is_retry(model):
+        return model.model_copy(update={"bound": structured_model(model.bound, schema)})
+    if isinstance(model, RunnableBinding) and _needs_rebuild(model.bound):
+        return structured_model(_bind_inside(model.bound, model.kwargs), schema)
+    return model.with_structured_output(schema, include_raw=True)
+
+
+def _is_retry(model: Any) -> bool:
+    """A ``with_retry`` layer (a binding base that is not a plain ``bind``)."""
+    from langchain_core.runnables import RunnableBinding
+    from langchain_core.runnables.base import RunnableBindingBase
+
+    return isinstance(model, RunnableBindingBase) and not isinstance(model, RunnableBinding)
+
+
+def _needs_rebuild(model: Any) -> bool:
+    from langchain_core.runnables import RunnableBinding, RunnableWithFallbacks
+
+    return (isinstance(model, RunnableWithFallbacks) or _is_retry(model)
+            or (isinstance(model, RunnableBinding) and _needs_rebuild(model.bound)))
+
+
+def _bind_inside(model: Any, kwargs: dict[str, Any]) -> Any:
+    """``model`` with ``kwargs`` bound on the model(s) it wraps."""
+    from langchain_core.runnables import RunnableBinding, RunnableWithFallbacks
+
+    if isinstance(model, RunnableWithFallbacks):
+        return model.model_copy(update={"runnable": _bind_inside(model.runnable, kwargs),
+                                        "fallbacks": [_bind_inside(f, kwargs) for f in model.fallbacks]})
+    if _is_retry(model):
+        return model.model_copy(update={"bound": _bind_inside(model.bound, kwargs)})
+    if isinstance(model, RunnableBinding):
+        return model.model_copy(update={"kwargs": {**model.kwargs, **kwargs}})
+    return model.bind(**kwargs)
 
 
 def cap_output(model: BaseChatModel, max_tokens: int) -> BaseChatModel:

@@ -25,7 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic import AliasChoices, Field, ValidationError, create_model, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -35,13 +35,7 @@ from pydantic_settings import (
 )
 
 from atomgraph.errors import ConfigError
-from atomgraph.state.arm_graph import ArmGraphContext
-from atomgraph.state.atomr import AtomRContext
-from atomgraph.state.baselines import ClosedBookContext, RagContext
-from atomgraph.state.compare import (DecomposedRagContext, IrcotContext, IterRetGenContext, ReactContext,
-                                     SelfAskContext)
-from atomgraph.state.indexing import WikipediaIndexContext
-from atomgraph.state.kar3 import Kar3Context
+from atomgraph.methods import settings_sections
 
 Role = Literal["planner", "executor", "answerer", "atomizer", "proposer", "selector", "decoder"]
 ROLES: tuple[Role, ...] = ("planner", "executor", "answerer", "atomizer", "proposer", "selector", "decoder")
@@ -56,8 +50,8 @@ def _env(name: str, provider_var: str) -> Any:
     return AliasChoices(f"ATOMGRAPH_{name.upper()}", provider_var)
 
 
-class Settings(BaseSettings):
-    """Every tunable of atomgraph. See the module docstring for where values come from."""
+class _Settings(BaseSettings):
+    """Every tunable of atomgraph but the methods' sections (added below from their declarations)."""
 
     model_config = SettingsConfigDict(
         env_prefix="ATOMGRAPH_",
@@ -87,7 +81,8 @@ class Settings(BaseSettings):
     )
     structured_output: bool = Field(
         False, description="Ask models for JSON-schema structured output (with_structured_output) where a stage "
-                           "declares a schema; off: plain-text prompts with tolerant parsers (any model).",
+                           "declares a schema; off: plain-text prompts with tolerant parsers (any model). "
+                           "Unset, it is on when a configured model is local (grammar-constrained decoding).",
     )
     request_timeout: float = 120.0
     max_retries: int = 2
@@ -141,21 +136,6 @@ class Settings(BaseSettings):
     source_retries: int = 3
     user_agent: str = "atomgraph/0.1 (https://github.com/atomgraph/atomgraph; research QA library)"
 
-    # --- methods' run parameters (each also the graph's context schema) ------------------
-    atomr: AtomRContext = Field(default_factory=AtomRContext, description="ATOMR run parameters.")
-    rag: RagContext = Field(default_factory=RagContext, description="Standard RAG run parameters.")
-    standard: ClosedBookContext = Field(default_factory=ClosedBookContext, description="Standard prompting.")
-    cot: ClosedBookContext = Field(default_factory=ClosedBookContext, description="Chain-of-thought prompting.")
-    self_ask: SelfAskContext = Field(default_factory=SelfAskContext, description="Self-Ask with retrieval run parameters.")
-    ircot: IrcotContext = Field(default_factory=IrcotContext, description="IRCoT run parameters.")
-    react: ReactContext = Field(default_factory=ReactContext, description="ReAct agent run parameters.")
-    iter_retgen: IterRetGenContext = Field(default_factory=IterRetGenContext, description="Iter-RetGen run parameters.")
-    decomposed_rag: DecomposedRagContext = Field(default_factory=DecomposedRagContext, description="Decomposed RAG run parameters.")
-    kar3: Kar3Context = Field(default_factory=Kar3Context, description="KAR³ run parameters (QA loop and atomizing).")
-    arm: ArmGraphContext = Field(default_factory=ArmGraphContext, description="ARM run parameters (alignment, MIP, drafts, voting; objects).")
-    wikipedia_index: WikipediaIndexContext = Field(default_factory=WikipediaIndexContext,
-                                                   description="Indexing a corpus into the Wikipedia collection.")
-
     # --- evaluation ---------------------------------------------------------------------
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
@@ -168,6 +148,16 @@ class Settings(BaseSettings):
         if isinstance(v, str):
             return [x.strip() for x in v.split(",") if x.strip()]
         return v
+
+    @model_validator(mode="after")
+    def _structured_for_local(self) -> "Settings":
+        # A local model decodes under the stage's JSON-schema grammar, so its replies parse.
+        if "structured_output" not in self.model_fields_set and any(
+            (m or "").strip() == "local" or (m or "").strip().startswith("local:") for m in
+            (self.model, *(getattr(self, f"{r}_model") for r in ROLES))
+        ):
+            self.structured_output = True
+        return self
 
     def model_for(self, role: Role) -> str | None:
         """The model name configured for ``role`` (its own, else the default)."""
@@ -192,7 +182,7 @@ class Settings(BaseSettings):
         return tuple(sources)
 
     @classmethod
-    def load(cls, config_file: str | os.PathLike | None = None, **overrides: Any) -> "Settings":
+    def load(cls, config_file: str | os.PathLike | None = None, **overrides: Any) -> "_Settings":
         """Defaults < config file < environment < ``overrides``."""
         path = config_file or os.environ.get("ATOMGRAPH_CONFIG")
         if path is None and Path("atomgraph.toml").is_file():
@@ -216,6 +206,18 @@ class Settings(BaseSettings):
             raise ConfigError(f"setting {field!r} is invalid: {first['msg']}") from exc
         finally:
             _CONFIG_FILE.reset(token)
+
+
+# Each declared method's run parameters are a section of the settings (its context dataclass).
+Settings = create_model(  # type: ignore[call-overload]
+    "Settings",
+    __base__=_Settings,
+    __doc__="Every tunable of atomgraph. See the module docstring for where values come from.",
+    __module__=__name__,
+    **{section: (method.context, Field(default_factory=method.context,
+                                       description=f"{method.name} run parameters: {method.description}"))
+       for section, method in settings_sections().items()},
+)
 
 
 class _TomlSource(TomlConfigSettingsSource):

@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             out = graph.invoke({"question": q})
             wall = time.perf_counter() - t
             n = len(out["trace"]["rounds"])
-            spent = sum(c.latency_s for c in out["llm_calls"]) + sum(c.latency_s for c in out["retriever_calls"])
+            spent = sum(c["latency_s"] for c in out["llm_calls"]) + sum(c["latency_s"] for c in out["retriever_calls"])
             per_round.append(wall / n)
             overhead.append((wall - spent) / n)
         result["loop_round"] = {"rounds_per_question": n, "wall_per_round": ms(per_round),

@@ -14,11 +14,13 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def main() -> int:
-    from benchmarks import bench_arm_mip, bench_arm_retrieval, bench_atomr_executor, bench_chroma, bench_kar3, bench_wikidata_ops
+    from benchmarks import (bench_arm_mip, bench_arm_retrieval, bench_atomr_executor, bench_call_path, bench_chroma,
+                            bench_kar3, bench_wikidata_ops)
 
     RESULTS.mkdir(exist_ok=True)
     rc = 0
     for name, run in [
+        ("call_path", lambda out: bench_call_path.main(["--out", out])),
         ("atomr_executor", lambda out: bench_atomr_executor.main(["--out", out])),
         ("chroma", lambda out: bench_chroma.main(["--out", out])),
         ("wikidata_ops", lambda out: bench_wikidata_ops.main(["--out", out])),

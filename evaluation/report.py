@@ -21,7 +21,7 @@ from typing import Iterable, Mapping, Sequence
 
 from atomgraph.errors import ConfigError
 from atomgraph.evaluation.metrics import aggregate_scores, mean
-from atomgraph.evaluation.pricing import models_cost
+from atomgraph.state.usage import models_cost
 from atomgraph.evaluation.records import read_records
 from atomgraph.evaluation.runner import PREDICTIONS, RUN_META
 
@@ -148,7 +148,7 @@ def markdown_tables(rows: Sequence[dict]) -> str:
 def markdown_report(dirs: Iterable[str | os.PathLike], prices: Mapping[str, tuple[float, float]] | None = None) -> str:
     """The Markdown report of run directories (prices default to settings)."""
     if prices is None:
-        from atomgraph.evaluation.pricing import price_table
+        from atomgraph.state.usage import price_table
         from atomgraph.settings import get_settings
 
         prices = price_table(get_settings())

@@ -29,7 +29,7 @@ from langchain_core.language_models import BaseChatModel
 from atomgraph.errors import ConfigError
 from atomgraph.evaluation.datasets import Example, load_dataset
 from atomgraph.evaluation.metrics import answer_scores, answer_text, mean, retrieval_scores
-from atomgraph.evaluation.pricing import calls_cost, price_table
+from atomgraph.state.usage import calls_cost, price_table
 from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
 from atomgraph.imports import import_object  # noqa: F401 - re-exported: part of this module's API
 from atomgraph.settings import Settings, get_settings

@@ -60,7 +60,7 @@ def _objects_arg(objects: Any, sources: Any) -> Any:
 def build_arm_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                     checkpointer: Any = None, *, objects: Any = None, embeddings: Any = None) -> CompiledStateGraph:
     """The ``arm`` graph. Building needs no model, objects or network; a run resolves them."""
-    rt = MethodRuntime(ArmGraphContext, "arm", model, [], settings)
+    rt = MethodRuntime.for_method("arm", model, [], settings)
     art = ArmRuntime(rt, Collection(_objects_arg(objects, sources), embeddings))
     g = rt.state_graph(ArmState, ArmInput)
     makers = {"decompose": make_decompose_node, "align": make_align_node, "retrieve": make_retrieve_node,

@@ -35,7 +35,7 @@ from atomgraph.nodes.atomr.schedule import STEP_NODES, make_schedule_node
 from atomgraph.nodes.atomr.select_sources import make_select_sources_node
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
-from atomgraph.state.atomr import AtomRContext, AtomRState, StepInput
+from atomgraph.state.atomr import AtomRState, StepInput
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.registry import SourceSet
 
@@ -52,7 +52,7 @@ def build_atomr_graph(
     "answerer": m3}``; unset roles come from settings. ``sources``: the knowledge sources
     (default: those settings name). Both are resolved on first use.
     """
-    rt = MethodRuntime(AtomRContext, "atomr", model, sources, settings)
+    rt = MethodRuntime.for_method("atomr", model, sources, settings)
     builder = rt.state_graph(AtomRState)
     builder.add_node("plan", dual(make_plan_node(rt)))
     builder.add_node("review_plan", make_review_node(rt))

@@ -25,7 +25,7 @@ from atomgraph.nodes.baselines import make_answer_node, make_retrieve_node
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.prompts.baselines import STAGES
 from atomgraph.settings import Settings
-from atomgraph.state.baselines import BaselineState, ClosedBookContext, RagContext
+from atomgraph.state.baselines import BaselineState
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.registry import SourceSet
 
@@ -46,13 +46,13 @@ def _graph(method: str, rt: MethodRuntime, checkpointer: Any, retrieve: bool) ->
 def build_standard_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                          checkpointer: Any = None) -> CompiledStateGraph:
     """Closed-book standard prompting (``sources`` is accepted and ignored)."""
-    return _graph("standard", MethodRuntime(ClosedBookContext, "standard", model, [], settings), checkpointer, False)
+    return _graph("standard", MethodRuntime.for_method("standard", model, [], settings), checkpointer, False)
 
 
 def build_cot_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                     checkpointer: Any = None) -> CompiledStateGraph:
     """Closed-book chain-of-thought (``sources`` is accepted and ignored)."""
-    return _graph("cot", MethodRuntime(ClosedBookContext, "cot", model, [], settings), checkpointer, False)
+    return _graph("cot", MethodRuntime.for_method("cot", model, [], settings), checkpointer, False)
 
 
 def build_rag_graph(model: ModelsArg = None, sources: SourceSet | Iterable[KnowledgeSource] | None = None,
@@ -61,7 +61,7 @@ def build_rag_graph(model: ModelsArg = None, sources: SourceSet | Iterable[Knowl
 
     With no available source it still answers (closed book) and says so in its trace.
     """
-    return _graph("rag", MethodRuntime(RagContext, "rag", model, sources, settings), checkpointer, True)
+    return _graph("rag", MethodRuntime.for_method("rag", model, sources, settings), checkpointer, True)
 
 
 # The graphs `langgraph dev` and LangGraph Studio load (models and sources from settings,

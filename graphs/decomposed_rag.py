@@ -22,13 +22,13 @@ from atomgraph.nodes.compare.decomposed_rag import (fan_out, make_answer_node, m
                                                     make_retrieve_sub_node, trace_extra)
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
-from atomgraph.state.compare import DecomposedRagContext, DecomposedRagState, SubQuestionInput
+from atomgraph.state.compare import DecomposedRagState, SubQuestionInput
 
 
 def build_decomposed_rag_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                                checkpointer: Any = None) -> CompiledStateGraph:
     """Decomposed RAG (roles: planner decomposes, answerer answers)."""
-    rt = MethodRuntime(DecomposedRagContext, "decomposed_rag", model, sources, settings)
+    rt = MethodRuntime.for_method("decomposed_rag", model, sources, settings)
     g = rt.state_graph(DecomposedRagState)
     g.add_node("decompose", dual(make_decompose_node(rt)))
     g.add_node("retrieve_sub", dual(make_retrieve_sub_node(rt)), input_schema=SubQuestionInput)

@@ -22,13 +22,13 @@ from atomgraph.nodes.compare.common import make_finish_node
 from atomgraph.nodes.compare.ircot import after_reason, make_read_node, make_reason_node, make_retrieve_node, trace_extra
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
-from atomgraph.state.compare import IrcotContext, IrcotState
+from atomgraph.state.compare import IrcotState
 
 
 def build_ircot_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                       checkpointer: Any = None) -> CompiledStateGraph:
     """IRCoT (roles: executor writes reasoning sentences, answerer reads the answer)."""
-    rt = MethodRuntime(IrcotContext, "ircot", model, sources, settings)
+    rt = MethodRuntime.for_method("ircot", model, sources, settings)
     g = rt.state_graph(IrcotState)
     g.add_node("retrieve", dual(make_retrieve_node(rt)))
     g.add_node("reason", dual(make_reason_node(rt)))

@@ -22,13 +22,13 @@ from atomgraph.nodes.compare.common import make_finish_node
 from atomgraph.nodes.compare.iter_retgen import after_generate, make_generate_node, make_retrieve_node, trace_extra
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
-from atomgraph.state.compare import IterRetGenContext, IterRetGenState
+from atomgraph.state.compare import IterRetGenState
 
 
 def build_iter_retgen_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                             checkpointer: Any = None) -> CompiledStateGraph:
     """Iter-RetGen (role: answerer generates every round)."""
-    rt = MethodRuntime(IterRetGenContext, "iter_retgen", model, sources, settings)
+    rt = MethodRuntime.for_method("iter_retgen", model, sources, settings)
     g = rt.state_graph(IterRetGenState)
     g.add_node("retrieve", dual(make_retrieve_node(rt)))
     g.add_node("generate", dual(make_generate_node(rt)))

@@ -22,13 +22,13 @@ from atomgraph.models import ModelsArg
 from atomgraph.nodes.compare.react import make_agent_node
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
-from atomgraph.state.compare import ReactContext, ReactState
+from atomgraph.state.compare import ReactState
 
 
 def build_react_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                       checkpointer: Any = None) -> CompiledStateGraph:
     """ReAct (role: executor drives the agent)."""
-    rt = MethodRuntime(ReactContext, "react", model, sources, settings)
+    rt = MethodRuntime.for_method("react", model, sources, settings)
     g = rt.state_graph(ReactState)
     g.add_node("agent", dual(make_agent_node(rt)))
     g.add_edge(START, "agent")

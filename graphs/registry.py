@@ -1,79 +1,70 @@
-"""Methods by name: each a graph builder
-``build(model=None, sources=None, settings=None, checkpointer=None) -> CompiledStateGraph``.
+"""Methods by name, from their declarations (:mod:`atomgraph.methods`).
 
+Each method's builder is ``build(model=None, sources=None, settings=None, checkpointer=None)
+-> CompiledStateGraph``.
+
+>>> from atomgraph.methods import Method
 >>> from atomgraph.graphs.registry import register_method, build_method
->>> register_method("mine", build_my_graph)
+>>> register_method(Method("mine", build_my_graph, MyContext, "my method"))
 >>> graph = build_method("mine", model=my_model)
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 from atomgraph.errors import ConfigError
 from atomgraph.imports import import_object
+from atomgraph.methods import METHODS, Method
 
 GraphBuilder = Callable[..., Any]
 
-# Built-ins are imported lazily ("module:function") so importing atomgraph stays cheap.
-_BUILDERS: dict[str, GraphBuilder | str] = {
-    "atomr": "atomgraph.graphs.atomr:build_atomr_graph",
-    "arm": "atomgraph.graphs.arm:build_arm_graph",
-    "standard": "atomgraph.graphs.baselines:build_standard_graph",
-    "cot": "atomgraph.graphs.baselines:build_cot_graph",
-    "rag": "atomgraph.graphs.baselines:build_rag_graph",
-    "self_ask": "atomgraph.graphs.self_ask:build_self_ask_graph",
-    "ircot": "atomgraph.graphs.ircot:build_ircot_graph",
-    "react": "atomgraph.graphs.react:build_react_graph",
-    "iter_retgen": "atomgraph.graphs.iter_retgen:build_iter_retgen_graph",
-    "decomposed_rag": "atomgraph.graphs.decomposed_rag:build_decomposed_rag_graph",
-    "kar3": "atomgraph.graphs.kar3:build_kar3_graph",
-}
-_DESCRIPTIONS: dict[str, str] = {
-    "atomr": "ATOMR: plan an atomic reasoning tree (Search/Relate/Filter leaves), execute it bottom-up over the sources",
-    "arm": "ARM: keywords aligned to corpus n-grams (constrained decoding), MIP drafts over passages and tables, "
-           "self-verification, a log-prob weighted vote, then the answer",
-    "standard": "Closed-book standard prompting (two demonstrations), one LLM call",
-    "cot": "Closed-book chain-of-thought (two demonstrations), one LLM call",
-    "rag": "Standard RAG: one retrieval of the question from every source, then one answer",
-    "self_ask": "Self-Ask with retrieval: follow-up questions answered from retrieved passages, then the final answer",
-    "ircot": "IRCoT: one chain-of-thought sentence per step, each the next retrieval query; then answer reading",
-    "react": "ReAct: a tool-calling agent (LangChain create_agent) searching the sources, bounded model calls",
-    "iter_retgen": "Iter-RetGen: retrieval-generation rounds, each retrieving with question + previous generation",
-    "decomposed_rag": "Decomposed RAG: sub-questions, one retrieval each (parallel), merged passages, one answer",
-    "kar3": "KAR³ (PIKE-RAG): propose atomic sub-questions, retrieve atomic questions, select a chunk; up to N rounds",
-}
+_METHODS: dict[str, Method] = {m.name: m for m in METHODS}
 
 
-def register_method(name: str, builder: GraphBuilder | str, description: str = "") -> None:
-    """Make ``name`` usable by ``atomgraph eval run --method`` and :func:`build_method`.
-    ``builder`` is a callable or a ``"module:function"`` import string; ``description`` is the
-    one line ``atomgraph eval methods`` shows."""
-    _BUILDERS[name] = builder
-    _DESCRIPTIONS[name] = description or _DESCRIPTIONS.get(name, "")
+def register_method(method: Method | str, builder: GraphBuilder | str | None = None, description: str = "") -> None:
+    """Make a method usable by ``atomgraph eval run --method`` and :func:`build_method`: a
+    :class:`~atomgraph.methods.Method` declaration, or (shorthand) a name with its builder (a
+    callable or a ``"module:function"`` import string) and the one line ``eval methods`` shows."""
+    if isinstance(method, Method):
+        _METHODS[method.name] = method
+        return
+    if builder is None:
+        raise ConfigError("register_method needs a Method declaration, or a name and its builder")
+    known = _METHODS.get(method)
+    base = known or Method(method, builder, object, description)
+    _METHODS[method] = dataclasses.replace(base, builder=builder, description=description or base.description)
+
+
+def declaration(name: str) -> Method:
+    """The declaration of method (or indexing graph) ``name``; ConfigError listing the known ones."""
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise ConfigError(f"unknown method {name!r}; registered methods: {', '.join(method_names())}") from None
 
 
 def method_descriptions() -> dict[str, str]:
-    """Every registered method with its one-line description, by name."""
-    return {name: _DESCRIPTIONS.get(name, "") for name in method_names()}
+    """Every registered question-answering method with its one-line description, by name."""
+    return {name: _METHODS[name].description for name in method_names()}
 
 
 def method_names() -> list[str]:
-    return sorted(_BUILDERS)
+    """The question-answering methods (``ask``, ``eval run``), sorted."""
+    return sorted(n for n, m in _METHODS.items() if m.kind == "qa")
 
 
 def method_builder(name: str) -> GraphBuilder:
-    try:
-        b = _BUILDERS[name]
-    except KeyError:
-        raise ConfigError(f"unknown method {name!r}; registered methods: {', '.join(method_names())}") from None
-    if isinstance(b, str):
+    method = declaration(name)
+    builder = method.builder
+    if isinstance(builder, str):
         try:
-            b = import_object(b)
+            builder = import_object(builder)
         except ConfigError as exc:
             raise ConfigError(f"method {name!r} cannot be loaded: {exc}") from exc
-        _BUILDERS[name] = b
-    return b
+        _METHODS[name] = dataclasses.replace(method, builder=builder)
+    return builder
 
 
 def build_method(name: str, **kwargs: Any):

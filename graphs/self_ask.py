@@ -23,14 +23,14 @@ from atomgraph.nodes.compare.self_ask import (after_ask, after_intermediate, mak
                                               make_intermediate_node, make_search_node)
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
-from atomgraph.state.compare import SelfAskContext, SelfAskState
+from atomgraph.state.compare import SelfAskState
 
 
 def build_self_ask_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                          checkpointer: Any = None) -> CompiledStateGraph:
     """Self-Ask with retrieval (roles: planner asks, executor answers follow-ups, answerer
     gives a forced final answer)."""
-    rt = MethodRuntime(SelfAskContext, "self_ask", model, sources, settings)
+    rt = MethodRuntime.for_method("self_ask", model, sources, settings)
     g = rt.state_graph(SelfAskState)
     g.add_node("ask", dual(make_ask_node(rt)))
     g.add_node("search", dual(make_search_node(rt)))

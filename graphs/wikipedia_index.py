@@ -23,7 +23,6 @@ from atomgraph.errors import AtomgraphError
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
 from atomgraph.state.indexing import (
-    WikipediaIndexContext,
     WikipediaIndexInput,
     WikipediaIndexOutput,
     WikipediaIndexState,
@@ -32,7 +31,7 @@ from atomgraph.state.indexing import (
 
 def build_wikipedia_index_graph(settings: Settings | None = None, checkpointer: Any = None, embeddings: Any = None):
     """Compile the indexing graph (``embeddings``: an Embeddings object, default from settings)."""
-    rt = MethodRuntime(WikipediaIndexContext, "wikipedia_index", None, [], settings)
+    rt = MethodRuntime.for_method("wikipedia_index", None, [], settings)
 
     async def ingest(state: WikipediaIndexState, config: RunnableConfig) -> dict:
         from atomgraph.tools.ingest import ingest as run_ingest

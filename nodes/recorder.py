@@ -100,6 +100,14 @@ class CallRecorder(BaseCallbackHandler):
             self.calls.append(rec)
             self._open[run_id] = (rec, time.perf_counter())
 
+    def refused(self, error: str) -> LLMCall:
+        """Record a call that was not made (the circuit breaker, the deadline), with why."""
+        rec = LLMCall(role=self.defaults["role"], stage=self.defaults["stage"], model=self.defaults["model"],
+                      max_tokens=self.defaults["max_tokens"], error=error)
+        with self._lock:
+            self.calls.append(rec)
+        return rec
+
     def fail_open(self, error: BaseException) -> None:
         """Close every call still open (cancelled or timed out by the caller) as failed."""
         with self._lock:

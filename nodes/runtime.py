@@ -17,7 +17,8 @@ call then reports a ``ConfigError`` naming the missing setting), and offers
   Bounds: the run's ``deadline`` and the circuit breaker (``max_consecutive_failures``
   failed calls in a row end the question's model calls);
 - :meth:`~MethodRuntime.retrieve`: query knowledge sources concurrently, each call recorded;
-- :func:`dual`: an async node usable from ``graph.invoke`` as well as ``graph.ainvoke``.
+- :func:`dual`: an async node usable from ``graph.invoke`` as well as ``graph.ainvoke`` (sync runs
+  share one event loop, :func:`sync_loop`, so pooled async clients keep working).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Iterable, TypeVar
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -34,9 +36,10 @@ from langchain_core.runnables.config import merge_configs
 
 from atomgraph import cache as reply_cache
 from atomgraph.errors import ConfigError
+from atomgraph.methods import Method, declared
 from atomgraph.models import ModelsArg, chat_model_named, message_text, model_name, resolve_models, with_temperature
 from atomgraph.nodes.recorder import CallRecorder, describe_error
-from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, unwrap_reply
+from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local, unwrap_reply
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.context import RunChoices, context_with_defaults, resolve_params, run_context
@@ -47,6 +50,9 @@ from atomgraph.tools.base import KnowledgeSource, recorded_retrieval
 from atomgraph.tools.registry import SourceSet, as_source_set, build_sources
 
 C = TypeVar("C")
+
+_NO_CHOICES = RunChoices()
+_CHOICE_FIELDS = tuple(f.name for f in fields(RunChoices))
 
 
 @dataclass
@@ -105,6 +111,19 @@ class MethodRuntime(Generic[C]):
         self._named_sources: dict[tuple[str, ...], SourceSet] = {}
         self._chains: dict[tuple, Any] = {}  # (stage, role, model, cap, mode, temperature) -> capped model
         self._bounds: dict[int, _RunBounds] = {}
+
+    @classmethod
+    def for_method(cls, method: "Method | str", models: ModelsArg = None,
+                   sources: SourceSet | Iterable[KnowledgeSource] | None = None,
+                   settings: Settings | None = None) -> "MethodRuntime":
+        """The runtime of a declared method (:mod:`atomgraph.methods`): its context dataclass and
+        settings section come from the declaration."""
+        if isinstance(method, str):
+            found = declared(method)
+            if found is None:
+                raise ConfigError(f"no declared method {method!r}")
+            method = found
+        return cls(method.context, method.settings_section, models, sources, settings)
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
@@ -178,8 +197,16 @@ class MethodRuntime(Generic[C]):
                               conf, ignore=RunChoices)
 
     def run_choices(self) -> RunChoices:
-        """The run's choice of model, temperature and sources (empty outside a graph run)."""
-        return resolve_params(RunChoices, None, run_context(), None, ignore=self.context_cls)
+        """The run's choice of model, temperature and sources (empty outside a graph run, or
+        when the run chose nothing: then nothing is validated)."""
+        ctx = run_context()
+        if ctx is None:
+            return _NO_CHOICES
+        chosen = ({k: ctx[k] for k in _CHOICE_FIELDS if k in ctx} if isinstance(ctx, dict)
+                  else {k: getattr(ctx, k) for k in _CHOICE_FIELDS if hasattr(ctx, k)})
+        if all(v in (None, "", [], {}) for v in chosen.values()):
+            return _NO_CHOICES
+        return resolve_params(RunChoices, None, chosen, None)
 
     # --- bounds -------------------------------------------------------------------------
     def _run_bounds(self) -> _RunBounds:
@@ -214,21 +241,20 @@ class MethodRuntime(Generic[C]):
         role = role or stage.role
         settings = self.settings()
         cap = settings.stage_cap(stage.name, stage.max_tokens)
-        record = LLMCall(role=role, stage=stage.name, max_tokens=cap)
+        recorder = CallRecorder(role=role, stage=stage.name, cap=cap)
         bounds = self._run_bounds()
         if bounds.tripped:
-            record.error = bounds.tripped
-            return StageResult(None, None, record)
+            return StageResult(None, None, recorder.refused(bounds.tripped))
         deadline = self.deadline(config)
         if deadline is not None and time.time() >= deadline:
-            record.error = "deadline: the question's time ran out before this call"
-            return StageResult(None, None, record)
+            return StageResult(None, None, recorder.refused("deadline: the question's time ran out before this call"))
         model = self.model(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
-        record.model = model_name(model)
+        recorder.defaults["model"] = model_name(model)
         if temperature is None:
             temperature = self.run_choices().temperature
+        if constraint is not None:  # may ask the server who it is (HTTP, cached): not on the event loop
+            await asyncio.to_thread(backend, model, backend_kind)
         runnable, applied = self._runnable(stage, role, model, cap, temperature, constraint, logprobs, backend_kind)
-        recorder = CallRecorder(role=role, stage=stage.name, model=record.model, cap=cap)
         run_config = merge_configs(config, {"tags": stage.tags, "run_name": stage.name, "callbacks": [recorder],
                                             "metadata": {"atomgraph_role": role, "atomgraph_cap": cap}})
         timeout = None if deadline is None else max(0.0, deadline - time.time())
@@ -236,17 +262,17 @@ class MethodRuntime(Generic[C]):
         with reply_cache.holding() as pending, reply_cache.refreshing(refresh):
             try:
                 messages = stage.messages(variables)
-                call = runnable.ainvoke(messages, config=run_config)
+                call = call_model(runnable, messages, run_config)
                 out = await (asyncio.wait_for(call, timeout) if timeout is not None else call)
             except Exception as exc:  # network, auth, rate limits after the client's retries, deadline
                 if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and timeout is not None:
                     exc = TimeoutError("deadline: the question's time ran out during this call")
                 recorder.fail_open(exc)
-                rec = recorder.last or record
+                rec = recorder.last or recorder.refused(describe_error(exc))  # failed before reaching the model
                 rec.error = rec.error or describe_error(exc)
                 self._count_failure(bounds, settings)
                 return StageResult(None, None, rec, applied=applied)
-            rec = recorder.last or record
+            rec = recorder.last or recorder.refused("no model call was made")
             raw, value, rec.parse_error = stage.read(out)
             text = message_text(raw) if raw is not None else None
             if constraint is not None and text is not None and rec.parse_error and applied is not None:
@@ -259,7 +285,7 @@ class MethodRuntime(Generic[C]):
                     except ValueError as exc:
                         value, rec.parse_error = None, str(exc)
             if rec.parse_error is None and value is not None:
-                reply_cache.keep(pending)
+                await asyncio.to_thread(reply_cache.keep, pending)  # SQLite, off the event loop
         if applied is not None and constraint is not None and not applied.constrained:
             rec.constraint = applied.describe()
         elif applied is not None and applied.constrained:
@@ -271,7 +297,8 @@ class MethodRuntime(Generic[C]):
                   constraint: Constraint | None, logprobs: bool, backend_kind: str) -> tuple[Any, Applied | None]:
         """The model as this stage calls it (capped, sampled, structured or constrained); the
         unconstrained forms are built once per stage and model."""
-        structured = self.settings().structured_output and constraint is None
+        # An in-process model decodes a schema-declaring stage under its JSON-schema grammar by default.
+        structured = (self.settings().structured_output or is_local(model)) and constraint is None
         key = (stage.name, id(stage), role, id(model), cap, structured, temperature)
         if constraint is None and not logprobs:
             runnable = self._chains.get(key)
@@ -332,20 +359,90 @@ class MethodRuntime(Generic[C]):
         return evidence, calls, notes
 
 
+# --- sync calls of async nodes -------------------------------------------------------------
+# A sync ``graph.invoke`` / ``batch`` / ``stream`` runs every async node on ONE event loop that
+# lives as long as the process (in a daemon thread), never a fresh loop per node: pooled async
+# clients (ChatOpenAI's httpx pool, kept-alive connections) are bound to the loop that first
+# used them, and a loop per node closed those under the next call ("Event loop is closed").
+#
+# Model calls in a sync run go through the model's own sync call (``invoke``, in a worker
+# thread: :func:`call_model`), so a sync run never binds the async client's pool to its loop;
+# a later ``await graph.ainvoke`` on the caller's own loop (the next notebook cell) finds the
+# pool as it left it.
+_SYNC_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar("atomgraph_sync_run", default=False)
+_SYNC_LOOP: asyncio.AbstractEventLoop | None = None
+_SYNC_LOOP_LOCK = threading.Lock()
+
+
+def sync_loop() -> asyncio.AbstractEventLoop:
+    """The event loop that runs async nodes for sync graph calls (started on first use)."""
+    global _SYNC_LOOP
+    with _SYNC_LOOP_LOCK:
+        if _SYNC_LOOP is None or _SYNC_LOOP.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="atomgraph-sync-loop", daemon=True).start()
+            _SYNC_LOOP = loop
+        return _SYNC_LOOP
+
+
 def run_sync(coro):
-    """Run a coroutine to completion from synchronous code, also where an event loop is
-    already running in this thread (a notebook cell calling ``graph.invoke``)."""
+    """Run a coroutine to completion from synchronous code, on :func:`sync_loop`, in the
+    caller's context (LangGraph's run config and ``get_runtime()`` travel in context
+    variables). Works where an event loop is already running in the calling thread (a
+    notebook cell calling ``graph.invoke``); from the sync loop's own thread (a sync call
+    nested in an async node) it runs the coroutine on a loop of its own in a helper thread,
+    as waiting on the loop from inside it would never end."""
+    loop = sync_loop()
     try:
-        asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
-    context = contextvars.copy_context()  # the run's config (callbacks, tags) goes along to the thread
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(context.run, asyncio.run, coro).result()
+        running = None
+    ctx = contextvars.copy_context()
+    ctx.run(_SYNC_RUN.set, True)
+    if running is loop:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(ctx.run, asyncio.run, coro).result()
+    done: concurrent.futures.Future = concurrent.futures.Future()
+    tasks: list[asyncio.Task] = []
+
+    def copy_outcome(task: asyncio.Task) -> None:
+        if task.cancelled():
+            done.cancel()
+        elif task.exception() is not None:
+            done.set_exception(task.exception())
+        else:
+            done.set_result(task.result())
+
+    def start() -> None:
+        task = loop.create_task(coro, context=ctx)
+        tasks.append(task)
+        task.add_done_callback(copy_outcome)
+
+    loop.call_soon_threadsafe(start)
+    try:
+        return done.result()
+    except BaseException:  # the caller gave up (KeyboardInterrupt, a cancelled sync run): stop the node too
+        if tasks and not tasks[0].done():
+            loop.call_soon_threadsafe(tasks[0].cancel)
+        raise
+
+
+def in_sync_run() -> bool:
+    """Whether the current node runs for a sync graph call (``invoke`` / ``batch`` / ``stream``)."""
+    return _SYNC_RUN.get()
+
+
+async def call_model(runnable: Any, inp: Any, config: RunnableConfig | None = None) -> Any:
+    """Call a model (or a Runnable around one): ``ainvoke`` in an async run; in a sync run its
+    sync ``invoke`` in a worker thread (the model's sync client, bound to no event loop)."""
+    if _SYNC_RUN.get():
+        return await asyncio.to_thread(runnable.invoke, inp, config)
+    return await runnable.ainvoke(inp, config=config)
 
 
 def dual(afunc) -> RunnableLambda:
-    """An async node usable from ``graph.invoke`` as well as ``graph.ainvoke``."""
+    """An async node usable from ``graph.ainvoke`` (on the caller's loop) as well as from
+    ``graph.invoke`` / ``batch`` / ``stream`` (on :func:`sync_loop`, the one loop of sync runs)."""
 
     def func(inp, config: RunnableConfig):
         return run_sync(afunc(inp, config))

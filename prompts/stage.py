@@ -26,6 +26,7 @@ from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import BaseOutputParser
+from langchain_core.outputs import ChatGeneration
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel
@@ -96,11 +97,11 @@ class Stage(Generic[T]):
     def model_for(self, model: BaseChatModel, max_tokens: int | None = None, *, structured: bool = False) -> Runnable:
         """``model`` with this stage's output cap and stop sequences bound (and its schema, when
         structured)."""
-        from atomgraph.models import cap_output
+        from atomgraph.models import cap_output, structured_model
 
         capped = cap_output(model, max_tokens or self.max_tokens)
         if structured and self.schema is not None:
-            return capped.with_structured_output(self.schema, include_raw=True)
+            return structured_model(capped, self.schema)  # a chat model or any wrapper of one
         return capped.bind(stop=list(self.stop)) if self.stop else capped
 
     def chain(self, model: BaseChatModel, max_tokens: int | None = None, *, structured: bool = False) -> Runnable:
@@ -133,7 +134,7 @@ class Stage(Generic[T]):
                 except (ParseError, ValueError) as exc:
                     err = exc
             return raw, None, f"structured output unreadable: {err or 'no value'}"
-        try:
-            return out, self.parser.invoke(out), None
+        try:  # the parser's own reading of a reply, without a Runnable run around it
+            return out, self.parser.parse_result([ChatGeneration(message=out)]), None
         except OutputParserException as exc:
             return out, None, str(exc).split("\nFor troubleshooting")[0]

@@ -8,7 +8,6 @@ are answered, so independent branches run in the same superstep.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -19,7 +18,7 @@ from pydantic import BaseModel, Field
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.output import MethodInput, MethodOutput
 from atomgraph.state.tree import ReasoningTree
-from atomgraph.state.usage import LLMCall, RetrieverCall
+from atomgraph.state.usage import CallRecords
 
 
 @dataclass(kw_only=True)
@@ -80,8 +79,8 @@ class AtomRState(TypedDict, total=False):
     plan_fallback: str | None  # why the planned tree was replaced by direct RAG on the question
     raw_plan: str
     runs: Annotated[dict[int, NodeRun], merge_runs]
-    llm_calls: Annotated[list[LLMCall], operator.add]
-    retriever_calls: Annotated[list[RetrieverCall], operator.add]
+    llm_calls: CallRecords
+    retriever_calls: CallRecords
     unavailable_sources: dict[str, str]
     answer: str
     answers: list[str]

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from atomgraph.state.output import MethodInput, MethodOutput
-from atomgraph.state.usage import LLMCall
+from atomgraph.state.usage import CallRecords
 
 
 @dataclass(kw_only=True)
@@ -98,7 +98,7 @@ class Kar3IndexInput(TypedDict, total=False):
 
 class Kar3IndexOutput(TypedDict, total=False):
     stats: dict  # chunks read / atomized / skipped / failed, atoms written, LLM calls, tokens, cost, seconds
-    llm_calls: Annotated[list[LLMCall], lambda a, b: (a or []) + (b or [])]
+    llm_calls: CallRecords
     error: str | None
 
 

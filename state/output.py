@@ -12,13 +12,12 @@ reports and the demo read.
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any
+from typing import Any
 
 from typing_extensions import TypedDict  # pydantic (Studio's JSON schemas) needs this one on 3.11
 
 from atomgraph.errors import AtomgraphError
-from atomgraph.state.usage import LLMCall, RetrieverCall
+from atomgraph.state.usage import CallRecords
 
 OUTPUT_KEYS = ("answer", "answers", "trace", "llm_calls", "retriever_calls", "retrieved_ids",
                "retrieved_titles", "stopped", "error")
@@ -52,8 +51,8 @@ class MethodOutput(TypedDict, total=False):
     answer: str
     answers: list[str]
     trace: dict
-    llm_calls: Annotated[list[LLMCall], operator.add]
-    retriever_calls: Annotated[list[RetrieverCall], operator.add]
+    llm_calls: CallRecords
+    retriever_calls: CallRecords
     retrieved_ids: list[str]
     retrieved_titles: list[str]
     stopped: str | None

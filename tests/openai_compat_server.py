@@ -5,14 +5,20 @@ small local model behind an older vLLM / llama.cpp server:
 - after its answer it rambles on (an invented next example, over and over) until the cap, or
   ``RUNAWAY_TOKENS`` tokens without one — as a small model did until its context filled.
 
-It answers by stage: the request's system message is compared with each ATOMR stage's own
-system prompt (the template's first message), so the server needs no prompt-wording rules.
-A token is a whitespace-separated word here.
+It answers by stage: the request's system message is compared with each stage's own system
+prompt (the template's first message; ATOMR's stages by default, every method's with
+``--all-stages``), so the server needs no prompt-wording rules. A token is a
+whitespace-separated word here. Like real servers it speaks HTTP/1.1 and keeps connections
+alive, so a client's connection pool reuses them from call to call.
 
-    python tests/openai_compat_server.py SCRIPT.json   # prints the port, then serves
+    python tests/openai_compat_server.py SCRIPT.json [--all-stages]   # prints the port, then serves
 
 SCRIPT.json: ``{"stage name": reply, ...}`` with ``"plan"`` mapping to the planner's reply;
-``"stage name.json"`` holds the JSON value a structured-output (json_schema) request gets.
+``"stage name.json"`` holds the JSON value a structured-output (json_schema) request gets;
+``"*"`` the reply to a request of any other stage. A reply ``{"first_line_after": MARK}``
+answers with the first line after ``MARK`` in the request's last message (ARM's alignment
+picks one of the options it lists). A request for the model ``down`` gets no reply: the
+server drops the connection, as a crashed or unreachable model server would.
 Every request body is appended to ``SCRIPT.json.requests.jsonl``.
 """
 
@@ -29,16 +35,33 @@ RAMBLE = "Question: what else could be asked here? Answer: let me think about th
 
 def stage_of(system: str, stages: dict | None = None) -> str | None:
     """The stage (of ``stages``, default ATOMR's) whose system prompt opens ``system``: the
-    template's text up to its first variable."""
+    template's text up to its first variable (the longest such opening wins)."""
     if stages is None:
         from atomgraph.prompts.atomr.stages import STAGES as stages
+    best, best_len = None, 0
     for name, stage in stages.items():
         first = stage.prompt.messages[0]
         template = getattr(getattr(first, "prompt", None), "template", "")
-        head = template.replace("{{", "{").replace("}}", "}").split("{")[0][:60]
-        if template and head and system.startswith(head):
-            return name
-    return None
+        head = template.replace("{{", "{").replace("}}", "}").split("{")[0]
+        if template and head and system.startswith(head) and len(head) > best_len:
+            best, best_len = name, len(head)
+    return best
+
+
+def all_stages() -> dict:
+    """Every method's prompt stages by name (ATOMR, the baselines, KAR³, ARM, the compared methods)."""
+    import importlib
+
+    from atomgraph.prompts.stage import Stage
+
+    found: dict = {}
+    for module in ("atomr.stages", "baselines", "kar3.stages", "arm.stages", "compare.iter_retgen",
+                   "compare.self_ask", "compare.decomposed_rag", "compare.ircot", "compare.react"):
+        for value in vars(importlib.import_module(f"atomgraph.prompts.{module}")).values():
+            for stage in (value.values() if isinstance(value, dict) else [value]):
+                if isinstance(stage, Stage):
+                    found[stage.name] = stage
+    return found
 
 
 def send_json(handler: BaseHTTPRequestHandler, payload: dict) -> None:
@@ -55,8 +78,11 @@ def main() -> None:
     script_path = Path(sys.argv[1])
     script = json.loads(script_path.read_text(encoding="utf-8"))
     log = script_path.with_name(script_path.name + ".requests.jsonl")
+    stages = all_stages() if "--all-stages" in sys.argv[2:] else None
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+
         def log_message(self, *args):
             pass
 
@@ -67,12 +93,19 @@ def main() -> None:
             if not self.path.endswith("/chat/completions"):
                 self.send_error(404)
                 return
+            if body.get("model") == "down":  # a server that dies mid-request: the connection drops
+                self.close_connection = True
+                return
             system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
             # A JSON-schema request (structured output) is answered from "<stage>.json" (no rambling:
             # the server's grammar ends the reply with the JSON value).
             structured = (body.get("response_format") or {}).get("type") == "json_schema"
-            key = (stage_of(system) or "") + (".json" if structured else "")
-            reply = script.get(key, "I cannot tell which task this is.")
+            key = (stage_of(system, stages) or "") + (".json" if structured else "")
+            reply = script.get(key, script.get("*", "I cannot tell which task this is."))
+            if isinstance(reply, dict) and "first_line_after" in reply:
+                last = str(body["messages"][-1].get("content") or "")
+                after = last.split(reply["first_line_after"], 1)[-1].strip().splitlines()
+                reply = after[0].strip() if after else ""
             if structured:
                 self._send(body, json.dumps(reply), len(json.dumps(reply).split()), "stop")
                 return
@@ -99,7 +132,14 @@ def main() -> None:
                 "usage": {"prompt_tokens": 100, "completion_tokens": count, "total_tokens": 100 + count},
             })
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request, client_address):  # a client dropping a kept-alive connection
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                super().handle_error(request, client_address)
+
+    server = Server(("127.0.0.1", 0), Handler)
     print(server.server_address[1], flush=True)
     server.serve_forever()
 

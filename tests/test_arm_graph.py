@@ -104,10 +104,10 @@ def test_graph_returns_the_method_contract_with_retrieved_ids(index):
     assert trace["drafts"] and all(d["mip"]["status"] in ("optimal", "feasible", "greedy") for d in trace["drafts"])
     assert trace["verdicts"][0]["selected"] == ["p1", "p2"]
     assert {v["id"] for v in trace["votes"]} == {"p1", "p2"}
-    stages = [c.stage for c in out["llm_calls"]]
+    stages = [c["stage"] for c in out["llm_calls"]]
     assert stages[0] == "arm_decompose" and stages[-1] == "arm_answer"
     assert {"arm_align", "arm_draft", "arm_verify"} <= set(stages)
-    assert {c.source for c in out["retriever_calls"]} == {"arm:bm25", "arm:dense"}
+    assert {c["source"] for c in out["retriever_calls"]} == {"arm:bm25", "arm:dense"}
     from atomgraph.render import render_trace
 
     shown = render_trace(trace)  # what `atomgraph ask --method arm` prints

@@ -33,6 +33,12 @@ class RecordingModel(ScriptedChatModel):
         self.seen.append((stage_of(run_manager), kwargs))
         return await super()._agenerate(messages, stop, run_manager, **kwargs)
 
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any):  # a sync run's calls
+        from atomgraph.testing import stage_of
+
+        self.seen.append((stage_of(run_manager), kwargs))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("reply", HOSTILE)

@@ -54,7 +54,7 @@ def nodes_of(out) -> dict[int, dict]:
 def by_source(calls) -> dict[str, int]:
     counts: dict[str, int] = {}
     for c in calls:
-        counts[c.source] = counts.get(c.source, 0) + 1
+        counts[c["source"]] = counts.get(c["source"], 0) + 1
     return counts
 
 
@@ -78,7 +78,7 @@ async def test_bridge_question_reads_the_church_passage_from_chroma(demo_store, 
     assert top["title"] == "Ulm Minster" and "tallest church in the world" in top["text"] and top["score"] > 0.5
     assert all(n["fallback"] is None for n in nodes.values())
     assert by_source(out["retriever_calls"]) == {"wikipedia": 2, "wikidata": 2}
-    assert all(c.error is None and c.hits > 0 for c in out["retriever_calls"])
+    assert all(c["error"] is None and c["hits"] > 0 for c in out["retriever_calls"])
     assert "Ulm Minster" in out["retrieved_titles"]
     # the Search executor was shown the passage Chroma returned, under the Wikipedia heading
     (search_prompt,) = stage_prompts(model, "search")
@@ -86,7 +86,7 @@ async def test_bridge_question_reads_the_church_passage_from_chroma(demo_store, 
     assert "Wikipedia Passages:\n[1] Ulm Minster | Ulm Minster is a Lutheran church" in shown
     assert "Wikidata Facts:" in shown
     # plan, 2 × (source selection + operator), child reasoning
-    assert [c.stage for c in out["llm_calls"]].count("source_selection") == 2
+    assert [c["stage"] for c in out["llm_calls"]].count("source_selection") == 2
     assert len(out["llm_calls"]) == 6
 
 
@@ -102,9 +102,9 @@ async def test_without_the_passage_store_the_search_node_cannot_answer(demo_stor
     assert out["answer"] == "Unknown" and out["answers"] == []
     assert nodes[0]["fallback"] == "child reasoning: the model answered Unknown"
     # two operators, then the root's direct-RAG search with the whole question
-    assert [c.query for c in out["retriever_calls"]][-1] == Q1
+    assert [c["query"] for c in out["retriever_calls"]][-1] == Q1
     assert by_source(out["retriever_calls"]) == {"wikidata": 3}
-    assert "source_selection" not in [c.stage for c in out["llm_calls"]]  # one source: nothing to choose
+    assert "source_selection" not in [c["stage"] for c in out["llm_calls"]]  # one source: nothing to choose
 
 
 async def test_two_kg_hops_resolve_the_reference(demo_store, store_sources):
@@ -173,7 +173,7 @@ async def test_over_a_real_sparql_server_on_loopback(demo_store, tmp_path_factor
     assert nodes[3]["answer"] == "5 December 1901" and nodes[4]["answer"] == "12 August 1887"
     assert nodes[5]["kind"] == "direct"
     assert by_source(out["retriever_calls"]) == {"wikipedia": 4, "wikidata": 4}
-    assert all(c.error is None for c in out["retriever_calls"])
+    assert all(c["error"] is None for c in out["retriever_calls"])
 
 
 async def test_run_demo_answers_every_question_and_reindexes_nothing(demo_store):

@@ -117,9 +117,9 @@ async def test_bridge_question_resolves_references_and_records_usage():
     assert nodes[1]["evidence"] and nodes[1]["evidence"][0]["title"] == "Kuhle Wampe"
     # plan + 3 leaves × (source selection + operator) + child reasoning
     assert len(out["llm_calls"]) == 8
-    assert sorted(c.role for c in out["llm_calls"]).count("executor") == 6
-    assert all(c.prompt_tokens > 0 and c.completion_tokens > 0 for c in out["llm_calls"])
-    assert {c.source for c in out["retriever_calls"]} == {"wikipedia", "google"}
+    assert sorted(c["role"] for c in out["llm_calls"]).count("executor") == 6
+    assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 for c in out["llm_calls"])
+    assert {c["source"] for c in out["retriever_calls"]} == {"wikipedia", "google"}
     assert len(out["retriever_calls"]) == 6
     assert "Kuhle Wampe" in out["retrieved_titles"]
     assert out["stopped"] is None
@@ -162,7 +162,7 @@ async def test_filter_drops_entities_below_overlap_threshold():
     assert node["filter_dropped"] == ["Lionel Messi"]
     assert node["answers"] == ["Bill Gates", "Steve Jobs"]
     # per-entity retrieval with "{entity} {condition}"
-    filter_calls = [c for c in out["retriever_calls"] if c.query.startswith("Filter(")]
+    filter_calls = [c for c in out["retriever_calls"] if c["query"].startswith("Filter(")]
     assert len(filter_calls) == 3
     filter_prompt = next(p for p in model.prompts if "candidates:" in p)
     assert "Lionel Messi" not in filter_prompt.split("candidates:")[-1].split(")")[0]
@@ -223,8 +223,8 @@ async def test_model_call_failure_is_recorded_and_survived():
 
     graph, _ = graph_with(answer=answers)
     out = await graph.ainvoke({"question": COMPARE_Q})
-    failed = [c for c in out["llm_calls"] if c.error]
-    assert len(failed) == 1 and "timed out" in failed[0].error
+    failed = [c for c in out["llm_calls"] if c["error"]]
+    assert len(failed) == 1 and "timed out" in failed[0]["error"]
     assert out["answer"] == "Grouplogic"
 
 
@@ -241,8 +241,8 @@ async def test_failing_selected_source_keeps_other_evidence():
         sources=sources(BrokenSource()), settings=Settings(cache=False),
     )
     out = await graph.ainvoke({"question": BRIDGE_Q})
-    errors = [c for c in out["retriever_calls"] if c.error]
-    assert errors and all(c.source == "broken" and "connection refused" in c.error for c in errors)
+    errors = [c for c in out["retriever_calls"] if c["error"]]
+    assert errors and all(c["source"] == "broken" and "connection refused" in c["error"] for c in errors)
     node1 = {n["id"]: n for n in out["trace"]["nodes"]}[1]
     assert node1["evidence"] and any("broken" in n for n in node1["notes"])
     assert out["answers"] == ["Slatan Dudow, born in Tsaribrod"]

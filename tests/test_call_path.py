@@ -176,3 +176,12 @@ def test_run_choices_pick_model_and_are_in_every_schema():
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):  # a model the run names, not configured
         g.invoke({"question": "Capital of France?"}, context={"model": "gpt-zzz"})
     assert g.invoke({"question": "Capital of France?"})["answer"] == "Paris"  # blank: the graph's model
+
+
+def test_the_output_contract_is_json_as_returned():
+    from atomgraph.graphs.registry import build_method
+
+    g = build_method("cot", model=ScriptedChatModel(default="So the answer is: Paris"))
+    out = g.invoke({"question": "Capital of France?"})
+    back = json.loads(json.dumps(out))
+    assert back["llm_calls"][0]["stage"] == "cot" and back["answer"] == "Paris"

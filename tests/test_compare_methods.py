@@ -27,7 +27,7 @@ def run(method, model, sources, **context):
 
 
 def stages(out):
-    return [c.stage for c in out["llm_calls"]]
+    return [c["stage"] for c in out["llm_calls"]]
 
 
 def check_contract(out, method):
@@ -61,7 +61,7 @@ def test_self_ask_answers_follow_ups_from_the_sources(wiki):
     check_contract(out, "self_ask")
     assert out["answer"] == "Munich" and out["error"] is None and out["stopped"] is None
     assert stages(out) == ["self_ask_step", "self_ask_answer"] * 2 + ["self_ask_step"]
-    assert [c.query for c in out["retriever_calls"]] == ["Who was the doctoral advisor of Werner Heisenberg?",
+    assert [c["query"] for c in out["retriever_calls"]] == ["Who was the doctoral advisor of Werner Heisenberg?",
                                                           "In which city did Arnold Sommerfeld die?"]
     assert "Arnold Sommerfeld" in out["retrieved_titles"] and out["retrieved_ids"]
     # the intermediate answer was asked from the retrieved passage, and fed into the next step
@@ -87,12 +87,12 @@ def test_self_ask_bad_output_ends_with_a_trace(wiki):
     out = run("self_ask", model, [wiki])
     assert out["answer"] == "" and out["error"].startswith("follow_up: unreadable model output")
     assert out["trace"]["steps"][-1]["response"] == "Hmm, let me think about that."
-    assert out["llm_calls"][0].parse_error
+    assert out["llm_calls"][0]["parse_error"]
 
     model = ScriptedChatModel(stages={"self_ask_step": "Follow up: Who?", "self_ask_answer": RuntimeError("rate limited")})
     out = run("self_ask", model, [wiki])
     assert "rate limited" in out["error"] and out["error"].startswith("intermediate_answer")
-    assert len(out["retriever_calls"]) == 1 and out["llm_calls"][-1].error
+    assert len(out["retriever_calls"]) == 1 and out["llm_calls"][-1]["error"]
 
 
 # --- IRCoT ------------------------------------------------------------------------------------
@@ -108,8 +108,8 @@ def test_ircot_interleaves_reasoning_and_retrieval(wiki):
     check_contract(out, "ircot")
     assert out["answer"] == "Munich" and out["error"] is None and out["stopped"] is None
     assert stages(out) == ["ircot_step", "ircot_step", "ircot_read"]
-    assert [c.query for c in out["retriever_calls"]] == [Q, "Heisenberg's doctoral advisor was Arnold Sommerfeld."]
-    assert all(c.hits == 2 for c in out["retriever_calls"])
+    assert [c["query"] for c in out["retriever_calls"]] == [Q, "Heisenberg's doctoral advisor was Arnold Sommerfeld."]
+    assert all(c["hits"] == 2 for c in out["retriever_calls"])
     assert out["trace"]["reasoning"] == ["Heisenberg's doctoral advisor was Arnold Sommerfeld.", "So the answer is: Munich"]
     from atomgraph.render import render_trace
 
@@ -147,7 +147,7 @@ def test_iter_retgen_retrieves_with_the_previous_generation(wiki):
     out = run("iter_retgen", model, [wiki])
     check_contract(out, "iter_retgen")
     assert out["answer"] == "munich" and out["stopped"] is None and out["error"] is None  # rounds 2 and 3 agree
-    queries = [c.query for c in out["retriever_calls"]]
+    queries = [c["query"] for c in out["retriever_calls"]]
     assert queries[0] == Q and queries[1].startswith(Q + " Heisenberg studied under Arnold Sommerfeld.")
     assert "Sommerfeld died in Munich" in queries[2]
     assert out["trace"]["rounds"] == 3
@@ -178,7 +178,7 @@ def test_decomposed_rag_fans_out_and_merges(wiki):
     out = run("decomposed_rag", model, [wiki], top_k=2)
     check_contract(out, "decomposed_rag")
     assert out["answer"] == "Munich" and out["error"] is None and out["stopped"] is None
-    assert sorted(c.query for c in out["retriever_calls"]) == ["Where did Arnold Sommerfeld die?",
+    assert sorted(c["query"] for c in out["retriever_calls"]) == ["Where did Arnold Sommerfeld die?",
                                                                "Who was Werner Heisenberg's doctoral advisor?"]
     assert out["trace"]["sub_questions"][0].startswith("Who was")
     answer_prompt = model.calls[-1]["prompt"]

@@ -45,9 +45,9 @@ def test_react_searches_with_tools_and_answers(wiki):
     out = react(model, [wiki], top_k=2)
     assert set(out) == set(OUTPUT_KEYS) and out["trace"]["method"] == "react"
     assert out["answer"] == "Munich" and out["error"] is None and out["stopped"] is None
-    assert [c.stage for c in out["llm_calls"]] == ["react", "react"]
-    assert all(c.prompt_tokens > 0 and c.completion_tokens > 0 and c.max_tokens == 384 for c in out["llm_calls"])
-    assert [(c.source, c.query, c.hits) for c in out["retriever_calls"]] == [
+    assert [c["stage"] for c in out["llm_calls"]] == ["react", "react"]
+    assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 and c["max_tokens"] == 384 for c in out["llm_calls"])
+    assert [(c["source"], c["query"], c["hits"]) for c in out["retriever_calls"]] == [
         ("wikipedia", "Arnold Sommerfeld Heisenberg doctoral advisor died", 2)]
     assert out["retrieved_ids"] and "Arnold Sommerfeld" in out["retrieved_titles"]
     calls = model.calls
@@ -69,10 +69,10 @@ def test_react_step_bound(wiki):
 def test_react_bad_output_and_failures_are_data(wiki):
     out = react(ScriptedChatModel(stages={"react": ""}), [wiki])
     assert out["answer"] == "" and out["error"].startswith("final answer: unreadable model output")
-    assert out["llm_calls"][-1].parse_error
+    assert out["llm_calls"][-1]["parse_error"]
 
     out = react(ScriptedChatModel(stages={"react": RuntimeError("rate limited")}), [wiki])
-    assert "rate limited" in out["error"] and out["llm_calls"][0].error and out["answer"] == ""
+    assert "rate limited" in out["error"] and out["llm_calls"][0]["error"] and out["answer"] == ""
 
     # an unknown tool name and a failing source come back to the agent as observations
     replies = iter([tool_call("search_nowhere", query="x"), tool_call("search_web", query="x"),
@@ -82,7 +82,7 @@ def test_react_bad_output_and_failures_are_data(wiki):
     assert out["answer"] == "Munich" and out["error"] is None
     obs = [s for s in out["trace"]["steps"] if s["kind"] == "observation"]
     assert "search_nowhere" in obs[0]["text"] and "web is down" in obs[1]["text"]
-    assert out["retriever_calls"][0].error and "web is down" in out["retriever_calls"][0].error
+    assert out["retriever_calls"][0]["error"] and "web is down" in out["retriever_calls"][0]["error"]
 
 
 class NoToolsModel(BaseChatModel):

@@ -59,7 +59,7 @@ async def test_standard_and_cot_are_closed_book():
     for method in ("standard", "cot"):
         out = await build_method(method, model=model).ainvoke({"question": "Where was Gustave Eiffel born?"})
         assert out["answer"] == "Dijon" and out["answers"] == ["Dijon"]
-        assert len(out["llm_calls"]) == 1 and out["llm_calls"][0].stage == method
+        assert len(out["llm_calls"]) == 1 and out["llm_calls"][0]["stage"] == method
         assert out["retriever_calls"] == [] and out["error"] is None and out["stopped"] is None
     standard, cot = model.prompts
     assert "Charles Babbage" in standard and "1791" not in standard  # two demos, no reasoning
@@ -73,8 +73,8 @@ async def test_rag_retrieves_once_from_every_source_and_survives_a_failure():
     graph = build_method("rag", model=model, sources=[good, bad])
     out = await graph.ainvoke({"question": "Where was Gustave Eiffel born?"})
     assert out["answer"] == "Dijon"
-    assert [c.source for c in out["retriever_calls"]] == ["wiki", "web"]
-    assert out["retriever_calls"][1].error and "down" in out["retriever_calls"][1].error
+    assert [c["source"] for c in out["retriever_calls"]] == ["wiki", "web"]
+    assert out["retriever_calls"][1]["error"] and "down" in out["retriever_calls"][1]["error"]
     assert out["retrieved_titles"][0] == "Gustave Eiffel" and len(out["retrieved_titles"]) == 3
     assert "Gustave Eiffel | Gustave Eiffel was born in Dijon" in model.prompts[0]
     assert out["trace"]["evidence"][0]["source"] == "wiki"
@@ -84,7 +84,7 @@ async def test_model_failure_and_unreadable_output_are_recorded_not_raised():
     failing = ScriptedChatModel(default=RuntimeError("rate limited"))
     out = await build_method("standard", model=failing).ainvoke({"question": "q?"})
     assert out["answer"] == "" and "rate limited" in out["error"]
-    assert out["llm_calls"][0].error
+    assert out["llm_calls"][0]["error"]
     empty = ScriptedChatModel(default="")
     out = await build_method("cot", model=empty).ainvoke({"question": "q?"})
     assert out["answer"] == "" and "empty" in out["error"]

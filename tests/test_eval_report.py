@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from atomgraph.cli import main
-from atomgraph.evaluation.pricing import DEFAULT_PRICES, calls_cost, price_table
+from atomgraph.state.usage import DEFAULT_PRICES, calls_cost, price_table
 from atomgraph.evaluation.report import markdown_tables, summarize_runs
 from atomgraph.settings import Settings
 from atomgraph.state.usage import LLMCall

@@ -90,7 +90,7 @@ def test_backup_one_the_question_against_atoms(index_dir):
     assert [t["via"] for t in r["tiers"]] == ["proposal", "question"]
     assert r["tiers"][0]["hits"] == 0 and r["tiers"][1]["hits"] > 0
     assert all(h["via"] == "question" and h["query"] == QUESTION and h["score"] >= 0.5 for h in r["hits"])
-    assert [c.source for c in out["retriever_calls"]] == ["atoms", "atoms"]
+    assert [c["source"] for c in out["retriever_calls"]] == ["atoms", "atoms"]
 
 
 def test_backup_two_chunks_scored_by_their_best_atom(index_dir):
@@ -129,7 +129,7 @@ def test_exit_when_the_selector_chooses_none(index_dir):
     r = out["trace"]["rounds"][0]
     assert out["trace"]["exit"] == "selector_none" and r["choice"] is None and r["ended"] == "selector_none"
     assert stages(model) == ["propose", "select", "select", "answer"] and out["retrieved_ids"] == []
-    assert "chunks" in [c.source for c in out["retriever_calls"]]
+    assert "chunks" in [c["source"] for c in out["retriever_calls"]]
 
 
 def test_unreadable_output_at_every_stage(index_dir):
@@ -144,7 +144,7 @@ def test_unreadable_output_at_every_stage(index_dir):
         assert any(n.startswith("selector: unreadable model output") for n in r["notes"])
         assert r["choice"] == r["hits"][0]
     assert trace["usage"]["unreadable"] == trace["usage"]["llm_calls"] == 5
-    assert all(c.parse_error for c in out["llm_calls"])
+    assert all(c["parse_error"] for c in out["llm_calls"])
 
 
 def test_failing_model_calls_are_recorded_not_raised(index_dir):
@@ -159,10 +159,10 @@ def test_llm_calls_and_tokens_are_accounted(index_dir):
     out = run(index_dir, model)
     usage = out["trace"]["usage"]
     assert usage["llm_calls"] == len(out["llm_calls"]) == len(model.calls) == 6
-    assert usage["prompt_tokens"] == sum(c.prompt_tokens for c in out["llm_calls"]) > 0
-    assert usage["completion_tokens"] == sum(c.completion_tokens for c in out["llm_calls"]) > 0
+    assert usage["prompt_tokens"] == sum(c["prompt_tokens"] for c in out["llm_calls"]) > 0
+    assert usage["completion_tokens"] == sum(c["completion_tokens"] for c in out["llm_calls"]) > 0
     assert usage["calls_by_stage"] == {"propose": 3, "select": 2, "answer": 1}
-    assert {c.role for c in out["llm_calls"]} == {"proposer", "selector", "answerer"}
+    assert {c["role"] for c in out["llm_calls"]} == {"proposer", "selector", "answerer"}
 
 
 def test_no_index_is_a_clear_error(tmp_path):

@@ -60,7 +60,7 @@ def test_atomr_retrieves_through_atomic_questions(index_dir):
     graph = build_atomr_graph(model=model, sources=[demo_source(index_dir)], settings=settings_at(index_dir))
     out = graph.invoke({"question": QUESTION})
     assert out["answer"] == "Munich"
-    assert {c.source for c in out["retriever_calls"]} == {"atoms"}
+    assert {c["source"] for c in out["retriever_calls"]} == {"atoms"}
     assert "Arnold Sommerfeld" in out["retrieved_titles"]
 
 

@@ -1,9 +1,14 @@
-"""`langgraph dev` (the in-memory LangGraph server) serves every graph of langgraph.json.
+"""`langgraph dev` (the in-memory LangGraph server) serves every graph of langgraph.json,
+and runs every one of them to completion through ``langgraph_sdk``.
 
 The server runs from the repository root, as a user would start it, on 127.0.0.1 and a
 free port, fully offline: no browser, no reload watcher, no LangSmith tracing, no CLI
 analytics, no version check against PyPI. It is stopped (its whole process group) when
-the fixture ends.
+the fixture ends. It runs with the default settings (response cache on; blocking I/O in
+an async node is an error there), with ``OPENAI_BASE_URL`` pointing at the project's
+keep-alive fake OpenAI-compatible server (``tests/openai_compat_server.py``) and no model
+configured: a run picks its model in its context (``{"model": "local"}``), as a Studio user
+does in the form; a run that picks none gets the "no chat model is configured" text.
 """
 
 from __future__ import annotations
@@ -47,18 +52,72 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_env(tmp: Path) -> dict[str, str]:
-    """The caller's environment without model keys, tracing or atomgraph settings."""
+def server_env(tmp: Path, model_server: str | None = None) -> dict[str, str]:
+    """The caller's environment without model keys, tracing or atomgraph settings (and with
+    ``OPENAI_BASE_URL`` at ``model_server``, where given)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("LANGSMITH_", "LANGCHAIN_", "LANGGRAPH_", "OPENAI_", "SERPAPI_", "ATOMGRAPH_"))}
     env.update(OFFLINE_ENV)
     env["ATOMGRAPH_CACHE_PATH"] = str(tmp / "llm_cache.sqlite")
     env["ATOMGRAPH_CHROMA_PATH"] = str(tmp / "chroma")
+    if model_server:
+        env["OPENAI_BASE_URL"] = model_server
     return env
 
 
+# What the fake model server answers, per stage of every method (tests/openai_compat_server.py).
+QUESTION = "Who directed Kuhle Wampe?"
+ANSWER = "Slatan Dudow"
+ARM_QUESTION = "In which city did Werner Heisenberg's doctoral advisor die?"
+SCRIPT = {
+    "*": f"Kuhle Wampe was directed by {ANSWER}.\nSo the answer is: {ANSWER}",
+    "plan": json.dumps({QUESTION: "Relate(Kuhle Wampe, director)"}),
+    "relate": f"Answer: {ANSWER}",
+    "direct_rag": f"Answer: {ANSWER}",
+    "self_ask_step": f"So the final answer is: {ANSWER}",
+    "decomposed_rag_plan": "1. Who directed Kuhle Wampe?",
+    "atomize": "Who directed Kuhle Wampe?\nWhen was Kuhle Wampe released?",
+    "propose": json.dumps({"thinking": "the director is missing", "sub_questions": ["Who directed Kuhle Wampe?"]}),
+    "select": json.dumps({"thinking": "the first candidate asks what is missing", "question_idx": 1}),
+    "answer": json.dumps({"rationale": "from the passages", "answer": ANSWER}),
+    "arm_decompose": json.dumps(["Heisenberg doctoral advisor", "died city"]),
+    "arm_align": {"first_line_after": "Options:\n"},
+    "arm_draft": json.dumps({"add": [], "drop": []}),
+    "arm_verify": json.dumps({"reasoning": "advisor, then where he died", "objects": ["p1", "p2"]}),
+    "arm_answer": "Sommerfeld died in Munich.\nSo the answer is: Munich",
+}
+
+
 @pytest.fixture(scope="module")
-def langgraph_server(tmp_path_factory):
+def model_server(tmp_path_factory):
+    """The keep-alive fake OpenAI-compatible server, answering every method's stages."""
+    tmp = tmp_path_factory.mktemp("model_server")
+    script = tmp / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "openai_compat_server.py"), str(script),
+                             "--all-stages"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        yield f"http://127.0.0.1:{int(proc.stdout.readline())}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server_files(tmp_path_factory) -> Path:
+    """The corpus and ARM objects the runs index and read."""
+    from tests.arm_graph_fixtures import OBJECTS
+
+    tmp = tmp_path_factory.mktemp("server_files")
+    passages = [{"title": "Kuhle Wampe", "text": "Kuhle Wampe is a 1932 German film directed by Slatan Dudow."},
+                {"title": "Slatan Dudow", "text": "Slatan Dudow was a Bulgarian film director who worked in Germany."}]
+    (tmp / "corpus.jsonl").write_text("".join(json.dumps(p) + "\n" for p in passages))
+    (tmp / "objects.jsonl").write_text("".join(json.dumps(o.to_json()) + "\n" for o in OBJECTS))
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def langgraph_server(tmp_path_factory, model_server):
     tmp = tmp_path_factory.mktemp("langgraph_dev")
     log_path = tmp / "server.log"
     port = free_port()
@@ -67,7 +126,7 @@ def langgraph_server(tmp_path_factory):
         proc = subprocess.Popen(
             [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
              "--port", str(port), "--config", "langgraph.json", "--server-log-level", "WARNING"],
-            cwd=REPO, env=server_env(tmp), stdout=log, stderr=subprocess.STDOUT,
+            cwd=REPO, env=server_env(tmp, model_server), stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )
     try:
@@ -85,6 +144,7 @@ def langgraph_server(tmp_path_factory):
                             f"{log_path.read_text(errors='replace')[-4000:]}")
             time.sleep(0.25)
         with httpx.Client(base_url=base, timeout=20) as client:
+            client.log_path = log_path  # type: ignore[attr-defined]
             yield client
     finally:
         _stop(proc)
@@ -175,3 +235,143 @@ def test_server_describes_the_input_schema(langgraph_server):
     schemas = r.json()
     assert "question" in json.dumps(schemas.get("input_schema"))
     assert "answer" in json.dumps(schemas.get("output_schema"))
+
+
+# --- runs through the SDK -------------------------------------------------------------------------
+
+def sdk(server: httpx.Client):
+    from langgraph_sdk import get_sync_client
+
+    return get_sync_client(url=str(server.base_url), timeout=120)
+
+
+def run(server: httpx.Client, graph_id: str, inp: dict, context: dict | None = None, **kw) -> tuple[dict, dict]:
+    """Run ``graph_id`` on a new thread and wait: (its last run record, its output values)."""
+    client = sdk(server)
+    thread = client.threads.create()
+    out = client.runs.wait(thread["thread_id"], graph_id, input=inp, context=context, raise_error=False, **kw)
+    record = client.runs.list(thread["thread_id"])[0]
+    return record, out if isinstance(out, dict) else {}
+
+
+def server_log(server: httpx.Client) -> str:
+    return server.log_path.read_text(errors="replace")[-3000:]  # type: ignore[attr-defined]
+
+
+QUESTION_GRAPHS = ["atomr", "standard", "cot", "rag", "self_ask", "ircot", "iter_retgen", "decomposed_rag", "react"]
+
+
+def test_the_run_tests_cover_every_registered_graph():
+    covered = set(QUESTION_GRAPHS) | {"arm", "kar3", "kar3_index", "wikipedia_index"}
+    assert covered == set(registered_graphs())
+
+
+def answered(record: dict, out: dict, expected: str, server: httpx.Client) -> None:
+    from atomgraph.state.output import OUTPUT_KEYS
+
+    assert record["status"] == "success", (record, out, server_log(server))
+    assert set(OUTPUT_KEYS) <= set(out), sorted(out)
+    assert not out["error"], out["error"]
+    assert expected.lower() in out["answer"].lower(), out["answer"]
+    assert out["llm_calls"] and not any(c.get("error") for c in out["llm_calls"]), out["llm_calls"]
+
+
+@pytest.mark.parametrize("graph_id", QUESTION_GRAPHS)
+def test_every_question_graph_runs_to_completion(langgraph_server, graph_id):
+    """Default settings (the response cache on), the run's model picked in its context, twice
+    in a row (the second from the cache where the method allows)."""
+    for _ in range(2):
+        record, out = run(langgraph_server, graph_id, {"question": QUESTION}, {"model": "local"})
+        answered(record, out, ANSWER, langgraph_server)
+
+
+def test_arm_runs_over_its_data_collection(langgraph_server, server_files):
+    record, out = run(langgraph_server, "arm", {"question": ARM_QUESTION},
+                      {"model": "local", "objects": str(server_files / "objects.jsonl")})
+    answered(record, out, "Munich", langgraph_server)
+    assert {"p1", "p2"} <= set(out["retrieved_ids"])
+
+
+def test_indexing_graphs_then_kar3_over_its_atoms(langgraph_server, server_files):
+    corpus = str(server_files / "corpus.jsonl")
+    record, out = run(langgraph_server, "wikipedia_index", {"inputs": [corpus], "collection": "studio_wiki"})
+    assert record["status"] == "success" and out["error"] is None, (out, server_log(langgraph_server))
+    assert out["stats"]["added"] == 2
+
+    record, out = run(langgraph_server, "kar3_index", {"inputs": [corpus], "collection": "studio_kar3"},
+                      {"model": "local"})
+    assert record["status"] == "success" and out.get("error") is None, (out, server_log(langgraph_server))
+    assert out["stats"]["atomized"] == 2 and out["stats"]["atoms"] >= 2, out["stats"]
+
+    record, out = run(langgraph_server, "kar3", {"question": QUESTION}, {"model": "local", "collection": "studio_kar3"})
+    answered(record, out, ANSWER, langgraph_server)
+    assert out["retrieved_ids"]
+
+
+def test_plan_review_interrupts_and_resumes_through_the_sdk(langgraph_server):
+    client = sdk(langgraph_server)
+    thread = client.threads.create()
+    tid = thread["thread_id"]
+    context = {"model": "local", "review_plan": True}
+    client.runs.wait(tid, "atomr", input={"question": QUESTION}, context=context, raise_error=False)
+    state = client.threads.get_state(tid)
+    assert state["next"] == ["review_plan"], state["next"]
+    pending = [i for task in state["tasks"] for i in task.get("interrupts", [])]
+    assert pending and "Relate" in json.dumps(pending[0]["value"]["plan"]), pending
+    # resume with an edited tree: the run answers from the edited plan
+    edited = {QUESTION: "Relate(Kuhle Wampe, director)"}
+    out = client.runs.wait(tid, "atomr", command={"resume": edited}, context=context, raise_error=False)
+    assert client.runs.list(tid)[0]["status"] == "success"
+    assert ANSWER in out["answer"] and not out["error"], out
+    assert "plan edited in review" in json.dumps(out["trace"])
+
+
+# --- errors a Studio user reads ---------------------------------------------------------------
+
+def failed_with(record: dict, out: dict) -> str:
+    """The error text of a failed run (the run record's status and the streamed error)."""
+    assert record["status"] == "error", (record, out)
+    return json.dumps(out)
+
+
+def test_no_model_configured_says_what_to_set(langgraph_server):
+    record, out = run(langgraph_server, "rag", {"question": QUESTION})
+    text = failed_with(record, out)
+    assert "no chat model is configured" in text and "ATOMGRAPH_MODEL" in text, text
+    assert "internal error" not in text
+
+
+def test_an_unreachable_model_is_an_error_in_the_output(langgraph_server):
+    """A model server that drops the connection: the run ends with ``error`` set, no answer."""
+    for graph_id in ("rag", "atomr"):
+        record, out = run(langgraph_server, graph_id, {"question": QUESTION}, {"model": "down"})
+        assert record["status"] == "success", (record, out)
+        assert out["error"] and "Connection" in out["error"], (graph_id, out.get("error"), out.get("answer"))
+        assert out["llm_calls"] and all(c["error"] for c in out["llm_calls"])
+
+
+@pytest.mark.parametrize("context, says", [
+    ({"top_k": 0}, "top_k"),
+    ({"top_k": "five"}, "top_k"),
+])
+def test_bad_context_values_are_named(langgraph_server, context, says):
+    record, out = run(langgraph_server, "rag", {"question": QUESTION}, {"model": "local", **context})
+    text = failed_with(record, out)
+    assert says in text and "internal error" not in text, text
+
+
+def test_a_misspelt_context_key_is_dropped_by_the_server(langgraph_server):
+    """LangGraph Server itself drops context keys its form does not list (langgraph_api's
+    ``_filter_context_by_schema``, logged at debug level) before the graph sees them, so the
+    graph cannot reject ``topk`` there as it does in process (a ConfigError naming the valid
+    keys); the run goes on with the default. Documented in the README's Studio section."""
+    record, out = run(langgraph_server, "rag", {"question": QUESTION}, {"model": "local", "topk": 1})
+    assert record["status"] == "success" and not out["error"]
+    from atomgraph.graphs.registry import build_method
+    from atomgraph.settings import Settings
+    from atomgraph.testing import ScriptedChatModel
+
+    graph = build_method("rag", model=ScriptedChatModel(default="So the answer is: x"), sources=[],
+                         settings=Settings(cache=False))
+    with pytest.raises(ValueError, match="unknown RagContext parameter.*topk.*known: top_k"):
+        graph.invoke({"question": QUESTION}, context={"topk": 1})

@@ -96,7 +96,7 @@ async def test_unreadable_direct_rag_output_is_no_answer():
     assert out["answers"] == [] and "Einstein" not in out["answer"]
     root = out["trace"]["nodes"][0]
     assert any("direct RAG gave no answer: unreadable model output" in n for n in root["notes"])
-    assert out["llm_calls"][-1].parse_error
+    assert out["llm_calls"][-1]["parse_error"]
 
 
 # --- plan review ---------------------------------------------------------------------------------

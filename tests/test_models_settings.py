@@ -166,12 +166,12 @@ async def test_atomr_runs_unchanged_against_an_openai_compatible_server(openai_c
     assert len(sent) == 4  # plan, Search, Relate, child reasoning (one source: no selection call)
     assert {r["model"] for r in sent} == {"local-llama"} and all(r["temperature"] == 0 for r in sent)
     # Every call is capped, and the cap reaches a server that reads only max_tokens.
-    caps = {c.stage: c.max_tokens for c in out["llm_calls"]}
+    caps = {c["stage"]: c["max_tokens"] for c in out["llm_calls"]}
     assert caps == {"plan": 1024, "search": 512, "relate": 512, "child_reasoning": 384}
     assert [r["max_tokens"] for r in sent] == [r["max_completion_tokens"] for r in sent] == list(caps.values())
     # one capped call per step: the server rambled to the cap, never to its 7,000-token runaway
-    assert [c.completion_tokens for c in out["llm_calls"]] == list(caps.values())
-    assert all(c.prompt_tokens == 100 and c.error is None for c in out["llm_calls"])
+    assert [c["completion_tokens"] for c in out["llm_calls"]] == list(caps.values())
+    assert all(c["prompt_tokens"] == 100 and c["error"] is None for c in out["llm_calls"])
     # the response cache (on by default) answers the same question again without the server
     graph2 = build_atomr_graph(sources=[InMemorySource(passages, name="wikipedia")])
     again = await graph2.ainvoke({"question": QUESTION})
@@ -196,7 +196,7 @@ async def test_stage_caps_are_settable_and_the_server_ignores_max_completion_tok
         {"question": QUESTION})
     assert out["answer"] == "Slatan Dudow"
     assert [r.get("max_tokens") for r in requests()[1:]] == [300, 40, 40, 40]
-    assert max(c.completion_tokens for c in out["llm_calls"]) == 300
+    assert max(c["completion_tokens"] for c in out["llm_calls"]) == 300
 
 
 async def test_structured_output_mode_sends_json_schemas_and_reads_them(openai_compatible_server, monkeypatch):

@@ -102,7 +102,7 @@ def test_user_source_registered_by_name_answers_a_question(registry):
     nodes = {n["id"]: n for n in out["trace"]["nodes"]}
     assert nodes[2]["sources"] == ["notes"]
     assert nodes[2]["evidence"][0]["title"] == "Slatan Dudow"
-    assert {c.source for c in out["retriever_calls"]} == {"notes"}
+    assert {c["source"] for c in out["retriever_calls"]} == {"notes"}
 
 
 def test_sources_are_not_built_when_the_graph_compiles(registry):

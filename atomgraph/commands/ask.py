@@ -19,12 +19,13 @@ import json
 import sys
 
 from atomgraph.commands.common import add_model_source_args, model_and_sources
+from atomgraph.graphs.registry import method_names
 
 
 def register(sub) -> None:
     p = sub.add_parser("ask", help="answer one question and show how it was answered")
     p.add_argument("question", help="the question")
-    p.add_argument("--method", default="atomr", help="registered method (default: atomr)")
+    p.add_argument("--method", default="atomr", help=f"method: {', '.join(method_names())} (default: atomr)")
     add_model_source_args(p)
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

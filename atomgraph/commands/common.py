@@ -13,6 +13,8 @@ def add_model_source_args(parser) -> None:
                         "(default: $ATOMGRAPH_MODEL_FACTORY)")
     parser.add_argument("--sources", help="comma-separated knowledge sources (default: settings)")
     parser.add_argument("--sources-factory", help="module:function returning the knowledge sources to use")
+    parser.add_argument("--refresh", action="store_true",
+                        help="ask the model again instead of replaying cached replies (new replies replace old ones)")
 
 
 def model_and_sources(args, require_model: bool = True, base: Settings | None = None) -> tuple[Settings, object, object]:
@@ -27,6 +29,8 @@ def model_and_sources(args, require_model: bool = True, base: Settings | None = 
         overrides["model"] = args.model
     if args.sources:
         overrides["sources"] = [s.strip() for s in args.sources.split(",") if s.strip()]
+    if getattr(args, "refresh", False):
+        overrides["cache_refresh"] = True
     settings = base.model_copy(update=overrides) if base is not None else get_settings(**overrides)
     factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY")
     model = model_from_spec(args.model, factory, settings)

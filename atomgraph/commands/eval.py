@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from atomgraph.commands.common import add_model_source_args, model_and_sources
+from atomgraph.graphs.registry import method_names
 
 
 def register(sub) -> None:
@@ -35,7 +36,7 @@ def register(sub) -> None:
     s.set_defaults(func=cmd_score)
 
     r = esub.add_parser("run", help="run a method over a dataset, appending to DIR/predictions.jsonl")
-    r.add_argument("--method", help="registered method (atomr, standard, cot, rag, ...)")
+    r.add_argument("--method", help=f"method: {', '.join(method_names())}")
     r.add_argument("--dataset", help="dataset name (e.g. hotpotqa-dev-100, blendqa) or file")
     r.add_argument("--out", help="run directory; rerunning the same command resumes it (default with --recipe: "
                                  "runs/RECIPE)")
@@ -153,7 +154,7 @@ def cmd_run(args) -> int:
 
 def cmd_report(args) -> int:
     from atomgraph.evaluation.plots import write_plots
-    from atomgraph.evaluation.pricing import price_table
+    from atomgraph.state.usage import price_table
     from atomgraph.evaluation.report import markdown_tables, summarize_runs
     from atomgraph.settings import get_settings
 

@@ -32,7 +32,7 @@ from langchain_core.output_parsers import BaseOutputParser
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 
 from atomgraph.models import cap_output, message_text, model_name
-from atomgraph.nodes.runtime import MethodRuntime, StageResult
+from atomgraph.nodes.runtime import MethodRuntime, StageResult, call_model
 from atomgraph.prompts.stage import Stage
 from atomgraph.state.usage import LLMCall
 
@@ -205,7 +205,7 @@ async def ask_bound(rt: MethodRuntime, stage: Stage, variables: dict[str, Any], 
     try:
         runnable = bound_model(model, cap, mode, body or {}, logprobs=logprobs)
         chain = (stage.prompt | runnable).with_config(run_name=stage.name, tags=stage.tags)
-        out = await chain.ainvoke(variables, config=config)
+        out = await call_model(chain, variables, config)  # sync in a sync run
     except Exception as exc:  # network, auth, a server refusing the constraint
         record.latency_s = time.perf_counter() - t0
         record.error = f"{type(exc).__name__}: {exc}"[:500]

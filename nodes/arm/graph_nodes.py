@@ -62,6 +62,11 @@ class ArmRuntime:
     def index(self, ctx: ArmGraphContext) -> ArmIndex:
         return self.collection.index(ctx.objects, ctx.index_cache)
 
+    async def aindex(self, ctx: ArmGraphContext) -> ArmIndex:
+        """:meth:`index` in a thread: the first call reads the objects file and loads the
+        embedding model, which must not block the event loop (``langgraph dev`` forbids it)."""
+        return await asyncio.to_thread(self.index, ctx)
+
 
 def _keep_corpus(index: ArmIndex, entries: list[dict], problems: list[str]) -> list[dict]:
     """The invariant, enforced at the end of alignment: only corpus n-grams pass."""
@@ -90,7 +95,7 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
         except AtomgraphError as exc:
             return {"error": str(exc), "problems": [f"question: {exc}"]}
         ctx = art.params(config)
-        index = art.index(ctx)
+        index = await art.aindex(ctx)
         given = state.get("keywords")
         if isinstance(given, list) and any(isinstance(k, str) and k.strip() for k in given):
             kws = [k for k in given if isinstance(k, str) and k.strip()][: ctx.max_keywords]
@@ -112,7 +117,7 @@ def make_align_node(art: ArmRuntime) -> Callable:
 
     async def align(state: dict, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
-        index = art.index(ctx)
+        index = await art.aindex(ctx)
         question = state["question"]
         keywords = state.get("keywords") or []
         problems: list[str] = []
@@ -122,7 +127,8 @@ def make_align_node(art: ArmRuntime) -> Callable:
                                                                   min_score=ctx.min_alignment_score)]
             return {"aligned": _keep_corpus(index, entries, problems), "problems": problems,
                     "decoding": {"mode": "none", "why": f"keywords {state.get('keyword_source')}: aligned without a model"}}
-        mode, why = decoding_mode(art.rt.model(ALIGN.role), ctx.decoding)
+        # may ask the server who it is (HTTP, cached per URL): in a thread, off the event loop
+        mode, why = await asyncio.to_thread(decoding_mode, art.rt.model(ALIGN.role), ctx.decoding)
         parts = [(kw, part) for kw in keywords for part in keyword_parts(kw)]
         requests = [build_alignment_request(part, index, mode, shortlist_size=ctx.shortlist_size,
                                             max_enum=ctx.enum_max_values) for _, part in parts]
@@ -157,10 +163,10 @@ def make_align_node(art: ArmRuntime) -> Callable:
 
 # --- retrieval and structure alignment -------------------------------------------------------
 
-def _scores(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> tuple[ArmIndex, Scores]:
-    index = art.index(ctx)
+async def _scores(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> tuple[ArmIndex, Scores]:
+    index = await art.aindex(ctx)
     ngrams = list(dict.fromkeys(a["ngram"] for a in state.get("aligned") or []))
-    return index, Scores.of(index, state["question"], ngrams)
+    return index, await asyncio.to_thread(Scores.of, index, state["question"], ngrams)  # embeds the question
 
 
 def make_retrieve_node(art: ArmRuntime) -> Callable:
@@ -168,7 +174,7 @@ def make_retrieve_node(art: ArmRuntime) -> Callable:
 
     async def retrieve(state: dict, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
-        index, scores = _scores(art, ctx, state)
+        index, scores = await _scores(art, ctx, state)
         pool = base_pool(index, scores, ctx)
         ps = list(pool)
         rel = scores.relevance(ps, ctx.bm25_weight)
@@ -194,7 +200,7 @@ def make_structure_node(art: ArmRuntime) -> Callable:
 
     async def structure(state: dict, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
-        index, scores = _scores(art, ctx, state)
+        index, scores = await _scores(art, ctx, state)
         pool = {index.position(c["id"]): c["via"] for c in state.get("candidates") or []}
         drafts = []
         for d, (hops, objs) in enumerate(expanded_pools(index, pool, scores, ctx, ctx.drafts)):
@@ -210,10 +216,10 @@ def make_structure_node(art: ArmRuntime) -> Callable:
     return structure
 
 
-def _mode_for(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> str:
+async def _mode_for(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> str:
     mode = (state.get("decoding") or {}).get("mode")
     if mode in (None, "none"):
-        mode, _ = decoding_mode(art.rt.model(VERIFY.role), ctx.decoding)
+        mode, _ = await asyncio.to_thread(decoding_mode, art.rt.model(VERIFY.role), ctx.decoding)
     return mode
 
 
@@ -226,8 +232,8 @@ def make_draft_node(art: ArmRuntime) -> Callable:
         drafts = [dict(d) for d in state.get("drafts") or []]
         if ctx.max_draft_changes == 0 or not drafts:
             return {}
-        index = art.index(ctx)
-        mode = _mode_for(art, ctx, state)
+        index = await art.aindex(ctx)
+        mode = await _mode_for(art, ctx, state)
         question = state["question"]
         keywords = ", ".join(state.get("keywords") or []) or "(none)"
 
@@ -297,8 +303,8 @@ def make_verify_node(art: ArmRuntime) -> Callable:
         drafts = state.get("drafts") or []
         if not drafts:
             return {"verdicts": []}
-        index = art.index(ctx)
-        mode = _mode_for(art, ctx, state)
+        index = await art.aindex(ctx)
+        mode = await _mode_for(art, ctx, state)
         question = state["question"]
         keywords = ", ".join(state.get("keywords") or []) or "(none)"
 
@@ -334,7 +340,7 @@ def make_aggregate_node(art: ArmRuntime) -> Callable:
 
     async def aggregate(state: dict, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
-        index = art.index(ctx)
+        index = await art.aindex(ctx)
         drafts = state.get("drafts") or []
         usable = [v for v in state.get("verdicts") or [] if v.get("selected") is not None]
         votes, how = vote(usable, vote_weight=ctx.vote_weight)
@@ -367,7 +373,7 @@ def make_answer_node(art: ArmRuntime) -> Callable:
         elif not ctx.answer:
             out.update(answer="", answers=[], error=None)
         else:
-            index = art.index(ctx)
+            index = await art.aindex(ctx)
             ids = state.get("retrieved_ids") or []
             objects = "\n\n".join(verbalize_object(index, index.objects[index.position(i)], state["question"],
                                                    ctx.verbalize_top_rows) for i in ids) or "(nothing was retrieved)"

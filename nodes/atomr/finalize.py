@@ -59,9 +59,21 @@ def finalize(state: AtomRState) -> dict:
     return {
         "retrieved_ids": ids,
         "answer": chosen.answer if chosen else "Unknown",
+        "error": state.get("error") or no_answer_error(state, chosen),
         "answers": chosen.answers if chosen else [],
         "trace": build_trace({**state, "stopped": stopped}),
         "retrieved_titles": titles,
         "stopped": stopped,
-        "error": state.get("error"),
     }
+
+
+def no_answer_error(state: AtomRState, chosen: NodeRun | None) -> str | None:
+    """Why the run has no answer, when that is because model calls failed (the one failure
+    contract of every method: a run that could not answer says so in ``error``). A model that
+    read its evidence and answered "Unknown" is an answer, not an error."""
+    if chosen is not None and chosen.answer not in ("", "Unknown"):
+        return None
+    failed = [c for c in state.get("llm_calls") or [] if c["error"]]
+    if not failed:
+        return None if chosen is not None else "no node of the tree was answered"
+    return f"no answer: {len(failed)} model call(s) failed (last: {failed[-1]['error']})"

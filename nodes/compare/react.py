@@ -32,7 +32,7 @@ from atomgraph.models import cap_output, message_text, model_name
 from atomgraph.state.output import check_question
 from atomgraph.nodes.compare.common import hits
 from atomgraph.nodes.recorder import CallRecorder
-from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.runtime import MethodRuntime, call_model, run_sync
 from atomgraph.prompts.compare import react as P
 from atomgraph.state.evidence import Evidence, render_evidence
 from atomgraph.state.usage import RetrieverCall
@@ -87,8 +87,11 @@ def source_tools(rt: MethodRuntime, k: int, out: Recorded) -> list[BaseTool]:
             out.retriever_calls.extend(calls)
             return render_evidence(evidence) or ("; ".join(notes) if notes else "No results.")
 
-        tools.append(StructuredTool.from_function(coroutine=search, name=shape.name, description=shape.description,
-                                                  args_schema=shape.args_schema))
+        def search_sync(query: str, _name: str = name) -> str:  # the agent's sync run (graph.invoke)
+            return run_sync(search(query, _name))
+
+        tools.append(StructuredTool.from_function(func=search_sync, coroutine=search, name=shape.name,
+                                                  description=shape.description, args_schema=shape.args_schema))
     return tools
 
 
@@ -152,14 +155,15 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
         messages: list[BaseMessage] = P.AGENT.prompt.format_messages(question=question)
         stopped = error = None
         try:
-            final = await graph.ainvoke({"messages": messages}, config=run_config)
+            final = await call_model(graph, {"messages": messages}, run_config)  # sync in a sync run
             messages = list(final.get("messages") or messages)
         except GraphRecursionError:
             stopped = f"step limit reached (recursion limit of the agent loop, {params.max_steps} steps)"
         except Exception as exc:  # the model call failed (recorded), or a tool raised
             error = f"agent: {type(exc).__name__}: {exc}"[:500]
         model_replies = [m for m in messages if isinstance(m, AIMessage)]
-        wanted_more = bool(model_replies and model_replies[-1].tool_calls)
+        from_model = [m for m in model_replies if m.usage_metadata]  # not the limit middleware's own note
+        wanted_more = bool(from_model and from_model[-1].tool_calls)
         if error is None and stopped is None and wanted_more and len(recorder.calls) >= params.max_steps:
             stopped = f"step limit reached ({params.max_steps} model calls) before the agent gave an answer"
         answer = ""

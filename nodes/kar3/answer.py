@@ -15,7 +15,8 @@ from atomgraph.state.kar3 import EXIT_TEXT, AtomHit, Round
 from atomgraph.state.usage import LLMCall
 
 
-def usage_of(calls: list[LLMCall]) -> dict[str, Any]:
+def usage_of(calls: list[LLMCall | dict]) -> dict[str, Any]:
+    calls = [LLMCall.model_validate(c) if isinstance(c, dict) else c for c in calls]
     return {
         "llm_calls": len(calls),
         "prompt_tokens": sum(c.prompt_tokens for c in calls),

