@@ -73,7 +73,7 @@ def test_kar3_notebook(tmp_path, monkeypatch):
 def test_langchain_notebook(tmp_path, monkeypatch):
     """A LangChain app: a Chroma vector store in, ARM / KAR³ retrievers out, a method as an agent's tool."""
     text = run_notebook("langchain.ipynb", tmp_path, monkeypatch, timeout=300)
-    assert "answer: Munich" in text and "search_physicists" in text
+    assert "answer: Munich" in text and "search_physicists" in text and "the output as JSON:" in text
     assert "ARM chain: 'Munich'" in text and "KAR3 chain: 'Munich'" in text
     assert "Arnold Sommerfeld" in text and "via atom" in text and "votes 1" in text
     assert "tool answer: Munich" in text and "Evidence:" in text
