@@ -43,15 +43,17 @@ def evidence_lines(out: dict, max_chars: int = 300) -> list[str]:
     """The retrieved items of one method output, one line each: ``[i] Title (id): text``
     (text where the trace carries it)."""
     texts: dict[str, str] = {}
+    named: dict[str, str] = {}
     for e in (out.get("trace") or {}).get("evidence") or []:
-        if isinstance(e, dict) and e.get("id") and e.get("text"):
-            texts.setdefault(str(e["id"]), str(e["text"]))
+        if isinstance(e, dict) and e.get("id"):
+            texts.setdefault(str(e["id"]), str(e.get("text") or ""))
+            named.setdefault(str(e["id"]), str(e.get("title") or ""))
     ids = [str(i) for i in out.get("retrieved_ids") or []]
     titles = [str(t) for t in out.get("retrieved_titles") or []]
     lines = []
     if ids:
         for n, i in enumerate(ids, 1):
-            title = titles[n - 1] if len(titles) == len(ids) else ""
+            title = named.get(i) or (titles[n - 1] if len(titles) == len(ids) else "")
             text = texts.get(i, "")
             text = text[: max_chars - 3] + "..." if len(text) > max_chars else text
             lines.append(f"[{n}] {title + ' ' if title else ''}({i})" + (f": {text}" if text else ""))
