@@ -14,6 +14,11 @@ from atomgraph.errors import ConfigError, SourceUnavailable
 from atomgraph.imports import import_object
 from atomgraph.settings import Settings, get_settings
 from atomgraph.tools.base import KnowledgeSource
+# Imported here, not on first use: sources are resolved inside a running event loop, where
+# `langgraph dev` refuses the file reads of a first import.
+from atomgraph.tools.langchain_sources import as_source
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +74,6 @@ class SourceSet:
         """The given sources: knowledge sources, LangChain retrievers or vector stores,
         ``query -> list[Document]`` callables (each through :func:`as_source`), or registered
         names. Two sources of the same name get suffixes (``name_2``)."""
-        from atomgraph.tools.langchain_sources import as_source
-
         out = cls()
         if isinstance(sources, (str, bytes, Mapping)) or not isinstance(sources, Iterable) or _single(sources):
             sources = [sources]  # one retriever / store / callable on its own
@@ -115,17 +118,12 @@ def _named_source(name: str, settings: Settings) -> KnowledgeSource:
     """A registered source, or (a ``module:object`` name) an imported source, retriever,
     vector store or ``query -> list[Document]`` callable, named after its object."""
     if ":" in name and name not in _FACTORIES:
-        from atomgraph.tools.langchain_sources import as_source
-
         return as_source(import_object(name), name=name.rsplit(":", 1)[1].replace(".", "_"))
     return _factory(name)(settings)
 
 
 def _single(obj: Any) -> bool:
     """One source object rather than a collection of them (a retriever is a Runnable, not a list)."""
-    from langchain_core.retrievers import BaseRetriever
-    from langchain_core.vectorstores import VectorStore
-
     return isinstance(obj, (KnowledgeSource, BaseRetriever, VectorStore))
 
 
