@@ -281,14 +281,21 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
 
 async def _run_one(graph, example: Example, *, method: str, dataset: str, prices: dict,
                    timeout_s: float | None, deadline_s: float | None = None,
-                   run_context: dict | None = None) -> dict:
-    config: dict = {"configurable": {"thread_id": f"{method}:{dataset}:{example.id}", **(run_context or {})}}
+                   run_context: dict | None = None, durable: bool = False) -> dict:
+    from atomgraph.checkpoint import resume_input, thread_id
+
+    config: dict = {"configurable": {"thread_id": thread_id(method, example.question, dataset=dataset,
+                                                            example_id=example.id), **(run_context or {})}}
     if deadline_s is not None:  # the runtime refuses model calls after it; the method ends with its best answer
         config["configurable"]["deadline"] = time.time() + deadline_s
     t0 = time.perf_counter()
     error = None
+    start: Any = {"question": example.question}
+    if durable:  # a question killed mid-run resumes from its last completed step
+        start, _ = await resume_input(graph, start, config)
     try:
-        values = await asyncio.wait_for(graph.ainvoke({"question": example.question}, config=config), timeout_s)
+        durability = {"durability": "sync"} if durable else {}  # each step saved before the next starts
+        values = await asyncio.wait_for(graph.ainvoke(start, config=config, **durability), timeout_s)
     except asyncio.TimeoutError:
         values, error = None, f"timed out after {timeout_s:g} s"
     except Exception as exc:  # one example's failure must not end the run
@@ -298,7 +305,8 @@ async def _run_one(graph, example: Example, *, method: str, dataset: str, prices
         values = await _partial_state(graph, config)
     record = build_record(example, values, method=method, dataset=dataset, latency_s=latency,
                           prices=prices, error=error)
-    await _forget_thread(graph, config)
+    if not durable:  # a durable run keeps each finished thread (Studio can open and time-travel it)
+        await _forget_thread(graph, config)
     return record
 
 
@@ -424,6 +432,8 @@ async def arun_eval(
     retry_errors: bool = False,
     force_new: bool = False,
     on_record: Callable[[dict], None] | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    _saver: Any = None,
 ) -> RunResult:
     """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
 
@@ -438,7 +448,18 @@ async def arun_eval(
     ``on_record(record)`` is called as each example finishes (in dataset order when
     ``concurrency`` is 1). Returns counts, the records now in the file and :func:`outcomes`
     of this run's records.
+    ``checkpoint``: an SQLite file saving every step of every question (:mod:`atomgraph.checkpoint`),
+    so a killed run resumes its unfinished questions from their last completed step.
     """
+    if checkpoint is not None:
+        from atomgraph.checkpoint import open_checkpointer
+
+        async with open_checkpointer(checkpoint) as saver:
+            return await arun_eval(method, dataset, out_dir, limit=limit, concurrency=concurrency, model=model,
+                                   sources=sources, settings=settings, graph=graph, dataset_name=dataset_name,
+                                   timeout_s=timeout_s, progress=progress, resume=resume, on_record=on_record,
+                                   _saver=saver)
+    from atomgraph.checkpoint import serializer
     from atomgraph.graphs.registry import build_method
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -497,7 +518,7 @@ async def arun_eval(
         skipped = len(examples) - len(todo)
         if graph is None and todo:
             graph = _build(build_method, method, model=model, sources=sources, settings=settings,
-                           checkpointer=InMemorySaver())
+                           checkpointer=_saver or InMemorySaver(serde=serializer()))
         (out / RUN_META).write_text(json.dumps(jsonable(meta), indent=2), encoding="utf-8")
         prices = price_table(settings)
         records = list(existing)
@@ -508,7 +529,8 @@ async def arun_eval(
         async def worker(ex: Example) -> None:
             async with sem:
                 rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices, timeout_s=timeout_s,
-                                     deadline_s=deadline_s, run_context=run_context)
+                                     deadline_s=deadline_s, run_context=run_context,
+                                     durable=_saver is not None)
             writer.write(rec)
             records.append(rec)
             new.append(rec)

@@ -201,10 +201,10 @@ class MethodRuntime(Generic[C]):
     def state_graph(self, state: type, input_schema: type = MethodInput, output_schema: type = MethodOutput):
         """A ``StateGraph`` over ``state`` with this method's context schema and, by default,
         the method input/output contract (``state/output.py``)."""
-        from langgraph.graph import StateGraph
+        from atomgraph.lc import MethodStateGraph  # compiles to a graph with as_tool / as_retriever
 
-        return StateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
-                          output_schema=output_schema)
+        return MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
+                                output_schema=output_schema)
 
     def params(self, config: RunnableConfig | None = None) -> C:
         """This run's parameters: settings section < the run's context < configurable keys."""

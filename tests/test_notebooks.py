@@ -38,7 +38,8 @@ def run_notebook(name: str, tmp_path: Path, monkeypatch, timeout: int = 300, scr
 
 
 def test_every_notebook_is_tested():
-    assert {p.name for p in NOTEBOOKS.glob("*.ipynb")} == {"experiment.ipynb", "compare.ipynb", "arm.ipynb", "kar3.ipynb"}
+    assert {p.name for p in NOTEBOOKS.glob("*.ipynb")} == {"experiment.ipynb", "compare.ipynb", "arm.ipynb", "kar3.ipynb",
+                                                           "langchain.ipynb"}
 
 
 @pytest.mark.slow
@@ -78,3 +79,13 @@ def test_kar3_notebook(tmp_path, monkeypatch):
     assert "round 1: proposals ['Who was the doctoral advisor of Werner Heisenberg?']" in text
     assert "exit: enough" in text and "'llm_calls': 6" in text
 
+
+@pytest.mark.slow
+def test_langchain_notebook(tmp_path, monkeypatch):
+    """A LangChain app: a Chroma vector store in, ARM / KAR³ retrievers out, a method as an agent's tool."""
+    text = run_notebook("langchain.ipynb", tmp_path, monkeypatch, timeout=300)
+    assert "answer: Munich" in text and "search_physicists" in text and "the output as JSON:" in text
+    assert "ARM chain: 'Munich'" in text and "KAR3 chain: 'Munich'" in text
+    assert "Arnold Sommerfeld" in text and "via atom" in text and "votes 1" in text
+    assert "tool answer: Munich" in text and "Evidence:" in text
+    assert "died in Munich" in text  # the agent's final reply after calling the method's tool

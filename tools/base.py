@@ -12,9 +12,10 @@ Each source is also a LangChain retriever (``as_retriever``) and tool (``as_tool
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from abc import ABC, abstractmethod
-from typing import Literal
+from typing import Any, AsyncIterator, Iterable, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -51,8 +52,17 @@ class KnowledgeSource(ABC):
         return await asyncio.to_thread(self.operate, operator, args, question, k)
 
     # --- LangChain adaptors -------------------------------------------------------------
-    def as_retriever(self, k: int = 3) -> "SourceRetriever":
-        return SourceRetriever(source=self, k=k)
+    def as_retriever(self, k: int | None = None, *, search_kwargs: dict | None = None, **kwargs) -> "SourceRetriever":
+        """This source as a LangChain retriever: ``as_retriever(search_kwargs={"k": 5})``
+        (LangChain's convention) or ``as_retriever(k=5)``; the default ``k`` is 3."""
+        search_kwargs = dict(search_kwargs or {})
+        unknown = set(search_kwargs) - {"k"}
+        if unknown:
+            from atomgraph.errors import ConfigError
+
+            raise ConfigError(f"search_kwargs of a knowledge source take only 'k', not {', '.join(sorted(unknown))}")
+        k = int(search_kwargs.get("k", k if k is not None else 3))
+        return SourceRetriever(source=self, k=k, **kwargs)
 
     def as_tool(self, k: int = 3) -> BaseTool:
         source = self
@@ -80,18 +90,75 @@ def evidence_to_document(ev: Evidence) -> Document:
 
 
 class SourceRetriever(BaseRetriever):
-    """A knowledge source as a LangChain retriever."""
+    """A knowledge source as a LangChain retriever (``invoke(query, k=5)`` overrides ``k``)."""
 
     source: KnowledgeSource
     k: int = 3
 
     model_config = {"arbitrary_types_allowed": True}
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        return [evidence_to_document(e) for e in self.source.search(query, self.k)]
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                k: int | None = None) -> list[Document]:
+        return [evidence_to_document(e) for e in self.source.search(query, k or self.k)]
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager) -> list[Document]:  # type: ignore[override]
-        return [evidence_to_document(e) for e in await self.source.asearch(query, self.k)]
+    async def _aget_relevant_documents(self, query: str, *, run_manager, k: int | None = None) -> list[Document]:  # type: ignore[override]
+        return [evidence_to_document(e) for e in await self.source.asearch(query, k or self.k)]
+
+
+class RetrieverRun:
+    """One retrieval as a LangChain retriever run (see :func:`retriever_run`): set the
+    documents found with :meth:`end`, or the failure with :meth:`fail`."""
+
+    def __init__(self, manager: Any = None):
+        self.manager = manager
+        self.documents: list[Document] = []
+        self.error: BaseException | str | None = None
+
+    def end(self, found: Iterable[Evidence | Document]) -> None:
+        self.documents = [evidence_to_document(d) if isinstance(d, Evidence) else d for d in found]
+
+    def fail(self, error: BaseException | str) -> None:
+        self.error = error
+
+
+@contextlib.asynccontextmanager
+async def retriever_run(name: str, query: str, *, tags: list[str] | None = None,
+                        metadata: dict | None = None) -> AsyncIterator[RetrieverRun]:
+    """A retrieval shown as a LangChain retriever run (``on_retriever_start`` with the query,
+    ``on_retriever_end`` with the documents, or ``on_retriever_error``), a child of the current
+    run (the node that retrieves), so LangSmith and Studio show retrieval spans next to the
+    stage-tagged model calls. Runs started inside (a user's own LangChain retriever) nest under
+    it. Costs nothing when no callback handler listens.
+
+    >>> async with retriever_run("atoms", query, metadata={"via": "proposal"}) as run:
+    ...     run.end(documents)          # or run.fail(error)
+    """
+    from langchain_core.callbacks import AsyncCallbackManager
+    from langchain_core.runnables.config import ensure_config, var_child_runnable_config
+
+    config = ensure_config()
+    manager = AsyncCallbackManager.configure(
+        inheritable_callbacks=config.get("callbacks"), inheritable_tags=config.get("tags"),
+        inheritable_metadata=config.get("metadata"), local_tags=tags, local_metadata=metadata,
+    )
+    if not manager.handlers:
+        yield RetrieverRun()
+        return
+    span = await manager.on_retriever_start({"name": name, "id": ["atomgraph", "tools", name]}, query, name=name)
+    run = RetrieverRun(span)
+    token = var_child_runnable_config.set({**config, "callbacks": span.get_child()})
+    try:
+        yield run
+    except BaseException as exc:
+        await span.on_retriever_error(exc)
+        raise
+    finally:
+        var_child_runnable_config.reset(token)
+    if run.error is not None:
+        err = run.error if isinstance(run.error, BaseException) else RuntimeError(str(run.error))
+        await span.on_retriever_error(err)
+    else:
+        await span.on_retriever_end(run.documents)
 
 
 async def recorded_retrieval(
@@ -109,14 +176,19 @@ async def recorded_retrieval(
     is kept whole (ATOMR §3.3.1)."""
     label = f"{operator}({', '.join(args or [])})" if operator else query
     t0 = time.perf_counter()
-    try:
-        if operator:
-            hits = await source.aoperate(operator, list(args or []), question, k)
-        else:
-            hits = await source.asearch(query, k)
-    except Exception as exc:  # SourceError, network errors, a user's source raising
-        err = f"{type(exc).__name__}: {exc}"[:500]
-        return [], RetrieverCall(source=source.name, query=label, latency_s=time.perf_counter() - t0, error=err)
-    if source.kind != "kg":
-        hits = hits[:k]
+    async with retriever_run(f"search_{source.name}", label, tags=[f"source:{source.name}"],
+                             metadata={"source": source.name, "source_kind": source.kind, "k": k,
+                                       "operator": operator}) as run:
+        try:
+            if operator:
+                hits = await source.aoperate(operator, list(args or []), question, k)
+            else:
+                hits = await source.asearch(query, k)
+        except Exception as exc:  # SourceError, network errors, a user's source raising
+            run.fail(exc)
+            err = f"{type(exc).__name__}: {exc}"[:500]
+            return [], RetrieverCall(source=source.name, query=label, latency_s=time.perf_counter() - t0, error=err)
+        if source.kind != "kg":
+            hits = hits[:k]
+        run.end(hits)
     return hits, RetrieverCall(source=source.name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0)

@@ -57,7 +57,16 @@ def chroma_client(*, path: str | None = None, host: str | None = None, port: int
         raise ConfigError("no Chroma location: set ATOMGRAPH_CHROMA_PATH (embedded) or ATOMGRAPH_CHROMA_HOST (server)")
     if not create and not Path(path).is_dir():
         return None
-    return chromadb.PersistentClient(path=path, settings=chroma_settings)
+    try:
+        return chromadb.PersistentClient(path=path, settings=chroma_settings)
+    except ValueError as exc:  # the user's own client on this folder, opened with other settings
+        if "different settings" not in str(exc):
+            raise
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        systems = getattr(SharedSystemClient, "_identifier_to_system", {})
+        system = systems.get(path) or systems.get(str(Path(path).resolve()))
+        return chromadb.PersistentClient(path=path, settings=system.settings if system else ChromaSettings())
 
 
 def get_collection(client, name: str):
@@ -135,8 +144,14 @@ class ChromaWikipediaSource(KnowledgeSource):
         settings: Settings | None = None,
         name: str | None = None,
         description: str | None = None,
+        client: Any = None,
     ):
+        """``client`` and ``embeddings`` open a collection you built yourself (your own
+        chromadb client, e.g. ``store._client`` of a ``langchain_chroma.Chroma``): with
+        ``embeddings`` given, a collection that records no embedding model is searched with
+        them (scores converted from its distance space to cosine similarity)."""
         self.settings = settings or get_settings()
+        self._user_embeddings = embeddings is not None and not isinstance(embeddings, str)
         self.collection_name = collection
         self.host = host
         self.port = port
@@ -147,7 +162,7 @@ class ChromaWikipediaSource(KnowledgeSource):
             self.description = description
         self.embeddings = embedding_model(embeddings if embeddings is not None else self.settings)
         self.model_id = embedding_id(self.embeddings)
-        self._client = None
+        self._client = client
         self._collection = None
 
     # --- storage ----------------------------------------------------------------------------
@@ -175,7 +190,7 @@ class ChromaWikipediaSource(KnowledgeSource):
                 f"build it with: {index_hint(self.collection_name, self.path)}"
             )
         try:
-            check_model(collection, self.model_id)
+            self._check(collection)
             if collection.count() == 0:
                 return (
                     f"Chroma collection {self.collection_name!r} at {self._where()} is empty; "
@@ -184,6 +199,24 @@ class ChromaWikipediaSource(KnowledgeSource):
         except ConfigError as exc:
             return str(exc)
         return None
+
+    def _check(self, collection) -> None:
+        """Refuse a collection built by another model; one that records none is accepted when
+        the caller passed the embeddings it was built with."""
+        if self._user_embeddings and recorded_model(collection)[0] is None:
+            return
+        check_model(collection, self.model_id)
+
+    def _score(self, collection, distance: float) -> float:
+        """Cosine similarity from a distance of the collection's space (``cosine`` for ours;
+        a user's collection may be squared ``l2`` (Chroma's default) or ``ip``)."""
+        space = "cosine"
+        if self._user_embeddings and recorded_model(collection)[0] is None:
+            try:
+                space = (collection.configuration or {}).get("hnsw", {}).get("space") or "l2"
+            except Exception:  # noqa: BLE001 - older chromadb: metadata holds the space
+                space = (collection.metadata or {}).get("hnsw:space", "l2")
+        return 1.0 - distance / 2.0 if space == "l2" else 1.0 - distance
 
     def count(self) -> int:
         collection = self._open()
@@ -194,7 +227,7 @@ class ChromaWikipediaSource(KnowledgeSource):
         collection = self._open()
         if collection is None:
             raise SourceError(self.unavailable_reason() or f"Chroma collection {self.collection_name!r} is missing")
-        check_model(collection, self.model_id)
+        self._check(collection)
         if not query or not query.strip() or k < 1:
             return []
         vector = self.embeddings.embed_query(query)
@@ -215,7 +248,8 @@ class ChromaWikipediaSource(KnowledgeSource):
             meta = dict(meta or {})
             title = str(meta.pop("title", "") or "")
             out.append(
-                Evidence(title=title, text=doc or "", source=self.name, id=pid, score=1.0 - float(dist), metadata=meta)
+                Evidence(title=title, text=doc or "", source=self.name, id=pid, score=self._score(collection, float(dist)),
+                         metadata=meta)
             )
         return out
 
@@ -228,7 +262,7 @@ class ChromaWikipediaSource(KnowledgeSource):
         collection = self._open()
         if collection is None:
             raise SourceError(self.unavailable_reason() or "missing collection")
-        check_model(collection, self.model_id)
+        self._check(collection)
         return Chroma(
             client=self._client,
             collection_name=self.collection_name,

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from atomgraph.errors import ConfigError, SourceUnavailable
 from atomgraph.imports import import_object
-from atomgraph.settings import Settings
+from atomgraph.settings import Settings, get_settings
 from atomgraph.tools.base import KnowledgeSource
+# Imported here, not on first use: sources are resolved inside a running event loop, where
+# `langgraph dev` refuses the file reads of a first import.
+from atomgraph.tools.langchain_sources import as_source
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +70,24 @@ class SourceSet:
         return self.available.get(name)
 
     @classmethod
-    def of(cls, sources: Iterable[KnowledgeSource]) -> "SourceSet":
+    def of(cls, sources: Iterable[Any], settings: Settings | None = None) -> "SourceSet":
+        """The given sources: knowledge sources, LangChain retrievers or vector stores,
+        ``query -> list[Document]`` callables (each through :func:`as_source`), or registered
+        names. Two sources of the same name get suffixes (``name_2``)."""
         out = cls()
-        for s in sources:
+        if isinstance(sources, (str, bytes, Mapping)) or not isinstance(sources, Iterable) or _single(sources):
+            sources = [sources]  # one retriever / store / callable on its own
+        for item in sources:
+            if isinstance(item, str):
+                named = build_sources(settings or get_settings(), [item])
+                out.available.update(named.available)
+                out.unavailable.update(named.unavailable)
+                continue
+            s = as_source(item)
+            name, n = s.name, 2
+            while name in out.available or name in out.unavailable:
+                name, n = f"{s.name}_{n}", n + 1
+            s.name = name
             reason = s.unavailable_reason()
             if reason:
                 out.unavailable[s.name] = reason
@@ -82,7 +102,7 @@ def build_sources(settings: Settings, names: Iterable[str] | None = None) -> Sou
     out = SourceSet()
     for name in names if names is not None else settings.sources:
         try:
-            source = _factory(name)(settings)
+            source = _named_source(name, settings)
             reason = source.unavailable_reason()
         except SourceUnavailable as exc:
             source, reason = None, str(exc)
@@ -90,15 +110,30 @@ def build_sources(settings: Settings, names: Iterable[str] | None = None) -> Sou
             out.unavailable[name] = reason or "unavailable"
             log.warning("knowledge source %s is unavailable: %s", name, out.unavailable[name])
         else:
-            out.available[name] = source
+            out.available[source.name if ":" in name else name] = source
     return out
 
 
-def as_source_set(sources: SourceSet | Iterable[KnowledgeSource] | None, settings: Settings) -> SourceSet:
-    """What graph builders accept as ``sources`` — a SourceSet, any iterable of sources, or
-    None for the sources settings name — as one SourceSet."""
+def _named_source(name: str, settings: Settings) -> KnowledgeSource:
+    """A registered source, or (a ``module:object`` name) an imported source, retriever,
+    vector store or ``query -> list[Document]`` callable, named after its object."""
+    if ":" in name and name not in _FACTORIES:
+        return as_source(import_object(name), name=name.rsplit(":", 1)[1].replace(".", "_"))
+    return _factory(name)(settings)
+
+
+def _single(obj: Any) -> bool:
+    """One source object rather than a collection of them (a retriever is a Runnable, not a list)."""
+    return isinstance(obj, (KnowledgeSource, BaseRetriever, VectorStore))
+
+
+def as_source_set(sources: Any, settings: Settings) -> SourceSet:
+    """What graph builders accept as ``sources`` — a SourceSet, None for the sources settings
+    name, or any iterable of knowledge sources, LangChain retrievers, vector stores,
+    ``query -> list[Document]`` callables and source names (one on its own too) — as one
+    SourceSet. Anything else is a :class:`ConfigError` naming what is accepted."""
     if sources is None:
         return build_sources(settings)
     if isinstance(sources, SourceSet):
         return sources
-    return SourceSet.of(sources)
+    return SourceSet.of(sources, settings)

@@ -60,9 +60,10 @@ def add_model_source_args(parser) -> None:
                         help="ask the model again instead of replaying cached replies (new replies replace old ones)")
 
 
-def model_and_sources(args, require_model: bool = True) -> tuple[Settings, object, object]:
+def model_and_sources(args, require_model: bool = True, base: Settings | None = None) -> tuple[Settings, object, object]:
     """(settings, model(s), sources) from the shared options; ``None`` model/sources mean
-    "from settings". With ``require_model``, a missing model fails here, naming the setting."""
+    "from settings". With ``require_model``, a missing model fails here, naming the setting.
+    ``base``: settings to start from (a recipe's) instead of the environment's."""
     from atomgraph.evaluation.runner import import_object, model_from_spec
     from atomgraph.models import resolve_models
 
@@ -73,7 +74,7 @@ def model_and_sources(args, require_model: bool = True) -> tuple[Settings, objec
         overrides["sources"] = [s.strip() for s in args.sources.split(",") if s.strip()]
     if getattr(args, "refresh", False):
         overrides["cache_refresh"] = True
-    settings = get_settings(**overrides)
+    settings = base.model_copy(update=overrides) if base is not None else get_settings(**overrides)
     factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY")
     model = model_from_spec(args.model, factory, settings)
     if require_model:

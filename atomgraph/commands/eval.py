@@ -37,9 +37,14 @@ def register(sub) -> None:
     s.set_defaults(func=cmd_score)
 
     r = esub.add_parser("run", help="run a method over a dataset, appending to DIR/predictions.jsonl")
-    r.add_argument("--method", required=True, help=f"method: {', '.join(method_names())}")
-    r.add_argument("--dataset", required=True, help="dataset name (e.g. hotpotqa-dev-100, blendqa) or file")
-    r.add_argument("--out", required=True, help="run directory; rerunning the same command resumes it")
+    r.add_argument("--method", help=f"method: {', '.join(method_names())}")
+    r.add_argument("--dataset", help="dataset name (e.g. hotpotqa-dev-100, blendqa) or file")
+    r.add_argument("--out", help="run directory; rerunning the same command resumes it (default with --recipe: "
+                                 "runs/RECIPE)")
+    r.add_argument("--recipe", nargs="?", const="", metavar="NAME",
+                   help="a paper setting (models, embeddings, parameters, dataset) from evaluation/recipes; "
+                        "'--recipe --list' lists them with the paper's numbers")
+    r.add_argument("--list", action="store_true", help="with --recipe: list the recipes")
     r.add_argument("--limit", type=int, help="first N examples only")
     r.add_argument("--concurrency", type=_concurrency, default=4,
                    help=f"examples in flight at once, 1 to {MAX_CONCURRENCY} (default 4)")
@@ -53,6 +58,9 @@ def register(sub) -> None:
                    help="move an earlier run in --out aside (into --out/previous-TIME/) and start afresh, "
                         "instead of refusing a run with another model or other parameters")
     add_model_source_args(r)
+    r.add_argument("--checkpoint", metavar="PATH",
+                   help="SQLite file saving every step of every question (a thread each); a killed run resumes "
+                        "its unfinished questions from their last completed step")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
 
@@ -108,20 +116,63 @@ def cmd_score(args) -> int:
     return 0
 
 
+def _list_recipes(as_json: bool = False) -> int:
+    from atomgraph.evaluation.recipe import all_recipes, describe
+
+    for r in all_recipes():
+        print(describe(r))
+    return 0
+
+
+def _apply_recipe(args):
+    """The recipe's method, dataset, output folder and settings on ``args``; its settings."""
+    from atomgraph.errors import ConfigError
+    from atomgraph.evaluation.recipe import load_recipe, recipe_settings, resolve_dataset
+
+    recipe = load_recipe(args.recipe)
+    for opt in ("method", "dataset"):
+        given = getattr(args, opt)
+        if given and given != getattr(recipe, opt):
+            raise ConfigError(f"--{opt} {given!r} contradicts recipe {recipe.name!r} ({getattr(recipe, opt)!r}); "
+                              "drop the option or the recipe")
+    args.method, args.dataset = recipe.method, resolve_dataset(recipe)
+    args.out = args.out or str(Path("runs") / recipe.name)
+    values = ", ".join(f"{k} {v:g}" for k, v in recipe.paper_values.items())
+    print(f"recipe {recipe.name}: {recipe.title} — paper: {values}", file=sys.stderr)
+    for need in recipe.needs:
+        print(f"  needs: {need}", file=sys.stderr)
+    return recipe, recipe_settings(recipe)
+
+
 def cmd_run(args) -> int:
+    from atomgraph.errors import ConfigError
     from atomgraph.evaluation.runner import describe_outcome, run_eval
 
-    settings, model, sources = model_and_sources(args, require_model=False)
+    recipe = None
+    if args.recipe is not None:
+        if args.list or args.recipe == "":
+            return _list_recipes()
+        recipe, recipe_base = _apply_recipe(args)
+    elif args.list:
+        raise ConfigError("--list lists recipes: atomgraph eval run --recipe --list")
+    missing = [f"--{o}" for o in ("method", "dataset", "out") if not getattr(args, o)]
+    if missing:
+        raise ConfigError(f"eval run needs {', '.join(missing)} (or --recipe NAME)")
+    settings, model, sources = model_and_sources(args, require_model=False,
+                                                 base=recipe_base if recipe is not None else None)
     result = run_eval(
         args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
         progress=not args.no_progress, dataset_name=args.dataset, retry_errors=args.retry_errors,
-        force_new=args.force_new,
+        force_new=args.force_new, checkpoint=args.checkpoint,
     )
     retried = f" ({result.retried} errored examples run again)" if result.retried else ""
     print(f"{args.method} on {args.dataset}: {result.finished} run now{retried}, {result.skipped} already done, "
           f"{result.errors} with errors; F1 {result.f1:.2f}, cost ${result.cost_usd:.4f} "
           f"-> {Path(args.out) / 'predictions.jsonl'}")
+    if recipe is not None:
+        print(f"paper ({recipe.paper}, {recipe.table}, {recipe.row}): "
+              + ", ".join(f"{k} {v:g}" for k, v in recipe.paper_values.items()))
     if result.finished:
         print(f"  this run: {describe_outcome(result.outcome)}")
     if result.all_failed:

@@ -44,8 +44,10 @@ from atomgraph.prompts.arm.stages import ALIGN, ALIGN_LIST, ANSWER, DECOMPOSE, D
 from atomgraph.prompts.constraints import JsonSchema, TokenTrie, is_local, unwrap
 from atomgraph.tools.arm_index import normalize_ngram
 from atomgraph.state.arm_graph import ArmGraphContext
+from atomgraph.state.evidence import Evidence
 from atomgraph.state.usage import RetrieverCall
 from atomgraph.tools.arm_index import ArmIndex
+from atomgraph.tools.base import retriever_run
 from atomgraph.state.output import check_question
 
 
@@ -250,6 +252,10 @@ def make_retrieve_node(art: ArmRuntime) -> Callable:
                        "dense": round(float(scores.dense[p]), 4), "relevance": round(float(r), 4)}
                       for p, r in zip(ps, rel)]
         ngrams = list(dict.fromkeys(a["ngram"] for a in state.get("aligned") or []))
+        async with retriever_run("arm_objects", state["question"], tags=["source:arm"],  # a trace span
+                                 metadata={"ngrams": ngrams[:50]}) as span:
+            span.end(Evidence(title=index.objects[p].title, text=index.objects[p].text[:300], source="arm",
+                              id=index.objects[p].id, metadata={"via": pool[p]}) for p in ps)
         calls = [RetrieverCall(source="arm:bm25", query=" | ".join(ngrams)[:500],
                                hits=sum(1 for v in pool.values() if v == "bm25")),
                  RetrieverCall(source="arm:dense", query=state["question"][:500],

@@ -20,6 +20,8 @@ from langchain_core.runnables import RunnableConfig
 from atomgraph.nodes.kar3.common import Kar3Runtime
 from atomgraph.state.kar3 import AtomHit, Kar3Context, Round
 from atomgraph.state.usage import RetrieverCall
+from atomgraph.tools.atom_source import hit_evidence
+from atomgraph.tools.base import retriever_run
 
 
 def merge_hits(groups: list[list[AtomHit]], exclude: set[str]) -> list[AtomHit]:
@@ -66,7 +68,11 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
 
         async def atoms(queries: list[str], via: str) -> list[AtomHit]:
             k = top_k(params, queries)
-            groups, secs, err = await timed(index.search_atoms, queries, k, params.delta, via, params.delta_metric)
+            async with retriever_run("kar3_atoms", "\n".join(queries), tags=["source:atoms"],  # a trace span
+                                     metadata={"via": via, "k": k, "delta": params.delta}) as span:
+                groups, secs, err = await timed(index.search_atoms, queries, k, params.delta, via,
+                                                params.delta_metric)
+                span.fail(err) if err else span.end(hit_evidence(h, "atoms") for g in groups or [] for h in g)
             groups = groups or [[] for _ in queries]
             for q, g in zip(queries, groups):
                 calls.append(RetrieverCall(source="atoms", query=q, hits=len(g), latency_s=secs / len(queries), error=err))
@@ -97,8 +103,11 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
 async def chunk_hits(index, question: str, params: Kar3Context, exclude: set[str], r: Round,
                      calls: list[RetrieverCall]) -> list[AtomHit]:
     """Backup 2: the question against the chunks (top ``chunk_top_k``, gated by δ), recorded on the round."""
-    found, secs, err = await timed(index.search_chunks, question, params.chunk_top_k, exclude, params.delta,
-                                   params.delta_metric)
+    async with retriever_run("kar3_chunks", question, tags=["source:chunks"],
+                             metadata={"k": params.chunk_top_k}) as span:
+        found, secs, err = await timed(index.search_chunks, question, params.chunk_top_k, exclude, params.delta,
+                                       params.delta_metric)
+        span.fail(err) if err else span.end(hit_evidence(h, "chunks") for h in found or [])
     found = found or []
     calls.append(RetrieverCall(source="chunks", query=question, hits=len(found), latency_s=secs, error=err))
     r.tiers.append({"via": "chunk", "queries": 1, "k": params.chunk_top_k, "hits": len(found),

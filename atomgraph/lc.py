@@ -1,0 +1,135 @@
+"""Method graphs as LangChain components: ``graph.as_tool()`` and ``graph.as_retriever()``.
+
+Every method graph compiles to a :class:`MethodGraph` (a LangGraph ``CompiledStateGraph``;
+nothing else changes), which adds two LangChain conveniences:
+
+>>> tool = build_method("atomr", model=m).as_tool()          # for an agent: question -> answer
+>>> tool.invoke({"question": "Where did Heisenberg's advisor die?"})
+'Munich'
+>>> tool.invoke({"question": "...", "with_evidence": True})   # the answer and what it rests on
+>>> build_method("kar3", model=m).as_retriever(search_kwargs={"k": 3})   # ARM and KAR³ only
+
+The tool returns the method's answer (not ``str()`` of the whole output dict); with
+``with_evidence`` (per call) or ``evidence=True`` (for every call) it adds the retrieved
+items. Called with a tool call (as agents do), the tool also returns an artifact: the
+answer, retrieved ids and titles, ``stopped`` and ``error`` (JSON-serialisable).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel, Field
+
+from atomgraph.errors import ConfigError
+
+RETRIEVAL_METHODS = ("arm", "kar3")
+
+
+class MethodToolInput(BaseModel):
+    question: str = Field(description="a self-contained natural-language question")
+    with_evidence: bool = Field(False, description="also return the passages or objects the answer rests on")
+
+
+def _get(item: Any, key: str) -> Any:
+    return item.get(key) if isinstance(item, dict) else getattr(item, key, None)
+
+
+def evidence_lines(out: dict, max_chars: int = 300) -> list[str]:
+    """The retrieved items of one method output, one line each: ``[i] Title (id): text``
+    (text where the trace carries it)."""
+    texts: dict[str, str] = {}
+    named: dict[str, str] = {}
+    for e in (out.get("trace") or {}).get("evidence") or []:
+        if isinstance(e, dict) and e.get("id"):
+            texts.setdefault(str(e["id"]), str(e.get("text") or ""))
+            named.setdefault(str(e["id"]), str(e.get("title") or ""))
+    ids = [str(i) for i in out.get("retrieved_ids") or []]
+    titles = [str(t) for t in out.get("retrieved_titles") or []]
+    lines = []
+    if ids:
+        for n, i in enumerate(ids, 1):
+            title = named.get(i) or (titles[n - 1] if len(titles) == len(ids) else "")
+            text = texts.get(i, "")
+            text = text[: max_chars - 3] + "..." if len(text) > max_chars else text
+            lines.append(f"[{n}] {title + ' ' if title else ''}({i})" + (f": {text}" if text else ""))
+    else:
+        lines = [f"[{n}] {t}" for n, t in enumerate(titles, 1)]
+    return lines
+
+
+def tool_artifact(out: dict) -> dict:
+    """The JSON-serialisable part of a method output an agent's caller may want."""
+    return json.loads(json.dumps({
+        "answer": out.get("answer") or "", "answers": list(out.get("answers") or []),
+        "retrieved_ids": list(out.get("retrieved_ids") or []), "retrieved_titles": list(out.get("retrieved_titles") or []),
+        "stopped": out.get("stopped"), "error": out.get("error"),
+    }, default=str))
+
+
+def tool_content(out: dict, with_evidence: bool) -> str:
+    answer = str(out.get("answer") or "")
+    if not answer:
+        answer = f"(no answer: {out['error']})" if out.get("error") else "(no answer)"
+    if not with_evidence:
+        return answer
+    lines = evidence_lines(out)
+    return answer + "\n\nEvidence:\n" + ("\n".join(lines) if lines else "(none)")
+
+
+class MethodGraph(CompiledStateGraph):
+    """A method's compiled graph with LangChain's ``as_tool`` / ``as_retriever`` made to fit it."""
+
+    def as_tool(self, args_schema: Any = None, *, name: str | None = None, description: str | None = None,
+                arg_types: Any = None, evidence: bool = False, context: dict | None = None) -> BaseTool:
+        """The method as an agent tool: ``question`` (and ``with_evidence``) in, the answer out.
+        ``context``: run parameters for every call (e.g. ``{"top_k": 5}``)."""
+        if args_schema is not None or arg_types is not None:  # LangChain's generic form, as asked
+            return super().as_tool(args_schema, name=name, description=description, arg_types=arg_types)
+        graph = self
+        method = self.name or "method"
+
+        def run(question: str, with_evidence: bool = False) -> tuple[str, dict]:
+            out = graph.invoke({"question": question}, context=context)
+            return tool_content(out, evidence or with_evidence), tool_artifact(out)
+
+        async def arun(question: str, with_evidence: bool = False) -> tuple[str, dict]:
+            out = await graph.ainvoke({"question": question}, context=context)
+            return tool_content(out, evidence or with_evidence), tool_artifact(out)
+
+        return StructuredTool.from_function(
+            func=run, coroutine=arun, name=name or f"ask_{method}", args_schema=MethodToolInput,
+            description=description or _description(method), response_format="content_and_artifact",
+        )
+
+    def as_retriever(self, search_kwargs: dict | None = None, **kwargs: Any):
+        """ARM or KAR³ as a LangChain retriever (:class:`~atomgraph.retrievers.ArmRetriever`,
+        :class:`~atomgraph.retrievers.Kar3Retriever`): ``search_kwargs={"k": n}`` objects/chunks."""
+        from atomgraph.retrievers import ArmRetriever, Kar3Retriever
+
+        cls = {"arm": ArmRetriever, "kar3": Kar3Retriever}.get(self.name or "")
+        if cls is None:
+            raise ConfigError(f"method {self.name!r} answers questions but is not a retrieval method; "
+                              f"as_retriever is offered by {', '.join(RETRIEVAL_METHODS)} (use as_tool for agents)")
+        return cls(graph=self, search_kwargs=dict(search_kwargs or {}), **kwargs)
+
+
+def _description(method: str) -> str:
+    from atomgraph.graphs.registry import method_descriptions
+
+    line = method_descriptions().get(method) or f"the {method} method"
+    return (f"Answers a knowledge-intensive question with {line}. Input: a self-contained question; "
+            "set with_evidence to also get the evidence.")
+
+
+class MethodStateGraph(StateGraph):
+    """A ``StateGraph`` whose ``compile()`` gives a :class:`MethodGraph`."""
+
+    def compile(self, *args: Any, **kwargs: Any) -> MethodGraph:  # type: ignore[override]
+        compiled = super().compile(*args, **kwargs)
+        compiled.__class__ = MethodGraph  # same object, two more methods
+        return compiled  # type: ignore[return-value]

@@ -1,0 +1,76 @@
+"""Recipes: one file per reported paper setting, listed and run by `atomgraph eval run --recipe`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from atomgraph.cli import main
+from atomgraph.errors import ConfigError
+from atomgraph.evaluation.recipe import all_recipes, load_recipe, recipe_settings, resolve_dataset
+from atomgraph.graphs.registry import method_names
+
+
+def test_every_recipe_loads_with_a_registered_method_and_valid_settings():
+    recipes = all_recipes()
+    assert len(recipes) >= 40
+    tables = {(r.paper.split()[0], r.table) for r in recipes}
+    assert {("ATOMR", "Table 2"), ("KAR³", "Table 1"), ("KAR³", "Table 2"), ("ARM", "Table 1")} <= tables
+    for r in recipes:
+        assert r.method in method_names() and r.paper_value is not None
+        if r.method != "arm":  # ARM's objects live in the shared data folder (checked below)
+            s = recipe_settings(r)
+            assert s.model or s.decoder_model
+    atomr = load_recipe("atomr-t2-atomr-hotpotqa")
+    assert atomr.paper_value == 71.27 and atomr.settings["model"] == "gpt-4o-2024-08-06"
+    s = recipe_settings(atomr)
+    assert (s.atomr.top_k, s.atomr.filter_threshold, s.sources) == (3, 0.5, ["wikipedia"])
+    assert s.atomr.max_parallel == type(s.atomr)().max_parallel  # the section merged field by field
+    kar3 = recipe_settings(load_recipe("kar3-t2-kar3-musique"))
+    assert (kar3.kar3.max_chunks, kar3.kar3.atom_top_k, kar3.kar3.delta) == (5, 4, 0.5)
+    assert kar3.model == "meta-llama/Llama-3.1-70B-Instruct"
+
+
+def test_recipes_resolve_against_the_shared_data(shared_data):
+    for r in all_recipes():
+        resolve_dataset(r)
+    arm = recipe_settings(load_recipe("arm-t1-l-spider"))
+    assert arm.arm.objects.endswith("retrieval/spider/objects.jsonl") and arm.arm.k == 5
+
+
+def test_list_shows_each_recipe_with_the_papers_number(capsys):
+    assert main(["eval", "run", "--recipe", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "atomr-t2-atomr-2wiki" in out and "f1 78.72" in out
+    assert "arm-t1-q-spider" in out and "perfect_recall 89.6" in out
+
+
+def test_missing_dataset_and_unknown_recipe_are_clear_errors(tmp_path, capsys):
+    bad = tmp_path / "mine.toml"
+    bad.write_text('title = "x"\npaper = "p"\ntable = "T"\nmethod = "rag"\ndataset = "nowhere/q.jsonl"\n'
+                   'metric = "f1"\npaper_value = 1.0\n[settings]\nmodel = "m"\n')
+    with pytest.raises(ConfigError, match=r"names the dataset 'nowhere/q.jsonl', which is missing"):
+        resolve_dataset(load_recipe(bad))
+    assert main(["eval", "run", "--recipe", str(bad), "--model", "scripted:x.json"]) != 0
+    assert "which is missing" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="unknown recipe 'atomr-t9'.*atomr-t2"):
+        load_recipe("atomr-t9")
+    assert main(["eval", "run", "--recipe", "atomr-t2-rag-hotpotqa", "--method", "kar3"]) != 0
+    assert "contradicts recipe" in capsys.readouterr().err
+
+
+def test_a_recipe_runs_end_to_end_with_a_scripted_model(shared_data, tmp_path, capsys):
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"default": "So the answer is: Paris"}))
+    out = tmp_path / "run"
+    code = main(["eval", "run", "--recipe", "atomr-t2-cot-hotpotqa", "--model", f"scripted:{rules}",
+                 "--limit", "2", "--out", str(out), "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr()
+    assert "paper (ATOMR (KDD 2025), Table 2, CoT): f1 58.38" in printed.out
+    assert "recipe atomr-t2-cot-hotpotqa" in printed.err
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["method"] == "cot" and meta["dataset"] == "hotpotqa-test-500"
+    assert meta["settings"]["model"] == "gpt-4o-2024-08-06" and meta["settings"]["cot"]["demonstrations"] == 2
+    assert len((out / "predictions.jsonl").read_text().splitlines()) == 2
