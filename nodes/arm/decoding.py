@@ -20,7 +20,6 @@ raw reply (whose ``response_metadata["logprobs"]`` weights verification votes); 
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import time
@@ -29,10 +28,11 @@ from typing import Any, Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import BaseOutputParser
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from atomgraph.models import cap_output, message_text, model_name
 from atomgraph.nodes.runtime import MethodRuntime, StageResult, call_model
+from atomgraph.prompts.constraints import base_url, bound_kwargs, is_openai_client, probe_server, unwrap
 from atomgraph.prompts.stage import Stage
 from atomgraph.state.usage import LLMCall
 
@@ -46,50 +46,6 @@ _ALIASES = {
     "openai": "openai_json_schema", "openai_json_schema": "openai_json_schema", "json_schema": "openai_json_schema",
     "free": "free", "none": "free",
 }
-
-
-def _openai_class():
-    try:
-        from langchain_openai.chat_models.base import BaseChatOpenAI
-    except ImportError:  # pragma: no cover - langchain-openai is a dependency
-        return None
-    return BaseChatOpenAI
-
-
-def unwrap(model: Any) -> Any:
-    """The chat model under any ``.bind(...)`` layers."""
-    while isinstance(model, RunnableBinding):
-        model = model.bound
-    return model
-
-
-def is_openai_client(model: Any) -> bool:
-    cls = _openai_class()
-    return cls is not None and isinstance(unwrap(model), cls)
-
-
-def base_url(model: Any) -> str:
-    return str(getattr(unwrap(model), "openai_api_base", None) or "")
-
-
-@functools.lru_cache(maxsize=32)
-def probe_server(url: str, timeout_s: float = 2.0) -> str | None:
-    """Who serves the OpenAI-compatible API at ``url``: ``"vllm"``, ``"llamacpp"`` or None
-    (read from the ``owned_by`` of its ``/models`` listing; cached per URL)."""
-    import httpx
-
-    try:
-        resp = httpx.get(url.rstrip("/") + "/models", timeout=timeout_s)
-        data = resp.json().get("data") or []
-    except Exception as exc:  # noqa: BLE001 - an unreachable or odd server means "unknown"
-        log.info("cannot probe %s/models (%s); ARM alignment uses free generation", url, exc)
-        return None
-    owners = {str(m.get("owned_by", "")).lower() for m in data if isinstance(m, dict)}
-    if "vllm" in owners:
-        return "vllm"
-    if owners & {"llamacpp", "llama.cpp", "llama-cpp"}:
-        return "llamacpp"
-    return None
 
 
 def decoding_mode(model: Any, requested: str = "auto") -> tuple[str, str]:
@@ -170,19 +126,6 @@ def bound_model(model: BaseChatModel, cap: int, mode: str, body: dict[str, Any],
         extra.update(body)
         kwargs["extra_body"] = extra
     return base.bind(**kwargs) if kwargs else base
-
-
-def bound_kwargs(model: Any) -> dict[str, Any]:
-    """Every keyword argument bound on ``model``'s ``.bind`` layers (outer layers win): a
-    second ``.bind`` does not always merge with the first, so bindings are rebuilt at once."""
-    layers = []
-    while isinstance(model, RunnableBinding):
-        layers.append(dict(model.kwargs or {}))
-        model = model.bound
-    out: dict[str, Any] = {}
-    for kw in reversed(layers):
-        out.update(kw)
-    return out
 
 
 def _parse(parser: BaseOutputParser, text: str) -> tuple[Any, str | None]:
