@@ -96,15 +96,17 @@ def test_langchain_vectorstore_view(indexed):
     assert 0 < docs[0][1] <= 1.0001
 
 
-def test_different_embedding_model_is_refused(indexed):
+def test_different_embedding_model_is_refused(indexed, tmp_path):
     settings, _, _ = indexed
+    corpus = tmp_path / "more.tsv"  # valid input, so the store itself is what refuses
+    corpus.write_text("id\ttext\ttitle\nx1\tSome passage text.\tSome title\n", encoding="utf-8")
     other = DeterministicFakeEmbedding(size=384)
     source = ChromaWikipediaSource(COLLECTION, settings=settings, embeddings=other)
     with pytest.raises(ConfigError, match="built with embedding model 'sentence-transformers/all-MiniLM-L6-v2'"):
         source.search("anything")
     assert "built with embedding model" in source.unavailable_reason()
     with pytest.raises(ConfigError, match="built with embedding model"):
-        ingest([__file__], COLLECTION, settings=settings, embeddings=other, fmt="tsv", progress=False)
+        ingest([str(corpus)], COLLECTION, settings=settings, embeddings=other, fmt="tsv", progress=False)
 
 
 def test_missing_collection_is_unavailable(tmp_path):

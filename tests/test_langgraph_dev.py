@@ -283,6 +283,9 @@ def test_every_question_graph_runs_to_completion(langgraph_server, graph_id):
     twice in a row: the second run replays from the cache, which opens and writes off the loop)."""
     for _ in range(2 if graph_id == "rag" else 1):
         record, out = run(langgraph_server, graph_id, {"question": QUESTION}, {"model": MODEL})
+        if graph_id == "react":  # the fake server calls no tools: ReAct says it never searched (an error, as data)
+            assert record["status"] == "success" and "never searched" in (out.get("error") or ""), out
+            continue
         answered(record, out, ANSWER, langgraph_server)
 
 

@@ -40,7 +40,8 @@ async def _ask(graph, question: str, show_progress: bool, config: dict | None = 
                start: object = ...) -> dict:
     result: dict = {}
     inp = {"question": question} if start is ... else start
-    durable = {"durability": "sync"} if config else {}  # each step saved before the next one starts
+    checkpointed = bool(((config or {}).get("configurable") or {}).get("thread_id"))
+    durable = {"durability": "sync"} if checkpointed else {}  # each step saved before the next one starts
     async for mode, chunk in graph.astream(inp, config, stream_mode=["updates", "values"], **durable):
         if mode == "values":
             result = chunk

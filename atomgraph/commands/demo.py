@@ -5,7 +5,7 @@ pack's passages into an embedded Chroma collection, serves its knowledge graph i
 answers each demo question and prints the answer, the gold answer, F1 and the executed
 reasoning tree, then a summary with the fallbacks by reason. With no chat model configured it
 runs the bundled local model (Gemma-3-270M, in process) on the first LOCAL_DEFAULT_QUESTIONS
-questions (``--questions N`` for more).
+questions (--questions N for more).
 """
 
 from __future__ import annotations
