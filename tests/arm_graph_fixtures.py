@@ -48,7 +48,7 @@ HOSTILE = [
 
 
 def stage_of_system(system: str) -> str | None:
-    """Which ARM stage a request is for, by its system message (the stage's own template)."""
+    """Which ARM stage a request is for, by its messages' text (the stage's own templates)."""
     from atomgraph.prompts.arm.stages import STAGES
 
     return stage_of(system, STAGES)
@@ -77,8 +77,8 @@ class LoopbackServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append(body)
-                system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
-                text = reply(stage_of_system(system), body)
+                prompt = "\n".join(str(m.get("content") or "") for m in body["messages"])
+                text = reply(stage_of_system(prompt), body)
                 choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
                                           "finish_reason": "stop"}
                 if body.get("logprobs") and logprob is not None:

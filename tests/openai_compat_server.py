@@ -34,17 +34,28 @@ RAMBLE = "Question: what else could be asked here? Answer: let me think about th
 
 
 def stage_of(system: str, stages: dict | None = None) -> str | None:
-    """The stage (of ``stages``, default ATOMR's) whose system prompt opens ``system``: the
-    template's text up to its first variable (the longest such opening wins)."""
+    """The stage (of ``stages``, default ATOMR's) whose prompt ``system`` (every message's text) is:
+    every literal part of the stage's templates (the text between variables) appears in it, in order;
+    the stage with the most such text wins (stages may share an opening)."""
+    import re
+
     if stages is None:
         from atomgraph.prompts.atomr.stages import STAGES as stages
     best, best_len = None, 0
     for name, stage in stages.items():
-        first = stage.prompt.messages[0]
-        template = getattr(getattr(first, "prompt", None), "template", "")
-        head = template.replace("{{", "{").replace("}}", "}").split("{")[0]
-        if template and head and system.startswith(head) and len(head) > best_len:
-            best, best_len = name, len(head)
+        template = "\n".join(getattr(getattr(m, "prompt", None), "template", "") for m in stage.prompt.messages)
+        parts = [p.replace("{{", "{").replace("}}", "}") for p in re.split(r"(?<!\{)\{[A-Za-z_][A-Za-z0-9_]*\}(?!\})", template)]
+        parts = [p for p in parts if p.strip()]
+        pos, ok = 0, bool(parts)
+        for part in parts:
+            at = system.find(part, pos)
+            if at < 0:
+                ok = False
+                break
+            pos = at + len(part)
+        length = sum(len(p) for p in parts)
+        if ok and length > best_len:
+            best, best_len = name, length
     return best
 
 
@@ -96,7 +107,7 @@ def main() -> None:
             if body.get("model") == "down":  # a server that dies mid-request: the connection drops
                 self.close_connection = True
                 return
-            system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+            system = "\n".join(str(m.get("content") or "") for m in body["messages"])
             # A JSON-schema request (structured output) is answered from "<stage>.json" (no rambling:
             # the server's grammar ends the reply with the JSON value).
             structured = (body.get("response_format") or {}).get("type") == "json_schema"

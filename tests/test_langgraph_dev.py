@@ -309,7 +309,7 @@ def test_indexing_graphs_then_kar3_over_its_atoms(langgraph_server, server_files
 
     record, out = run(langgraph_server, "kar3", {"question": QUESTION}, {"model": MODEL, "collection": "studio_kar3"})
     answered(record, out, ANSWER, langgraph_server)
-    assert out["retrieved_ids"]
+    assert out["retrieved_ids"], json.dumps(out["trace"], default=str)[:3000]
 
 
 def test_plan_review_interrupts_and_resumes_through_the_sdk(langgraph_server):
