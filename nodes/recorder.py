@@ -60,12 +60,9 @@ class CallRecorder(BaseCallbackHandler):
         self._start(run_id, tags, metadata, kwargs.get("invocation_params") or {})
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        with self._lock:
-            opened = self._open.pop(run_id, None)
-        if opened is None:
+        rec = self._close(run_id)
+        if rec is None:
             return
-        rec, t0 = opened
-        rec.latency_s = time.perf_counter() - t0
         msg = _first_message(response)
         usage = getattr(msg, "usage_metadata", None) or {}
         if not usage:  # LLMs (not chat models) report usage in llm_output
@@ -78,13 +75,19 @@ class CallRecorder(BaseCallbackHandler):
         rec.cached = bool(meta.get(CACHE_HIT_KEY))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        rec = self._close(run_id)
+        if rec is not None:
+            rec.error = describe_error(error)
+
+    def _close(self, run_id: UUID) -> LLMCall | None:
+        """The record of a call that just ended, with its latency (None for a call not seen starting)."""
         with self._lock:
             opened = self._open.pop(run_id, None)
         if opened is None:
-            return
+            return None
         rec, t0 = opened
         rec.latency_s = time.perf_counter() - t0
-        rec.error = describe_error(error)
+        return rec
 
     # --- helpers ------------------------------------------------------------------------------
     def _start(self, run_id: UUID, tags, metadata, invocation: dict) -> None:
