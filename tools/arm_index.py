@@ -27,8 +27,6 @@ import json
 import logging
 import os
 import re
-import shutil
-import tempfile
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +35,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from atomgraph.errors import AtomgraphError
+from atomgraph.files import atomic_dir
 from atomgraph.tools.objects import Chunk, DataObject, chunk_object, split_identifier
 
 log = logging.getLogger(__name__)
@@ -244,9 +243,7 @@ class ArmIndex:
         return cls(list(objects), trie, indptr, indices, bm25, chunk_objects, vectors, mentions, emb, model_id, key)
 
     def _save(self, where: Path) -> None:
-        where.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{where.name}-", dir=where.parent))
-        try:
+        with atomic_dir(where) as tmp:
             self.trie.save(str(tmp / "ngrams.marisa"))
             np.savez(tmp / "arrays.npz", indptr=self.post_indptr, indices=self.post_indices,
                      chunk_objects=self.chunk_objects, chunk_vectors=self.chunk_vectors)
@@ -254,12 +251,6 @@ class ArmIndex:
             (tmp / "mentions.json").write_text(json.dumps(self.mentions))
             (tmp / "meta.json").write_text(json.dumps({"version": INDEX_VERSION, "model": self.model_id,
                                                        "objects": len(self.objects), "key": self.key}))
-            if where.exists():
-                shutil.rmtree(where, ignore_errors=True)
-            tmp.rename(where)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
 
     @classmethod
     def _load(cls, where: Path, objects, emb, model_id, key) -> "ArmIndex":

@@ -32,13 +32,13 @@ import hashlib
 import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
+
+from atomgraph.files import atomic_dir
 
 if TYPE_CHECKING:
     from atomgraph.local.engine import LocalEngine
@@ -210,20 +210,11 @@ class TokenTrie:
         return cls(f, g, key=key, count=n, dropped=dropped, build_seconds=time.perf_counter() - t0)
 
     def save(self, where: str | Path) -> None:
-        where = Path(where)
-        where.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{where.name}-", dir=where.parent))
-        try:
+        with atomic_dir(where) as tmp:
             np.savez(tmp / "trie.npz", first=self._first.cols, following=self._following.cols)
             (tmp / "meta.json").write_text(json.dumps({
                 "version": TRIE_VERSION, "key": self.key, "count": self.count, "dropped": self.dropped,
             }))
-            if where.exists():
-                shutil.rmtree(where, ignore_errors=True)
-            tmp.rename(where)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
 
     @classmethod
     def load(cls, where: str | Path) -> "TokenTrie":
