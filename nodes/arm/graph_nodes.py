@@ -36,7 +36,7 @@ from atomgraph.nodes.arm.decoding import (
     span_logprobs,
     token_logprobs,
 )
-from atomgraph.nodes.arm.pool import Scores, base_pool, expanded_pools, solve_draft, vote_drafts
+from atomgraph.nodes.arm.pool import Scores, base_pool, solve_drafts, vote_drafts
 from atomgraph.nodes.arm.verbalize import verbalize_draft, verbalize_object
 from atomgraph.nodes.arm.voting import aggregate as vote
 from atomgraph.nodes.runtime import MethodRuntime
@@ -276,17 +276,8 @@ def make_structure_node(art: ArmRuntime) -> Callable:
         index, scores = await _scores(art, ctx, state)
         pool = {index.position(c["id"]): c["via"] for c in state.get("candidates") or []}
 
-        def solve_all() -> list[dict]:  # embeds units and runs CBC: in a thread, off the event loop
-            sets = expanded_pools(index, pool, scores, ctx, ctx.drafts) if ctx.structure_alignment else [(0, pool)]
-            out = []
-            for d, (steps, objs) in enumerate(sets):
-                solved = solve_draft(index, list(objs), scores, ctx)
-                out.append({"draft": d, "steps": steps, "pool": [index.objects[p].id for p in objs],
-                            "mip_ids": solved["ids"], "ids": solved["ids"], "links": solved["links"],
-                            "relevance": solved["relevance"], "mip": solved["mip"]})
-            return out
-
-        drafts = await asyncio.to_thread(solve_all)
+        # embeds units and runs CBC: in a thread, off the event loop
+        drafts = await asyncio.to_thread(solve_drafts, index, pool, scores, ctx)
         notes = []
         if ctx.structure_alignment and len(drafts) < ctx.drafts:
             notes.append(f"structure: {ctx.drafts - len(drafts)} expansion(s) added nothing new; {len(drafts)} draft(s)")

@@ -243,3 +243,16 @@ def vote_drafts(drafts: Sequence[dict], k: int) -> list[str]:
             rel[oid] = max(rel.get(oid, float("-inf")), float(d.get("relevance", {}).get(oid, 0.0)))
             order.setdefault(oid, len(order))
     return sorted(votes, key=lambda o: (-votes[o], -rel[o], order[o]))[:k]
+
+
+def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext) -> list[dict]:
+    """One solved MIP draft per expanded set of the base ``pool`` (§3.2.2; the base set alone
+    without structure alignment)."""
+    sets = expanded_pools(index, pool, scores, ctx, ctx.drafts) if ctx.structure_alignment else [(0, pool)]
+    drafts = []
+    for d, (steps, objs) in enumerate(sets):
+        solved = solve_draft(index, list(objs), scores, ctx)
+        drafts.append({"draft": d, "steps": steps, "pool": [index.objects[p].id for p in objs],
+                       "mip_ids": solved["ids"], "ids": solved["ids"], "links": solved["links"],
+                       "relevance": solved["relevance"], "mip": solved["mip"]})
+    return drafts

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from atomgraph.nodes.arm.alignment import align_keyword, extract_keywords
-from atomgraph.nodes.arm.pool import Scores, _top, base_pool, expanded_pools, solve_draft, vote_drafts
+from atomgraph.nodes.arm.pool import Scores, _top, base_pool, solve_drafts, vote_drafts
 from atomgraph.nodes.arm.pool import database_relevance, neighbours  # noqa: F401 - re-exported
 from atomgraph.state.arm import ArmContext
 from atomgraph.tools.arm_index import ArmIndex, stopwords, tokens
@@ -94,14 +94,8 @@ def run_drafts(index: ArmIndex, question: str, alignment: Sequence[dict], ctx: A
     :func:`arm_retrieve` and the ``arm`` graph."""
     scores = Scores.of(index, question, [a["ngrams"] for a in alignment], ctx.bm25_weight)
     pool = base_pool(index, scores, ctx)
-    sets = expanded_pools(index, pool, scores, ctx, ctx.drafts) if ctx.structure_alignment else [(0, pool)]
-    drafts = []
-    for d, (steps, objs) in enumerate(sets):
-        solved = solve_draft(index, list(objs), scores, ctx)
-        drafts.append({"draft": d, "steps": steps, "pool": [index.objects[p].id for p in objs],
-                       "mip_ids": solved["ids"], "ids": solved["ids"], "links": solved["links"],
-                       "relevance": solved["relevance"], "mip": solved["mip"]})
-    return scores, pool, drafts
+    return scores, pool, solve_drafts(index, pool, scores, ctx)
+
 
 
 def distinct_drafts(drafts: Sequence[dict]) -> int:
