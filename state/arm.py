@@ -108,6 +108,12 @@ class ArmContext:
     max_links: Annotated[
         int | None, Field(description="links counted in the objective; -1 = k-1 (Appendix B), None = all pairs", ge=-1)
     ] = -1
+    links: Annotated[
+        Literal["forest", "pairs"],
+        Field(description="links the MIP counts: 'forest' = a spanning forest of the chosen objects (Appendix B's "
+                          "k-1 link budget as the connected selection it encourages; no cycle counts), 'pairs' = "
+                          "any k-1 pairs (the budget alone, cycles allowed)"),
+    ] = "forest"
     mip_time_limit_s: Annotated[float, Field(description="CBC time limit; the best feasible solution is used", gt=0)] = 0.5
     structure_alignment: Annotated[
         bool, Field(description="Figure 4 ablation: False = information alignment only (the k most relevant base objects)"),

@@ -50,15 +50,32 @@ def test_tight_model_has_variables_only_for_positive_pairs():
     C = np.zeros((5, 5))
     C[0, 3] = C[3, 0] = 0.7
     C[1, 2] = 0.2  # one direction only: still one pair
-    model, b, c, pairs = build_model(R, C, 2, max_links=1, formulation="tight")
+    model, b, c, pairs = build_model(R, C, 2, max_links=1, formulation="tight", links_rule="pairs")
     assert [(i, j) for i, j, _ in pairs] == [(0, 3), (1, 2)]
     assert len(b) == 5 and len(c) == 2 and model.num_cols == 7
     # Σb = k, the link cap, and two linking rows per pair (c_ij ≤ b_i, c_ij ≤ b_j)
     assert model.num_rows == 1 + 1 + 2 * 2
-    naive, _, c_all, pairs_all = build_model(R, C, 2, max_links=1, formulation="naive")
+    naive, _, c_all, pairs_all = build_model(R, C, 2, max_links=1, formulation="naive", links_rule="pairs")
     assert len(c_all) == 10 and naive.num_rows == 1 + 1 + 10
     res = solve_structure(R, C, 2, time_limit_s=10)
     assert sorted(res.chosen) == [0, 3] and res.links == [(0, 3, 0.7)] and res.pair_variables == 2
+
+
+def test_forest_counts_no_cycle():
+    """Three objects linked in a triangle count two links under ``forest`` (a spanning tree),
+    three under ``pairs``; so the MIP prefers a relevant object to closing a cycle."""
+    R = np.array([0.1, 0.1, 0.1, 0.9, 0.9])
+    C = np.zeros((5, 5))
+    for i, j in ((0, 1), (1, 2), (0, 2)):
+        C[i, j] = C[j, i] = 1.0
+    C[3, 4] = C[4, 3] = 0.5
+    assert len(selection_value([0, 1, 2], R, C, None, "forest")[1]) == 2
+    assert len(selection_value([0, 1, 2], R, C, None, "pairs")[1]) == 3
+    pairs = solve_structure(R, C, 4, links_rule="pairs", time_limit_s=10)
+    forest = solve_structure(R, C, 4, links_rule="forest", time_limit_s=10)
+    assert sorted(pairs.chosen) == [0, 1, 2, 3]  # the triangle's third link outweighs 0.9 + 0.5 - 0.1
+    assert sorted(forest.chosen) in ([0, 1, 3, 4], [0, 2, 3, 4], [1, 2, 3, 4])
+    assert forest.objective == pytest.approx(brute_force(R, C, 4, 3, "forest")[0])
 
 
 def test_naive_formulation_reaches_the_same_optimum():

@@ -219,7 +219,8 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
         C = np.zeros((len(ps), len(ps)))
     else:
         C = compatibility(index, ps, ctx) * ctx.compatibility_scale
-    res = solve_structure(R, C, ctx.k, max_links=ctx.max_links, time_limit_s=ctx.mip_time_limit_s)
+    res = solve_structure(R, C, ctx.k, max_links=ctx.max_links, time_limit_s=ctx.mip_time_limit_s,
+                          links_rule=ctx.links)
     ids = [index.objects[ps[i]].id for i in res.chosen]
     return {
         "ids": ids,

@@ -74,21 +74,49 @@ def _pairs(C: np.ndarray) -> list[tuple[int, int, float]]:
     return [(int(i), int(j), float(v)) for i, j, v in zip(iu[keep], ju[keep], vals[keep])]
 
 
-def selection_value(chosen: Sequence[int], R: np.ndarray, C: np.ndarray, max_links: int | None) -> tuple[float, list]:
-    """The objective of a chosen set and its counted links (the best ``max_links`` pairs)."""
+LINK_RULES = ("forest", "pairs")
+
+
+def _forest(links: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    """The heaviest spanning forest of ``links`` (Kruskal; ``links`` sorted best first)."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    kept = []
+    for a, b, c in links:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[ra] = rb
+            kept.append((a, b, c))
+    return kept
+
+
+def selection_value(chosen: Sequence[int], R: np.ndarray, C: np.ndarray, max_links: int | None,
+                    links_rule: str = "forest") -> tuple[float, list]:
+    """The objective of a chosen set and its counted links: the best ``max_links`` pairs
+    (``pairs``), or the heaviest spanning forest of the chosen objects (``forest``: no cycle
+    counts, so k objects in c connected groups count at most k − c links)."""
     s = list(chosen)
     links = []
     for a, b in itertools.combinations(sorted(s), 2):
         c = float(max(C[a, b], C[b, a]))
         if c > 0:
             links.append((a, b, c))
-    links.sort(key=lambda t: -t[2])
+    links.sort(key=lambda t: (-t[2], t[0], t[1]))
+    if links_rule == "forest":
+        links = _forest(links)
+    elif links_rule != "pairs":
+        raise ValueError(f"unknown links rule {links_rule!r}; expected one of {', '.join(LINK_RULES)}")
     if max_links is not None:
         links = links[: max(0, max_links)]
     return float(sum(R[i] for i in s)) + sum(c for _, _, c in links), links
 
 
-def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None) -> list[int]:
+def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_rule: str = "forest") -> list[int]:
     """Add, one at a time, the object that raises the objective most (the warm start)."""
     n = len(R)
     chosen: list[int] = []
@@ -97,19 +125,20 @@ def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None) -> list[
         for j in range(n):
             if j in chosen:
                 continue
-            v, _ = selection_value(chosen + [j], R, C, max_links)
+            v, _ = selection_value(chosen + [j], R, C, max_links, links_rule)
             if v > best_v + 1e-12:
                 best, best_v = j, v
         chosen.append(best)
     return chosen
 
 
-def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None) -> tuple[float, tuple[int, ...]]:
+def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None,
+                links_rule: str = "forest") -> tuple[float, tuple[int, ...]]:
     """The optimum by enumeration (reference for tests; n ≤ 12 or so)."""
     n = len(R)
     best = (-np.inf, ())
     for s in itertools.combinations(range(n), min(k, n)):
-        v, _ = selection_value(s, R, C, max_links)
+        v, _ = selection_value(s, R, C, max_links, links_rule)
         if v > best[0] + 1e-12:
             best = (v, s)
     return best
@@ -117,8 +146,14 @@ def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None) -> 
 
 # --- the MIP ---------------------------------------------------------------------------------
 
-def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None, formulation: str = "tight"):
-    """The python-mip model (CBC, silent), its b and c variables, and the pairs they cover."""
+def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None, formulation: str = "tight",
+                links_rule: str = "forest"):
+    """The python-mip model (CBC, silent), its b and c variables, and the pairs they cover.
+
+    ``links_rule="forest"`` adds a single-commodity flow that makes the counted links a
+    spanning forest of the chosen objects: a chosen object is a root (r_i) or receives one
+    unit of flow along counted links from a root, and Σ c = k − Σ r; so every group of
+    connected objects is a tree and k objects in g groups count k − g links."""
     import mip
 
     n = len(R)
@@ -144,6 +179,22 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None, 
             model += v <= b[j]
         else:
             model += 2 * v <= b[i] + b[j]
+    if links_rule == "forest" and c:
+        r = [model.add_var(var_type=mip.BINARY, name=f"r{i}") for i in range(n)]
+        inflow: list[list] = [[] for _ in range(n)]
+        outflow: list[list] = [[] for _ in range(n)]
+        for (i, j, _), v in zip(pairs, c):
+            for a, z in ((i, j), (j, i)):
+                f = model.add_var(lb=0.0, name=f"f{a}_{z}")
+                model += f <= (k - 1) * v
+                outflow[a].append(f)
+                inflow[z].append(f)
+        for i in range(n):
+            model += r[i] <= b[i]
+            model += mip.xsum(inflow[i]) + k * r[i] - mip.xsum(outflow[i]) >= b[i]
+        model += mip.xsum(c) == k - mip.xsum(r)
+    elif links_rule not in LINK_RULES:
+        raise ValueError(f"unknown links rule {links_rule!r}; expected one of {', '.join(LINK_RULES)}")
     return model, b, c, pairs
 
 
@@ -155,6 +206,7 @@ def solve_structure(
     max_links: int | None = -1,
     time_limit_s: float = 0.5,
     formulation: str = "tight",
+    links_rule: str = "forest",
 ) -> StructureResult:
     """Choose ``k`` objects maximising relevance plus compatibility (§3.2.2, Appendix B).
 
@@ -172,19 +224,20 @@ def solve_structure(
     if max_links == -1:
         max_links = max(0, k - 1)
     t0 = time.perf_counter()
-    start = greedy(R, C, k, max_links)
-    g_val, g_links = selection_value(start, R, C, max_links)
+    start = greedy(R, C, k, max_links, links_rule)
+    g_val, g_links = selection_value(start, R, C, max_links, links_rule)
     if k == 0 or k == n or not _pairs(C):
         # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
         chosen = list(range(n)) if k == n else sorted(range(n), key=lambda i: -R[i])[:k]
-        v, links = selection_value(chosen, R, C, max_links)
+        v, links = selection_value(chosen, R, C, max_links, links_rule)
         return StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, formulation, time_limit_s)
-    model, b, c, pairs = build_model(R, C, k, max_links=max_links, formulation=formulation)
+    model, b, c, pairs = build_model(R, C, k, max_links=max_links, formulation=formulation, links_rule=links_rule)
     chosen_set = set(start)
     counted = {(i, j) for i, j, _ in g_links}
-    model.start = [(b[i], 1.0 if i in chosen_set else 0.0) for i in range(n)] + [
-        (v, 1.0 if (i, j) in counted else 0.0) for (i, j, _), v in zip(pairs, c)
-    ]
+    if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
+        model.start = [(b[i], 1.0 if i in chosen_set else 0.0) for i in range(n)] + [
+            (v, 1.0 if (i, j) in counted else 0.0) for (i, j, _), v in zip(pairs, c)
+        ]
     status = model.optimize(max_seconds=max(time_limit_s, 1e-3))
     elapsed = time.perf_counter() - t0
     chosen: list[int] = []
@@ -193,7 +246,7 @@ def solve_structure(
     label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
     if len(chosen) != k:
         chosen, label = start, "greedy"
-    v, links = selection_value(chosen, R, C, max_links)
+    v, links = selection_value(chosen, R, C, max_links, links_rule)
     if v < g_val - 1e-9:  # never worse than the warm start
         chosen, v, links, label = start, g_val, g_links, "greedy"
     chosen.sort(key=lambda i: -R[i])
