@@ -29,8 +29,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 from langchain_core.runnables import Runnable, RunnableBinding
 
@@ -221,6 +222,49 @@ def gbnf_literal(text: str) -> str:
 def choice_grammar(options: Sequence[str]) -> str:
     """A GBNF grammar whose sentences are exactly ``options``."""
     return "root ::= " + " | ".join(gbnf_literal(o) for o in options)
+
+
+def _rule(i: int) -> str:
+    return f"t{i}"  # a letter and digits: never a keyword of any grammar engine (xgrammar reads "true" as one)
+
+
+def list_grammar(strings: Iterable[str], *, open: str = "(", close: str = ")", sep: str = ", ") -> Grammar:
+    """A GBNF grammar whose sentences are ``open s (sep s)* close``, each ``s`` one of ``strings``
+    (the served counterpart of :class:`TokenTrie`).
+
+    The strings are prefix-factored: their character trie with every chain of single children
+    folded into one literal (a radix tree), one rule per branching node. No alternation is
+    wider than the strings' alphabet, and the grammar grows with the trie's nodes instead of
+    repeating every shared prefix in a flat alternation. Built from the sorted strings without
+    materialising the trie."""
+    keys = sorted({s for s in strings if isinstance(s, str) and s})
+    if not keys:
+        raise ConfigError("a list grammar needs at least one string")
+    rules: list[str] = [""]
+    stack = [(0, len(keys), 0, 0)]  # a node: keys[lo:hi] share their first `depth` characters
+    while stack:
+        lo, hi, depth, at = stack.pop()
+        if len(keys[lo]) == depth:  # the node's own string (sorted first): the rule's caller makes it optional
+            lo += 1
+        alts = []
+        while lo < hi:
+            first = keys[lo][depth]
+            end = lo + 1
+            while end < hi and keys[end][depth] == first:
+                end += 1
+            common = len(os.path.commonprefix([keys[lo], keys[end - 1]]))
+            label = gbnf_literal(keys[lo][depth:common])
+            if end - lo == 1:  # a leaf: the rest of one string
+                alts.append(label)
+            else:
+                rules.append("")
+                stack.append((lo, end, common, len(rules) - 1))
+                alts.append(f"{label} {_rule(len(rules) - 1)}" + ("?" if len(keys[lo]) == common else ""))
+            lo = end
+        rules[at] = f"{_rule(at)} ::= " + " | ".join(alts)
+    item = _rule(0)
+    head = f"root ::= {gbnf_literal(open)} {item} ({gbnf_literal(sep)} {item})* {gbnf_literal(close)}"
+    return Grammar("\n".join([head, *rules]) + "\n")
 
 
 def enum_schema(options: Sequence[str], key: str = "value") -> dict:

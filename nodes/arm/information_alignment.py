@@ -8,6 +8,7 @@ align — each keyword rephrased as corpus n-grams, by the path the model allows
 | model | path | trace ``decoding.mode`` |
 |---|---|---|
 | in-process (``ATOMGRAPH_MODEL=local``) | a list ``(a, b, …)`` by beam search over a token trie of every corpus n-gram (the paper's) | ``local_trie_beam`` |
+| vLLM / llama.cpp server, ``served_alignment="grammar"`` (switch) | a list ``(a, b, …)`` under a prefix-factored grammar of every corpus n-gram | ``ngram_grammar`` |
 | vLLM / llama.cpp server / OpenAI (default) | one n-gram of a ≤ ``shortlist_size`` lexical shortlist (``Choice``) | ``vllm_choice``, ``llamacpp_grammar``, ``openai_json_schema`` |
 | anything else | free text, snapped to the nearest corpus n-gram | ``free`` |
 
@@ -26,9 +27,9 @@ from atomgraph.errors import AtomgraphError
 from atomgraph.nodes.arm.alignment import align_keyword, alignment_request, extract_keywords, keyword_parts, parse_alignment
 from atomgraph.nodes.arm.common import ArmRuntime, decoding_mode
 from atomgraph.prompts.arm.alignment import (
-    ALIGN, ALIGN_LIST, DECOMPOSE, LIST_CLOSE, LIST_OPEN, LIST_SEP, shortlist_choice,
+    ALIGN, ALIGN_LIST, DECOMPOSE, LIST_CLOSE, LIST_OPEN, LIST_SEP, ngram_list_grammar, shortlist_choice,
 )
-from atomgraph.prompts.constraints import Constraint, TokenTrie, unwrap
+from atomgraph.prompts.constraints import Constraint, Grammar, TokenTrie, unwrap
 from atomgraph.state.arm_graph import Aligned, ArmGraphContext, Decoding, KeywordAlignment
 from atomgraph.state.output import check_question
 from atomgraph.tools.arm_index import ArmIndex, normalize_ngram
@@ -81,6 +82,12 @@ def make_align_node(art: ArmRuntime) -> Callable:
                           f"{len(index.trie)} corpus n-grams")
             constraint = TokenTrie(trie, beam_width=ctx.beam_width, n_best=1, open=LIST_OPEN, close=LIST_CLOSE, sep=LIST_SEP)
             return await _align_lists(art, ctx, index, state, config, constraint, dec, "beam")
+        if ctx.served_alignment == "grammar":
+            grammar, note = await asyncio.to_thread(served_grammar, index, dec["backend"], ctx.grammar_max_ngrams)
+            if grammar is not None:
+                dec = Decoding(mode="ngram_grammar", backend=dec["backend"], why=f"{dec['why']}; {note}")
+                return await _align_lists(art, ctx, index, state, config, grammar, dec, "grammar")
+            dec["why"] = f"{dec['why']}; served_alignment=grammar: {note}: shortlist instead"
         return await _align_shortlists(art, ctx, index, state, config, dec)
 
     return align
@@ -120,7 +127,7 @@ async def _align_lists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmIndex, s
                        constraint: Constraint, dec: Decoding, path: str) -> dict[str, Any]:
     """§3.2.1 as the paper decodes it: each keyword rephrased as a list ``(a, b, …)`` of corpus
     n-grams under ``constraint`` (a token trie in process: beam search, score = mean logit per
-    n-gram). One in-process engine decodes one keyword at a time."""
+    n-gram; a grammar on a server). One in-process engine decodes one keyword at a time."""
 
     async def one(kw: str):
         return await art.rt.ask(ALIGN_LIST, {"question": state["question"], "keyword": kw}, config,
@@ -189,3 +196,19 @@ def ngram_token_trie(index: ArmIndex, engine: Any):
         trie = Trie.build(index.trie.iterkeys(), engine, cache_dir=(where / "token-trie") if where is not None else None)
         index.__dict__["_token_trie"] = trie
     return trie
+
+
+def served_grammar(index: ArmIndex, backend: str, max_ngrams: int) -> tuple[Grammar | None, str]:
+    """``served_alignment="grammar"``: the grammar of every corpus n-gram for a server that takes
+    one (built once per index), and what it is — or None and why not."""
+    if backend not in ("vllm", "llamacpp"):
+        return None, f"the {backend} backend takes no grammar"
+    n = len(index.trie)
+    if n > max_ngrams:
+        return None, f"the collection's {n:,} n-grams exceed grammar_max_ngrams ({max_ngrams:,})"
+    grammar = index.__dict__.get("_ngram_grammar")
+    if grammar is None:
+        grammar = index.__dict__["_ngram_grammar"] = ngram_list_grammar(index.trie.iterkeys())
+    size = len(grammar.gbnf.encode())
+    return grammar, (f"the list (a, b, …) under a prefix-factored grammar of {n:,} corpus n-grams "
+                     f"({grammar.gbnf.count('::=') - 1:,} rules, {size / 1e6:.2f} MB)")

@@ -5,19 +5,19 @@ rephrased as corpus n-grams.
 |---|---|---|---|
 | ``arm_decompose`` | a JSON list of keywords | ``list[str]`` | — |
 | ``arm_align`` | one of the offered n-grams (a shortlist) | ``str`` | ``Choice`` of the shortlist |
-| ``arm_align_list`` | ``(a, b, c)``: a list of corpus n-grams | ``list[str]`` | ``TokenTrie`` (in-process) |
+| ``arm_align_list`` | ``(a, b, c)``: a list of corpus n-grams | ``list[str]`` | ``TokenTrie`` (in-process) or :func:`ngram_list_grammar` (served) |
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.arm.parsing import BULLET, clean, json_value, line_items, unique
-from atomgraph.prompts.constraints import Choice
+from atomgraph.prompts.constraints import Choice, Grammar, list_grammar
 from atomgraph.prompts.stage import Stage, text_parser
 
 # --- decompose: the keywords the question needs, found without looking at the data -----------
@@ -107,7 +107,13 @@ _ALIGN_LIST = ChatPromptTemplate.from_messages([
      "in parentheses and separated by commas, for example (degree, educated, postgraduate)."),
     ("human", "Question: {question}\nKeyword: {keyword}\nPhrases:"),
 ])
-LIST_OPEN, LIST_CLOSE, LIST_SEP = "(", ")", ", "  # the reply's delimiters, for the parser and the constraint
+LIST_OPEN, LIST_CLOSE, LIST_SEP = "(", ")", ", "  # the reply's delimiters, for the parser and both constraints
+
+
+def ngram_list_grammar(ngrams: Iterable[str]) -> Grammar:
+    """Served models: the reply is ``(a, b, …)`` with every item a corpus n-gram — a GBNF grammar
+    over the collection's n-gram set, prefix-factored (:func:`~atomgraph.prompts.constraints.list_grammar`)."""
+    return list_grammar(ngrams, open=LIST_OPEN, close=LIST_CLOSE, sep=LIST_SEP)
 
 
 def parse_ngram_list(text: str) -> list[str]:

@@ -17,7 +17,7 @@ Every parser reads JSON when it finds it and plain lines otherwise, and raises
 from __future__ import annotations
 
 from atomgraph.prompts.arm.alignment import (
-    ALIGN, ALIGN_LIST, DECOMPOSE, parse_keywords, parse_ngram, parse_ngram_list, shortlist_choice,
+    ALIGN, ALIGN_LIST, DECOMPOSE, ngram_list_grammar, parse_keywords, parse_ngram, parse_ngram_list, shortlist_choice,
 )
 from atomgraph.prompts.arm.answer import ANSWER
 from atomgraph.prompts.arm.verification import (
@@ -28,5 +28,5 @@ from atomgraph.prompts.stage import Stage
 STAGES: dict[str, Stage] = {s.name: s for s in (DECOMPOSE, ALIGN, ALIGN_LIST, DRAFT, VERIFY, ANSWER)}
 
 __all__ = ["ALIGN", "ALIGN_LIST", "ANSWER", "DECOMPOSE", "DRAFT", "STAGES", "VERIFY", "changes_schema",
-           "parse_changes", "parse_keywords", "parse_ngram", "parse_ngram_list",
+           "ngram_list_grammar", "parse_changes", "parse_keywords", "parse_ngram", "parse_ngram_list",
            "parse_selection", "selection_schema", "shortlist_choice"]
