@@ -30,6 +30,7 @@ from pathlib import Path
 
 from atomgraph.prompts.arm.alignment import ngram_list_grammar
 from atomgraph.prompts.constraints import gbnf_literal
+from benchmarks.stats import write_result
 
 DEFAULT_OBJECTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval" / "hotpotqa" / "objects.jsonl"
 
@@ -174,11 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.objects.is_file():
         print(f"skipped: {args.objects} not found")
         return 0
-    result = measure(args.objects, args.sizes, args.xgrammar_timeout)
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    write_result(measure(args.objects, args.sizes, args.xgrammar_timeout), args.out, show=False)
     return 0
 
 
