@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.baselines import STAGES
 from atomgraph.settings import Settings
 from atomgraph.state.baselines import ClosedBookContext
 from atomgraph.testing import ScriptedChatModel
+from benchmarks.stats import write_result
 
 QUESTION = "Who was the doctoral advisor of Werner Heisenberg?"
 
@@ -67,11 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     result = asyncio.run(measure(args.calls, args.rounds))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    write_result(result, args.out)
     return 0
 
 

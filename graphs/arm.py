@@ -2,6 +2,14 @@
 
 decompose → align → retrieve → structure → draft → verify → aggregate → answer
 
+| paper | nodes | module (``nodes/arm/``) | stages (``prompts/arm/``) |
+|---|---|---|---|
+| §3.2.1 information alignment | decompose, align | ``information_alignment`` | ``alignment`` |
+| §3.2.1 (end) search objects | retrieve | ``retrieve`` | — |
+| §3.2.2 structure alignment | structure, draft | ``structure_alignment`` | ``verification`` (draft) |
+| §3.2.3 self-verification, aggregation | verify, aggregate | ``verification`` | ``verification`` (verify) |
+| answer | answer (and the trace) | ``answer`` | ``answer`` |
+
 >>> graph = build_arm_graph(model=my_model, objects="objects.jsonl")
 >>> out = graph.invoke({"question": "Which singers performed in 2014?"}, context={"k": 5})
 >>> out["retrieved_ids"], out["answer"], out["trace"]["drafts"]
@@ -25,18 +33,13 @@ from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
+from atomgraph.nodes.arm.answer import make_answer_node
 from atomgraph.nodes.arm.collection import Collection
-from atomgraph.nodes.arm.graph_nodes import (
-    ArmRuntime,
-    make_aggregate_node,
-    make_align_node,
-    make_answer_node,
-    make_decompose_node,
-    make_draft_node,
-    make_retrieve_node,
-    make_structure_node,
-    make_verify_node,
-)
+from atomgraph.nodes.arm.common import ArmRuntime
+from atomgraph.nodes.arm.information_alignment import make_align_node, make_decompose_node
+from atomgraph.nodes.arm.retrieve import make_retrieve_node
+from atomgraph.nodes.arm.structure_alignment import make_draft_node, make_structure_node
+from atomgraph.nodes.arm.verification import make_aggregate_node, make_verify_node
 from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
 from atomgraph.state.arm_graph import ArmGraphContext, ArmInput, ArmState

@@ -29,8 +29,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 from langchain_core.runnables import Runnable, RunnableBinding
 
@@ -41,13 +42,16 @@ log = logging.getLogger(__name__)
 Backend = Literal["local", "vllm", "llamacpp", "openai", "other"]
 BACKENDS: tuple[str, ...] = ("local", "vllm", "llamacpp", "openai", "other")
 OPENAI_MAX_ENUM = 1000  # OpenAI structured outputs accept at most this many enum values
+OPENAI_ENUM_CHARS = 15000  # ... and at most this many characters in all when over 250 values
 
 
 @dataclass(frozen=True)
 class Choice:
-    """The reply is exactly one of ``options``."""
+    """The reply is exactly one of ``options``. Where a backend can only constrain JSON (OpenAI),
+    the reply is ``{key: option}`` and :func:`unwrap_reply` gives the option back."""
 
     options: tuple[str, ...]
+    key: str = "value"
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(str(o) for o in self.options))
@@ -131,6 +135,12 @@ def is_local(model: Any) -> bool:
     return bool(getattr(type(unwrap(model)), "in_process_constraints", False))
 
 
+def accepts_logprobs(model: Any) -> bool:
+    """Whether ``model``'s client takes a ``logprobs`` request (OpenAI-compatible clients and the
+    in-process model; others may refuse the unknown argument)."""
+    return is_openai_client(model) or is_local(model)
+
+
 def base_url(model: Any) -> str:
     return str(getattr(unwrap(model), "openai_api_base", None) or "")
 
@@ -194,8 +204,19 @@ def backend(model: Any, requested: str = "auto") -> tuple[str, str]:
 # --- request forms ---------------------------------------------------------------------------
 
 def gbnf_literal(text: str) -> str:
-    """``text`` as a GBNF string literal."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    """``text`` as a GBNF string literal: quotes, backslashes and control characters escaped."""
+    out = ['"']
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch in "\n\r\t":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
 
 
 def choice_grammar(options: Sequence[str]) -> str:
@@ -203,10 +224,66 @@ def choice_grammar(options: Sequence[str]) -> str:
     return "root ::= " + " | ".join(gbnf_literal(o) for o in options)
 
 
-def enum_schema(options: Sequence[str]) -> dict:
-    """A JSON schema ``{"value": one of options}`` (OpenAI structured outputs have no bare enum)."""
-    return {"type": "object", "properties": {"value": {"type": "string", "enum": list(options)}},
-            "required": ["value"], "additionalProperties": False}
+def _rule(i: int) -> str:
+    return f"t{i}"  # a letter and digits: never a keyword of any grammar engine (xgrammar reads "true" as one)
+
+
+def list_grammar(strings: Iterable[str], *, open: str = "(", close: str = ")", sep: str = ", ") -> Grammar:
+    """A GBNF grammar whose sentences are ``open s (sep s)* close``, each ``s`` one of ``strings``
+    (the served counterpart of :class:`TokenTrie`).
+
+    The strings are prefix-factored: their character trie with every chain of single children
+    folded into one literal (a radix tree), one rule per branching node. No alternation is
+    wider than the strings' alphabet, and the grammar grows with the trie's nodes instead of
+    repeating every shared prefix in a flat alternation. Built from the sorted strings without
+    materialising the trie."""
+    keys = sorted({s for s in strings if isinstance(s, str) and s})
+    if not keys:
+        raise ConfigError("a list grammar needs at least one string")
+    rules: list[str] = [""]
+    stack = [(0, len(keys), 0, 0)]  # a node: keys[lo:hi] share their first `depth` characters
+    while stack:
+        lo, hi, depth, at = stack.pop()
+        if len(keys[lo]) == depth:  # the node's own string (sorted first): the rule's caller makes it optional
+            lo += 1
+        alts = []
+        while lo < hi:
+            first = keys[lo][depth]
+            end = lo + 1
+            while end < hi and keys[end][depth] == first:
+                end += 1
+            common = len(os.path.commonprefix([keys[lo], keys[end - 1]]))
+            label = gbnf_literal(keys[lo][depth:common])
+            if end - lo == 1:  # a leaf: the rest of one string
+                alts.append(label)
+            else:
+                rules.append("")
+                stack.append((lo, end, common, len(rules) - 1))
+                alts.append(f"{label} {_rule(len(rules) - 1)}" + ("?" if len(keys[lo]) == common else ""))
+            lo = end
+        rules[at] = f"{_rule(at)} ::= " + " | ".join(alts)
+    item = _rule(0)
+    head = f"root ::= {gbnf_literal(open)} {item} ({gbnf_literal(sep)} {item})* {gbnf_literal(close)}"
+    return Grammar("\n".join([head, *rules]) + "\n")
+
+
+def enum_schema(options: Sequence[str], key: str = "value") -> dict:
+    """A JSON schema ``{key: one of options}`` (OpenAI structured outputs have no bare enum)."""
+    return {"type": "object", "properties": {key: {"type": "string", "enum": list(options)}},
+            "required": [key], "additionalProperties": False}
+
+
+def fit_enum(options: Sequence[str], *, max_values: int = OPENAI_MAX_ENUM) -> list[str]:
+    """The longest prefix of ``options`` (best first) that OpenAI accepts as an enum: at most
+    ``max_values`` (≤ 1,000) values, and at most 15,000 characters in all when over 250 values."""
+    out: list[str] = []
+    total = 0
+    for o in options:
+        if len(out) >= min(max_values, OPENAI_MAX_ENUM) or (len(out) >= 250 and total + len(o) > OPENAI_ENUM_CHARS):
+            break
+        out.append(o)
+        total += len(o)
+    return out
 
 
 def supports(kind: str, constraint: type | Constraint) -> bool:
@@ -252,9 +329,9 @@ def request_form(kind: str, constraint: Constraint) -> tuple[dict[str, Any], str
         return {"extra_body": {"grammar": constraint.gbnf}}, "llama.cpp grammar"
     # openai
     if isinstance(constraint, Choice):
-        if len(constraint.options) > OPENAI_MAX_ENUM:
+        if len(fit_enum(constraint.options)) < len(constraint.options):
             return {}, None
-        schema, name = enum_schema(constraint.options), "choice"
+        schema, name = enum_schema(constraint.options, constraint.key), "choice"
     else:
         schema, name = constraint.schema, constraint.name
     fmt = {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
@@ -282,7 +359,8 @@ def constrain(model: Runnable, constraint: Constraint | None, kind: str, reason:
     if form is None:
         why = reason or f"{kind} backend"
         if isinstance(constraint, Choice) and kind == "openai":
-            why = f"{len(constraint.options)} options exceed OpenAI's {OPENAI_MAX_ENUM}-value enum limit"
+            why = (f"{len(constraint.options)} options exceed OpenAI's enum limits ({OPENAI_MAX_ENUM} values, "
+                   f"{OPENAI_ENUM_CHARS} characters over 250 values)")
         return model, Applied(kind, None, f"{type(constraint).__name__} not supported: {why}")
     merged = bound_kwargs(model)
     base = unwrap(model)
@@ -298,7 +376,7 @@ def unwrap_reply(constraint: Constraint | None, applied: Applied, text: str) -> 
     """The reply's text as the stage expects it: an OpenAI enum reply ``{"value": x}`` becomes ``x``."""
     if isinstance(constraint, Choice) and applied.form and applied.form.startswith("openai"):
         try:
-            value = json.loads(text).get("value")
+            value = json.loads(text).get(constraint.key)
         except (ValueError, AttributeError):
             return text
         return value if isinstance(value, str) else text

@@ -58,6 +58,16 @@ class ArmContext:
     beam_width: Annotated[
         int, Field(description="in-process models: beams of the constrained n-gram-list decoding over every corpus n-gram", ge=1)
     ] = 4
+    served_alignment: Annotated[
+        Literal["shortlist", "grammar"],
+        Field(description="served vLLM / llama.cpp models: 'shortlist' = one n-gram of a lexical shortlist per keyword; "
+                          "'grammar' (switch) = a list (a, b, ...) of corpus n-grams under a prefix-factored grammar of "
+                          "every corpus n-gram, token-level, as the paper decodes it"),
+    ] = "shortlist"
+    grammar_max_ngrams: Annotated[
+        int, Field(description="served_alignment='grammar': collections with more corpus n-grams keep the shortlist "
+                               "(the trace says so)", ge=1)
+    ] = 200_000
     shortlist_size: Annotated[int, Field(description="corpus n-grams offered to the model per keyword", ge=1)] = 50
     enum_max_values: Annotated[
         int, Field(description="cap on an OpenAI JSON-schema enum (OpenAI allows 1,000)", ge=1, le=1000)

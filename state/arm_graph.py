@@ -1,10 +1,16 @@
-"""The ``arm`` graph's run parameters and state.
+"""The ``arm`` graph's run parameters, state and the typed values its stages pass on.
 
 :class:`ArmGraphContext` is :class:`~atomgraph.state.arm.ArmContext` (retrieval, alignment,
 MIP, drafts and voting parameters) plus what only the graph needs: where the objects are,
 where their index is cached, whether to ask for token log-probabilities, and whether to
 write an answer (off for retrieval-only runs). It is the ``[arm]`` settings section
 (``ATOMGRAPH_ARM__OBJECTS=objects.jsonl``) and the graph's LangGraph ``context_schema``.
+
+The values between stages are TypedDicts — plain JSON as the graph returns them and as a
+checkpointer stores them: :class:`Aligned` and :class:`KeywordAlignment` (§3.2.1),
+:class:`Candidate` (the base search objects), :class:`Draft` (§3.2.2, from
+:func:`atomgraph.nodes.arm.pool.solve_drafts`), :class:`Verdict` and :class:`Vote` (§3.2.3,
+:func:`atomgraph.nodes.arm.voting.aggregate`), :class:`Decoding` (how the model was constrained).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.output import MethodInput, MethodOutput
@@ -43,6 +50,99 @@ class ArmGraphContext(ArmContext):
     ] = 0
 
 
+# --- the values between stages ------------------------------------------------------------------
+
+class Aligned(TypedDict):
+    """One keyword aligned to one corpus n-gram (``path``: constrained, snapped, beam, grammar, fallback, …)."""
+
+    keyword: str
+    ngram: str
+    score: float | None
+    path: str
+    mode: str
+
+
+class KeywordAlignment(TypedDict):
+    """A keyword's list of corpus n-grams (§3.2.1's decoded list), the record every run keeps."""
+
+    keyword: str
+    ngrams: list[str]
+    scores: list[float | None]
+    mode: str
+
+
+class Decoding(TypedDict, total=False):
+    """How the decoder was constrained: the alignment ``mode`` and why, the backend, the vote's mode."""
+
+    mode: str
+    why: str
+    backend: str
+    vote: str
+
+
+class Candidate(TypedDict):
+    """A base search object and how it was found (``via``: ``keyword i``, ``bm25``, ``dense``)."""
+
+    id: str
+    via: str
+    bm25: float
+    dense: float
+    relevance: float
+
+
+class Link(TypedDict):
+    """A connection the MIP chose between two draft objects, with its compatibility."""
+
+    a: str
+    b: str
+    c: float
+
+
+class _DraftChanges(TypedDict, total=False):
+    added: list[str]
+    dropped: list[str]
+    ignored: list[str]  # changes outside the draft's search objects or over the budget
+
+
+class Draft(_DraftChanges):
+    """One alignment draft (§3.2.2): the MIP's objects over one expanded set of search objects,
+    then the decoder's changes (``added``, ``dropped``, ``ignored``) when that stage is on."""
+
+    draft: int
+    steps: int  # expansion steps of the base set
+    pool: list[str]  # the draft's search objects
+    mip_ids: list[str]  # what the MIP chose
+    ids: list[str]  # the draft's objects (after the decoder's changes)
+    links: list[Link]
+    relevance: dict[str, float]  # R_i of each search object
+    mip: dict  # the solver's report
+
+
+class _VerdictReading(TypedDict, total=False):
+    ignored: list[str]  # names in the reply that are no object of the draft
+    reasoning: str
+
+
+class Verdict(_VerdictReading):
+    """The decoder's verification of one draft (§3.2.3): the objects it kept (None: unreadable
+    or failed, left out of the vote), each one's mean token log-probability where returned."""
+
+    draft: int
+    selected: list[str] | None
+    weights: dict[str, float]
+    problem: str | None
+
+
+class Vote(TypedDict):
+    """One object's share of the aggregated vote (§3.3)."""
+
+    id: str
+    votes: int
+    weight: float  # mean vote weight (exp of the names' mean token log-probability; 1 without)
+    share: float  # softmax of the vote counts
+    confidence: float
+
+
 class ArmInput(MethodInput, total=False):
     """A question, optionally with replayed keywords (information alignment without a model)."""
 
@@ -51,11 +151,11 @@ class ArmInput(MethodInput, total=False):
 
 class ArmState(ArmInput, MethodOutput, total=False):
     keyword_source: str  # "model" | "replayed" | "question_ngrams" (model output unreadable)
-    decoding: dict  # {"mode", "why"}: how alignment was constrained
-    alignment: list[dict]  # per keyword {"keyword", "ngrams", "scores", "mode"}: every n-gram a corpus n-gram
-    aligned: list[dict]  # the same, one entry per n-gram: {"keyword", "ngram", "score", "path", "mode"}
-    candidates: list[dict]  # the base pool: {"id", "via", "bm25", "dense", "relevance"}
-    drafts: list[dict]  # MIP drafts: {"ids", "links", "mip", "pool"}, then the decoder's changes
-    verdicts: list[dict]  # per draft: {"draft", "selected", "weights", "problem"}
-    votes: list[dict]  # per object: {"id", "votes", "weight", "confidence"}
+    decoding: Decoding  # how alignment (and the later stages) were constrained
+    alignment: list[KeywordAlignment]  # per keyword: every n-gram a corpus n-gram
+    aligned: list[Aligned]  # the same, one entry per n-gram
+    candidates: list[Candidate]  # the base search objects
+    drafts: list[Draft]  # MIP drafts, then the decoder's changes
+    verdicts: list[Verdict]  # one per draft
+    votes: list[Vote]  # one per voted object, best first
     problems: Annotated[list[str], operator.add]  # what went wrong, stage by stage (never raised)

@@ -9,20 +9,17 @@ import random
 import pytest
 
 from atomgraph.nodes.arm.alignment import (
-    MODES,
     align_keyword,
-    build_alignment_request,
+    alignment_request,
     extract_keywords,
-    fit_enum,
-    gbnf_grammar,
-    gbnf_literal,
     keyword_parts,
-    openai_json_schema_body,
     parse_alignment,
     shortlist,
     snap,
-    vllm_choice_body,
 )
+from atomgraph.nodes.arm.common import MODES, decoding_mode
+from atomgraph.prompts.arm.alignment import shortlist_choice
+from atomgraph.prompts.constraints import choice_grammar, fit_enum, gbnf_literal, request_form
 from atomgraph.tools.arm_index import ArmIndex, normalize_ngram
 from atomgraph.tools.objects import parse_object
 from tests.arm_fixtures import OBJECTS
@@ -51,11 +48,11 @@ def _outputs():
     return HOSTILE + _random_strings() + [None, 17, 3.5, {"ngram": "inception"}, {"other": 1}, ["singer"]]
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_invariant_on_every_decoding_path(index, mode):
+@pytest.mark.parametrize("max_values", [None, 3])
+def test_invariant_on_every_decoding_path(index, max_values):
     keywords = ["Inception composer", "singers:name", "", "zzzz qqqq", "film", *HOSTILE[:12]]
     for kw in keywords:
-        req = build_alignment_request(kw, index, mode, shortlist_size=30)
+        req = alignment_request(kw, index, shortlist_size=30, max_values=max_values)
         assert all(index.has_ngram(a) for a in req.allowed)
         for out in _outputs() + list(req.allowed[:3]):
             got = parse_alignment(out, req, index)
@@ -80,8 +77,8 @@ def test_invariant_for_snap_shortlist_and_llm_free_paths(index):
 def test_empty_and_wordless_text_aligns_to_nothing(index):
     for text in ["", "   ", "!!!", "\x00", None]:
         assert snap(text, index) == []
-    req = build_alignment_request("", index, "vllm_choice")
-    assert req.mode == "free" and req.allowed == ()
+    req = alignment_request("", index)
+    assert req.allowed == () and shortlist_choice(req.allowed) is None  # nothing to constrain to: free
     assert parse_alignment("", req, index) is None
 
 
@@ -97,10 +94,18 @@ def test_shortlist_uses_fuzzy_variants_and_prefixes(index):
     assert shortlist("Journal of Psychotherapy Integration", index)[0].ngram in {"journal of psychotherapy", "psychotherapy integration"}
 
 
-def test_vllm_body_uses_structured_outputs_choice():
-    body = vllm_choice_body(["a b", "c"])
-    assert body == {"structured_outputs": {"choice": ["a b", "c"]}}
-    assert not any(k.startswith("guided_") for k in json.dumps(body).split('"'))
+def test_shortlist_constraint_in_each_backends_request_form(index):
+    """The shortlist reaches each server as the kit's Choice in that server's own form."""
+    choice = shortlist_choice(alignment_request("Hans Zimmer", index).allowed)
+    assert choice.options[0] == "hans zimmer" and all(index.has_ngram(o) for o in choice.options)
+    vllm = request_form("vllm", choice)[0]["extra_body"]
+    assert vllm == {"structured_outputs": {"choice": list(choice.options)}}
+    assert not any(k.startswith("guided_") for k in json.dumps(vllm).split('"'))
+    assert request_form("llamacpp", choice)[0]["extra_body"]["grammar"].startswith('root ::= "hans zimmer"')
+    schema = request_form("openai", choice)[0]["response_format"]["json_schema"]
+    assert schema["strict"] is True and schema["schema"]["required"] == ["ngram"]
+    assert schema["schema"]["properties"]["ngram"]["enum"] == list(choice.options)
+    assert request_form("other", choice) == ({}, None)
 
 
 def test_gbnf_escaping():
@@ -108,30 +113,18 @@ def test_gbnf_escaping():
     assert gbnf_literal("back\\slash") == '"back\\\\slash"'
     assert gbnf_literal("a\nb\x01") == '"a\\nb\\x01"'
     assert gbnf_literal("日本") == '"日本"'
-    g = gbnf_grammar(["hans zimmer", 'x"y'])
-    assert g == 'root ::= "hans zimmer" | "x\\"y"\n'
-    with pytest.raises(ValueError):
-        gbnf_grammar([])
-
-
-def test_llamacpp_request_carries_the_grammar(index):
-    req = build_alignment_request("Hans Zimmer", index, "llamacpp_grammar")
-    assert req.body["grammar"].startswith('root ::= "hans zimmer"')
-    assert parse_alignment("hans zimmer", req, index).ngram == "hans zimmer"
+    assert choice_grammar(["hans zimmer", 'x"y']) == 'root ::= "hans zimmer" | "x\\"y"'
 
 
 def test_openai_enum_is_capped(index):
-    body = openai_json_schema_body([f"ngram {i:04d}" for i in range(2000)])
-    schema = body["response_format"]["json_schema"]
-    enum = schema["schema"]["properties"]["ngram"]["enum"]
-    assert schema["strict"] is True and schema["schema"]["required"] == ["ngram"]
+    enum = fit_enum([f"ngram {i:04d}" for i in range(2000)])
     assert 250 < len(enum) <= 1000 and enum[0] == "ngram 0000" and sum(map(len, enum)) <= 15000
     assert len(fit_enum([str(i) for i in range(2000)], max_values=1000)) == 1000
+    assert request_form("openai", shortlist_choice([f"ngram {i:04d}" for i in range(2000)])) == ({}, None)
     # the request keeps the best-scoring n-grams when the shortlist is longer than the cap
-    full = build_alignment_request("singers", index, "openai_json_schema", shortlist_size=50)
-    capped = build_alignment_request("singers", index, "openai_json_schema", shortlist_size=50, max_enum=3)
+    full = alignment_request("singers", index, shortlist_size=50)
+    capped = alignment_request("singers", index, shortlist_size=50, max_values=3)
     assert len(full.allowed) > 3 and list(capped.allowed) == list(full.allowed[:3])
-    assert capped.body["response_format"]["json_schema"]["schema"]["properties"]["ngram"]["enum"] == list(capped.allowed)
     out = parse_alignment(json.dumps({"ngram": capped.allowed[1]}), capped, index)
     assert out.ngram == capped.allowed[1] and out.path == "constrained"
     off = parse_alignment(json.dumps({"ngram": full.allowed[-1]}), capped, index)  # outside the enum: snapped
@@ -139,13 +132,13 @@ def test_openai_enum_is_capped(index):
 
 
 def test_decoding_mode_follows_the_requested_server_kind():
-    from atomgraph.nodes.arm.decoding import decoding_mode  # the one decoding_mode
-
-    assert decoding_mode(None, "vllm")[0] == "vllm_choice"
-    assert decoding_mode(None, "grammar")[0] == "llamacpp_grammar"
-    assert decoding_mode(None, "llama.cpp")[0] == "llamacpp_grammar"
-    assert decoding_mode(None, "openai")[0] == "openai_json_schema"
-    assert decoding_mode(None, "free")[0] == "free" and decoding_mode(None)[0] == "free"
+    assert decoding_mode(None, "vllm")["mode"] == "vllm_choice"
+    assert decoding_mode(None, "grammar")["mode"] == "llamacpp_grammar"
+    assert decoding_mode(None, "llama.cpp")["backend"] == "llamacpp"
+    assert decoding_mode(None, "openai")["mode"] == "openai_json_schema"
+    assert decoding_mode(None, "free")["mode"] == "free" and decoding_mode(None)["mode"] == "free"
+    assert decoding_mode(None, "local_trie_beam")["mode"] == "free"  # not an in-process model
+    assert set(MODES.values()) >= {"vllm_choice", "llamacpp_grammar", "openai_json_schema", "free", "local_trie_beam"}
 
 
 def test_keyword_parts_and_extraction(index):

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from atomgraph.graphs.arm import build_arm_graph
-from atomgraph.nodes.arm.decoding import decoding_mode, probe_server
+from atomgraph.nodes.arm.common import decoding_mode
+from atomgraph.prompts.constraints import probe_server
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.arm_index import ArmIndex
 
@@ -81,8 +82,8 @@ def test_the_constraint_is_bound_to_the_model_call(index, mode, key):
 
 
 def test_auto_mode_is_free_for_models_without_constraints():
-    assert decoding_mode(ScriptedChatModel(default="x"))[0] == "free"
-    assert decoding_mode(ScriptedChatModel(default="x"), "vllm")[0] == "vllm_choice"
+    assert decoding_mode(ScriptedChatModel(default="x"))["mode"] == "free"
+    assert decoding_mode(ScriptedChatModel(default="x"), "vllm")["mode"] == "vllm_choice"
 
 
 @pytest.mark.parametrize("owned_by,mode,key", [("vllm", "vllm_choice", "structured_outputs"),

@@ -1,16 +1,12 @@
 """Information alignment without the LLM call (§3.2.1 of the ARM paper).
 
 The paper lets the model rephrase each of its keywords as corpus n-grams by constrained
-beam decoding. Served models offer different constraints, so this module builds each of
-them over a *shortlist* of corpus n-grams for one keyword:
-
-- vLLM: a ``structured_outputs`` body with ``choice`` (:func:`vllm_choice_body`);
-- llama.cpp: a GBNF grammar whose root is one of the shortlisted strings (:func:`gbnf_grammar`);
-- OpenAI structured outputs: a JSON schema with an ``enum`` of at most 1,000 values
-  (:func:`openai_json_schema_body`);
-- any other model: free generation, then :func:`snap` to the nearest corpus n-grams.
-
-Which one a run uses is decided in one place, :func:`atomgraph.nodes.arm.decoding.decoding_mode`.
+beam decoding. Where the model cannot decode under every n-gram (closed APIs, and served
+models by default), each keyword gets a *shortlist* of corpus n-grams (:func:`shortlist`,
+:func:`alignment_request`) that the server constrains the reply to (a ``Choice``, in the
+backend's own request form: :mod:`atomgraph.prompts.constraints`); a model that offers no
+constraint writes freely, and :func:`snap` finds the nearest corpus n-grams. Which path a
+run takes is decided in one place, :func:`atomgraph.nodes.arm.common.decoding_mode`.
 
 INVARIANT: whatever path produced it, an aligned n-gram returned by this module
 (:func:`parse_alignment`, :func:`snap`, :func:`align_keyword`) is a corpus n-gram of the
@@ -23,17 +19,13 @@ n-grams (stopwords dropped), and :func:`align_keyword` keeps the best shortliste
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from rapidfuzz import fuzz, process
 
+from atomgraph.prompts.constraints import fit_enum
 from atomgraph.tools.arm_index import MAX_N, ArmIndex, normalize_ngram, raw_tokens, stopwords, tokens
-
-DecodingMode = Literal["vllm_choice", "llamacpp_grammar", "openai_json_schema", "free"]
-MODES: tuple[str, ...] = ("vllm_choice", "llamacpp_grammar", "openai_json_schema", "free")
-OPENAI_ENUM_MAX = 1000  # OpenAI structured outputs: at most 1,000 enum values in a schema
-OPENAI_ENUM_CHARS = 15000  # ... and at most 15,000 characters over >250 string values
 
 
 @dataclass(frozen=True)
@@ -132,110 +124,26 @@ def snap(text: Any, index: ArmIndex, *, limit: int = 1, candidates: Sequence[str
     return [s for s in out if index.has_ngram(s.ngram)]
 
 
-# --- constrained-decoding request bodies -------------------------------------------------
-
-def vllm_choice_body(allowed: Sequence[str]) -> dict[str, Any]:
-    """Extra body for vLLM's OpenAI-compatible server: the output is exactly one of ``allowed``
-    (``structured_outputs.choice``; the older ``guided_choice`` field is gone)."""
-    return {"structured_outputs": {"choice": list(allowed)}}
-
-
-def gbnf_literal(text: str) -> str:
-    """A GBNF string literal for ``text``: quotes, backslashes and control characters escaped."""
-    out = ['"']
-    for ch in text:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02X}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def gbnf_grammar(allowed: Sequence[str]) -> str:
-    """A llama.cpp GBNF grammar accepting exactly one of ``allowed`` (at least one needed)."""
-    if not allowed:
-        raise ValueError("a grammar needs at least one allowed n-gram")
-    return "root ::= " + " | ".join(gbnf_literal(a) for a in allowed) + "\n"
-
-
-def llamacpp_grammar_body(allowed: Sequence[str]) -> dict[str, Any]:
-    """Extra body for llama.cpp's server (``/completion`` and ``/v1/chat/completions``)."""
-    return {"grammar": gbnf_grammar(allowed)}
-
-
-def fit_enum(allowed: Sequence[str], *, max_values: int = OPENAI_ENUM_MAX, max_chars: int = OPENAI_ENUM_CHARS) -> list[str]:
-    """The longest prefix of ``allowed`` (sorted best first) that OpenAI accepts as an enum:
-    ≤ ``max_values`` values, and ≤ ``max_chars`` characters in all when over 250 values."""
-    out: list[str] = []
-    total = 0
-    for a in allowed:
-        if len(out) >= max_values:
-            break
-        if len(out) >= 250 and total + len(a) > max_chars:
-            break
-        out.append(a)
-        total += len(a)
-    return out
-
-
-def openai_json_schema_body(allowed: Sequence[str], *, max_values: int = OPENAI_ENUM_MAX) -> dict[str, Any]:
-    """``response_format`` for OpenAI structured outputs: ``{"ngram": <one of the enum>}``."""
-    values = fit_enum(allowed, max_values=max_values)
-    return {
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {
-                "name": "aligned_ngram",
-                "strict": True,
-                "schema": {
-                    "type": "object",
-                    "properties": {"ngram": {"type": "string", "enum": values}},
-                    "required": ["ngram"],
-                    "additionalProperties": False,
-                },
-            },
-        }
-    }
-
+# --- one keyword's shortlist ----------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class AlignmentRequest:
-    """What to send for one keyword: the mode, the allowed n-grams, and the extra body."""
+    """One keyword and the corpus n-grams its reply may choose from, best first (the
+    constraint is :func:`atomgraph.prompts.arm.alignment.shortlist_choice` of ``allowed``)."""
 
     keyword: str
-    mode: DecodingMode
     allowed: tuple[str, ...]
-    body: dict[str, Any] = field(default_factory=dict)
 
 
-def build_alignment_request(keyword: str, index: ArmIndex, mode: DecodingMode = "free", *,
-                            shortlist_size: int = 50, max_enum: int = OPENAI_ENUM_MAX) -> AlignmentRequest:
-    """The constrained-decoding request for one keyword (free generation when the shortlist is
-    empty, since no constraint can then be satisfied)."""
-    if mode not in MODES:
-        raise ValueError(f"unknown decoding mode {mode!r}; expected one of {', '.join(MODES)}")
-    allowed = tuple(s.ngram for s in shortlist(keyword, index, limit=shortlist_size))
-    if not allowed or mode == "free":
-        return AlignmentRequest(keyword, "free", allowed, {})
-    if mode == "vllm_choice":
-        body = vllm_choice_body(allowed)
-    elif mode == "llamacpp_grammar":
-        body = llamacpp_grammar_body(allowed)
-    else:
-        body = openai_json_schema_body(allowed, max_values=max_enum)
-        allowed = tuple(body["response_format"]["json_schema"]["schema"]["properties"]["ngram"]["enum"])
-    return AlignmentRequest(keyword, mode, allowed, body)
+def alignment_request(keyword: str, index: ArmIndex, *, shortlist_size: int = 50,
+                      max_values: int | None = None) -> AlignmentRequest:
+    """The shortlist for one keyword, cut to the longest prefix an OpenAI enum of at most
+    ``max_values`` values accepts when ``max_values`` is given (empty: free generation, since
+    no constraint can then be satisfied)."""
+    allowed = [s.ngram for s in shortlist(keyword, index, limit=shortlist_size)]
+    if max_values is not None:
+        allowed = fit_enum(allowed, max_values=max_values)
+    return AlignmentRequest(keyword, tuple(allowed))
 
 
 @dataclass(frozen=True)
@@ -252,13 +160,13 @@ class AlignedNgram:
 _QUOTES = "\"'`“”‘’«» \t\r\n"
 
 
-def _output_text(output: Any, mode: str) -> str:
+def _output_text(output: Any) -> str:
     if isinstance(output, dict):
         value = output.get("ngram")
         return value if isinstance(value, str) else json.dumps(output, ensure_ascii=False)
     if not isinstance(output, str):
         return "" if output is None else str(output)
-    if mode == "openai_json_schema" or output.lstrip().startswith("{"):
+    if output.lstrip().startswith("{"):  # an OpenAI enum reply {"ngram": ...}
         try:
             data = json.loads(output)
         except (ValueError, RecursionError):
@@ -275,7 +183,7 @@ def parse_alignment(output: Any, request: AlignmentRequest, index: ArmIndex) -> 
     server that ignored the constraint, free text, garbage) is snapped to the nearest corpus
     n-gram, preferring the shortlist. The result always satisfies ``index.has_ngram``.
     """
-    text = _output_text(output, request.mode)
+    text = _output_text(output)
     norm = normalize_ngram(text)
     if norm and norm in request.allowed and index.has_ngram(norm):
         return AlignedNgram(request.keyword, norm, 1.0, "constrained")

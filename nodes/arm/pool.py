@@ -21,6 +21,7 @@ import numpy as np
 from atomgraph.nodes.arm.compatibility import graded_matrix, neighbour_candidates
 from atomgraph.nodes.arm.structure import compatibility_matrix, solve_structure, table_compatibility
 from atomgraph.state.arm import ArmContext
+from atomgraph.state.arm_graph import Draft
 from atomgraph.tools.arm_index import ArmIndex, tokens
 
 
@@ -232,7 +233,7 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
     }
 
 
-def vote_drafts(drafts: Sequence[dict], k: int) -> list[str]:
+def vote_drafts(drafts: Sequence[Draft], k: int) -> list[str]:
     """Aggregation without verification (the LLM-free path, ``verification=False``): each
     draft votes for its objects; most votes first, ties by best relevance, then draft order."""
     votes: dict[str, int] = {}
@@ -246,14 +247,14 @@ def vote_drafts(drafts: Sequence[dict], k: int) -> list[str]:
     return sorted(votes, key=lambda o: (-votes[o], -rel[o], order[o]))[:k]
 
 
-def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext) -> list[dict]:
+def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext) -> list[Draft]:
     """One solved MIP draft per expanded set of the base ``pool`` (§3.2.2; the base set alone
     without structure alignment)."""
     sets = expanded_pools(index, pool, scores, ctx, ctx.drafts) if ctx.structure_alignment else [(0, pool)]
     drafts = []
     for d, (steps, objs) in enumerate(sets):
         solved = solve_draft(index, list(objs), scores, ctx)
-        drafts.append({"draft": d, "steps": steps, "pool": [index.objects[p].id for p in objs],
-                       "mip_ids": solved["ids"], "ids": solved["ids"], "links": solved["links"],
-                       "relevance": solved["relevance"], "mip": solved["mip"]})
+        drafts.append(Draft(draft=d, steps=steps, pool=[index.objects[p].id for p in objs],
+                            mip_ids=solved["ids"], ids=solved["ids"], links=solved["links"],
+                            relevance=solved["relevance"], mip=solved["mip"]))
     return drafts

@@ -16,12 +16,15 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from atomgraph.state.arm_graph import Verdict, Vote
 
-def aggregate(verdicts: Sequence[dict], *, vote_weight: float) -> tuple[list[dict], str]:
+
+def aggregate(verdicts: Sequence[Verdict], *, vote_weight: float) -> tuple[list[Vote], str]:
     """Votes per object, best first, and the mode (``logprobs`` or ``frequency``).
 
-    ``verdicts``: ``{"selected": [ids], "weights": {id: mean logprob}}`` per verified draft
-    (drafts whose verification failed are left out by the caller). Ties keep first-vote order.
+    ``verdicts``: the verified drafts' verdicts (``selected`` ids, ``weights``: id → mean
+    logprob; drafts whose verification failed are left out by the caller). Ties keep
+    first-vote order.
     """
     counts: dict[str, int] = {}
     weights: dict[str, list[float]] = {}
@@ -40,8 +43,7 @@ def aggregate(verdicts: Sequence[dict], *, vote_weight: float) -> tuple[list[dic
         share = math.exp(c - top) / z
         mean_w = sum(weights[oid]) / len(weights[oid])
         conf = vote_weight * mean_w + (1 - vote_weight) * share if any_logprobs else share
-        out.append({"id": oid, "votes": c, "weight": round(mean_w, 6), "share": round(share, 6),
-                    "confidence": round(conf, 6)})
+        out.append(Vote(id=oid, votes=c, weight=round(mean_w, 6), share=round(share, 6), confidence=round(conf, 6)))
     order = {oid: i for i, oid in enumerate(counts)}
     out.sort(key=lambda r: (-r["confidence"], order[r["id"]]))
     return out, "logprobs" if any_logprobs else "frequency"

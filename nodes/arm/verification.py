@@ -1,0 +1,147 @@
+"""§3.2.3 self-verification and aggregation: the ``verify`` node (the decoder keeps, per draft,
+the objects that answer the question — only the draft's objects count — with the token
+log-probabilities of their names where the server returns them) and the ``aggregate`` node
+(the confidence-weighted vote over the verified drafts, :func:`atomgraph.nodes.arm.voting.aggregate`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Callable, Sequence
+
+from langchain_core.runnables import RunnableConfig
+
+from atomgraph.nodes.arm.common import ArmRuntime, titles
+from atomgraph.nodes.arm.pool import vote_drafts
+from atomgraph.nodes.arm.verbalize import verbalize_draft
+from atomgraph.nodes.arm.voting import aggregate as vote
+from atomgraph.prompts.arm.verification import VERIFY, selection_schema
+from atomgraph.prompts.constraints import accepts_logprobs
+from atomgraph.state.arm_graph import Draft, Verdict
+from atomgraph.tools.arm_index import ArmIndex
+
+
+def make_verify_node(art: ArmRuntime) -> Callable:
+    async def verify(state: dict, config: RunnableConfig) -> dict[str, Any]:
+        ctx = art.params(config)
+        drafts: list[Draft] = state.get("drafts") or []
+        if not drafts or not ctx.verification:
+            return {"verdicts": []}
+        index = await art.aindex(ctx)
+        dec = await art.decoding(ctx, state, VERIFY.role)
+        logprobs = ctx.logprobs and accepts_logprobs(await art.rt.amodel(VERIFY.role))
+        question = state["question"]
+
+        async def one(d: Draft):
+            inputs = {"question": question, "keywords": state.get("keywords"),
+                      "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows)}
+            return await art.rt.ask(VERIFY, inputs, config, constraint=selection_schema(d["ids"]), logprobs=logprobs,
+                                    backend_kind=dec["backend"])
+
+        results = await asyncio.gather(*(one(d) for d in drafts))
+        verdicts: list[Verdict] = []
+        problems = []
+        for d, result in zip(drafts, results):
+            if not result.ok:
+                problems.append(f"verify draft {d['draft']}: {result.problem}; its vote is left out")
+                verdicts.append(Verdict(draft=d["draft"], selected=None, weights={}, problem=result.problem))
+                continue
+            ids, unknown, named = resolve_names(result.value["objects"], d["ids"], index)
+            lps = span_logprobs(token_logprobs(result.message), list(named))
+            weights: dict[str, float] = {}
+            for name, oid in named.items():
+                if name in lps:
+                    weights[oid] = round(max(weights.get(oid, -1e9), lps[name]), 6)
+            verdicts.append(Verdict(draft=d["draft"], selected=ids, weights=weights, ignored=unknown,
+                                    reasoning=result.value.get("reasoning", ""), problem=None))
+        return {"verdicts": verdicts, "llm_calls": [r.call for r in results], "problems": problems}
+
+    return verify
+
+
+def make_aggregate_node(art: ArmRuntime) -> Callable:
+    async def aggregate(state: dict, config: RunnableConfig) -> dict[str, Any]:
+        ctx = art.params(config)
+        index = await art.aindex(ctx)
+        drafts: list[Draft] = state.get("drafts") or []
+        usable = [v for v in state.get("verdicts") or [] if v.get("selected") is not None]
+        votes, how = vote(usable, vote_weight=ctx.vote_weight)
+        problems = []
+        chosen = [v["id"] for v in votes][: ctx.k]
+        if not ctx.verification:
+            how = "draft votes (verification off)"
+            chosen = vote_drafts(drafts, ctx.k)
+        elif not usable and drafts:
+            how = "first draft (no verification was readable)"
+            problems.append("aggregate: no draft was verified; the first draft's objects are used")
+            chosen = list(drafts[0]["ids"])[: ctx.k]
+        if ctx.fill_to_k and len(chosen) < ctx.k:
+            for d in drafts:
+                for i in d["ids"]:
+                    if len(chosen) < ctx.k and i not in chosen:
+                        chosen.append(i)
+        return {"votes": votes, "retrieved_ids": chosen, "retrieved_titles": titles(index, chosen),
+                "decoding": {**(state.get("decoding") or {}), "vote": how}, "problems": problems}
+
+    return aggregate
+
+
+def resolve_names(names: list[str], ids: list[str], index: ArmIndex) -> tuple[list[str], list[str], dict[str, str]]:
+    """Map the verifier's names to draft ids (exact id, case-insensitive id, title, or
+    ``[n]``/``n`` position); ``(ids, unknown names, name → id)``."""
+    by_fold = {i.casefold(): i for i in ids}
+    by_title = {index.objects[index.position(i)].title.casefold(): i for i in ids}
+    out, unknown, named = [], [], {}
+    for name in names:
+        key = name.strip().strip("[]").strip()
+        oid = (name if name in ids else by_fold.get(key.casefold()) or by_title.get(key.casefold())
+               or (ids[int(key) - 1] if key.isdigit() and 1 <= int(key) <= len(ids) else None))
+        if oid is None:
+            unknown.append(name)
+        else:
+            named[name] = oid
+            if oid not in out:
+                out.append(oid)
+    return out, unknown, named
+
+
+# --- token log-probabilities ----------------------------------------------------------------------
+
+def token_logprobs(msg: Any) -> list[tuple[str, float]]:
+    """``(token, logprob)`` pairs of a reply (OpenAI-format ``response_metadata["logprobs"]``;
+    empty when the server returned none)."""
+    meta = getattr(msg, "response_metadata", None) or {}
+    lp = meta.get("logprobs") or {}
+    content = lp.get("content") if isinstance(lp, dict) else lp if isinstance(lp, list) else None
+    out: list[tuple[str, float]] = []
+    for t in content or []:
+        if isinstance(t, dict) and isinstance(t.get("token"), str) and isinstance(t.get("logprob"), (int, float)):
+            out.append((t["token"], float(t["logprob"])))
+    return out
+
+
+def span_logprobs(tokens: Sequence[tuple[str, float]], names: Sequence[str]) -> dict[str, float]:
+    """The mean log-probability of the tokens that spell each name in the reply (§3.3: the
+    tokens of an object's name, averaged). A name not found in the reply is left out."""
+    if not tokens:
+        return {}
+    text = "".join(t for t, _ in tokens)
+    starts = []
+    pos = 0
+    for t, _ in tokens:
+        starts.append(pos)
+        pos += len(t)
+    out: dict[str, float] = {}
+    for name in names:
+        if not name:
+            continue
+        at = text.find(json.dumps(name, ensure_ascii=False)[1:-1])
+        if at < 0:
+            at = text.find(name)
+        if at < 0:
+            continue
+        end = at + len(name)
+        vals = [lp for (t, lp), s in zip(tokens, starts) if s < end and s + len(t) > at]
+        if vals:
+            out[name] = sum(vals) / len(vals)
+    return out
