@@ -123,7 +123,7 @@ class ArmContext:
         Field(description="links the MIP counts: 'forest' = a spanning forest of the chosen objects (Appendix B's "
                           "k-1 link budget as the connected selection it encourages; no cycle counts), 'pairs' = "
                           "any k-1 pairs (the budget alone, cycles allowed)"),
-    ] = "forest"
+    ] = "pairs"
     mip_time_limit_s: Annotated[float, Field(description="CBC time limit; the best feasible solution is used", gt=0)] = 0.5
     structure_alignment: Annotated[
         bool, Field(description="Figure 4 ablation: False = information alignment only (the k most relevant base objects)"),

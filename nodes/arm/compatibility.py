@@ -102,7 +102,8 @@ class UnitCache:
                 raws = [self._raw(p) for p in range(n)]
                 tn = np.array([len(r[0]) for r in raws]); hn = np.array([len(r[1]) for r in raws])
                 tv, hv = data["text"].astype(np.float32), data["header"].astype(np.float32)
-                if len(tv) == tn.sum() and len(hv) == hn.sum():
+                same = "units" in data.files and str(data["units"]) == _fingerprint(raws)
+                if same and len(tv) == tn.sum() and len(hv) == hn.sum():
                     ta, ha = np.r_[0, np.cumsum(tn)], np.r_[0, np.cumsum(hn)]
                     with self._lock:
                         for p, r in enumerate(raws):
@@ -117,7 +118,7 @@ class UnitCache:
                 dim = self.index.chunk_vectors.shape[1]
                 text = np.concatenate([u.text_vectors for u in units] or [np.zeros((0, dim))]).astype(np.float16)
                 header = np.concatenate([u.header_vectors for u in units] or [np.zeros((0, dim))]).astype(np.float16)
-                np.savez(f, text=text, header=header)
+                np.savez(f, text=text, header=header, units=np.array(_fingerprint([self._raw(p) for p in range(n)])))
             except OSError:
                 pass
 
@@ -144,6 +145,18 @@ class UnitCache:
                 for p, u in built.items():
                     self._units.setdefault(p, u)
         return [self._units[p] for p in positions]
+
+
+def _fingerprint(raws) -> str:
+    """What the cached unit embeddings were computed from (texts and headers), so a cache
+    written for other units (another version's headers) is recomputed, not misread."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for texts, headers, _ in raws:
+        for t in [*texts, "\x1e", *headers, "\x1d"]:
+            h.update(t.encode("utf-8", "surrogatepass") + b"\x1f")
+    return h.hexdigest()
 
 
 def _set_matrix(sets: list[frozenset[str]]):
