@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from atomr_demo_script import PLANS, Q1, Q2, Q3, Q4, Q5, demo_model
+from atomr_demo_script import PLANS, Q1, Q2, Q3, Q4, Q5, Q8, demo_model
 from oxigraph_server import start_oxigraph, stop_oxigraph
 
 from atomgraph.cli import main
@@ -355,3 +355,23 @@ async def test_a_two_hop_program_over_the_loopback_server(demo_store, tmp_path_f
     kg = [c for c in out["retriever_calls"] if c["source"] == "wikidata"]
     assert all(c["error"] is None for c in kg) and kg[0]["hits"] == 1
     assert "(Arnold Sommerfeld, place of death, Munich)" in [e["text"] for e in nodes_of(out)[1]["evidence"]]
+
+
+async def test_kg_programs_fan_out_one_entity_each(demo_store, store_sources):
+    """Q8's "When was [1] born?" over Marie Curie's two daughters: one program call, one KG
+    query and one executor call per daughter; no program and no query names both."""
+    graph, model = graph_over(store_sources, demo_store)
+    out = await graph.ainvoke({"question": Q8})
+    assert out["answer"] == "1935"
+    daughters = nodes_of(out)[1]["answers"]
+    assert len(daughters) == 2
+    born = nodes_of(out)[2]
+    assert [s["args"][0] for s in born["subcalls"]] == daughters
+    assert all(s["kg_program"] == "wikidata: model" for s in born["subcalls"])
+    operator_lines = [c["prompt"].rsplit("Operator:", 1)[-1] for c in model.calls if c["stage"] == "kg_program"]
+    kg_queries = [c["query"] for c in out["retriever_calls"] if c["source"] == "wikidata"]
+    for text in operator_lines + kg_queries + [c["query"] for c in out["retriever_calls"]]:
+        assert sum(d in text for d in daughters) <= 1, text
+    births = [line for line in operator_lines if "date of birth" in line]
+    assert len(births) == 2 and all(sum(d in line for d in daughters) == 1 for line in births)
+    assert sum("date of birth" in q and q.startswith("program {") for q in kg_queries) == 2
