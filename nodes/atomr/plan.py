@@ -75,7 +75,8 @@ def pick_plan(trees: list[ReasoningTree], question: str) -> tuple[ReasoningTree 
     if scores[best] < ROOT_MATCH_THRESHOLD:
         listed = "; ".join(f"{r!r} ({s:.0%})" for r, s in zip(roots, scores))
         return None, (f"the plan could not be parsed: none of the {len(trees)} plans in the reply has the question "
-                      f"asked as its root (at least {ROOT_MATCH_THRESHOLD:.0%} of its content words): {listed}")
+                      f"asked as its root (at least {ROOT_MATCH_THRESHOLD:.0%} of its content words; copied "
+                      f"demonstrations or plans for other questions): {listed}")
     tree, problem = check_tree(trees[best], question)
     if tree is not None:
         others = ", ".join(repr(r) for i, r in enumerate(roots) if i != best)
