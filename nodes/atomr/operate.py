@@ -105,36 +105,32 @@ def make_run_operator_node(rt: AtomRRuntime):
         program = result.value if result.ok else None
         problem = (f"no usable reply: {result.problem}" if program is None
                    else program_problem(program, question, args))
-        evidence, calls, notes, made = [], [], [], []
-        for name in names:
-            source = rt.sources().get(name)
+
+        async def on(name: str) -> tuple[list[Evidence], list[RetrieverCall], list[str], str]:
             why = problem
             if why is None:
                 t0 = time.perf_counter()
                 label = f"program {program.model_dump_json()}"
                 try:
-                    hits = await asyncio.to_thread(source.answer_program, program)
+                    hits = await asyncio.to_thread(rt.sources().get(name).answer_program, program)
+                    return hits, [RetrieverCall(source=name, query=label, hits=len(hits),
+                                                latency_s=time.perf_counter() - t0)], [], f"{name}: model"
                 except ProgramError as exc:
                     why = f"it cannot be compiled: {exc}"
                 except Exception as exc:  # a source error is a record, as in rt.retrieve
-                    calls.append(RetrieverCall(source=name, query=label, latency_s=time.perf_counter() - t0,
-                                               error=f"{type(exc).__name__}: {exc}"[:500]))
-                    notes.append(f"retrieval failed — {name}: {calls[-1].error}")
-                    made.append(f"{name}: model")
-                    continue
-                else:
-                    calls.append(RetrieverCall(source=name, query=label, hits=len(hits),
-                                               latency_s=time.perf_counter() - t0))
-                    evidence += hits
-                    made.append(f"{name}: model")
-                    continue
+                    error = f"{type(exc).__name__}: {exc}"[:500]
+                    return [], [RetrieverCall(source=name, query=label, latency_s=time.perf_counter() - t0,
+                                              error=error)], [f"retrieval failed — {name}: {error}"], f"{name}: model"
             # the rule-built program: the source reads it off the operator's arguments
             ev, c, n = await rt.retrieve([name], query=" ".join(a for a in args if a), k=params.top_k,
                                          operator=op_name, args=args, question=question)
-            evidence, calls, notes = evidence + ev, calls + c, notes + n
-            made.append(f"{name}: rules ({why})")
-            notes.append(f"{name}: the model's query program is unusable ({why}); ran the program read off "
-                         "the operator's arguments")
+            n.append(f"{name}: the model's query program is unusable ({why}); ran the program read off "
+                     "the operator's arguments")
+            return ev, c, n, f"{name}: rules ({why})"
+
+        evidence, calls, notes, made = [], [], [], []
+        for ev, c, n, m in await asyncio.gather(*(on(name) for name in names)):
+            evidence, calls, notes, made = evidence + ev, calls + c, notes + n, made + [m]
         return evidence, calls, notes, result.call, made
 
     async def one(run, op_name: str, question: str, args: list[str], params, config):
@@ -148,14 +144,20 @@ def make_run_operator_node(rt: AtomRRuntime):
         else:
             programmed = program_sources(run.sources, op_name, params)
             plain = [n for n in run.sources if n not in programmed]
-            evidence, rcalls, notes = await rt.retrieve(plain, query=sub.query, k=params.top_k, operator=op_name,
-                                                        args=args, question=question) if plain else ([], [], [])
-            if programmed:
-                more, calls, more_notes, call, made = await program_evidence(
-                    programmed, op_name, question, args, params, config)
+
+            async def nothing():
+                return [], [], []
+
+            retrieval = rt.retrieve(plain, query=sub.query, k=params.top_k, operator=op_name, args=args,
+                                    question=question) if plain else nothing()
+            if programmed:  # the text/web retrieval and the KG's program call run at once
+                (evidence, rcalls, notes), (more, calls, more_notes, call, made) = await asyncio.gather(
+                    retrieval, program_evidence(programmed, op_name, question, args, params, config))
                 evidence, rcalls, notes = evidence + more, rcalls + calls, notes + more_notes
                 llm_calls.append(call)
                 sub.kg_program = "; ".join(made)
+            else:
+                evidence, rcalls, notes = await retrieval
         run.notes += notes
         sub.evidence = len(evidence)
         if not evidence:
