@@ -7,6 +7,7 @@ output-token cap (see :mod:`atomgraph.prompts.stage`).
 | ``source_selection`` | executor | source names on one line | the chosen names as keys |
 | ``search`` / ``relate`` / ``filter`` | executor | ATOMR's answer format | :class:`ParsedAnswer` |
 | ``child_reasoning`` / ``sibling_reasoning`` / ``direct_rag`` / ``closed_book`` | answerer | ATOMR's answer format | :class:`ParsedAnswer` |
+| ``kg_program`` | executor | a JSON object (asked under ``kg_program.PROGRAM_CONSTRAINT``) | :class:`QueryProgram` |
 """
 
 from __future__ import annotations
