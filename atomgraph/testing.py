@@ -233,9 +233,22 @@ def atomr_scripted_model(
     def answering(stage: str):
         return lambda text: answer(stage, text) if answer else answer_reply("ok")
 
-    stages: dict[str, Any] = {"plan": plan_reply, "source_selection": sources_reply}
+    stages: dict[str, Any] = {"plan": plan_reply, "source_selection": sources_reply, "kg_program": kg_program_reply}
     stages.update({s: answering(s) for s in ATOMR_ANSWER_STAGES})
     return ScriptedChatModel(stages=stages, latency_s=latency_s)
+
+
+def kg_program_reply(text: str) -> str:
+    """ATOMR's knowledge-graph query program for the last ``Operator: Relate(...)`` line of the
+    prompt: its first argument as the entity, its second as the one relation."""
+    import json
+
+    from atomgraph.prompts.atomr.operator_call import parse_operator
+
+    line = text.rsplit("Operator:", 1)[-1].strip().splitlines()[0] if "Operator:" in text else ""
+    op, _ = parse_operator(line)
+    args = op.args if op is not None else []
+    return json.dumps({"entity": args[0] if args else "", "relations": args[1:2], "constraint": None})
 
 
 # The ATOMR stages that answer in ATOMR's answer format.

@@ -37,7 +37,7 @@ class AtomRContext:
     closed_book_root: Annotated[bool, Field(description="When the root ends with no answer, answer the question closed-book (the authors' direct answer).")] = True
     unknown_leaf_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): an operator that answers Unknown also falls back to direct RAG.")] = False
     dr_unknown_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): a [DR] node that answers Unknown falls back to direct RAG.")] = False
-    kg_program_by_model: Annotated[bool, Field(description="The executor writes a typed query program (entity, relation path, constraint) for each sub-question sent to a knowledge graph (one more model call each); off: the program is read off the operator's arguments.")] = False
+    kg_program_by_model: Annotated[bool, Field(description="The executor fills a typed query program (entity, relation path, constraint; JSON-schema constrained) for each Relate sub-question sent to a knowledge graph, one model call each, as the authors parse each sub-question into a KoPL program; an unusable program gives way to the one read off the operator's arguments, with the reason recorded. Off (atomgraph's earlier behaviour): every program is read off the operator's arguments.")] = True
     plan_failure_rag: Annotated[bool, Field(description="Switch (ours; the authors score an unreadable plan empty): an unreadable plan is answered by direct RAG on the question.")] = False
 
 Step = Literal["select", "operate", "children", "siblings", "rag", "closed_book"]
@@ -54,6 +54,7 @@ class SubCall(BaseModel):
     answers: list[str] = Field(default_factory=list)
     paraphrase: str = ""
     evidence: int = 0  # evidence items the sub-call's retrieval found
+    kg_program: str = ""  # per knowledge graph: "NAME: model", or "NAME: rules (why the model's program was unusable)"
     outcome: str = ""  # answered | empty | failed | skipped
     problem: str | None = None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from atomr_demo_script import PLANS, Q1, Q2, Q3, Q4, Q5, demo_model
+from atomr_demo_script import PLANS, Q1, Q2, Q3, Q4, Q5, Q8, demo_model
 from oxigraph_server import start_oxigraph, stop_oxigraph
 
 from atomgraph.cli import main
@@ -21,6 +21,7 @@ from atomgraph.demo_pack import kg_path, load_passages, load_questions
 from atomgraph.demo_run import DEMO_COLLECTION, arun_demo, demo_settings, demo_sources, index_demo_passages
 from atomgraph.graphs.atomr import build_atomr_graph
 from atomgraph.settings import Settings
+from atomgraph.testing import kg_program_reply
 from atomgraph.tools.registry import SourceSet
 from atomgraph.tools.wikidata_source import wikidata_from_settings
 
@@ -87,8 +88,10 @@ async def test_bridge_question_reads_the_church_passage_from_chroma(demo_store, 
     shown = search_prompt[search_prompt.rfind("Retrieved Knowledge:"):]
     assert "Wikipedia Passages:\n[1] Ulm Minster | Ulm Minster is a Lutheran church" in shown
     assert "Wikidata Facts:" not in shown
-    # plan, 2 operators, child reasoning (two sources: used both, no selection call)
-    assert [c["stage"] for c in out["llm_calls"]] == ["plan", "relate", "search", "child_reasoning"]
+    # plan, the KG query program of the Relate, 2 operators, child reasoning (two sources: used
+    # both, no selection call)
+    assert [c["stage"] for c in out["llm_calls"]] == ["plan", "kg_program", "relate", "search", "child_reasoning"]
+    assert nodes[1]["subcalls"][0]["kg_program"] == "wikidata: model"
 
 
 async def test_without_the_passage_store_the_search_node_cannot_answer(demo_store):
@@ -108,8 +111,8 @@ async def test_without_the_passage_store_the_search_node_cannot_answer(demo_stor
     # two operators, [2]'s direct RAG, then the root's direct-RAG search with the whole question
     assert [c["query"] for c in out["retriever_calls"]][-1] == Q1
     assert by_source(out["retriever_calls"]) == {"wikidata": 4}
-    assert [c["stage"] for c in out["llm_calls"]] == ["plan", "relate", "direct_rag", "child_reasoning", "direct_rag",
-                                                    "closed_book"]
+    assert [c["stage"] for c in out["llm_calls"]] == ["plan", "kg_program", "relate", "direct_rag", "child_reasoning",
+                                                    "direct_rag", "closed_book"]
     assert "source_selection" not in [c["stage"] for c in out["llm_calls"]]  # one source: nothing to choose
 
 
@@ -257,23 +260,118 @@ def test_demo_collection_name_and_bad_question_count(capsys, demo_store):
     assert "--questions" in capsys.readouterr().err
 
 
-async def test_model_written_query_programs_answer_from_the_kg(demo_store, store_sources):
-    """kg_program_by_model: the executor fills a typed program per Relate sub-call sent to the
-    KG; the source compiles and runs it (no SPARQL from the model)."""
-    import json as _json
-
+async def test_the_executor_fills_the_kg_query_program_by_default(demo_store, store_sources):
+    """Each Relate sub-call sent to the KG asks the executor for a typed program (one call,
+    under a JSON-schema constraint); the source compiles and runs it (no SPARQL from the model)
+    and the executor reads its short answer list. kg_program_by_model=false reads the program
+    off the operator's arguments: the same answers, one call less per Relate sub-call."""
     graph, model = graph_over(store_sources, demo_store)
-
-    def program(prompt: str) -> str:
-        asked = prompt.rsplit("Operator:", 1)[-1]
-        entity = asked.split('Relate("', 1)[1].split('"', 1)[0]
-        relation = asked.split('", "', 1)[1].split('"', 1)[0]
-        return _json.dumps({"entity": entity, "relations": [relation], "constraint": None})
-
-    model.stages["kg_program"] = program
-    out = await graph.ainvoke({"question": Q2}, {"configurable": {"kg_program_by_model": True}})
+    out = await graph.ainvoke({"question": Q2})
     assert out["answer"] == "Munich"
     stages = [c["stage"] for c in out["llm_calls"]]
-    assert stages.count("kg_program") == 2 and stages.count("relate") == 2
-    kg_calls = [c for c in out["retriever_calls"] if c["source"] == "wikidata"]
-    assert all(c["query"].startswith("program {") and c["hits"] >= 1 for c in kg_calls)
+    assert stages == ["plan", "kg_program", "relate", "kg_program", "relate", "child_reasoning"]
+    programs = [c for c in model.calls if c["stage"] == "kg_program"]
+    assert 'Operator: Relate("Arnold Sommerfeld", "place of death")' in programs[1]["prompt"]  # [1] resolved
+    kg = [c for c in out["retriever_calls"] if c["source"] == "wikidata"]
+    assert [c["query"] for c in kg] == [
+        'program {"entity":"Werner Heisenberg","relations":["doctoral advisor"],"constraint":null}',
+        'program {"entity":"Arnold Sommerfeld","relations":["place of death"],"constraint":null}']
+    assert [c["hits"] for c in kg] == [1, 1]
+    nodes = nodes_of(out)
+    assert [n["subcalls"][0]["kg_program"] for n in (nodes[1], nodes[2])] == ["wikidata: model"] * 2
+    assert "(Werner Heisenberg, doctoral advisor, Arnold Sommerfeld)" in [e["text"] for e in nodes[1]["evidence"]]
+
+    ruled, _ = graph_over(store_sources, demo_store)
+    off = await ruled.ainvoke({"question": Q2}, {"configurable": {"kg_program_by_model": False}})
+    assert off["answer"] == "Munich"
+    assert [c["stage"] for c in off["llm_calls"]] == ["plan", "relate", "relate", "child_reasoning"]
+    assert [c["hits"] for c in off["retriever_calls"] if c["source"] == "wikidata"] == [1, 1]
+    assert all(not c["query"].startswith("program") for c in off["retriever_calls"])
+    assert {s["kg_program"] for n in nodes_of(off).values() for s in n["subcalls"]} == {""}
+
+
+def program_for_heisenberg(reply: str):
+    """A kg_program script: ``reply`` for the sub-call about Werner Heisenberg, else the
+    program read off the operator line."""
+    return lambda prompt: reply if "Werner Heisenberg" in prompt.rsplit("Operator:", 1)[-1] else kg_program_reply(prompt)
+
+
+@pytest.mark.parametrize("reply, why", [
+    # a demonstration's program copied: its entity is not the sub-question's
+    ('{"entity": "Reel Zombies", "relations": ["director"], "constraint": null}', "is not named in the sub-question"),
+    # no JSON at all
+    ("The doctoral advisor of Heisenberg was Sommerfeld.", "no usable reply"),
+    # a relation the graph has no property for
+    ('{"entity": "Werner Heisenberg", "relations": ["zzz qqq"], "constraint": null}',
+     "cannot be compiled: no property of the graph is named 'zzz qqq'"),
+    # an entity the graph has no item for
+    ('{"entity": "Werner Heisenberg Jr", "relations": ["doctoral advisor"], "constraint": null}',
+     "cannot be compiled: no item of the graph is named 'Werner Heisenberg Jr'"),
+])
+async def test_an_unusable_program_gives_way_to_the_rule_built_one(demo_store, store_sources, reply, why):
+    graph, model = graph_over(store_sources, demo_store)
+    model.stages["kg_program"] = program_for_heisenberg(reply)
+    out = await graph.ainvoke({"question": Q2})
+    assert out["answer"] == "Munich"
+    first = nodes_of(out)[1]
+    (sub,) = first["subcalls"]
+    assert sub["kg_program"].startswith("wikidata: rules (") and why in sub["kg_program"]
+    assert any(why in n and "read off the operator's arguments" in n for n in first["notes"])
+    # the rule-built program still answers from the KG: one retrieval, one hit, no program label
+    kg = [c for c in out["retriever_calls"] if c["source"] == "wikidata"]
+    assert kg[0]["query"] == 'Relate(Werner Heisenberg, doctoral advisor)' or not kg[0]["query"].startswith("program")
+    assert kg[0]["hits"] == 1
+    assert kg[1]["query"].startswith("program {") and nodes_of(out)[2]["subcalls"][0]["kg_program"] == "wikidata: model"
+    assert [c["stage"] for c in out["llm_calls"]].count("kg_program") == 2
+
+
+async def test_a_program_that_finds_nothing_stays_empty(demo_store, store_sources):
+    """A usable program with no answer in the graph: an empty KG answer (no rule-built retry,
+    no dump of the entity's facts); the executor sees the passages alone, which do not say
+    it, and the node stays empty (no fallback: the passages were evidence)."""
+    graph, model = graph_over(store_sources, demo_store)
+    model.stages["kg_program"] = program_for_heisenberg(
+        '{"entity": "Werner Heisenberg", "relations": ["inception"], "constraint": null}')
+    out = await graph.ainvoke({"question": Q2})
+    first = nodes_of(out)[1]
+    assert first["subcalls"][0]["kg_program"] == "wikidata: model"
+    assert [c["hits"] for c in out["retriever_calls"] if c["source"] == "wikidata"][0] == 0
+    assert first["evidence"] and all(e["source"] == "wikipedia" for e in first["evidence"])
+    assert first["answers"] == [] and first["fallback"] is None
+    assert not any("read off the operator's arguments" in n for n in first["notes"])
+
+
+async def test_a_two_hop_program_over_the_loopback_server(demo_store, tmp_path_factory):
+    """A model program with a relation path, compiled and run by the Oxigraph server on 127.0.0.1."""
+    server = start_oxigraph(kg_path(), tmp_path_factory.mktemp("oxigraph-program"))
+    try:
+        settings = demo_store.model_copy(update={"wikidata_file": None, "wikidata_endpoint": server.url})
+        graph, model = graph_over(demo_sources(settings), settings)
+        model.stages["kg_program"] = program_for_heisenberg(
+            '{"entity": "Werner Heisenberg", "relations": ["doctoral advisor", "place of death"], "constraint": null}')
+        out = await graph.ainvoke({"question": Q2})
+    finally:
+        stop_oxigraph(server)
+    kg = [c for c in out["retriever_calls"] if c["source"] == "wikidata"]
+    assert all(c["error"] is None for c in kg) and kg[0]["hits"] == 1
+    assert "(Arnold Sommerfeld, place of death, Munich)" in [e["text"] for e in nodes_of(out)[1]["evidence"]]
+
+
+async def test_kg_programs_fan_out_one_entity_each(demo_store, store_sources):
+    """Q8's "When was [1] born?" over Marie Curie's two daughters: one program call, one KG
+    query and one executor call per daughter; no program and no query names both."""
+    graph, model = graph_over(store_sources, demo_store)
+    out = await graph.ainvoke({"question": Q8})
+    assert out["answer"] == "1935"
+    daughters = nodes_of(out)[1]["answers"]
+    assert len(daughters) == 2
+    born = nodes_of(out)[2]
+    assert [s["args"][0] for s in born["subcalls"]] == daughters
+    assert all(s["kg_program"] == "wikidata: model" for s in born["subcalls"])
+    operator_lines = [c["prompt"].rsplit("Operator:", 1)[-1] for c in model.calls if c["stage"] == "kg_program"]
+    kg_queries = [c["query"] for c in out["retriever_calls"] if c["source"] == "wikidata"]
+    for text in operator_lines + kg_queries + [c["query"] for c in out["retriever_calls"]]:
+        assert sum(d in text for d in daughters) <= 1, text
+    births = [line for line in operator_lines if "date of birth" in line]
+    assert len(births) == 2 and all(sum(d in line for d in daughters) == 1 for line in births)
+    assert sum("date of birth" in q and q.startswith("program {") for q in kg_queries) == 2

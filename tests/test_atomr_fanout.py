@@ -198,6 +198,36 @@ async def test_unknown_leaf_goes_to_direct_rag_only_with_the_switch():
     assert sorted(rag) == sorted([f"Where was {p} born?" for p in CREW] * 2)  # two sources each
 
 
+def asked_part(prompt: str) -> str:
+    """What a prompt asks about, after its last demonstration's answer line: the knowledge, the
+    child or referenced QA pairs and the question, not the instructions and examples (which
+    say how to write Unknown)."""
+    tail = prompt.rsplit("(2) Answer List:", 1)[-1]
+    return tail.split("\n", 1)[1] if "\n" in tail else tail
+
+
+@pytest.mark.parametrize("configurable", [
+    {}, {"unknown_leaf_rag": True}, {"dr_unknown_rag": True}, {"closed_book_root": False},
+    {"unknown_leaf_rag": True, "fanout_cap": 1},
+])
+@pytest.mark.parametrize("answers", [dict(crew=[], child=None), dict(relate_unknown=True, child=None),
+                                     dict(child=None)], ids=["empty-crew", "unknown-births", "unknown-root"])
+async def test_no_query_and_no_question_ever_says_unknown(configurable, answers):
+    """Whatever ends empty, and whichever extra fallback is on: no retrieval query, no asked
+    question, no operator call and no answer in the run contains "Unknown"."""
+    g, model = graph(reader(**answers))
+    out = await g.ainvoke({"question": Q}, {"configurable": configurable})
+    texts = [c["query"] for c in out["retriever_calls"]] + [out["answer"], *out["answers"]]
+    for n in out["trace"]["nodes"]:
+        texts += [n["resolved_question"], n["operator"] or "", n["answer"], *n["answers"]]
+        for sub in n["subcalls"]:
+            texts += [sub["question"], sub["query"], *sub["args"], *sub["answers"]]
+    texts += [asked_part(c["prompt"]) for c in model.calls if c["stage"] != "plan"]
+    assert len(out["retriever_calls"]) >= 2 and len(model.calls) >= 3
+    assert any("A: [" in t for t in texts)  # the prompts' asked parts, QA pairs included, are checked
+    assert not [t for t in texts if "unknown" in t.lower()]
+
+
 # --- the fan-out rules, pure --------------------------------------------------------------------
 def answered(i, *answers):
     return NodeRun(id=i, kind="operator", question="q", answers=list(answers), answer=", ".join(answers))

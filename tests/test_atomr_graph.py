@@ -15,6 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from atomgraph.errors import ConfigError
 from atomgraph.graphs.atomr import build_atomr_graph
 from atomgraph.nodes.atomr.plan import InvalidQuestion
+from atomgraph.prompts.atomr.packs import HOTPOTQA_PLAN
 from atomgraph.settings import Settings
 from atomgraph.testing import answer_reply, atomr_scripted_model
 from atomgraph.tools.base import KnowledgeSource
@@ -203,6 +204,44 @@ async def test_plan_for_another_question_is_a_parse_failure():
     graph, model = graph_with(plans={COMPARE_Q: other})
     out = await graph.ainvoke({"question": COMPARE_Q})
     assert "is not the question asked" in out["error"]
+    assert stages(model) == ["plan"]
+
+
+# A planner demonstration of the hotpotqa pack, as a small model copies it into its reply.
+DEMO_Q, DEMO_TREE = HOTPOTQA_PLAN[0]
+
+
+@pytest.mark.parametrize("reply", [
+    # one JSON object: the copied demonstration's entries, then ours
+    json.dumps({**DEMO_TREE, **COMPARE_TREE}),
+    # ours first, then the demonstration
+    json.dumps({**COMPARE_TREE, **DEMO_TREE}),
+    # two JSON objects one after the other, with prose between them
+    json.dumps(DEMO_TREE) + "\nNow the plan for the question:\n" + json.dumps(COMPARE_TREE),
+    # children before their parents (the root written last), after the demonstration
+    json.dumps({**DEMO_TREE, **dict(reversed(list(COMPARE_TREE.items())))}),
+])
+async def test_a_reply_with_several_plans_runs_the_plan_for_the_question(reply):
+    graph, model = graph_with(plans={COMPARE_Q: reply})
+    out = await graph.ainvoke({"question": COMPARE_Q})
+    assert out["error"] is None and out["answer"] == "Grouplogic"
+    trace = out["trace"]
+    assert [n["question"] for n in trace["nodes"]] == [
+        "When was Grouplogic established?", "When was Inbios established?",
+        "Given answers of [1] and [2], which one was established first?", COMPARE_Q]
+    assert any("the reply holds 2 plans; kept the one for the question asked" in r and DEMO_Q in r
+               for r in trace["repairs"])
+    assert "Haymo" not in json.dumps(trace["plan"])
+    assert stages(model) == ["plan", "relate", "relate", "sibling_reasoning", "child_reasoning"]
+
+
+async def test_a_reply_with_only_other_questions_plans_is_a_parse_failure():
+    """Two plans, neither for the question asked: no tree (issue 18), one call."""
+    other = {"Who wrote Dune?": 'Relate("Dune", "author")'}
+    graph, model = graph_with(plans={COMPARE_Q: json.dumps({**DEMO_TREE, **other})})
+    out = await graph.ainvoke({"question": COMPARE_Q})
+    assert out["answer"] == "" and "none of the 2 plans in the reply has the question asked as its root" in out["error"]
+    assert DEMO_Q in out["error"] and "Who wrote Dune?" in out["error"]
     assert stages(model) == ["plan"]
 
 

@@ -164,10 +164,30 @@ def test_plan_examples_read_by_the_tree_parser():
 def test_plan_prompt_with_scripted_model():
     tree = {"Who is Ada Lovelace?": 'Search("Ada Lovelace")'}
     model = ScriptedChatModel(stages={"plan": "```json\n" + json.dumps(tree) + "\n```"})
-    reply = PLAN_STAGE.chain(model).invoke({"question": "Who is Ada Lovelace?"})
-    # the plan stage owns its parser: the value is the parsed tree (repairs recorded)
+    (reply,) = PLAN_STAGE.chain(model).invoke({"question": "Who is Ada Lovelace?"})
+    # the plan stage owns its parser: the value is each plan of the reply, parsed (repairs recorded)
     assert reply.nodes[0].operator.name == "Search" and reply.repairs
     assert "Question: Who is Ada Lovelace?" in model.prompts[0]
+
+
+def test_a_structured_plan_holding_a_copied_demonstration_reads_as_two_plans():
+    """The local model's structured plan ({"nodes": [...]}) with a pack demonstration's nodes
+    before its own: two trees, and the plan node keeps the one for the question asked."""
+    from atomgraph.nodes.atomr.plan import pick_plan
+    from atomgraph.prompts.atomr.packs import HOTPOTQA_PLAN
+    from atomgraph.prompts.atomr.stages import PlanNode, PlanSchema
+
+    demo_q, demo = HOTPOTQA_PLAN[0]
+    ours_q = "Who is Ada Lovelace?"
+    nodes = [PlanNode(question=k, children=v) if isinstance(v, list) else PlanNode(question=k, operator=v)
+             for k, v in [*demo.items(), (ours_q, 'Search("Ada Lovelace")')]]
+    trees = PLAN_STAGE.from_structured(PlanSchema(nodes=nodes))
+    assert [t.nodes[t.root].question for t in trees] == [demo_q, ours_q]
+    tree, problem = pick_plan(trees, ours_q)
+    assert problem is None and len(tree) == 1 and tree.nodes[0].operator.args == ["Ada Lovelace"]
+    assert tree.repairs[0].startswith("the reply holds 2 plans; kept the one for the question asked")
+    tree, problem = pick_plan(PLAN_STAGE.from_structured(PlanSchema(nodes=nodes[:len(demo)])), ours_q)
+    assert tree is None and "is not the question asked" in problem
 
 
 def test_operator_prompt_answer_round_trip_with_scripted_model():

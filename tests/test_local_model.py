@@ -180,11 +180,12 @@ def test_model_strings_build_the_local_model(monkeypatch, engine, tmp_path):
 
 # --- ATOMR's plan stage under its JSON-schema grammar -----------------------------------------
 
-@pytest.mark.xfail(reason="since the ATOMR prompt packs (12-14 planner demonstrations) landed, Gemma-3-270M copies "
-                   "demonstration questions into its JSON plan, which the stricter plan reader refuses as an ambiguous "
-                   "root; the call still runs under the grammar and parses as JSON (open: issue 16/14 follow-up)",
-                   strict=False)
 def test_plan_stage_parses_on_five_questions(model):
+    """The plan stage under its JSON-schema grammar: every reply reads as one or more plans
+    (Gemma-3-270M copies demonstration questions next to its own); the plan node keeps the plan
+    whose root is the question asked, and a reply with only other questions' plans is refused
+    as such, never as an ambiguous root. Measured: 3 of the 5 replies hold a plan for the question."""
+    from atomgraph.nodes.atomr.plan import pick_plan
     from atomgraph.prompts.atomr.stages import PLAN_STAGE
 
     questions = [
@@ -195,9 +196,17 @@ def test_plan_stage_parses_on_five_questions(model):
         "What instrument did the composer of The Four Seasons play?",
     ]
     chain = PLAN_STAGE.chain(model, max_tokens=64, structured=True)  # the closer ends it within the cap
+    kept = 0
     for q in questions:
-        plan = json.loads(chain.invoke({"question": q}))  # raises on an unreadable reply
-        assert isinstance(plan, dict) and plan
+        plans = chain.invoke({"question": q})  # raises on an unreadable reply
+        assert plans and all(p.nodes for p in plans)
+        tree, problem = pick_plan(plans, q)
+        if tree is not None:
+            kept += 1
+            assert tree.question == q and tree.nodes[tree.root].question == q
+        else:
+            assert "not the question asked" in problem or "none of the" in problem, problem
+    assert kept >= 2, kept
 
 
 # --- tries and constrained beam decoding ------------------------------------------------------
@@ -268,10 +277,6 @@ def test_a_trie_with_no_continuation_ends_the_beam_cleanly(engine, model, tmp_pa
 
 # --- one question end to end through ATOMR ----------------------------------------------------
 
-@pytest.mark.xfail(reason="since the ATOMR prompt packs (12-14 planner demonstrations) landed, Gemma-3-270M copies "
-                   "demonstration questions into its JSON plan, which the stricter plan reader refuses as an ambiguous "
-                   "root; the call still runs under the grammar and parses as JSON (open: issue 16/14 follow-up)",
-                   strict=False)
 def test_one_demo_question_through_atomr_with_the_local_model(model, tmp_path):
     from atomgraph.commands.demo import LOCAL_STAGE_CAPS
     from atomgraph.demo_run import fallback_reasons, render_record, render_summary, run_demo

@@ -308,3 +308,32 @@ def test_released_text_form_parses_too(shared_data):
             continue
         text = "```json\n" + json.dumps(rec["reasoning_tree"], ensure_ascii=False, indent=1) + "\n```"
         assert parse_tree(text, rec["question"]).depth == parse_tree(rec["reasoning_tree"], rec["question"]).depth
+
+
+# --- replies that hold several plans (split_plans) -------------------------------------------
+OTHER_Q = "Who wrote Dune?"
+OTHER = {OTHER_Q: ["1. Which novel is Dune?", "2. Who wrote [1]?"],
+         "1. Which novel is Dune?": 'Search("Dune", "novel")', "2. Who wrote [1]?": 'Relate([1], "author")'}
+
+
+def test_split_plans_one_plan_per_root_question():
+    from atomgraph.prompts.atomr.tree_parser import split_plans
+
+    # a reply with one plan comes back as it is (parse_tree reads it as before)
+    text = "Sure: " + json.dumps(CLEAN)
+    assert split_plans(text) == [text] and split_plans(CLEAN) == [CLEAN]
+    # one object, two roots: each root with the entries it lists, in the reply's order
+    for merged in ({**OTHER, **CLEAN}, {**CLEAN, **OTHER}):
+        parts = split_plans(json.dumps(merged))
+        trees = [parse_tree(p) for p in parts]
+        assert sorted(t[0].question for t in trees) == sorted([Q, OTHER_Q])
+        mine = next(t for t in trees if t[0].question == Q)
+        assert len(mine) == len(CLEAN) and not mine.repairs
+    # two objects one after the other; an unreadable third is left out
+    parts = split_plans(json.dumps(OTHER) + "\n\nAnd now:\n" + json.dumps(CLEAN) + '\n{"broken": ')
+    assert [parse_tree(p)[0].question for p in parts] == [OTHER_Q, Q]
+    # a numbered entry no root lists goes with the root before it
+    stray = {**OTHER, Q: ["1. Who directed Jaws?"], "1. Who directed Jaws?": 'Relate("Jaws", "director")',
+             "2. What is the nationality of [1]?": 'Relate([1], "nationality")'}
+    mine = parse_tree(split_plans(stray)[1])
+    assert mine[0].question == Q and len(mine) == 3

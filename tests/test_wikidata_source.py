@@ -158,6 +158,33 @@ def test_operate_answers_a_short_list_from_a_typed_program(source):
         QueryProgram(entity="x", relations=["a", "b", "c", "d"])
 
 
+def test_a_model_written_program_compiles_or_says_why_not(source):
+    """answer_program: the answers of a program that compiles (empty when the graph holds
+    none: no fact dump); ProgramError naming what the graph lacks otherwise. The rule-built
+    path (run_program, operate) answers nothing for the same programs."""
+    from atomgraph.tools.wikidata_source import ProgramError, QueryProgram
+
+    kids = source.answer_program(QueryProgram(entity="Barack Obama", relations=["children"]))
+    assert sorted(e.metadata["tail_label"] for e in kids) == ["Malia Obama", "Sasha Obama"]
+    assert all(e.text.startswith("(Barack Obama, child, ") for e in kids)
+    # compiles, finds nothing: empty, not an error
+    assert source.answer_program(QueryProgram(entity="Steve Jobs", relations=["date of birth"],
+                                              constraint="after 1960")) == []
+    for program, why in [
+        (QueryProgram(entity="Nobody Atall Person", relations=["child"]), "no item of the graph is named"),
+        (QueryProgram(entity="Barack Obama", relations=["zzz qqq"]), "no property of the graph is named 'zzz qqq'"),
+        (QueryProgram(entity="Barack Obama", relations=[]), "follows no relation"),
+    ]:
+        with pytest.raises(ProgramError, match=why):
+            source.answer_program(program)
+        assert source.run_program(program) == []
+    # what a model writes for "no constraint", and blank relations, are read as such
+    p = QueryProgram.model_validate({"entity": "  Barack  Obama ", "relations": ["child", " "], "constraint": "null"})
+    assert (p.entity, p.relations, p.constraint) == ("Barack Obama", ["child"], None)
+    with pytest.raises(ValueError):
+        QueryProgram(entity="   ", relations=["child"])
+
+
 @pytest.mark.parametrize(
     "entity, condition, facts",
     [

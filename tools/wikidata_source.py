@@ -20,7 +20,7 @@ import re
 from collections import deque
 from typing import Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import Settings
@@ -124,8 +124,33 @@ class QueryProgram(BaseModel):
     relations: list[str] = Field(default_factory=list, max_length=3)
     constraint: str | None = None
 
+    @field_validator("entity")
+    @classmethod
+    def _entity(cls, v: str) -> str:
+        v = " ".join(v.split())
+        if not v:
+            raise ValueError("the entity is empty")
+        return v
+
+    @field_validator("relations")
+    @classmethod
+    def _relations(cls, v: list[str]) -> list[str]:
+        return [r for r in (" ".join(x.split()) for x in v) if r]
+
+    @field_validator("constraint")
+    @classmethod
+    def _constraint(cls, v: str | None) -> str | None:
+        """No constraint however it is written: null, "", "none", "null", "n/a"."""
+        v = " ".join((v or "").split())
+        return None if v.lower().strip(".") in ("", "none", "null", "n/a", "no constraint") else v
+
 
 MAX_ANSWERS = 10  # the authors keep the first 10 answers of a knowledge-base query
+
+
+class ProgramError(ValueError):
+    """A query program that cannot be compiled against the graph: its entity names no item,
+    it follows no relation, or a relation names no property."""
 
 
 class WikidataSource(KnowledgeSource):
@@ -545,19 +570,40 @@ class WikidataSource(KnowledgeSource):
         self._add_aliases(hits)
         return hits
 
-    def run_program(self, program: QueryProgram, limit: int | None = None) -> list[Fact]:
+    def compile_program(self, program: QueryProgram) -> tuple[list[dict], list[list[tuple[str, str]]]]:
+        """The items ``program`` starts from and the properties of each hop; ProgramError when
+        its entity names no item, it follows no relation, or a relation names no property."""
+        heads = self._resolve(program.entity)
+        if not heads:
+            raise ProgramError(f"no item of the graph is named {program.entity!r}")
+        if not program.relations:
+            raise ProgramError("the program follows no relation")
+        hops = []
+        for relation in program.relations:
+            props = self.resolve_relation(relation)
+            if not props:
+                raise ProgramError(f"no property of the graph is named {relation!r}")
+            hops.append(props)
+        return heads, hops
+
+    def run_program(self, program: QueryProgram, limit: int | None = None, *, strict: bool = False) -> list[Fact]:
         """The answers of ``program``: the values reached from its entity along its relation
         path (forward, or reverse where a hop has no forward value), meeting its constraint;
-        at most ``limit`` (``max_answers``)."""
+        at most ``limit`` (``max_answers``). A program that cannot be compiled answers nothing
+        (``strict``: raises ProgramError); a compiled one that finds nothing answers nothing."""
         limit = limit or self.max_answers
-        heads = self._resolve(program.entity)
+        try:
+            heads, hops = self.compile_program(program)
+        except ProgramError:
+            if strict:
+                raise
+            return []
         facts: list[Fact] = []
-        for i, relation in enumerate(program.relations):
-            props = self.resolve_relation(relation)
-            if not heads or not props:
+        for i, props in enumerate(hops):
+            if not heads:
                 return []
             facts = self._relate(heads, props, self.max_facts, reverse=True)
-            if i < len(program.relations) - 1:
+            if i < len(hops) - 1:
                 qids = list(dict.fromkeys(f.tail_id for f in facts if f.tail_id))
                 heads = self._details(qids[: self.max_heads * 3]) if qids else []
         if program.constraint:
@@ -566,8 +612,9 @@ class WikidataSource(KnowledgeSource):
         return facts[:limit]
 
     def answer_program(self, program: QueryProgram) -> list[Evidence]:
-        """The answers of a model-written ``program`` as evidence (at most ``max_answers``)."""
-        return [self._fact_ev(f) for f in self.run_program(program)]
+        """The answers of a model-written ``program`` as evidence (at most ``max_answers``);
+        ProgramError when it cannot be compiled, an empty list when it finds nothing."""
+        return [self._fact_ev(f) for f in self.run_program(program, strict=True)]
 
     def operate(self, operator: str, args: list[str], question: str, k: int = 3) -> list[Evidence]:
         """A short answer list (at most ``max_answers``) for one atomic operator call; empty

@@ -28,12 +28,14 @@ from atomgraph.nodes.atomr.common import (
 from atomgraph.nodes.atomr.fanout import plan_operator
 from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient
 from atomgraph.nodes.runtime import StageResult
+from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT, program_problem
 from atomgraph.prompts.atomr.knowledge import format_knowledge
 from atomgraph.prompts.atomr.stages import KG_PROGRAM_STAGE, operator_stage
 from atomgraph.state.atomr import StepInput, SubCall
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.tree import OperatorCall
 from atomgraph.state.usage import RetrieverCall
+from atomgraph.tools.wikidata_source import ProgramError
 from atomgraph.text import split_entities
 
 NO_EVIDENCE = "no evidence from any selected source"
@@ -54,8 +56,8 @@ def executor_question(name: str, question: str, args: list[str]) -> str:
 
 def make_run_operator_node(rt: AtomRRuntime):
     def program_sources(names: list[str], op_name: str, params) -> list[str]:
-        """The sources that answer a model-written query program for this call (Relate over a
-        knowledge graph, with ``kg_program_by_model`` on)."""
+        """The sources that answer a model-written query program for this call: a knowledge
+        graph that runs typed programs, for Relate (``kg_program_by_model``, on by default)."""
         if not params.kg_program_by_model or op_name != "Relate":
             return []
         return [n for n in names if hasattr(rt.sources().get(n), "answer_program")]
@@ -89,25 +91,47 @@ def make_run_operator_node(rt: AtomRRuntime):
             dropped += [f"{name}: {e}" for e in candidates if e not in kept]
         return evidence, calls, notes, dropped
 
-    async def program_evidence(names: list[str], op_name: str, question: str, args: list[str], config):
-        """``kg_program_by_model``: the executor writes a typed query program, each KG source
-        answers it. (evidence, retriever calls, notes, the program call)."""
+    async def program_evidence(names: list[str], op_name: str, question: str, args: list[str], params, config):
+        """The knowledge graph's short answer list for one sub-call: the executor fills a typed
+        query program (JSON-schema constrained), each KG source compiles and runs it. Where the
+        model's program is unusable (the call failed, the reply is unreadable, it follows no
+        relation, its entity is not the sub-question's, or the graph has no item or property it
+        names) the source runs the program read off the operator's arguments instead, and the
+        reason is recorded. (evidence, retriever calls, notes, the program call, how each
+        source's program was made)."""
         result = await rt.ask(KG_PROGRAM_STAGE, {"question": question,
-                                                 "operator": OperatorCall(name=op_name, args=args).render()}, config)
-        if not result.ok:
-            return [], [], [f"query program unusable: {result.problem}"], result.call
-        evidence, calls = [], []
-        for name in names:
-            t0 = time.perf_counter()
-            label = f"program {result.value.model_dump_json()}"
-            try:
-                hits = await asyncio.to_thread(rt.sources().get(name).answer_program, result.value)
-                calls.append(RetrieverCall(source=name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0))
-                evidence += hits
-            except Exception as exc:  # a source error is a record, as in rt.retrieve
-                calls.append(RetrieverCall(source=name, query=label, latency_s=time.perf_counter() - t0,
-                                           error=f"{type(exc).__name__}: {exc}"[:500]))
-        return evidence, calls, [], result.call
+                                                 "operator": OperatorCall(name=op_name, args=args).render()},
+                              config, constraint=PROGRAM_CONSTRAINT)
+        program = result.value if result.ok else None
+        problem = (f"no usable reply: {result.problem}" if program is None
+                   else program_problem(program, question, args))
+
+        async def on(name: str) -> tuple[list[Evidence], list[RetrieverCall], list[str], str]:
+            why = problem
+            if why is None:
+                t0 = time.perf_counter()
+                label = f"program {program.model_dump_json()}"
+                try:
+                    hits = await asyncio.to_thread(rt.sources().get(name).answer_program, program)
+                    return hits, [RetrieverCall(source=name, query=label, hits=len(hits),
+                                                latency_s=time.perf_counter() - t0)], [], f"{name}: model"
+                except ProgramError as exc:
+                    why = f"it cannot be compiled: {exc}"
+                except Exception as exc:  # a source error is a record, as in rt.retrieve
+                    error = f"{type(exc).__name__}: {exc}"[:500]
+                    return [], [RetrieverCall(source=name, query=label, latency_s=time.perf_counter() - t0,
+                                              error=error)], [f"retrieval failed — {name}: {error}"], f"{name}: model"
+            # the rule-built program: the source reads it off the operator's arguments
+            ev, c, n = await rt.retrieve([name], query=" ".join(a for a in args if a), k=params.top_k,
+                                         operator=op_name, args=args, question=question)
+            n.append(f"{name}: the model's query program is unusable ({why}); ran the program read off "
+                     "the operator's arguments")
+            return ev, c, n, f"{name}: rules ({why})"
+
+        evidence, calls, notes, made = [], [], [], []
+        for ev, c, n, m in await asyncio.gather(*(on(name) for name in names)):
+            evidence, calls, notes, made = evidence + ev, calls + c, notes + n, made + [m]
+        return evidence, calls, notes, result.call, made
 
     async def one(run, op_name: str, question: str, args: list[str], params, config):
         """One sub-call: retrieve, then ask the executor. (sub-call, evidence, retriever calls, LLM calls)."""
@@ -120,12 +144,20 @@ def make_run_operator_node(rt: AtomRRuntime):
         else:
             programmed = program_sources(run.sources, op_name, params)
             plain = [n for n in run.sources if n not in programmed]
-            evidence, rcalls, notes = await rt.retrieve(plain, query=sub.query, k=params.top_k, operator=op_name,
-                                                        args=args, question=question) if plain else ([], [], [])
-            if programmed:
-                more, calls, more_notes, call = await program_evidence(programmed, op_name, question, args, config)
+
+            async def nothing():
+                return [], [], []
+
+            retrieval = rt.retrieve(plain, query=sub.query, k=params.top_k, operator=op_name, args=args,
+                                    question=question) if plain else nothing()
+            if programmed:  # the text/web retrieval and the KG's program call run at once
+                (evidence, rcalls, notes), (more, calls, more_notes, call, made) = await asyncio.gather(
+                    retrieval, program_evidence(programmed, op_name, question, args, params, config))
                 evidence, rcalls, notes = evidence + more, rcalls + calls, notes + more_notes
                 llm_calls.append(call)
+                sub.kg_program = "; ".join(made)
+            else:
+                evidence, rcalls, notes = await retrieval
         run.notes += notes
         sub.evidence = len(evidence)
         if not evidence:

@@ -2,7 +2,9 @@
 it (``prompts/atomr/stages.py``); this node checks it against the question and the limits.
 
 A plan that cannot be read, or whose root is not the question asked (``ROOT_MATCH_THRESHOLD``
-of the question's content words), is no tree: as the authors score it, the run ends with
+of the question's content words), is no tree; of several plans in one reply (a small model
+copies a demonstration's plan next to its own) the one whose root is the question asked is
+kept, and none such is no tree: as the authors score it, the run ends with
 an empty answer and ``error`` set; ``plan_failure_rag`` answers it by direct RAG instead. A
 tree larger than ``max_nodes`` / ``max_depth`` (our limits) is answered by direct RAG.
 
@@ -60,6 +62,29 @@ def check_tree(tree: ReasoningTree, question: str) -> tuple[ReasoningTree | None
     return tree, None
 
 
+def pick_plan(trees: list[ReasoningTree], question: str) -> tuple[ReasoningTree | None, str | None]:
+    """Of the plans a reply holds, the one for ``question``: the plan whose root shares the
+    most of the question's content words, at least ``ROOT_MATCH_THRESHOLD`` (the first among
+    equals); (None, why) when none does. The plans left out are named in the kept tree's
+    repairs."""
+    if len(trees) == 1:
+        return check_tree(trees[0], question)
+    roots = [t.nodes[t.root].question for t in trees]
+    scores = [root_overlap(r, question) for r in roots]
+    best = max(range(len(trees)), key=lambda i: (scores[i], -i))
+    if scores[best] < ROOT_MATCH_THRESHOLD:
+        listed = "; ".join(f"{r!r} ({s:.0%})" for r, s in zip(roots, scores))
+        return None, (f"the plan could not be parsed: none of the {len(trees)} plans in the reply has the question "
+                      f"asked as its root (at least {ROOT_MATCH_THRESHOLD:.0%} of its content words; copied "
+                      f"demonstrations or plans for other questions): {listed}")
+    tree, problem = check_tree(trees[best], question)
+    if tree is not None:
+        others = ", ".join(repr(r) for i, r in enumerate(roots) if i != best)
+        tree.repairs.insert(0, f"the reply holds {len(trees)} plans; kept the one for the question asked "
+                               f"(root {roots[best]!r}), left out the plans for {others}")
+    return tree, problem
+
+
 def within_limits(tree: ReasoningTree, max_nodes: int, max_depth: int) -> str | None:
     if len(tree) > max_nodes:
         return f"the plan has {len(tree)} nodes, more than max_nodes={max_nodes}"
@@ -91,7 +116,7 @@ def make_plan_node(rt: AtomRRuntime):
             unreadable = f"the planner call failed ({result.call.error})" if result.call.error else \
                 (result.call.parse_error or "the plan could not be parsed")
         else:
-            tree, unreadable = check_tree(result.value, question)
+            tree, unreadable = pick_plan(result.value, question)
         # the sources are built on first use (a store may open files): off the event loop
         unavailable = await asyncio.to_thread(lambda: dict(rt.sources().unavailable))
         update = {"question": question, "raw_plan": result.text or "", "llm_calls": [result.call],

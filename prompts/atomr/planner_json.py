@@ -131,3 +131,25 @@ def extract_json_object(raw: str, repairs: list[str]) -> Any:
     if text[end:].strip() and not fences:
         repairs.append("ignored text after the JSON object")
     return _decode(text[start:end], repairs)
+
+
+def extract_json_objects(raw: str) -> list[Any]:
+    """Every JSON object written one after another in ``raw`` (code-fenced or bare), decoded,
+    in order; objects that cannot be decoded are left out. A reply that holds several plans
+    (a copied demonstration's and ours) holds several objects."""
+    text = (raw or "").strip()
+    fences = [m.group(2) for m in FENCE_RE.finditer(text) if "{" in m.group(2)]
+    bodies = fences or [text]
+    out: list[Any] = []
+    for body in bodies:
+        i = body.find("{")
+        while i >= 0:
+            end = _object_span(body, i)
+            if end is None:
+                break
+            try:
+                out.append(_decode(body[i:end], []))
+            except TreeParseError:
+                pass
+            i = body.find("{", end)
+    return out

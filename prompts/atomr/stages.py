@@ -3,10 +3,11 @@ output-token cap (see :mod:`atomgraph.prompts.stage`).
 
 | stage | role | replies with | value |
 |---|---|---|---|
-| ``plan`` | planner | the tree as flat JSON | :class:`ReasoningTree` (parsed and repaired) |
+| ``plan`` | planner | the tree as flat JSON | a list of :class:`ReasoningTree` (each plan the reply holds, parsed and repaired) |
 | ``source_selection`` | executor | source names on one line | the chosen names as keys |
 | ``search`` / ``relate`` / ``filter`` | executor | ATOMR's answer format | :class:`ParsedAnswer` |
 | ``child_reasoning`` / ``sibling_reasoning`` / ``direct_rag`` / ``closed_book`` | answerer | ATOMR's answer format | :class:`ParsedAnswer` |
+| ``kg_program`` | executor | a JSON object (asked under ``kg_program.PROGRAM_CONSTRAINT``) | :class:`QueryProgram` |
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from atomgraph.prompts.atomr.plan import PLAN_PROMPT
 from atomgraph.prompts.atomr.reasoning import (
     CHILD_REASONING_PROMPT, CLOSED_BOOK_PROMPT, DIRECT_RAG_PROMPT, SIBLING_REASONING_PROMPT,
 )
-from atomgraph.prompts.atomr.tree_parser import parse_tree
+from atomgraph.prompts.atomr.tree_parser import parse_tree, split_plans
 from atomgraph.state.tree import ReasoningTree, TreeParseError
 from atomgraph.text import content_words
 from atomgraph.prompts.atomr.source_selection import SOURCE_SELECTION_PROMPT, read_source_choice, source_key
@@ -66,9 +67,28 @@ def read_plan(text: str) -> ReasoningTree:
         raise ParseError(f"the plan could not be parsed: {exc.reason}") from None
 
 
+def read_plans(text: str) -> list[ReasoningTree]:
+    """Every plan the planner's reply holds, as trees, in order (``tree_parser.split_plans``:
+    a small model writes a copied demonstration's plan next to its own; the plan node keeps
+    the one whose root is the question asked). A reply with one plan gives one tree, read
+    exactly as :func:`read_plan` reads it. Raises ParseError when no plan can be read."""
+    if not (text or "").strip():
+        raise ParseError("the planner returned an empty reply")
+    trees, problems = [], []
+    for part in split_plans(text):
+        try:
+            trees.append(parse_tree(part))
+        except TreeParseError as exc:
+            problems.append(exc.reason)
+    if not trees:
+        raise ParseError(f"the plan could not be parsed: {problems[0]}")
+    return trees
+
+
 # Root check: the planner's root must be the question asked. At least half of the
 # question's content words must appear in the root (a planner that copied an example's
-# question, or planned a different question, fails this).
+# question, or planned a different question, fails this). Of several plans in one reply, the
+# one whose root shares the most passes; none passing is a parse failure.
 ROOT_MATCH_THRESHOLD = 0.5
 
 
@@ -108,9 +128,9 @@ def _answer_stage(name: str, role: str, prompt, max_tokens: int) -> Stage[Parsed
                  stop=ANSWER_STOP, render=render_for(name))
 
 
-PLAN_STAGE: Stage[ReasoningTree] = Stage(
-    name="plan", role="planner", prompt=PLAN_PROMPT, parser=text_parser(read_plan, "atomr_plan"),
-    schema=PlanSchema, from_structured=lambda p: read_plan(plan_from_structured(p)), max_tokens=1024,
+PLAN_STAGE: Stage[list[ReasoningTree]] = Stage(
+    name="plan", role="planner", prompt=PLAN_PROMPT, parser=text_parser(read_plans, "atomr_plan"),
+    schema=PlanSchema, from_structured=lambda p: read_plans(plan_from_structured(p)), max_tokens=1024,
     stop=PLAN_STOP, render=render_for("plan"),
 )
 SOURCE_SELECTION_STAGE: Stage[list[str]] = Stage(

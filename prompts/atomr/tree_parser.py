@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from atomgraph.prompts.atomr.operator_call import parse_leaf
-from atomgraph.prompts.atomr.planner_json import extract_json_object, is_authors_error
+from atomgraph.prompts.atomr.planner_json import PairsDict, extract_json_object, extract_json_objects, is_authors_error
 from atomgraph.state.tree import OperatorCall, ReasoningTree, TreeNode, TreeParseError
 
-__all__ = ["parse_tree", "TreeParseError"]
+__all__ = ["parse_tree", "split_plans", "TreeParseError"]
 
 SUB_LABEL_RE = re.compile(r"\s*(\d+(?:\.\d+)+)\.?\s+(\S.*)", re.S)  # "2.1 Who ..."
 LABEL_RE = re.compile(r"\s*(\d+)\s*[.):]\s*(.*)", re.S)  # "3. Who ...", "3) Who ..."
@@ -497,3 +497,72 @@ def parse_tree(raw: dict | str, question: str | None = None) -> ReasoningTree:
     _check_cycles(nodes)
     q = _norm(question) if question and question.strip() else root.text
     return ReasoningTree(question=q, nodes=nodes, root=0, repairs=repairs)
+
+
+# --- replies that hold several plans ---------------------------------------------------------
+
+def _child_keys(value: Any) -> list[str]:
+    """The questions an entry's value may list: its list items, its nested object's keys, or
+    the string itself (a sub-question written as a string)."""
+    if isinstance(value, dict):
+        return [str(k) for k in value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, str)]
+    return [value] if isinstance(value, str) else []
+
+
+def _split_object(obj: Any) -> list[Any]:
+    """One planner object split into plans, one per root question (an unnumbered question no
+    entry lists): each root with the entries it reaches through the lists; an entry no root
+    reaches goes with the nearest root before it (else the first root). Unsplit when it has
+    fewer than two roots."""
+    if not isinstance(obj, dict):
+        return [obj]
+    pairs = list(getattr(obj, "pairs", None) or obj.items())
+    keys = [_norm(k if isinstance(k, str) else str(k)) for k, _ in pairs]
+    kids = [[_norm(c) for c in _child_keys(v)] for _, v in pairs]
+    listed = {_loose(c) for cs in kids for c in cs}
+    roots = [i for i, k in enumerate(keys) if _split_label(k)[0] is None and _loose(k) not in listed]
+    if len(roots) < 2:
+        return [obj]
+    by_key: dict[str, list[int]] = defaultdict(list)
+    by_text: dict[str, list[int]] = defaultdict(list)
+    for i, k in enumerate(keys):
+        by_key[_loose(k)].append(i)
+        by_text[_loose(_split_label(k)[1])].append(i)
+
+    def reach(r: int) -> set[int]:
+        seen, todo = {r}, [r]
+        while todo:
+            for c in kids[todo.pop()]:
+                for j in by_key.get(_loose(c)) or by_text.get(_loose(_split_label(c)[1]), []):
+                    if j not in seen:
+                        seen.add(j)
+                        todo.append(j)
+        return seen
+
+    members = {r: reach(r) for r in roots}
+    reached = set().union(*members.values())
+    for i in range(len(pairs)):
+        if i not in reached:
+            before = [r for r in roots if r < i]
+            members[before[-1] if before else roots[0]].add(i)
+    return [PairsDict.from_pairs([pairs[i] for i in sorted(members[r])]) for r in roots]
+
+
+def split_plans(raw: dict | str) -> list[Any]:
+    """The plans a planner reply holds, in order, each in a form :func:`parse_tree` reads: one
+    per JSON object of the reply and one per root question within an object (a small model
+    copies a demonstration's plan next to its own). A reply with one plan comes back as it is."""
+    objects: list[Any] = [raw]
+    if isinstance(raw, str):
+        found = extract_json_objects(raw)
+        if len(found) > 1:
+            objects = found
+        elif len(found) == 1 and isinstance(found[0], dict):
+            parts = _split_object(found[0])
+            return [raw] if len(parts) < 2 else parts
+    out: list[Any] = []
+    for obj in objects:
+        out += _split_object(obj)
+    return out
