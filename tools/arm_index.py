@@ -63,7 +63,7 @@ DENSE_SEARCH = ("auto", "exact", "ann")
 EXACT_LIMIT = 20_000  # chunks: ``dense_search="auto"`` is exact up to this many, ANN above
 ANN_CANDIDATES = 256  # chunks the ANN returns per dense query; the rest count as not retrieved
 ANN_M = 32  # HNSW links per node
-ANN_EF_CONSTRUCTION = 80
+ANN_EF_CONSTRUCTION = 40
 ANN_EF_SEARCH = 128  # at least; raised to the number of chunks asked for
 MAX_OBJECT_CHARS = 1_000_000
 EMBED_BATCH = 1024  # chunks per embedding call once a build has more (progress between calls)
@@ -525,13 +525,14 @@ class ArmIndex:
             del chunks
             if len(texts) <= EMBED_BATCH:
                 vectors = _embed(emb, texts)
-            else:
-                parts = []
+            else:  # in batches, into one array: progress between them, no second copy
+                vectors = None
                 for s in range(0, len(texts), EMBED_BATCH):
-                    parts.append(_embed(emb, texts[s : s + EMBED_BATCH]))
-                    prog.tick(s + len(parts[-1]))
-                vectors = np.concatenate(parts)
-                del parts
+                    part = _embed(emb, texts[s : s + EMBED_BATCH])
+                    if vectors is None:
+                        vectors = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+                    vectors[s : s + len(part)] = part
+                    prog.tick(s + len(part))
             del texts
         else:
             vectors = np.zeros((len(chunks), 0), np.float32)
