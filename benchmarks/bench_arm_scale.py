@@ -305,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in build:
             print(f"{n:>9,} objects: {build['error']}", flush=True)
             continue
+        if args.out:  # after every size: a run stopped later keeps what it measured
+            Path(args.out).write_text(json.dumps(results, indent=2))
         per_object = build["peak_rss_mb"] * 2**20 / n
         rates = build["build_rate_objects_per_s"]
         print(f"{n:>9,} objects: build (no embedding) {build['build_s_excluding_embedding']} s; objects/s: "

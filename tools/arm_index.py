@@ -490,6 +490,8 @@ class ArmIndex:
                 prog.stage("saving", len(objects))
                 index._save(where)
                 index.cache_path = where
+                if index.chunk_vectors.shape[1] > 0:  # read from the file from now on, as an opened index does
+                    index.chunk_vectors = np.load(where / "chunk_vectors.npy", mmap_mode="r")
             except OSError as exc:
                 log.warning("cannot write the ARM index cache to %s (%s)", where, exc)
         prog.end()
