@@ -5,7 +5,8 @@
 ARM replays each question's ``"keywords"`` where present (Spider: the LLM decomposition
 released with JAR) and uses the question's corpus n-grams otherwise (hotpotqa, musique);
 structure alignment runs with the default :class:`~atomgraph.state.arm.ArmContext` unless
-``--set NAME=VALUE`` overrides it. Reports recall and perfect recall (percent) overall and
+``--set NAME=VALUE`` overrides it; ``--dense-search ann --ann-candidates N`` forces the ANN
+dense search (``auto`` is exact on these sets) to measure what it changes. Reports recall and perfect recall (percent) overall and
 for multi-gold questions (Spider's multi-table questions separately), plus ARM's candidate
 pool sizes and MIP solve times taken from its traces. Spider is also reported by halves
 (``halves``: questions at even positions, used for tuning, and at odd positions, held out). Index caches go to
@@ -40,12 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out")
     ap.add_argument("--methods", default="dense,bm25,arm")
     ap.add_argument("--limit", type=int, help="only every (n/limit)-th question of each set")
+    ap.add_argument("--dense-search", choices=["auto", "exact", "ann"], default="auto")
+    ap.add_argument("--ann-candidates", type=int, default=256, help="chunks the ANN returns per dense query")
     args = ap.parse_args(argv)
     ctx = ArmContext.validated(**{**_parse_sets(args.set), "k": args.k})
     if not Path(args.data).is_dir():
         print(f"skipped: {args.data} is absent")
         return 0
-    results: dict = {"benchmark": "arm_retrieval", "k": args.k, "context": ctx.to_json(), "datasets": {}}
+    results: dict = {"benchmark": "arm_retrieval", "k": args.k, "context": ctx.to_json(), "datasets": {},
+                     "dense_search": args.dense_search, "ann_candidates": args.ann_candidates}
     for name in args.datasets.split(","):
         folder = Path(args.data) / name
         objects = load_objects(folder / "objects.jsonl")
@@ -53,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.limit and args.limit < len(questions):
             questions = questions[:: len(questions) // args.limit][: args.limit]
         t = time.perf_counter()
-        index = ArmIndex.build(objects)
+        index = ArmIndex.build(objects, dense_search=args.dense_search, ann_candidates=args.ann_candidates)
         index.prime_queries([q.question for q in questions])
         if ctx.compatibility == "graded" and ctx.structure_alignment:
             from atomgraph.nodes.arm.compatibility import UnitCache

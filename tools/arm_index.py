@@ -9,7 +9,11 @@ Three views of the same objects, built once and cached on disk:
 - **BM25** over each object's tokens, with ``bm25s`` (Lucene variant);
 - **embeddings** of each object's serialised chunks with the project's embedding model
   (:func:`atomgraph.embeddings.embedding_model`), L2-normalised in a numpy matrix; an
-  object's dense score is its best chunk's cosine similarity (Appendix D.2).
+  object's dense score is its best chunk's cosine similarity (Appendix D.2). Dense search
+  is exact (one matrix product over every chunk) or, for large collections, asks an ANN
+  index (faiss HNSW over the same unit vectors, :class:`AnnIndex`) for the best
+  ``ann_candidates`` chunks (``dense_search``: ``auto`` = exact up to :data:`EXACT_LIMIT`
+  chunks, ANN above; ``exact``; ``ann``).
 
 Tables are indexed by title, description, column names (``snake_case``/``camelCase``
 split into words) and cell values when rows exist. The index also records *title
@@ -17,7 +21,16 @@ mentions*: which objects mention another passage's title (the entity links of §
 
 The cache directory holds one sub-folder per content key: a hash of the objects, the
 embedding model id and the index version, so a changed file or model never reads stale
-vectors.
+vectors. Each part is persisted there (trie, postings, BM25, vectors, mentions, the ANN
+index once built), so reopening an index rebuilds nothing; a damaged part is rebuilt with a
+warning.
+
+Objects longer than ``max_object_chars`` characters (default :data:`MAX_OBJECT_CHARS`,
+1,000,000: title, text, column names and cells together) are *refused* — left out of the
+index with a warning and counted in the build summary — since one 50 MB object alone means
+tens of thousands of chunks to embed; split such an object into several, or raise the
+limit. Builds report progress to stderr once they have run a few seconds (quiet for small
+collections) and keep a summary (:attr:`ArmIndex.build_summary`).
 """
 
 from __future__ import annotations
@@ -27,10 +40,14 @@ import json
 import logging
 import os
 import re
+import sys
+import threading
+import time
 import unicodedata
-from dataclasses import dataclass
+from array import array
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence, TextIO
 
 import numpy as np
 
@@ -42,6 +59,15 @@ log = logging.getLogger(__name__)
 
 INDEX_VERSION = 1
 MAX_N = 3
+DENSE_SEARCH = ("auto", "exact", "ann")
+EXACT_LIMIT = 20_000  # chunks: ``dense_search="auto"`` is exact up to this many, ANN above
+ANN_CANDIDATES = 256  # chunks the ANN returns per dense query; the rest count as not retrieved
+ANN_M = 32  # HNSW links per node
+ANN_EF_CONSTRUCTION = 40
+ANN_EF_SEARCH = 128  # at least; raised to the number of chunks asked for
+MAX_OBJECT_CHARS = 1_000_000
+EMBED_BATCH = 1024  # chunks per embedding call once a build has more (progress between calls)
+_ANN_FILES = {"chunks": "ann_chunks.faiss", "objects": "ann_objects.faiss"}
 _TOKEN = re.compile(r"[^\W_]+")
 _PAREN = re.compile(r"\s*\([^)]*\)\s*$")
 
@@ -129,13 +155,150 @@ def title_mentions(objects: Sequence[DataObject], stopwords: frozenset[str], max
     return out
 
 
+# --- build progress, size limit --------------------------------------------------------------
+
+def object_chars(obj: DataObject) -> int:
+    """An object's size for ``max_object_chars``: characters of its title, text, column names
+    and cells."""
+    return (len(obj.title) + len(obj.text) + sum(len(c) for c in obj.columns)
+            + sum(len(c) for r in obj.rows for c in r))
+
+
+class BuildProgress:
+    """Progress lines of one index build, to ``stream`` (stderr).
+
+    ``mode`` None (auto): silent until the build has run ``quiet_s`` seconds, then a line per
+    stage and at most one every ``every_s`` seconds within a stage — small builds print
+    nothing; True: every stage; False: nothing. Stage times go to :attr:`seconds`."""
+
+    def __init__(self, mode: bool | None = None, stream: TextIO | None = None, *, quiet_s: float = 5.0,
+                 every_s: float = 10.0, prefix: str = "ARM index"):
+        self.mode, self.stream, self.quiet_s, self.every_s, self.prefix = mode, stream, quiet_s, every_s, prefix
+        self.t0 = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+        self.lines = 0
+        self._stage: str | None = None
+        self._stage_t = self._last = self.t0
+        self._total: int | None = None
+        self._unit = ""
+
+    @property
+    def active(self) -> bool:
+        if self.mode is False:
+            return False
+        return self.mode is True or self.lines > 0 or time.perf_counter() - self.t0 >= self.quiet_s
+
+    def say(self, text: str) -> None:
+        if self.mode is False:
+            return
+        print(f"{self.prefix}: {text}", file=self.stream or sys.stderr, flush=True)
+        self.lines += 1
+        self._last = time.perf_counter()
+
+    def stage(self, name: str, total: int | None = None, unit: str = "objects") -> None:
+        """Start stage ``name`` (ending the one before)."""
+        self.end()
+        self._stage, self._total, self._unit = name, total, unit
+        self._stage_t = time.perf_counter()
+        if self.active:
+            self.say(f"{name}" + (f" ({total:,} {unit})" if total is not None else "") + " ...")
+
+    def tick(self, done: int) -> None:
+        """``done`` of the stage's total so far (prints at most every ``every_s`` seconds)."""
+        now = time.perf_counter()
+        if self.mode is False or now - self._last < self.every_s or not self.active:
+            return
+        of = f"/{self._total:,}" if self._total else ""
+        pct = f" {100 * done / self._total:.0f}%" if self._total else ""
+        self.say(f"{self._stage} {done:,}{of} {self._unit}{pct} ({now - self._stage_t:.0f} s)")
+
+    def iterate(self, items: Sequence, every: int = 1024) -> Iterator:
+        for i, x in enumerate(items):
+            if i % every == 0 and i:
+                self.tick(i)
+            yield x
+
+    def end(self) -> None:
+        if self._stage is None:
+            return
+        took = time.perf_counter() - self._stage_t
+        self.seconds[self._stage] = round(self.seconds.get(self._stage, 0.0) + took, 4)
+        if self.active and self.lines:
+            self.say(f"{self._stage} done in {took:.1f} s")
+        self._stage = None
+
+
+# --- the ANN index ---------------------------------------------------------------------------
+
+class AnnIndex:
+    """Approximate nearest neighbours over unit vectors: a faiss HNSW graph (L2 on unit
+    vectors ranks as cosine does). Persisted as one faiss file; :meth:`load` checks it
+    against the vectors it must index."""
+
+    def __init__(self, index):
+        self.index = index
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, progress: BuildProgress | None = None, *, m: int = ANN_M,
+              ef_construction: int = ANN_EF_CONSTRUCTION, batch: int = 20_000) -> "AnnIndex":
+        import faiss
+
+        n, d = vectors.shape
+        if d == 0:
+            raise AtomgraphError("the index has no dense vectors (built with dense=False): no ANN search")
+        index = faiss.IndexHNSWFlat(int(d), int(m))
+        index.hnsw.efConstruction = int(ef_construction)
+        for s in range(0, n, batch):
+            index.add(np.ascontiguousarray(vectors[s : s + batch], dtype=np.float32))
+            if progress is not None:
+                progress.tick(min(n, s + batch))
+        return cls(index)
+
+    def search(self, q: np.ndarray, k: int, ef: int = ANN_EF_SEARCH) -> np.ndarray:
+        """Rows of the (up to) ``k`` vectors nearest ``q``, nearest first."""
+        import faiss
+
+        k = max(1, min(int(k), len(self)))
+        params = faiss.SearchParametersHNSW(efSearch=max(int(ef), k))
+        _, ids = self.index.search(np.ascontiguousarray(q, dtype=np.float32).reshape(1, -1), k, params=params)
+        ids = ids[0]
+        return ids[ids >= 0]
+
+    def save(self, path: Path) -> None:
+        """Write to ``path`` (a temporary file renamed over it: never half-written)."""
+        import faiss
+
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            faiss.write_index(self.index, str(tmp))
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+
+    @classmethod
+    def load(cls, path: Path, n: int, d: int) -> "AnnIndex":
+        """The ANN index in ``path``; ValueError when it does not index ``n`` vectors of ``d``
+        dimensions, RuntimeError (faiss) when the file is unreadable."""
+        import faiss
+
+        index = faiss.read_index(str(path))
+        if int(index.ntotal) != n or int(index.d) != d:
+            raise ValueError(f"{path.name} indexes {index.ntotal} vectors of {index.d} dimensions, not {n} of {d}")
+        return cls(index)
+
+
 # --- the index ---------------------------------------------------------------------------------
 
-def content_key(objects: Sequence[DataObject], model_id: str, *, rows_per_chunk: int, passage_chars: int) -> str:
+def content_key(objects: Sequence[DataObject], model_id: str, *, rows_per_chunk: int, passage_chars: int,
+                progress: BuildProgress | None = None) -> str:
     """The cache key: a hash of the objects, the embedding model and the index settings."""
     h = hashlib.sha256()
     h.update(json.dumps({"v": INDEX_VERSION, "model": model_id, "rows": rows_per_chunk, "chars": passage_chars}).encode())
-    for o in objects:
+    for o in (progress.iterate(objects, 8192) if progress is not None else objects):
         h.update(json.dumps(o.to_json(), sort_keys=True, ensure_ascii=False).encode("utf-8"))
         h.update(b"\n")
     return h.hexdigest()[:24]
@@ -148,6 +311,86 @@ def default_cache_dir() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "atomgraph" / "arm-index"
+
+
+def _env_default(name: str, default, convert):
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return convert(raw.strip())
+    except ValueError:
+        raise AtomgraphError(f"{name}={raw!r} is not valid") from None
+
+
+def _check_dense_search(mode: str) -> str:
+    if mode not in DENSE_SEARCH:
+        raise AtomgraphError(f"dense_search {mode!r}: expected one of {', '.join(DENSE_SEARCH)}")
+    return mode
+
+
+def _within_limit(objects: list[DataObject], limit: int | None) -> tuple[list[DataObject], list[tuple[str, int]]]:
+    """The objects within ``limit`` characters, and (id, size) of those refused."""
+    if not limit or limit <= 0:
+        return objects, []
+    kept, refused = [], []
+    for o in objects:
+        size = object_chars(o)
+        if size > limit:
+            refused.append((o.id, size))
+        else:
+            kept.append(o)
+    return kept, refused
+
+
+def _object_ngrams(o: DataObject) -> set[str]:
+    seen: set[str] = set()
+    for f in object_fields(o):
+        seen.update(ngrams(tokens(f)))
+    return seen
+
+
+def ngram_tables(objects: Sequence[DataObject], progress: BuildProgress | None = None):
+    """The n-gram trie and its postings (CSR: ``indptr``, ``indices``; an n-gram's objects in
+    ascending order), built without a Python dict of every n-gram: the trie is fed the
+    n-grams object by object, then each object's n-grams are looked up and the (key,
+    object) pairs sorted by key."""
+    import marisa_trie
+
+    progress = progress or BuildProgress(False)
+    progress.stage("n-gram trie", len(objects))
+    # marisa sums the weights of repeated keys, which changes its layout (ids, iteration
+    # order): a first trie removes repeats, the second is built from unique keys as if from a set
+    trie = marisa_trie.Trie(g for o in progress.iterate(objects) for g in _object_ngrams(o))
+    trie = marisa_trie.Trie(trie.iterkeys())
+    progress.stage("n-gram postings", len(objects))
+    keys, owners = array("i"), array("i")
+    for i, o in enumerate(progress.iterate(objects)):
+        ids = [trie[g] for g in _object_ngrams(o)]
+        keys.extend(ids)
+        owners.extend([i] * len(ids))
+    k = np.frombuffer(keys, dtype=np.int32) if len(keys) else np.empty(0, np.int32)
+    order = np.argsort(k, kind="stable")
+    indices = (np.frombuffer(owners, dtype=np.int32)[order] if len(owners) else np.empty(0, np.int32)).astype(np.int32)
+    indptr = np.zeros(len(trie) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(np.bincount(k, minlength=len(trie)))
+    del keys, owners, k, order
+    return trie, indptr, indices
+
+
+def bm25_index(objects: Sequence[DataObject], progress: BuildProgress | None = None):
+    """BM25 (bm25s, Lucene variant) over each object's tokens; an empty object is the one
+    token ``""``. Token ids are assigned here, so the corpus is held as shared ints."""
+    import bm25s
+
+    progress = progress or BuildProgress(False)
+    progress.stage("BM25 tokens", len(objects))
+    vocab: dict[str, int] = {}
+    docs = [[vocab.setdefault(t, len(vocab)) for t in (object_tokens(o) or [""])] for o in progress.iterate(objects)]
+    progress.stage("BM25 index", len(objects))
+    bm25 = bm25s.BM25()
+    bm25.index((docs, vocab), show_progress=False)
+    return bm25
 
 
 @dataclass
@@ -165,6 +408,14 @@ class ArmIndex:
     embeddings: "object"  # langchain Embeddings, for queries
     model_id: str
     key: str = ""
+    dense_search: str = "auto"  # "auto" | "exact" | "ann" (module doc)
+    ann_candidates: int = ANN_CANDIDATES
+    build_summary: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_dense_search(self.dense_search)
+        if self.ann_candidates < 1:
+            raise AtomgraphError("ann_candidates must be at least 1")
 
     # -- construction --------------------------------------------------------------------
 
@@ -179,76 +430,130 @@ class ArmIndex:
         passage_chars: int = 2000,
         use_cache: bool = True,
         dense: bool = True,
+        dense_search: str | None = None,
+        ann_candidates: int = ANN_CANDIDATES,
+        max_object_chars: int | None = None,
+        progress: bool | None = None,
+        stream: TextIO | None = None,
     ) -> "ArmIndex":
         """Build the index, or load it from ``cache_dir`` (default :func:`default_cache_dir`)
         when the same objects were indexed with the same embedding model before.
         ``dense=False``: no embedding model and no chunk vectors (BM25 and n-grams only; what
-        ``retrieve --method bm25`` needs)."""
+        ``retrieve --method bm25`` needs). ``dense_search`` (default ``$ATOMGRAPH_ARM_DENSE_SEARCH``
+        or ``auto``): exact or ANN dense search (module doc); the ANN index is built here when
+        it is used, or read from the cache. ``max_object_chars`` (default
+        ``$ATOMGRAPH_ARM_MAX_OBJECT_CHARS`` or 1,000,000; 0 = no limit): larger objects are
+        refused with a warning. ``progress``: None = lines on stderr once the build runs past
+        a few seconds, True = always, False = never (``stream`` instead of stderr)."""
         from atomgraph.embeddings import embedding_id, embedding_model
 
-        objects = list(objects)
-        if not objects:
+        dense_search = _check_dense_search(dense_search or _env_default("ATOMGRAPH_ARM_DENSE_SEARCH", "auto", str))
+        if max_object_chars is None:
+            max_object_chars = _env_default("ATOMGRAPH_ARM_MAX_OBJECT_CHARS", MAX_OBJECT_CHARS, int)
+        prog = BuildProgress(progress, stream)
+        given = list(objects)
+        if not given:
             raise AtomgraphError("cannot index an empty set of objects")
+        objects, refused = _within_limit(given, max_object_chars)
+        if refused:
+            big = max(refused, key=lambda r: r[1])
+            log.warning("ARM index: refused %d object(s) over max_object_chars=%s characters (largest: %r, %s "
+                        "characters); split them into several objects or raise the limit",
+                        len(refused), f"{max_object_chars:,}", big[0], f"{big[1]:,}")
+        if not objects:
+            raise AtomgraphError(f"every object is over max_object_chars={max_object_chars:,} characters; "
+                                 "split them into several objects or raise the limit")
         emb = embedding_model(embeddings) if dense else None
         model_id = embedding_id(emb) if dense else "none (no dense vectors)"
-        key = content_key(objects, model_id, rows_per_chunk=rows_per_chunk, passage_chars=passage_chars)
+        prog.stage("content key", len(objects))
+        key = content_key(objects, model_id, rows_per_chunk=rows_per_chunk, passage_chars=passage_chars, progress=prog)
         folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         where = folder / key
+        index = None
         if use_cache and (where / "meta.json").is_file():
             try:
+                prog.stage("loading", len(objects))
                 index = cls._load(where, objects, emb, model_id, key)
                 index.cache_path = where
-                return index
             except Exception as exc:  # noqa: BLE001 - a damaged cache is rebuilt, never fatal
                 log.warning("ARM index cache %s unreadable (%s); rebuilding", where, exc)
-        index = cls._build(objects, emb, model_id, key, rows_per_chunk, passage_chars)
-        if use_cache:
+                index = None
+        loaded = index is not None
+        if index is None:
+            index = cls._build(objects, emb, model_id, key, rows_per_chunk, passage_chars, prog)
+        index.dense_search, index.ann_candidates = dense_search, ann_candidates
+        index.__post_init__()
+        if index.dense_mode == "ann":
+            index._ann_for("chunks", prog)  # read from the cache, else built (and saved below)
+        if use_cache and not loaded:
             try:
+                prog.stage("saving", len(objects))
                 index._save(where)
                 index.cache_path = where
+                if index.chunk_vectors.shape[1] > 0:  # read from the file from now on, as an opened index does
+                    index.chunk_vectors = np.load(where / "chunk_vectors.npy", mmap_mode="r")
             except OSError as exc:
                 log.warning("cannot write the ARM index cache to %s (%s)", where, exc)
+        prog.end()
+        index.build_summary = {
+            "objects": len(index.objects), "given": len(given), "refused": len(refused),
+            "refused_ids": [r[0] for r in refused[:20]], "max_object_chars": max_object_chars,
+            "chunks": int(len(index.chunk_objects)), "ngrams": len(index.trie), "loaded": loaded,
+            "dense_search": index.dense_mode if dense else "none", "seconds": dict(prog.seconds),
+            "total_seconds": round(time.perf_counter() - prog.t0, 3),
+        }
+        if prog.active or refused:
+            s = index.build_summary
+            prog.say(f"{'opened' if loaded else 'built'} {s['objects']:,} objects ({s['refused']:,} refused over "
+                     f"{max_object_chars:,} characters), {s['chunks']:,} chunks, {s['ngrams']:,} n-grams, dense search "
+                     f"{s['dense_search']}, in {s['total_seconds']:.1f} s")
         return index
 
     @classmethod
-    def _build(cls, objects, emb, model_id, key, rows_per_chunk, passage_chars) -> "ArmIndex":
-        import bm25s
-        import marisa_trie
+    def _build(cls, objects, emb, model_id, key, rows_per_chunk, passage_chars, prog=None) -> "ArmIndex":
+        prog = prog or BuildProgress(False)
+        trie, indptr, indices = ngram_tables(objects, prog)
+        bm25 = bm25_index(objects, prog)
 
-        postings: dict[str, list[int]] = {}
-        docs: list[list[str]] = []
-        for i, o in enumerate(objects):
-            seen: set[str] = set()
-            for f in object_fields(o):
-                seen.update(ngrams(tokens(f)))
-            for g in seen:
-                postings.setdefault(g, []).append(i)
-            docs.append(object_tokens(o))
-        trie = marisa_trie.Trie(postings.keys())
-        indptr = np.zeros(len(trie) + 1, dtype=np.int64)
-        lists: list[list[int]] = [[] for _ in range(len(trie))]
-        for g, ids in postings.items():
-            lists[trie[g]] = ids
-        indptr[1:] = np.cumsum([len(x) for x in lists])
-        indices = np.fromiter((i for x in lists for i in x), dtype=np.int32, count=int(indptr[-1]))
-
-        bm25 = bm25s.BM25()
-        bm25.index([d or [""] for d in docs], show_progress=False)
-
-        chunks: list[Chunk] = [c for o in objects for c in chunk_object(o, rows_per_chunk=rows_per_chunk, passage_chars=passage_chars)]
+        prog.stage("chunks", len(objects))
+        chunks: list[Chunk] = [c for o in prog.iterate(objects)
+                               for c in chunk_object(o, rows_per_chunk=rows_per_chunk, passage_chars=passage_chars)]
         pos = {o.id: i for i, o in enumerate(objects)}
         chunk_objects = np.array([pos[c.object_id] for c in chunks], dtype=np.int32)
-        vectors = _embed(emb, [c.text for c in chunks]) if emb is not None else np.zeros((len(chunks), 0), np.float32)
+        del pos
+        if emb is not None:
+            prog.stage("embeddings", len(chunks), "chunks")
+            texts = [c.text for c in chunks]
+            del chunks
+            if len(texts) <= EMBED_BATCH:
+                vectors = _embed(emb, texts)
+            else:  # in batches, into one array: progress between them, no second copy
+                vectors = None
+                for s in range(0, len(texts), EMBED_BATCH):
+                    part = _embed(emb, texts[s : s + EMBED_BATCH])
+                    if vectors is None:
+                        vectors = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+                    vectors[s : s + len(part)] = part
+                    prog.tick(s + len(part))
+            del texts
+        else:
+            vectors = np.zeros((len(chunks), 0), np.float32)
+            del chunks
+        prog.stage("title mentions", len(objects))
         mentions = title_mentions(objects, stopwords())
+        prog.end()
         return cls(list(objects), trie, indptr, indices, bm25, chunk_objects, vectors, mentions, emb, model_id, key)
 
     def _save(self, where: Path) -> None:
         with atomic_dir(where) as tmp:
             self.trie.save(str(tmp / "ngrams.marisa"))
             np.savez(tmp / "arrays.npz", indptr=self.post_indptr, indices=self.post_indices,
-                     chunk_objects=self.chunk_objects, chunk_vectors=self.chunk_vectors)
+                     chunk_objects=self.chunk_objects)
+            np.save(tmp / "chunk_vectors.npy", np.asarray(self.chunk_vectors))
             self.bm25.save(str(tmp / "bm25"), show_progress=False)
             (tmp / "mentions.json").write_text(json.dumps(self.mentions))
+            for kind, ann in self.__dict__.get("_anns", {}).items():
+                ann.save(tmp / _ANN_FILES[kind])
             (tmp / "meta.json").write_text(json.dumps({"version": INDEX_VERSION, "model": self.model_id,
                                                        "objects": len(self.objects), "key": self.key}))
 
@@ -263,10 +568,72 @@ class ArmIndex:
         trie = marisa_trie.Trie()
         trie.load(str(where / "ngrams.marisa"))
         arrays = np.load(where / "arrays.npz")
+        if (where / "chunk_vectors.npy").is_file():
+            vectors = np.load(where / "chunk_vectors.npy", mmap_mode="r")  # read as used (exact search, ANN build)
+        else:
+            vectors = arrays["chunk_vectors"]  # an index saved before vectors had their own file
+        chunk_objects = arrays["chunk_objects"]
+        if len(vectors) != len(chunk_objects):
+            raise ValueError("chunk vectors and chunk owners differ in length")
         bm25 = bm25s.BM25.load(str(where / "bm25"), show_progress=False)
         mentions = json.loads((where / "mentions.json").read_text())
-        return cls(list(objects), trie, arrays["indptr"], arrays["indices"], bm25, arrays["chunk_objects"],
-                   arrays["chunk_vectors"], mentions, emb, model_id, key)
+        return cls(list(objects), trie, arrays["indptr"], arrays["indices"], bm25, chunk_objects,
+                   vectors, mentions, emb, model_id, key)
+
+    # -- dense search -----------------------------------------------------------------------
+
+    @property
+    def dense_mode(self) -> str:
+        """``exact`` or ``ann``: what ``dense_search`` means for this collection."""
+        mode = _check_dense_search(self.dense_search)
+        if mode == "auto":
+            return "ann" if len(self.chunk_vectors) > EXACT_LIMIT and self.chunk_vectors.shape[1] > 0 else "exact"
+        return mode
+
+    @property
+    def one_chunk_per_object(self) -> bool:
+        if not hasattr(self, "_one_chunk"):
+            n = len(self.objects)
+            self._one_chunk = len(self.chunk_objects) == n and bool(np.array_equal(self.chunk_objects, np.arange(n)))
+        return self._one_chunk
+
+    def _ann_for(self, kind: str, progress: BuildProgress | None = None) -> AnnIndex:
+        """The ANN index over chunk vectors (``chunks``) or mean object vectors (``objects``,
+        only where an object has several chunks): in memory, else read from the cache
+        folder, else built (and written there). A damaged or mismatched file is rebuilt."""
+        anns = self.__dict__.setdefault("_anns", {})
+        if kind in anns:
+            return anns[kind]
+        lock = self.__dict__.setdefault("_ann_lock", threading.Lock())
+        with lock:
+            if kind in anns:
+                return anns[kind]
+            vectors = self.chunk_vectors if kind == "chunks" else self.object_vectors
+            n, d = vectors.shape
+            where = getattr(self, "cache_path", None)
+            path = where / _ANN_FILES[kind] if where is not None else None
+            ann = None
+            if path is not None and path.is_file():
+                try:
+                    ann = AnnIndex.load(path, n, d)
+                except Exception as exc:  # noqa: BLE001 - a damaged ANN file is rebuilt, never fatal
+                    log.warning("ARM index: ANN file %s unreadable (%s); rebuilding it", path, exc)
+            if ann is None:
+                prog = progress or BuildProgress(None)
+                prog.stage(f"ANN index ({kind})", n, "vectors")
+                ann = AnnIndex.build(vectors, prog)
+                prog.end()
+                if path is not None:
+                    try:
+                        ann.save(path)
+                    except (OSError, RuntimeError) as exc:
+                        log.warning("cannot write the ANN index to %s (%s)", path, exc)
+            anns[kind] = ann
+            return ann
+
+    def ann_index(self) -> AnnIndex:
+        """The ANN index over the chunk vectors (built or read on first use)."""
+        return self._ann_for("chunks")
 
     # -- n-grams ----------------------------------------------------------------------------
 
@@ -343,9 +710,25 @@ class ArmIndex:
                 cache[t] = v
 
     def dense_scores(self, text_or_vector) -> np.ndarray:
-        """Cosine similarity of every object to a query: the best of its chunks (Appendix D.2)."""
+        """Cosine similarity of every object to a query: the best of its chunks (Appendix D.2).
+
+        ``dense_mode == "ann"``: only the ``ann_candidates`` chunks the ANN index returns are
+        scored (exactly, from the stored vectors); every other object is *not retrieved* and
+        gets the collection's lowest similarity to the query (the chunk farthest from it, also
+        found by the ANN: the nearest to the negated query), so min-max normalisation sees
+        the same range as exact search."""
         q = self.embed_query(text_or_vector) if isinstance(text_or_vector, str) else np.asarray(text_or_vector)
-        sims = self.chunk_vectors @ q.astype(np.float32)
+        q = q.astype(np.float32)
+        if self.dense_mode == "ann":
+            ann = self.ann_index()
+            rows = np.unique(np.concatenate([ann.search(q, self.ann_candidates), ann.search(-q, 1, ef=32)]))
+            sims = np.asarray(self.chunk_vectors[rows] @ q, dtype=np.float32)
+            out = np.full(len(self.objects), float(sims.min()) if len(sims) else -1.0, dtype=np.float32)
+            np.maximum.at(out, self.chunk_objects[rows], sims)
+            return out
+        sims = np.asarray(self.chunk_vectors @ q, dtype=np.float32)
+        if self.one_chunk_per_object:
+            return np.maximum(sims, np.float32(-1.0))
         out = np.full(len(self.objects), -1.0, dtype=np.float32)
         np.maximum.at(out, self.chunk_objects, sims)
         return out
@@ -361,7 +744,19 @@ class ArmIndex:
         return self._by_db.get(database, [])
 
     def nearest_objects(self, p: int, n: int) -> list[int]:
-        """The ``n`` objects whose (mean-chunk) vectors are closest to object ``p``'s."""
+        """The ``n`` objects whose (mean-chunk) vectors are closest to object ``p``'s (by the
+        ANN index when ``dense_mode == "ann"``: over the chunks where each object has one
+        chunk, else over the object vectors)."""
+        if self.dense_mode == "ann":
+            if self.one_chunk_per_object:
+                vectors, ann = self.chunk_vectors, self._ann_for("chunks")
+            else:
+                vectors, ann = self.object_vectors, self._ann_for("objects")
+            q = np.asarray(vectors[p], dtype=np.float32)
+            rows = np.sort(ann.search(q, n + 1))
+            sims = np.asarray(vectors[rows] @ q, dtype=np.float32)
+            order = np.argsort(-sims, kind="stable")[:n]
+            return [int(rows[i]) for i in order]
         sims = self.object_vectors @ self.object_vectors[p]
         n = min(n, len(sims))
         top = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))

@@ -4,7 +4,8 @@ Retrieves k objects per question with the chosen method over the ARM index of th
 (:mod:`atomgraph.tools.arm_index`, built once and cached), and prints recall, precision, F1
 and perfect recall in percent, overall and by group (multi-gold questions; multi-table ones
 separately). ``--out DIR`` writes ``results.jsonl`` (one line per question, with ARM's
-trace) and ``summary.json``. ARM parameters come from :class:`atomgraph.state.arm.ArmContext`
+trace) and ``summary.json``. ``--dense-search`` picks exact or ANN dense search,
+``--max-object-chars`` the size over which an object is refused (:class:`ArmIndex`). ARM parameters come from :class:`atomgraph.state.arm.ArmContext`
 (``--set name=value`` overrides one).
 
 With a chat model (``--model``, ``--model-factory`` or the settings' decoder model), ``--method
@@ -63,7 +64,8 @@ def _run(args) -> int:
             raise ConfigError("--limit must be at least 1")
         questions = questions[: args.limit]
     index = ArmIndex.build(objects, cache_dir=args.cache, use_cache=not args.no_cache,
-                           dense=args.method != "bm25")  # BM25 pays for no embeddings
+                           dense=args.method != "bm25",  # BM25 pays for no embeddings
+                           dense_search=args.dense_search, max_object_chars=args.max_object_chars)
     if args.method in ("dense", "arm"):
         index.prime_queries([q.question for q in questions])
     if args.method == "arm" and ctx.compatibility == "graded" and ctx.structure_alignment:
@@ -112,6 +114,12 @@ def register(sub) -> None:
     p.add_argument("--cache", metavar="DIR", help="index cache folder (default $ATOMGRAPH_ARM_CACHE or ~/.cache/atomgraph/arm-index)")
     p.add_argument("--no-cache", action="store_true", help="build the index in memory only")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an ArmContext field (repeatable)")
+    p.add_argument("--dense-search", choices=["auto", "exact", "ann"],
+                   help="dense search: exact, ANN (faiss HNSW), or auto = exact up to 20,000 chunks "
+                        "(default: $ATOMGRAPH_ARM_DENSE_SEARCH or auto)")
+    p.add_argument("--max-object-chars", type=int, metavar="N",
+                   help="refuse (leave out, with a warning) objects over N characters; 0 = no limit "
+                        "(default: $ATOMGRAPH_ARM_MAX_OBJECT_CHARS or 1,000,000)")
     p.add_argument("--json", action="store_true", help="print a machine-readable JSON object")
     p.add_argument("--model", help="chat model for ARM's LLM stages (default: settings), or scripted:RULES.json")
     p.add_argument("--model-factory", help="module:function returning the model(s) (default: $ATOMGRAPH_MODEL_FACTORY)")

@@ -1,0 +1,244 @@
+"""ARM's index at scale (issue 15 item 6, issue 18): the ANN dense search (built, persisted,
+reopened, agreeing with exact search on real passages, a damaged file rebuilt), the n-gram
+tables and BM25 persisted and identical to the straightforward build, objects over the size
+limit refused, progress lines and the build summary. Speed and memory live in
+``benchmarks/bench_arm_scale.py``, not here."""
+
+from __future__ import annotations
+
+import io
+import logging
+import shutil
+
+import numpy as np
+import pytest
+
+from atomgraph.errors import AtomgraphError
+from atomgraph.nodes.arm.retrieval import dense_retrieve
+from atomgraph.tools.arm_index import (ArmIndex, _object_ngrams, bm25_index, ngram_tables, object_chars,
+                                       object_tokens)
+from atomgraph.tools.objects import DataObject, load_objects, load_questions
+
+
+@pytest.fixture(scope="module")
+def hotpot(shared_data):
+    folder = shared_data / "retrieval" / "hotpotqa"
+    objects = load_objects(folder / "objects.jsonl")[:160]
+    questions = load_questions(folder / "questions.jsonl")[:60]
+    return objects, questions
+
+
+@pytest.fixture(scope="module")
+def ann_folder(hotpot, tmp_path_factory):
+    """An index of 160 real passages with the ANN built (and saved) at build time."""
+    objects, questions = hotpot
+    cache = tmp_path_factory.mktemp("arm-ann")
+    index = ArmIndex.build(objects, cache_dir=cache, dense_search="ann", ann_candidates=20, progress=False)
+    index.prime_queries([q.question for q in questions])
+    return cache, index
+
+
+def test_ann_index_is_built_persisted_and_reopened(ann_folder, hotpot):
+    cache, built = ann_folder
+    objects, questions = hotpot
+    assert built.dense_mode == "ann" and built.build_summary["dense_search"] == "ann"
+    assert "ANN index (chunks)" in built.build_summary["seconds"]
+    path = built.cache_path / "ann_chunks.faiss"
+    assert path.is_file() and path.stat().st_size > 0
+    again = ArmIndex.build(objects, cache_dir=cache, dense_search="ann", ann_candidates=20, progress=False)
+    s = again.build_summary
+    assert s["loaded"] and "ANN index (chunks)" not in s["seconds"] and "n-gram trie" not in s["seconds"]
+    assert len(again.ann_index()) == len(again.chunk_vectors) == len(built.chunk_vectors)
+    again._query_cache = built._query_cache
+    for q in questions[:10]:
+        assert np.array_equal(again.dense_scores(q.question), built.dense_scores(q.question))
+    # the same cache opened for exact search neither needs nor builds an ANN
+    exact = ArmIndex.build(objects, cache_dir=cache, dense_search="exact", progress=False)
+    assert exact.dense_mode == "exact" and "_anns" not in exact.__dict__
+
+
+def test_exact_and_ann_search_agree_on_real_passages(ann_folder, hotpot):
+    _, index = ann_folder
+    _, questions = hotpot
+    assert index.ann_candidates == 20 < len(index.chunk_vectors)  # the ANN really leaves objects out
+    for q in questions:
+        index.dense_search = "exact"
+        exact_scores = index.dense_scores(q.question)
+        exact_top = dense_retrieve(q, index, 5)
+        index.dense_search = "ann"
+        ann_scores = index.dense_scores(q.question)
+        ann_top = dense_retrieve(q, index, 5)
+        assert ann_top.ids == exact_top.ids, q.id
+        assert np.allclose(ann_top.scores, exact_top.scores, atol=1e-5)
+        # objects not among the ANN's candidates count as not retrieved: the collection's lowest similarity
+        # (of a chunk: an object of several chunks may score higher)
+        if index.one_chunk_per_object:
+            assert abs(float(ann_scores.min()) - float(exact_scores.min())) < 1e-5
+        else:
+            assert float(ann_scores.min()) <= float(exact_scores.min()) + 1e-5
+        assert (ann_scores <= exact_scores + 1e-5).all()
+    for p in range(0, len(index.objects), 16):
+        index.dense_search = "exact"
+        exact_near = index.nearest_objects(p, 10)
+        index.dense_search = "ann"
+        assert index.nearest_objects(p, 10) == exact_near
+    index.dense_search = "ann"
+
+
+def test_auto_is_exact_for_small_collections(ann_folder, hotpot):
+    objects, _ = hotpot
+    cache, _ = ann_folder
+    index = ArmIndex.build(objects, cache_dir=cache, progress=False)
+    assert index.dense_search == "auto" and index.dense_mode == "exact"
+
+
+def test_a_damaged_ann_file_is_rebuilt_with_a_warning(ann_folder, hotpot, tmp_path, caplog):
+    cache, built = ann_folder
+    objects, questions = hotpot
+    copy = tmp_path / "cache"
+    shutil.copytree(cache, copy)
+    path = copy / built.cache_path.name / "ann_chunks.faiss"
+    path.write_bytes(b"not a faiss index")
+    with caplog.at_level(logging.WARNING):
+        index = ArmIndex.build(objects, cache_dir=copy, dense_search="ann", ann_candidates=20, progress=False)
+    assert any("ann_chunks.faiss unreadable" in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records)
+    assert index.build_summary["loaded"] and "ANN index (chunks)" in index.build_summary["seconds"]
+    index._query_cache = built._query_cache
+    assert np.array_equal(index.dense_scores(questions[0].question), built.dense_scores(questions[0].question))
+    # rewritten: the next open reads it
+    again = ArmIndex.build(objects, cache_dir=copy, dense_search="ann", ann_candidates=20, progress=False)
+    assert "ANN index (chunks)" not in again.build_summary["seconds"]
+
+
+@pytest.mark.parametrize("part", ["ngrams.marisa", "bm25", "arrays.npz", "mentions.json"])
+def test_a_missing_or_damaged_part_rebuilds_the_index(shared_data, tmp_path, caplog, part):
+    objects = load_objects(shared_data / "retrieval" / "spider" / "objects.jsonl")
+    first = ArmIndex.build(objects, cache_dir=tmp_path, dense=False, progress=False)
+    where = first.cache_path / part
+    if where.is_dir():
+        shutil.rmtree(where)
+    else:
+        where.write_bytes(b"\x00garbage")
+    with caplog.at_level(logging.WARNING):
+        index = ArmIndex.build(objects, cache_dir=tmp_path, dense=False, progress=False)
+    assert any("unreadable" in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records)
+    assert not index.build_summary["loaded"] and list(index.trie.iterkeys()) == list(first.trie.iterkeys())
+    assert ArmIndex.build(objects, cache_dir=tmp_path, dense=False, progress=False).build_summary["loaded"]
+
+
+def test_ngram_tables_and_bm25_match_the_straightforward_build(shared_data):
+    """The dict-free builder gives the same trie (keys, ids, order), postings and BM25 scores
+    as one dict of every n-gram would."""
+    import bm25s
+    import marisa_trie
+
+    objects = load_objects(shared_data / "retrieval" / "musique" / "objects.jsonl")[:300]
+    postings: dict[str, list[int]] = {}
+    for i, o in enumerate(objects):
+        for g in _object_ngrams(o):
+            postings.setdefault(g, []).append(i)
+    ref = marisa_trie.Trie(postings.keys())
+    trie, indptr, indices = ngram_tables(objects)
+    assert list(trie.iterkeys()) == list(ref.iterkeys()) and all(trie[g] == ref[g] for g in postings)
+    for g, ids in postings.items():
+        k = trie[g]
+        assert indices[indptr[k] : indptr[k + 1]].tolist() == ids
+    ref_bm25 = bm25s.BM25()
+    ref_bm25.index([object_tokens(o) or [""] for o in objects], show_progress=False)
+    ours = bm25_index(objects)
+    for o in objects[:20]:
+        q = object_tokens(o)[:6] + ["zzzz"]
+        assert np.array_equal(np.asarray(ours.get_scores(q)), np.asarray(ref_bm25.get_scores(q)))
+
+
+def test_reopening_rebuilds_no_ngram_table_nor_bm25(shared_data, tmp_path):
+    objects = load_objects(shared_data / "retrieval" / "spider" / "objects.jsonl")
+    a = ArmIndex.build(objects, cache_dir=tmp_path, dense=False, progress=False)
+    b = ArmIndex.build(objects, cache_dir=tmp_path, dense=False, progress=False)
+    assert not a.build_summary["loaded"] and b.build_summary["loaded"]
+    assert set(b.build_summary["seconds"]) <= {"content key", "loading"}
+    assert list(a.trie.iterkeys()) == list(b.trie.iterkeys()) and np.array_equal(a.post_indices, b.post_indices)
+    q = ["singer", "name", "country"]
+    assert np.array_equal(a.bm25_scores(q), b.bm25_scores(q))
+
+
+def _passages(n: int, size: int = 60) -> list[DataObject]:
+    return [DataObject(f"p{i}", "passage", f"Title {i}", f"passage number {i} " + "word " * (size // 5)) for i in range(n)]
+
+
+def test_objects_over_the_size_limit_are_refused_and_counted(tmp_path, caplog):
+    big = DataObject("huge", "passage", "Huge", "lorem ipsum " * 100_000)  # 1.2 million characters
+    objects = _passages(5) + [big]
+    assert object_chars(big) > 1_000_000
+    with caplog.at_level(logging.WARNING):
+        index = ArmIndex.build(objects, cache_dir=tmp_path, dense=False, progress=False)  # default limit: 1,000,000
+    assert "huge" not in index.ids and len(index) == 5
+    s = index.build_summary
+    assert s["given"] == 6 and s["refused"] == 1 and s["refused_ids"] == ["huge"] and s["max_object_chars"] == 1_000_000
+    assert any("refused 1 object" in r.getMessage() and "'huge'" in r.getMessage() for r in caplog.records)
+    assert not index.has_ngram("lorem ipsum")
+    # a table's cells count too; 0 means no limit
+    table = DataObject("t", "table", "t", "", columns=("a",), rows=tuple((f"cell {i}",) for i in range(200)))
+    assert object_chars(table) == 1 + 1 + sum(len(f"cell {i}") for i in range(200))
+    limited = ArmIndex.build(objects + [table], use_cache=False, dense=False, max_object_chars=500, progress=False)
+    assert limited.build_summary["refused"] == 2 and "t" not in limited.ids
+    everything = ArmIndex.build(objects, use_cache=False, dense=False, max_object_chars=0, progress=False)
+    assert "huge" in everything.ids and everything.has_ngram("lorem ipsum")
+
+
+def test_size_limit_from_the_environment_and_clear_errors(monkeypatch):
+    objects = _passages(3)
+    monkeypatch.setenv("ATOMGRAPH_ARM_MAX_OBJECT_CHARS", "10")
+    with pytest.raises(AtomgraphError, match="every object is over max_object_chars=10"):
+        ArmIndex.build(objects, use_cache=False, dense=False, progress=False)
+    monkeypatch.setenv("ATOMGRAPH_ARM_MAX_OBJECT_CHARS", "ten")
+    with pytest.raises(AtomgraphError, match="ATOMGRAPH_ARM_MAX_OBJECT_CHARS='ten' is not valid"):
+        ArmIndex.build(objects, use_cache=False, dense=False, progress=False)
+    monkeypatch.delenv("ATOMGRAPH_ARM_MAX_OBJECT_CHARS")
+    with pytest.raises(AtomgraphError, match="dense_search 'fast': expected one of auto, exact, ann"):
+        ArmIndex.build(objects, use_cache=False, dense=False, dense_search="fast")
+    monkeypatch.setenv("ATOMGRAPH_ARM_DENSE_SEARCH", "approximate")
+    with pytest.raises(AtomgraphError, match="dense_search 'approximate'"):
+        ArmIndex.build(objects, use_cache=False, dense=False)
+    monkeypatch.setenv("ATOMGRAPH_ARM_DENSE_SEARCH", "exact")
+    assert ArmIndex.build(objects, use_cache=False, dense=False, progress=False).dense_search == "exact"
+
+
+def test_an_index_without_vectors_refuses_ann_search_clearly():
+    index = ArmIndex.build(_passages(3), use_cache=False, dense=False, dense_search="exact", progress=False)
+    index.dense_search = "ann"
+    with pytest.raises(AtomgraphError, match="no dense vectors"):
+        index.ann_index()
+
+
+def test_progress_lines_and_build_summary(tmp_path):
+    objects = _passages(50)
+    out = io.StringIO()
+    ArmIndex.build(objects, cache_dir=tmp_path / "a", dense=False, progress=True, stream=out)
+    lines = out.getvalue().splitlines()
+    assert all(line.startswith("ARM index: ") for line in lines)
+    for stage in ("n-gram trie", "n-gram postings", "BM25 index", "title mentions", "saving"):
+        assert any(f"{stage} (50 objects) ..." in line for line in lines), stage
+        assert any(line.startswith(f"ARM index: {stage} done in") for line in lines), stage
+    assert "built 50 objects (0 refused over 1,000,000 characters)" in lines[-1] and "dense search none" in lines[-1]
+    # auto: a small build is quiet, and so is progress=False
+    quiet = io.StringIO()
+    ArmIndex.build(objects, cache_dir=tmp_path / "b", dense=False, stream=quiet)
+    ArmIndex.build(objects, cache_dir=tmp_path / "b", dense=False, progress=False, stream=quiet)
+    assert quiet.getvalue() == ""
+
+
+def test_progress_reports_within_a_long_stage():
+    """Past the quiet period, a stage prints its count at most every ``every_s`` seconds."""
+    from atomgraph.tools.arm_index import BuildProgress
+
+    out = io.StringIO()
+    p = BuildProgress(None, out, quiet_s=0.0, every_s=0.0)
+    p.stage("embeddings", 4096, "chunks")
+    for done in (1024, 2048):
+        p.tick(done)
+    p.end()
+    text = out.getvalue()
+    assert "embeddings (4,096 chunks) ..." in text and "embeddings 1,024/4,096 chunks 25%" in text
+    assert "embeddings 2,048/4,096 chunks 50%" in text and "embeddings done in" in text
+    assert "embeddings" in p.seconds
