@@ -28,9 +28,14 @@ The message of an :class:`AnswerRefused` starts ``answer refused (<reason>)``, s
 survives as text in a call record's ``parse_error`` and in a run's ``error``;
 :func:`refusal_reason` reads it back (``eval run`` counts refusals by reason).
 
-Client-side cap: :func:`cap_reply` cuts a reply longer than a stage's output cap allows
-(``CHARS_PER_TOKEN`` characters per token) and marks it with ``REPLY_CUT_MARK``; a server that
-ignores ``max_tokens`` cannot hand a parser 200,000 characters.
+Client-side cap: every reply that comes back through
+:meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>` (and each step of ReAct's
+agent loop) is cut at :func:`reply_limit` characters (``CHARS_PER_TOKEN`` per token of the
+stage's output cap) *before* the stage's parser reads it; the call's record says ``capped`` and
+keeps the reply's length (``reply_chars``), and an unreadable cut reply's parse error starts
+with :func:`cut_note`. A server that ignores ``max_tokens`` cannot hand a parser, or an answer,
+200,000 characters. :func:`cap_reply` is the same cut for display, marked with
+``REPLY_CUT_MARK``.
 """
 
 from __future__ import annotations
@@ -193,13 +198,26 @@ def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations:
     return text
 
 
+def reply_limit(max_tokens: int | None, *, chars_per_token: int = CHARS_PER_TOKEN) -> int | None:
+    """How many characters a reply under an output cap of ``max_tokens`` may hold (None: no cap)."""
+    return int(max_tokens) * chars_per_token if max_tokens else None
+
+
+def cut_note(chars: int, max_tokens: int | None) -> str:
+    """Why a reply was cut: the text a record's parse error starts with."""
+    return (f"reply cut at the stage's output cap ({chars:,} characters; {max_tokens} tokens allow "
+            f"{reply_limit(max_tokens) or 0:,})")
+
+
 def cap_reply(text: str, max_tokens: int | None, *, chars_per_token: int = CHARS_PER_TOKEN) -> tuple[str, bool]:
     """``(text, False)`` when it fits ``max_tokens`` (at ``chars_per_token``), else the text cut at
     that many characters and marked with :data:`REPLY_CUT_MARK`, and True."""
-    if not text or not max_tokens or len(text) <= max_tokens * chars_per_token:
+    limit = reply_limit(max_tokens, chars_per_token=chars_per_token)
+    if not text or limit is None or len(text) <= limit:
         return text, False
-    return text[: max_tokens * chars_per_token] + REPLY_CUT_MARK, True
+    return text[:limit] + REPLY_CUT_MARK, True
 
 
 __all__ = ["AnswerRefused", "CHARS_PER_TOKEN", "FEW_SHOT_STOPS", "MAX_ANSWER_CHARS", "MAX_ANSWER_WORDS", "REASONS",
-           "REPLY_CUT_MARK", "TEMPLATE_TOKENS", "cap_reply", "check_answer", "clean_reply", "cut_at_stops", "refusal_reason"]
+           "REPLY_CUT_MARK", "TEMPLATE_TOKENS", "cap_reply", "check_answer", "clean_reply", "cut_at_stops", "cut_note", "refusal_reason",
+           "reply_limit"]

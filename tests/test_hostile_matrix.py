@@ -116,3 +116,52 @@ def test_cli_ask_against_hostile_server(server, tmp_path, mode):
     assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr[-2000:]
     out = json.loads(p.stdout.decode("utf-8"))
     assert out["answer"] == "" and re.search(REASON[mode], out["error"], re.I), out["error"]
+
+
+def _arm_bypasses_ask() -> bool:
+    from atomgraph.nodes.arm import decoding
+
+    return hasattr(decoding, "ask_bound")
+
+
+@pytest.fixture(scope="module")
+def kar3_atoms(tmp_path_factory):
+    from tests.kar3_fixtures import build_demo_index, demo_source
+
+    folder = tmp_path_factory.mktemp("hostile_kar3")
+    build_demo_index(folder, limit=4)  # a real atom index (scripted atomizer): KAR³ needs one to run
+    return folder, demo_source(folder)
+
+
+@pytest.mark.parametrize("method", sorted(method_names()))
+async def test_a_huge_reply_is_cut_at_the_cap_before_any_parser(server, request, wiki, method):
+    """The client-side cap, every method (KAR³ and ARM included): a 200,000-character reply to a
+    request for a few hundred tokens is cut at the stage's cap in characters before its parser
+    reads it; every call that got one is marked ``capped`` with the reply's length, the parse
+    error says it was cut, and nothing of it reaches an answer or the trace in full."""
+    import json
+
+    extra = {}
+    if method == "kar3":
+        folder, atoms = request.getfixturevalue("kar3_atoms")
+        srcs, extra = [atoms, wiki], {"chroma_path": str(folder)}
+    else:
+        srcs = request.getfixturevalue("arm_index") if method == "arm" else [wiki]
+    settings = Settings(model="hostile", openai_base_url=server.url("huge", f"cut-{method}"), openai_api_key="x",
+                        cache=False, request_timeout=TIMEOUT_S, max_retries=0, **extra)
+    out = await build_method(method, settings=settings, sources=srcs).ainvoke({"question": Q})
+    calls = out["llm_calls"]
+    reached = [c for c in calls if not c.get("error")]  # calls the server answered
+    assert reached, (method, calls)
+    for c in reached:
+        if method == "arm" and not c["capped"] and _arm_bypasses_ask():
+            pytest.xfail(f"ARM's {c['stage']} calls its model through nodes/arm/decoding.ask_bound, not rt.ask "
+                         "(ask_bound is being removed on another branch)")
+        assert c["capped"] is True and c["reply_chars"] == 200_000, (method, c)
+        assert c["max_tokens"] and c["max_tokens"] * 8 < 200_000
+        if c["parse_error"]:
+            assert c["parse_error"].startswith("reply cut at the stage's output cap (200,000 characters"), c
+    for text in [str(out.get("answer") or ""), *map(str, out.get("answers") or [])]:
+        assert "xxxxxxxxxx" not in text and len(text) <= MAX_ANSWER_CHARS, (method, text[:80])
+    # the reply never travels in full: the whole output (trace included) is far smaller than one reply
+    assert len(json.dumps(out, default=str)) < 200_000, (method, len(json.dumps(out, default=str)))
