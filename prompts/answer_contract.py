@@ -198,6 +198,40 @@ def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations:
     return text
 
 
+def reply_problem(reply: str | None, *, question: str = "", instructions: Sequence[str] = (),
+                  demonstrations: Sequence[str] = ()) -> str | None:
+    """For a stage whose reply is no answer (a plan, a list of sub-questions) and that could not
+    use it: which of :data:`REASONS` the reply shows, so the recorded failure says *why* it was
+    no reply to our request (None when it shows none of them; the parse error then stands alone):
+
+    - ``empty``;
+    - ``echo``: it repeats two or more sentences of ``instructions`` (the prompt sent back);
+    - ``injection``: it gives its reader instructions;
+    - ``demonstration``: it holds one of ``demonstrations`` (their questions) that is not
+      ``question``, or starts a ``Question:`` turn of its own about another question;
+    - ``template_token``: it holds a chat-template token.
+    """
+    text = reply or ""
+    if not text.strip():
+        return "empty"
+    echoed = {s for block in instructions for s in _sentences(block, 4)}
+    if echoed and len(echoed & set(_sentences(text, 4))) >= 2:
+        return "echo"
+    if _INJECTION.search(text):
+        return "injection"
+    normed, ours = _norm(text), _norm(question)
+    for q in demonstrations:
+        nq = _norm(q)
+        if nq and nq in normed and nq != ours:
+            return "demonstration"
+    m = re.match(r"\s*(?:Question|Q)\s*[:：]\s*([^\n]*)", text)
+    if m and (not ours or ours not in _norm(m.group(1))):
+        return "demonstration"
+    if _TEMPLATE_RE.search(text):
+        return "template_token"
+    return None
+
+
 def reply_limit(max_tokens: int | None, *, chars_per_token: int = CHARS_PER_TOKEN) -> int | None:
     """How many characters a reply under an output cap of ``max_tokens`` may hold (None: no cap)."""
     return int(max_tokens) * chars_per_token if max_tokens else None
@@ -220,4 +254,4 @@ def cap_reply(text: str, max_tokens: int | None, *, chars_per_token: int = CHARS
 
 __all__ = ["AnswerRefused", "CHARS_PER_TOKEN", "FEW_SHOT_STOPS", "MAX_ANSWER_CHARS", "MAX_ANSWER_WORDS", "REASONS",
            "REPLY_CUT_MARK", "TEMPLATE_TOKENS", "cap_reply", "check_answer", "clean_reply", "cut_at_stops", "cut_note", "refusal_reason",
-           "reply_limit"]
+           "reply_limit", "reply_problem"]
