@@ -10,7 +10,7 @@ documented fallback runs, recorded with its reason. An answer
 - is not a line of evidence or a run of citation markers (``[1] Title | text``, ``[2][3]``,
   ``Passage 1:``; reason ``evidence``);
 - is not an echo of the prompt: its instructions, placeholders (``<answer>``), labels
-  (``Question:``) or a question (reason ``echo``), nor a demonstration's question or answer
+  (``Question:``, the answer format's own ``So the answer is:``) or a question (reason ``echo``), nor a demonstration's question or answer
   copied back (reason ``demonstration``, checked by :func:`clean_reply`);
 - holds no chat-template token (``<start_of_turn>``, ``[/INST]``, ``<|im_end|>``; reason
   ``template_token``) and no markup debris (a JSON fragment, an HTML tag; reason ``markup``);
@@ -81,6 +81,9 @@ _EVIDENCE_LINE = re.compile(
     r"|^\s*(?:title|passage|text)\s*[:：]", re.I)
 _LABEL = re.compile(r"^\s*(?:question|questions|sub-?questions?|examples?|follow[\s-]*up|intermediate answer|"
                     r"passages?|retrieved passages|reasoning|instructions?|system|user|assistant|model)\s*[:：]", re.I)
+# the prompts' own answer-format labels inside an answer: the format echoed, not an answer
+_FORMAT_LABEL = re.compile(r"\bso\s+the\s+(?:final\s+)?answer\s+is\b|\bparaphrase\s+answer\s*[:：]|\banswer\s+list\s*[:：]"
+                           r"|^\s*(?:final\s+)?answer\s*[:：]", re.I)
 _PLACEHOLDER = re.compile(r"<\s*(?:answer|final answer|your answer|entity|question|one simple question)\s*>", re.I)
 _MARKUP = re.compile(r"^\s*[\[{]|[{}]|</?[a-z][a-z0-9]*(?:\s[^<>]*)?/?>|^\s*```", re.I)
 _INJECTION = re.compile(
@@ -134,7 +137,7 @@ def check_answer(answer: object, *, max_chars: int = MAX_ANSWER_CHARS, max_words
         raise AnswerRefused("too_long", f"{len(text)} characters, {len(text.split())} words")
     if _CITATION_RUN.match(text) or _EVIDENCE_LINE.match(text):
         raise AnswerRefused("evidence", _show(text))
-    if _PLACEHOLDER.search(text) or _LABEL.match(text) or text.rstrip().endswith("?"):
+    if _PLACEHOLDER.search(text) or _LABEL.match(text) or _FORMAT_LABEL.search(text) or text.rstrip().endswith("?"):
         raise AnswerRefused("echo", _show(text))
     if _MARKUP.search(text):
         raise AnswerRefused("markup", _show(text))
@@ -168,9 +171,9 @@ def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations:
       ``Question:`` line after the first line (the model inventing the next demonstration);
     - :class:`AnswerRefused` ``demonstration`` when it starts with a ``Question:`` line (the
       model writing a demonstration of its own) or copies a demonstration's question
-      (``demonstrations``: ``(question, answer)`` pairs), ``echo`` when nothing is left after
-      dropping the sentences of ``instructions`` it repeats (sentences of 4+ words), ``empty``
-      when it is empty.
+      (``demonstrations``: ``(question, answer)`` pairs), ``echo`` when it repeats two or more
+      sentences of ``instructions`` (sentences of 4+ words) or nothing is left after dropping
+      the one it repeats, ``empty`` when it is empty.
     """
     text = cut_at_stops(reply or "", stops)
     if invented_turns:
@@ -192,7 +195,7 @@ def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations:
         pieces = [p for p in re.split(r"(?<=[.!?])\s+|\n", text) if p.strip()]
         kept = [p for p in pieces if _norm(p) not in echoed]
         if len(kept) < len(pieces):
-            if not any(_norm(p) for p in kept):
+            if not any(_norm(p) for p in kept) or len(pieces) - len(kept) >= 2:
                 raise AnswerRefused("echo", "the reply repeats the prompt's instructions")
             text = "\n".join(kept).strip()
     return text

@@ -1,4 +1,4 @@
-"""Every registered method against a hostile OpenAI-compatible server on 127.0.0.1
+"""Every registered method (KAR³ over a small real atom index) against a hostile OpenAI-compatible server on 127.0.0.1
 (tests/hostile_server.py): no exception, no hostile text in any answer, a bounded wall time,
 and the failure recorded with its reason. Client timeouts are short (the settings' request
 timeout), retries off, so the matrix stays fast."""
@@ -28,7 +28,6 @@ REASON = {
     "demo_echo": r"demonstration|unreadable", "429": r"429|rate", "500": r"500|server", "reset": r"connection|failed",
     "hang": r"time|failed", "slow": None,
 }
-OURS = {"standard", "cot", "rag", "self_ask", "ircot", "react", "iter_retgen", "decomposed_rag"}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +52,12 @@ def arm_index():
 
 @pytest.fixture
 def sources(request, wiki):
-    return lambda method: request.getfixturevalue("arm_index") if method == "arm" else [wiki]
+    def of(method):
+        if method == "kar3":
+            return [request.getfixturevalue("kar3_atoms")[1], wiki]
+        return request.getfixturevalue("arm_index") if method == "arm" else [wiki]
+
+    return of
 
 
 def _reasons(out) -> str:
@@ -66,13 +70,14 @@ def _reasons(out) -> str:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("method", sorted(set(method_names()) - {"kar3"}))
+@pytest.mark.parametrize("method", sorted(method_names()))
 async def test_method_against_hostile_server(server, sources, method, mode):
     # one base URL per test: langchain-openai caches its async HTTP client per URL, and each
     # test runs on its own event loop
+    srcs = sources(method)
     settings = Settings(model="hostile", openai_base_url=server.url(mode, method), openai_api_key="x", cache=False,
                         request_timeout=TIMEOUT_S, max_retries=0)
-    graph = build_method(method, settings=settings, sources=sources(method))
+    graph = build_method(method, settings=settings, sources=srcs)
     t0 = time.monotonic()
     out = await graph.ainvoke({"question": Q})
     wall = time.monotonic() - t0
@@ -80,22 +85,14 @@ async def test_method_against_hostile_server(server, sources, method, mode):
     answer = str(out.get("answer") or "")
     answers = [str(a) for a in out.get("answers") or []]
     for text in [answer, *answers]:
-        if method not in OURS and len(text) > MAX_ANSWER_CHARS:
-            pytest.xfail(f"{method} (not this area) returned a {len(text)}-character answer in {mode} mode")
         assert len(text) <= MAX_ANSWER_CHARS, (method, mode, text[:120])
         for marker in MARKERS:
-            if method not in OURS and marker.lower() in text.lower():
-                pytest.xfail(f"{method} (not this area) returned hostile text {marker!r} in {mode} mode")
             assert marker.lower() not in text.lower(), (method, mode, text[:200])
     if mode == "slow":
         return
     reasons = _reasons(out)
-    if method in OURS:
-        assert answer == "" and out.get("error"), (method, mode, answer, out.get("error"))
-    if not re.search(REASON[mode], reasons, re.I):
-        if method not in OURS:
-            pytest.xfail(f"{method} recorded no reason matching {REASON[mode]!r} in {mode} mode: {reasons[:200]!r}")
-        raise AssertionError(f"{method} × {mode}: no reason matching {REASON[mode]!r} in {reasons[:500]!r}")
+    assert answer == "" and out.get("error"), (method, mode, answer, out.get("error"))
+    assert re.search(REASON[mode], reasons, re.I), f"{method} × {mode}: no reason matching {REASON[mode]!r} in {reasons[:500]!r}"
 
 
 @pytest.mark.parametrize("mode", ["injection", "500", "hang"])

@@ -311,13 +311,22 @@ def parse_answer(text: str) -> ParsedAnswer:
         answers = [] if _is_unknown_item(para or "") else [_strip_period(para or "")]
 
     # "Unknown", "None", "I cannot determine this from the passages" are not answers
-    items = [a for a in _tidy(answers) if not _is_unknown_item(a) and not _CANNOT_RE.search(a)]
-    for a in items:  # the answer contract: an item that is no answer makes the reply unreadable
-        check_answer(a)
+    items = read_items(answers)
     if not para:
         para = _last_sentence(preamble) or answer_text(items) or "Unknown"
     unknown = not items
     return ParsedAnswer(paraphrase=para or "Unknown", answers=items, unknown=unknown, raw=raw)
+
+
+def read_items(answers: list[str]) -> list[str]:
+    """The items of an answer list: tidied, without 'Unknown' / 'I cannot tell' ones, each held
+    to the answer contract (an item that is no answer makes the reply unreadable:
+    :class:`~atomgraph.prompts.answer_contract.AnswerRefused`)."""
+    items = [a for a in _tidy([str(x) for x in answers if x is not None])
+             if not _is_unknown_item(a) and not _CANNOT_RE.search(a)]
+    for a in items:
+        check_answer(a)
+    return items
 
 
 def _last_sentence(text: str) -> str:

@@ -110,7 +110,10 @@ class AnswerSchema(BaseModel):
 
 
 def answer_from_structured(a: AnswerSchema) -> ParsedAnswer:
-    items = [x.strip() for x in a.answers if x and x.strip()]
+    """The structured answer; every item held to the answer contract, as :func:`parse_answer` does."""
+    from atomgraph.prompts.atomr.answer_format import read_items
+
+    items = read_items(a.answers)
     unknown = not items or a.paraphrase.strip().lower() == "unknown"
     return ParsedAnswer(paraphrase=a.paraphrase.strip(), answers=items, unknown=unknown, raw=a.model_dump_json())
 
