@@ -81,10 +81,14 @@ _EVIDENCE_LINE = re.compile(
     r"|^\s*(?:title|passage|text)\s*[:：]", re.I)
 _LABEL = re.compile(r"^\s*(?:question|questions|sub-?questions?|examples?|follow[\s-]*up|intermediate answer|"
                     r"passages?|retrieved passages|reasoning|instructions?|system|user|assistant|model)\s*[:：]", re.I)
+_ANSWER_MARKER = re.compile(r"\bthe\s+(?:final\s+)?answer\s+is\s*[:：]?\s*\S", re.I)
 # the prompts' own answer-format labels inside an answer: the format echoed, not an answer
 _FORMAT_LABEL = re.compile(r"\bso\s+the\s+(?:final\s+)?answer\s+is\b|\bparaphrase\s+answer\s*[:：]|\banswer\s+list\s*[:：]"
                            r"|^\s*(?:final\s+)?answer\s*[:：]", re.I)
-_PLACEHOLDER = re.compile(r"<\s*(?:answer|final answer|your answer|entity|question|one simple question)\s*>", re.I)
+_PLACEHOLDER = re.compile(r"<\s*(?:answer|final answer|your answer|entity|question|one simple question)\s*>"
+                          # the prompts' own filler for an empty slot: "(nothing was retrieved)", "(none yet)"
+                          r"|^\s*\(\s*(?:none(?:\s+yet)?|nothing\b[^()]*|no\s+(?:knowledge|results?|passages?|close phrase)\b[^()]*)\s*\)\s*$",
+                          re.I)
 _MARKUP = re.compile(r"^\s*[\[{]|[{}]|</?[a-z][a-z0-9]*(?:\s[^<>]*)?/?>|^\s*```", re.I)
 _INJECTION = re.compile(
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,60}\b(?:instructions?|prompts?|rules|above|previous|prior)\b"
@@ -171,9 +175,10 @@ def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations:
       ``Question:`` line after the first line (the model inventing the next demonstration);
     - :class:`AnswerRefused` ``demonstration`` when it starts with a ``Question:`` line (the
       model writing a demonstration of its own) or copies a demonstration's question
-      (``demonstrations``: ``(question, answer)`` pairs), ``echo`` when it repeats two or more
-      sentences of ``instructions`` (sentences of 4+ words) or nothing is left after dropping
-      the one it repeats, ``empty`` when it is empty.
+      (``demonstrations``: ``(question, answer)`` pairs), ``echo`` when nothing is left after
+      dropping the sentences of ``instructions`` it repeats (sentences of 4+ words), or when it
+      repeats two or more of them and gives no 'the answer is: …' of its own after them;
+      ``empty`` when it is empty.
     """
     text = cut_at_stops(reply or "", stops)
     if invented_turns:
@@ -195,9 +200,12 @@ def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations:
         pieces = [p for p in re.split(r"(?<=[.!?])\s+|\n", text) if p.strip()]
         kept = [p for p in pieces if _norm(p) not in echoed]
         if len(kept) < len(pieces):
-            if not any(_norm(p) for p in kept) or len(pieces) - len(kept) >= 2:
+            if not any(_norm(p) for p in kept):
                 raise AnswerRefused("echo", "the reply repeats the prompt's instructions")
             text = "\n".join(kept).strip()
+            if len(pieces) - len(kept) >= 2 and not _ANSWER_MARKER.search(text):
+                # the prompt sent back (two or more of its sentences) with no answer of the model's own after it
+                raise AnswerRefused("echo", "the reply repeats the prompt's instructions")
     return text
 
 
