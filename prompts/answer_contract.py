@@ -16,6 +16,9 @@ documented fallback runs, recorded with its reason. An answer
   ``template_token``) and no markup debris (a JSON fragment, an HTML tag; reason ``markup``);
 - gives no instructions to its reader (``ignore previous instructions``, ``say PWNED``,
   ``system prompt``; reason ``injection``);
+- names what the question asks for rather than restating its description (reason ``echo``,
+  :func:`check_answer_to`, applied by ``rt.ask`` to every stage marked ``answers=True``
+  against the stage's ``question``);
 - is not empty (reason ``empty``).
 
 How a parser uses it::
@@ -148,6 +151,39 @@ def check_answer(answer: object, *, max_chars: int = MAX_ANSWER_CHARS, max_words
     return text
 
 
+_RELATIVE = re.compile(r"\b(?:who|whom|whose|which|where|that|when)\b", re.I)
+
+
+def check_answer_to(answer: object, question: object) -> str:
+    """``answer`` when it answers ``question`` rather than restating it; AnswerRefused ``echo``
+    when it is a description copied out of the question — four or more of its words, holding a
+    relative clause ("the physicist after whom the wave equation is named", "the university
+    where Niels Bohr earned his doctorate"): the thing asked for, not named. A name the question
+    offers as a choice ("Niels Bohr", "University of Copenhagen") is an answer."""
+    text = str(answer or "")
+    a, q = _norm(text), _norm(str(question or ""))
+    words = a.split()
+    if q and len(words) >= 4 and f" {a} " in f" {q} " and _RELATIVE.search(" ".join(words[1:])):
+        raise AnswerRefused("echo", f"the answer restates the question's description instead of answering it: "
+                                    f"{_show(text)}")
+    return text
+
+
+def answer_texts(value: object) -> list[str]:
+    """The answer texts a stage's parsed value holds: a string; an answer list (``.answers``);
+    ``{"answer": ...}``; a final step ``{"kind": "final", "text": ...}``."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        if isinstance(value.get("answer"), str):
+            return [value["answer"]]
+        if value.get("kind") == "final" and isinstance(value.get("text"), str):
+            return [value["text"]]
+        return []
+    items = getattr(value, "answers", None)
+    return [str(x) for x in items] if isinstance(items, list) else []
+
+
 def cut_at_stops(text: str, stops: Iterable[str] = ()) -> str:
     """``text`` up to the first of ``stops`` or of :data:`TEMPLATE_TOKENS` (a reply from a server
     that ignored the stop sequences reads as if it had not)."""
@@ -264,5 +300,5 @@ def cap_reply(text: str, max_tokens: int | None, *, chars_per_token: int = CHARS
 
 
 __all__ = ["AnswerRefused", "CHARS_PER_TOKEN", "FEW_SHOT_STOPS", "MAX_ANSWER_CHARS", "MAX_ANSWER_WORDS", "REASONS",
-           "REPLY_CUT_MARK", "TEMPLATE_TOKENS", "cap_reply", "check_answer", "clean_reply", "cut_at_stops", "cut_note", "refusal_reason",
+           "REPLY_CUT_MARK", "TEMPLATE_TOKENS", "cap_reply", "check_answer", "clean_reply", "cut_at_stops", "cut_note", "refusal_reason", "check_answer_to", "answer_texts",
            "reply_limit", "reply_problem"]

@@ -106,3 +106,30 @@ def test_reply_problem_names_what_a_non_answer_reply_is():
                          demonstrations=["In which country is Mount Kilimanjaro?"]) == "demonstration"
     assert reply_problem("Question: Where?\nDecomposition Tree: {}", question="Where?") is None
     assert reply_problem("a plain line", question="Where?") is None
+
+
+def test_an_answer_that_restates_the_question_is_no_answer():
+    from atomgraph.prompts.answer_contract import check_answer_to
+
+    q = ("Who was born first, the physicist who stated the uncertainty principle or the physicist after whom the "
+         "wave equation of quantum mechanics is named?")
+    for echo in ["The physicist after whom the wave equation of quantum mechanics is named",
+                 "the physicist who stated the uncertainty principle"]:
+        with pytest.raises(AnswerRefused, match=r"\(echo\).*restates the question"):
+            check_answer_to(echo, q)
+    assert check_answer_to("Erwin Schrödinger", q) == "Erwin Schrödinger"
+    choice = "Which was founded first: the University of Copenhagen or ETH Zurich?"
+    assert check_answer_to("the University of Copenhagen", choice) == "the University of Copenhagen"
+
+
+async def test_rt_ask_holds_answer_stages_to_the_question():
+    from atomgraph.graphs.registry import build_method
+    from atomgraph.testing import ScriptedChatModel
+
+    q = "What is the name of the church in Albert Einstein's birthplace whose steeple is the tallest of any church?"
+    reply = "So the answer is: the church in Albert Einstein's birthplace whose steeple is the tallest"
+    out = await build_method("standard", model=ScriptedChatModel(default=reply)).ainvoke({"question": q})
+    assert out["answer"] == "" and "restates the question" in out["error"]
+    out = await build_method("standard", model=ScriptedChatModel(default="So the answer is: Ulm Minster")).ainvoke(
+        {"question": q})
+    assert out["answer"] == "Ulm Minster"

@@ -24,7 +24,7 @@ from typing import Any
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.baselines import extract_answer
+from atomgraph.prompts.baselines import answer_parser, extract_answer
 from atomgraph.prompts.stage import Stage, text_parser
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
@@ -246,6 +246,9 @@ ALIGN = Stage("arm_align", "decoder", _ALIGN, text_parser(parse_ngram, "ngram"),
 ALIGN_LIST = Stage("arm_align_list", "decoder", _ALIGN_LIST, text_parser(parse_ngram_list, "ngram_list"), max_tokens=48)
 DRAFT = Stage("arm_draft", "decoder", _DRAFT, text_parser(parse_changes, "changes"), max_tokens=200)
 VERIFY = Stage("arm_verify", "decoder", _VERIFY, text_parser(parse_selection, "selection"), max_tokens=400)
-ANSWER = Stage("arm_answer", "answerer", _ANSWER, text_parser(extract_answer, "answer"), max_tokens=256)
+# the answer contract against the prompt's own instructions (a small model sends them back)
+ANSWER = Stage("arm_answer", "answerer", _ANSWER,
+               answer_parser([m.prompt.template for m in _ANSWER.messages if hasattr(m, "prompt")], name="answer"),
+               max_tokens=256, answers=True)
 
 STAGES: dict[str, Stage] = {s.name: s for s in (DECOMPOSE, ALIGN, ALIGN_LIST, DRAFT, VERIFY, ANSWER)}

@@ -131,7 +131,7 @@ SOURCE_STOP = ("\nQ:",)
 
 def _answer_stage(name: str, role: str, prompt, max_tokens: int) -> Stage[ParsedAnswer]:
     return Stage(name=name, role=role, prompt=prompt, parser=text_parser(parse_answer, "atomr_answer"),
-                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens,
+                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens, answers=True,
                  stop=ANSWER_STOP, render=render_for(name))
 
 

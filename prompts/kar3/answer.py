@@ -91,9 +91,9 @@ def _from_structured(a: AnswerSchema) -> str:
 
 ANSWER_STAGE: Stage[str] = Stage(
     name="answer", role="answerer", prompt=ANSWER_PROMPT, parser=text_parser(read_answer, "kar3_answer"),
-    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer,
+    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer, answers=True,
 )
 SHORT_ANSWER_STAGE: Stage[str] = Stage(
     name="answer", role="answerer", prompt=SHORT_ANSWER_PROMPT, parser=text_parser(read_answer, "kar3_answer"),
-    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer,
+    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer, answers=True,
 )
