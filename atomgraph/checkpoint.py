@@ -106,9 +106,11 @@ async def open_checkpointer(path: str | Path) -> AsyncIterator[Any]:
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+    from atomgraph.jsonl import check_out_dir
+
     p = Path(path).expanduser()
     check_file(p)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    check_out_dir(p.parent, what="folder of the checkpoint file")
     async with aiosqlite.connect(str(p)) as conn:
         await conn.execute(f"CREATE TABLE IF NOT EXISTS {META_TABLE} (key TEXT PRIMARY KEY, value TEXT)")
         await conn.executemany(f"INSERT OR REPLACE INTO {META_TABLE} VALUES (?, ?)",

@@ -2,7 +2,9 @@
 
 Each sub-command lives in ``atomgraph/commands/<name>.py`` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func(args) -> int``.
-User-facing errors (:class:`~atomgraph.errors.AtomgraphError`) print one line, no traceback.
+User-facing errors (:class:`~atomgraph.errors.AtomgraphError`) print one line, no traceback
+(exit 2), as do file-system, SQLite and Chroma failures that reach the top (:func:`store_failure`;
+``-v`` shows their traceback).
 """
 
 from __future__ import annotations
@@ -52,12 +54,35 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("atomgraph: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a file system or store failure no command turned into its own message
+        line = store_failure(exc)
+        if line is None or args.verbose:
+            raise
+        print(f"atomgraph: error: {line}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `atomgraph ... | head`: the reader left; not an error of ours
         import os
 
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+
+
+def store_failure(exc: BaseException) -> str | None:
+    """One line for a file-system, SQLite or Chroma failure (a read-only database, a folder that
+    cannot be written, a path that is a file), or None for any other exception (a bug: its
+    traceback is shown)."""
+    import sqlite3
+
+    if isinstance(exc, BrokenPipeError):
+        return None
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return f"{where}{exc.strerror or exc}"
+    module = type(exc).__module__ or ""
+    if isinstance(exc, sqlite3.Error) or module.startswith("chromadb"):
+        return f"the store failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

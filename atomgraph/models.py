@@ -127,6 +127,9 @@ def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatMod
             max_retries=settings.max_retries,
             **common,
         )
+    from atomgraph.loop_clients import loop_safe
+
+    model = loop_safe(model)  # its async connections follow the event loop (a second asyncio.run works)
     if settings.cache and not settings.temperature:  # sampled replies are not replayed
         model.cache = llm_cache(settings)
     limiter = rate_limiter(settings, name)
@@ -162,7 +165,9 @@ def _one_model(value: Any, what: str, settings: Settings | None) -> Any:
     if isinstance(value, str):  # a model string: "gpt-4o-mini", "openai:gpt-4o", "ollama:llama3.1"
         return chat_model_named(value, settings)
     if is_model_like(value):
-        return value
+        from atomgraph.loop_clients import loop_safe
+
+        return loop_safe(value, copy=True)  # a ChatOpenAI: its async connections follow the event loop
     raise ConfigError(
         f"{what} must be a LangChain chat model (or a Runnable wrapping one, e.g. model.with_fallbacks(...), "
         f"model.with_retry(), model.bind(...), init_chat_model(...)) or a model string; got {type(value).__name__}")

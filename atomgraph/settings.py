@@ -188,11 +188,14 @@ class _Settings(BaseSettings):
         if path is None and Path("atomgraph.toml").is_file():
             path = "atomgraph.toml"
         if path:
+            from atomgraph.jsonl import UTF8_ONLY, read_text
+
             p = Path(path)
-            if not p.is_file():
+            if not p.exists():
                 raise ConfigError(f"config file {p} does not exist (set by ATOMGRAPH_CONFIG or --config)")
+            text = read_text(p, what="config file", error=ConfigError, hint=UTF8_ONLY)  # strict UTF-8 (TOML is UTF-8), line named
             try:
-                tomllib.loads(p.read_text(encoding="utf-8"))
+                tomllib.loads(text)
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"config file {p} is not valid TOML: {exc}") from exc
         token = _CONFIG_FILE.set(str(path) if path else None)

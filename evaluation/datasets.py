@@ -15,7 +15,6 @@ The data folder is, in order: the ``data_dir`` argument, ``$ATOMGRAPH_SHARED_DAT
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import AtomgraphError
-from atomgraph.jsonl import iter_json_objects
+from atomgraph.jsonl import iter_json_objects, read_json, read_text
 
 
 class DatasetError(AtomgraphError):
@@ -104,16 +103,21 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path:
 
 
 def load_dataset(name_or_path: str | os.PathLike, *, limit: int | None = None,
-                 data_dir_: str | os.PathLike | None = None) -> list[Example]:
-    """Examples of a named dataset (``dataset_names()``) or of a file path."""
+                 data_dir_: str | os.PathLike | None = None, encoding: str = "utf-8") -> list[Example]:
+    """Examples of a named dataset (``dataset_names()``) or of a file path (read strictly as
+    ``encoding``: :mod:`atomgraph.jsonl`). A file that holds no example is an error."""
     key = str(name_or_path)
     if key in DATASETS:
         base = data_dir(data_dir_)
         out: list[Example] = []
         for rel in DATASETS[key][0]:
             out.extend(load_file(base / rel))
-    elif Path(key).is_file():
-        out = load_file(Path(key))
+    elif Path(key).is_dir():
+        raise DatasetError(f"{key} is a directory, not a dataset file; named datasets: {', '.join(DATASETS)}")
+    elif Path(key).exists():
+        out = load_file(Path(key), encoding=encoding)
+        if not out:
+            raise DatasetError(f"{key}: the dataset file holds no examples")
     else:
         raise DatasetError(f"unknown dataset {key!r} (not a file either); named datasets: {', '.join(DATASETS)}")
     ids = [e.id for e in out]
@@ -123,19 +127,17 @@ def load_dataset(name_or_path: str | os.PathLike, *, limit: int | None = None,
     return out[:limit] if limit is not None else out
 
 
-def load_file(path: Path) -> list[Example]:
-    """Examples of one file, its shape detected from its content."""
+def load_file(path: Path, encoding: str = "utf-8") -> list[Example]:
+    """Examples of one file, its shape detected from its content, read strictly (a byte that is
+    not ``encoding``, bad JSON, a 5,000-digit number, deep nesting: a DatasetError naming the
+    file and line)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"cannot read dataset file {path}: {exc}") from exc
+    text = read_text(path, encoding=encoding, what="dataset file", error=DatasetError)
     stripped = text.lstrip()
     if stripped.startswith("["):
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+        rows = read_json(path, encoding=encoding, what="dataset file", error=DatasetError)
+        if not isinstance(rows, list):
+            raise DatasetError(f"{path}: expected a JSON list of examples")
         return [_from_json_row(path, i, row) for i, row in enumerate(rows)]
     return list(_jsonl_examples(path, text))
 
@@ -247,12 +249,9 @@ def load_corpus(name_or_path: str | os.PathLike, *, data_dir_: str | os.PathLike
     """Paragraphs ``{"title", "text"}`` of a closed corpus (``CORPORA`` names or a file)."""
     key = str(name_or_path)
     path = data_dir(data_dir_) / CORPORA[key] if key in CORPORA else Path(key)
-    if not path.is_file():
+    if not path.exists():
         raise DatasetError(f"unknown corpus {key!r}; named corpora: {', '.join(CORPORA)}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DatasetError(f"cannot read corpus {path}: {exc}") from exc
+    data = read_json(path, what="corpus file", error=DatasetError)
     if isinstance(data, dict):  # {title: [sentences]}
         return [{"title": t, "text": "".join(s) if isinstance(s, list) else str(s)} for t, s in data.items()]
     out = []

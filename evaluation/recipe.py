@@ -63,9 +63,12 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
             close = difflib.get_close_matches(str(name_or_path), recipe_names(), n=5, cutoff=0.5)
             hint = f"; did you mean: {', '.join(close)}" if close else ""
             raise ConfigError(f"unknown recipe {str(name_or_path)!r}{hint} (list them: atomgraph eval run --recipe --list)")
+    from atomgraph.jsonl import UTF8_ONLY, read_text
+
+    text = read_text(p, what="recipe file", error=ConfigError, hint=UTF8_ONLY)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"cannot read recipe {p}: {exc}") from exc
     missing = [k for k in REQUIRED if k not in data]
     if missing:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from atomgraph.evaluation.datasets import DatasetError
+from atomgraph.jsonl import ENCODING_HINT, UTF8_ONLY, decode_line, loads_strict, read_bytes
 
 
 def jsonable(value: Any) -> Any:
@@ -101,12 +103,32 @@ def check_record(rec: dict, where: str, *, method: str | None = None,
         raise RecordError(f"{where}: a record of method {rec['method']!r} in a run of {method!r}")
 
 
-def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str | None = None,
-                 method: str | None = None) -> list[dict]:
-    """The records of a JSON-lines file.
+def _cut_off(raw: bytes, encoding: str) -> bool:
+    """Whether an unreadable line is a record cut off mid-write (a prefix of one: the text or the
+    JSON ends too early), rather than a bad record (a wrong byte, a 5,000-digit number, deep
+    nesting, a stray character)."""
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        return exc.reason == "unexpected end of data" and exc.end >= len(raw)
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip())
+    except (ValueError, RecursionError):
+        return False
+    return False
 
-    An unreadable *last* line (a run killed mid-write) is dropped, and with ``repair=True``
-    cut from the file. An unreadable line elsewhere is an error naming the line.
+
+def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str | None = None,
+                 method: str | None = None, encoding: str | None = None, skips: Counter | None = None) -> list[dict]:
+    """The records of a JSON-lines file, read strictly (:mod:`atomgraph.jsonl`).
+
+    A *last* line cut off mid-write (a run killed while writing it) is dropped, counted in
+    ``skips`` (``"cut-off last line"``), and with ``repair=True`` cut from the file. Any other
+    unreadable line — elsewhere, or a last line that is whole but bad (a byte that is not
+    ``encoding``, a 5,000-digit number, deep nesting) — is an error naming the line. ``encoding``:
+    a user's file read with ``--encoding`` (None: a file atomgraph wrote, UTF-8).
 
     ``validate="run"``: every record must be a whole run record (:func:`check_record`, of
     ``method`` when given) and no example may appear twice; ``validate="report"``: the same
@@ -117,10 +139,10 @@ def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str
     path = Path(path)
     if not path.exists():
         return []
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    # records atomgraph wrote are UTF-8; a file of the user's may say its own --encoding
+    hint = UTF8_ONLY if encoding is None else ENCODING_HINT
+    encoding = encoding or "utf-8"
+    data = read_bytes(path, what="records file", error=RecordError)
     lines = data.split(b"\n")
     records: list[dict] = []
     seen: dict[str, int] = {}
@@ -130,16 +152,18 @@ def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str
         is_last = lineno == len(lines)
         end = offset + len(raw) + (0 if is_last else 1)
         if raw.strip():
+            at = f"{path}: line {lineno}"
             try:
-                rec = json.loads(raw.decode("utf-8"))
+                rec = loads_strict(decode_line(raw, at, encoding, error=RecordError, hint=hint), at, error=RecordError)
                 if not isinstance(rec, dict):
-                    raise ValueError("not a JSON object")
-            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-                trailing = all(not x.strip() for x in lines[lineno:])
-                if trailing:
+                    raise RecordError(f"{at}: not a JSON record (a {type(rec).__name__}, not an object)")
+            except RecordError:
+                if is_last and _cut_off(raw, encoding):  # no newline after it: the write never finished
+                    if skips is not None:
+                        skips["cut-off last line"] += 1
                     break
-                raise RecordError(f"{path}: line {lineno}: not a JSON record ({str(exc)[:200]})") from None
-            where = f"{path}: line {lineno}"
+                raise
+            where = at
             if validate == "run":
                 check_record(rec, where, method=method)
             elif validate == "report":  # what a report reads: a scored record of this run's method

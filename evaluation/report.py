@@ -13,9 +13,8 @@ report can price an old run with new prices.
 
 from __future__ import annotations
 
-import json
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -23,6 +22,7 @@ from atomgraph.errors import ConfigError
 from atomgraph.evaluation.metrics import aggregate_scores, mean
 from atomgraph.state.usage import models_cost
 from atomgraph.evaluation.records import read_records
+from atomgraph.jsonl import UTF8_ONLY, check_file, read_json
 from atomgraph.evaluation.runner import PREDICTIONS, RUN_META
 
 
@@ -35,10 +35,9 @@ def load_run(path: str | os.PathLike) -> tuple[dict, list[dict]]:
     meta: dict = {}
     meta_path = pred.parent / RUN_META
     if meta_path.is_file():
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{meta_path} is not valid JSON: {exc}") from exc
+        meta = read_json(meta_path, what="run record", error=ConfigError, hint=UTF8_ONLY)
+        if not isinstance(meta, dict):
+            raise ConfigError(f"{meta_path}: expected a JSON object")
     records = read_records(pred, validate="report", method=meta.get("method"))  # a damaged file: refused, naming the line
     if records:
         meta.setdefault("method", records[0].get("method"))
@@ -155,7 +154,7 @@ def markdown_report(dirs: Iterable[str | os.PathLike], prices: Mapping[str, tupl
     return markdown_tables(summarize_runs(dirs, prices))
 
 
-def score_predictions(path: str | os.PathLike, dataset: str | None = None) -> dict:
+def score_predictions(path: str | os.PathLike, dataset: str | None = None, encoding: str = "utf-8") -> dict:
     """EM / F1 / cover-EM (percent) of a predictions file with ``predicted`` and ``gold``
     fields (the ATOMR release's shape, or a run's ``predictions.jsonl``), overall and per
     ``question_type`` where records carry one, or as ``dataset`` (a name or file whose
@@ -166,14 +165,18 @@ def score_predictions(path: str | os.PathLike, dataset: str | None = None) -> di
     p = Path(path)
     if p.is_dir():
         p = p / PREDICTIONS
-    if not p.is_file():
+        if not p.exists():
+            raise ConfigError(f"{path} is a directory without {PREDICTIONS} (not a run directory)")
+    if not p.exists():
         raise ConfigError(f"predictions file {path} does not exist")
-    records = read_records(p, validate="predictions")  # duplicates would be counted twice: refused
+    check_file(p, what="predictions file", error=ConfigError)
+    skipped: Counter = Counter()
+    records = read_records(p, validate="predictions", encoding=encoding, skips=skipped)  # duplicates: refused
     types: dict[str, str | None] = {}
     if dataset:
         from atomgraph.evaluation.datasets import load_dataset
 
-        types = {" ".join(e.question.split()): e.question_type for e in load_dataset(dataset)}
+        types = {" ".join(e.question.split()): e.question_type for e in load_dataset(dataset, encoding=encoding)}
     scored = []
     for i, r in enumerate(records, 1):
         if "predicted" not in r or "gold" not in r:
@@ -183,5 +186,9 @@ def score_predictions(path: str | os.PathLike, dataset: str | None = None) -> di
         qtype = r.get("question_type") or types.get(" ".join(str(r.get("question", "")).split()))
         scored.append({"question_type": qtype, "metrics": metrics})
     if not scored:
-        raise DatasetError(f"{p} holds no predictions")
-    return {"file": str(p), **aggregate_scores(scored)}
+        raise DatasetError(f"{p} holds no predictions" + (f" (skipped: {_said(skipped)})" if skipped else ""))
+    return {"file": str(p), **aggregate_scores(scored), "skipped": dict(skipped)}
+
+
+def _said(counts: Counter) -> str:
+    return ", ".join(f"{n} {why}" for why, n in counts.items())

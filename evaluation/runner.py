@@ -36,6 +36,7 @@ from langchain_core.language_models import BaseChatModel
 
 from atomgraph.errors import ConfigError
 from atomgraph.evaluation.datasets import Example, load_dataset
+from atomgraph.jsonl import UTF8_ONLY, check_out_dir, read_json
 from atomgraph.evaluation.metrics import answer_scores, answer_text, mean, retrieval_scores
 from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
 from atomgraph.state.usage import calls_cost, price_table
@@ -82,12 +83,13 @@ def scripted_model_from_file(path: str | os.PathLike) -> BaseChatModel:
     ``{"rules": [[regex, response], ...], "default": str, "latency_s": float, "model_name": str}``."""
     from atomgraph.testing import ScriptedChatModel
 
-    try:
-        spec = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read scripted model file {path}: {exc}") from exc
+    from atomgraph.jsonl import UTF8_ONLY, read_json
+
+    spec = read_json(path, what="scripted model file", error=ConfigError, hint=UTF8_ONLY)
     if isinstance(spec, list):
         spec = {"rules": spec}
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{path}: expected a JSON object {{\"rules\": [...], \"default\": ...}} or a list of rules")
     rules = spec.get("rules", [])
     if not isinstance(rules, list) or not all(isinstance(r, list) and len(r) == 2 for r in rules):
         raise ConfigError(f"{path}: 'rules' must be a list of [pattern, response] pairs")
@@ -348,12 +350,12 @@ def _read_meta(out_dir: Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
+        old = read_json(path, what="run record", error=ConfigError, hint=UTF8_ONLY)
         if not isinstance(old, dict):
-            raise ValueError("not a JSON object")
+            raise ConfigError(f"{path}: not a JSON object")
         return old
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} cannot be read ({str(exc)[:200]}); the run directory was left as it is. "
+    except ConfigError as exc:
+        raise ConfigError(f"{path} cannot be read ({str(exc)[:300]}); the run directory was left as it is. "
                           "Repair it, use another --out, or start afresh with --force-new") from None
 
 
@@ -433,6 +435,7 @@ async def arun_eval(
     force_new: bool = False,
     on_record: Callable[[dict], None] | None = None,
     checkpoint: str | os.PathLike | None = None,
+    encoding: str = "utf-8",
     _saver: Any = None,
 ) -> RunResult:
     """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
@@ -450,14 +453,19 @@ async def arun_eval(
     of this run's records.
     ``checkpoint``: an SQLite file saving every step of every question (:mod:`atomgraph.checkpoint`),
     so a killed run resumes its unfinished questions from their last completed step.
+    A dataset file is read strictly as ``encoding`` before anything is created.
     """
+    if isinstance(dataset, (str, os.PathLike)):  # read (strictly) before anything is created
+        dataset_name = dataset_name or str(dataset)
+        dataset = load_dataset(dataset, limit=limit, encoding=encoding)
     if checkpoint is not None:
         from atomgraph.checkpoint import open_checkpointer
 
         async with open_checkpointer(checkpoint) as saver:
             return await arun_eval(method, dataset, out_dir, limit=limit, concurrency=concurrency, model=model,
                                    sources=sources, settings=settings, graph=graph, dataset_name=dataset_name,
-                                   timeout_s=timeout_s, progress=progress, resume=resume, on_record=on_record,
+                                   timeout_s=timeout_s, deadline_s=deadline_s, progress=progress, resume=resume,
+                                   retry_errors=retry_errors, force_new=force_new, on_record=on_record,
                                    _saver=saver)
     from atomgraph.checkpoint import serializer
     from atomgraph.graphs.registry import build_method
@@ -469,19 +477,9 @@ async def arun_eval(
         if v is not None and not (isinstance(v, (int, float)) and 0 < v < 10**7):
             raise ConfigError(f"the {label} must be a positive number of seconds, not {v!r}")
     settings = settings or get_settings()
-    if isinstance(dataset, (str, os.PathLike)):
-        name = dataset_name or str(dataset)
-        examples = load_dataset(dataset, limit=limit)
-    else:
-        name = dataset_name or "custom"
-        examples = list(dataset)[:limit] if limit is not None else list(dataset)
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file, not a run directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the run directory {out}: {exc.strerror or exc}") from None
+    name = dataset_name or "custom"
+    examples = list(dataset)[:limit] if limit is not None else list(dataset)
+    out = check_out_dir(out_dir, what="run directory (--out)")
     meta = {
         "method": method,
         "dataset": name,

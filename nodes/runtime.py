@@ -11,7 +11,8 @@ call then reports a ``ConfigError`` naming the missing setting), and offers
   :class:`~atomgraph.prompts.stage.Stage` with its role's model (the run's choice of model
   and temperature where it makes one) under the stage's output cap and stop sequences, with
   an optional :mod:`constraint <atomgraph.prompts.constraints>`; the call is recorded by
-  :class:`~atomgraph.nodes.recorder.CallRecorder`; the reply is read by the stage's parser,
+  :class:`~atomgraph.nodes.recorder.CallRecorder`; a reply longer than the cap allows is cut
+  there client-side (:func:`cut_reply`, the record marked ``capped``); the reply is read by the stage's parser,
   and only a readable reply is written to the response cache. A failed call, a refused
   constraint or an unreadable reply is data (:class:`StageResult`), never an exception.
   Bounds: the run's ``deadline`` and the circuit breaker (``max_consecutive_failures``
@@ -40,6 +41,7 @@ from atomgraph.errors import ConfigError
 from atomgraph.methods import Method, declared
 from atomgraph.models import ModelsArg, chat_model_named, message_text, model_name, resolve_models, with_temperature
 from atomgraph.nodes.recorder import CallRecorder, describe_error
+from atomgraph.prompts.answer_contract import AnswerRefused, answer_texts, check_answer_to, cut_note, reply_limit
 from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local, unwrap_reply
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
@@ -291,6 +293,9 @@ class MethodRuntime(Generic[C]):
                 self._count_failure(bounds, settings)
                 return StageResult(None, None, rec, applied=applied)
             rec = recorder.last or recorder.refused("no model call was made")
+            out, over = cut_reply(out, cap)  # before any parser reads it
+            if over is not None:
+                rec.capped, rec.reply_chars = True, over
             raw, value, rec.parse_error = stage.read(out)
             text = message_text(raw) if raw is not None else None
             if constraint is not None and text is not None and rec.parse_error and applied is not None:
@@ -302,6 +307,14 @@ class MethodRuntime(Generic[C]):
                         value, rec.parse_error = stage.parse(inner), None
                     except ValueError as exc:
                         value, rec.parse_error = None, str(exc)
+            if stage.answers and value is not None and rec.parse_error is None:
+                try:  # an answer that restates the question's description is no answer (the contract)
+                    for answer in answer_texts(value):
+                        check_answer_to(answer, variables.get("question"))
+                except AnswerRefused as exc:
+                    value, rec.parse_error = None, str(exc)
+            if over is not None and rec.parse_error:
+                rec.parse_error = f"{cut_note(over, cap)}: {rec.parse_error}"
             if rec.parse_error is None and value is not None:
                 await asyncio.to_thread(reply_cache.keep, pending)  # SQLite, off the event loop
         if applied is not None and constraint is not None and not applied.constrained:
@@ -375,6 +388,39 @@ class MethodRuntime(Generic[C]):
             if call.error:
                 notes.append(f"retrieval failed — {call.source}: {call.error}")
         return evidence, calls, notes
+
+
+def reply_chars(message: Any) -> int:
+    """The length of a reply: its text plus its tool calls' arguments."""
+    n = len(message_text(message)) if message is not None else 0
+    for tc in getattr(message, "tool_calls", None) or []:
+        n += len(str(tc.get("args", "")))
+    return n
+
+
+def cut_message(message: Any, max_tokens: int | None) -> tuple[Any, int | None]:
+    """``(message, None)`` when the reply fits the output cap (:func:`reply_limit` characters),
+    else a copy whose text is cut at the limit, and the reply's original length."""
+    limit = reply_limit(max_tokens)
+    if limit is None or message is None or not hasattr(message, "content"):
+        return message, None
+    n = reply_chars(message)
+    if n <= limit:
+        return message, None
+    return message.model_copy(update={"content": message_text(message)[:limit]}), n
+
+
+def cut_reply(out: Any, max_tokens: int | None) -> tuple[Any, int | None]:
+    """What a stage's model returned (a message, or structured output's ``{"raw", "parsed",
+    "parsing_error"}``), cut at the output cap before a parser reads it: a message's text is cut;
+    a structured reply over the cap is not read at all (a server honouring the cap would have
+    cut its JSON short). Returns the reply's original length when it was over the cap."""
+    if isinstance(out, dict):
+        raw, over = cut_message(out.get("raw"), max_tokens)
+        if over is None:
+            return out, None
+        return {"raw": raw, "parsed": None, "parsing_error": "the structured reply is over the output cap"}, over
+    return cut_message(out, max_tokens)
 
 
 # --- sync calls of async nodes -------------------------------------------------------------

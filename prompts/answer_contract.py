@@ -10,12 +10,15 @@ documented fallback runs, recorded with its reason. An answer
 - is not a line of evidence or a run of citation markers (``[1] Title | text``, ``[2][3]``,
   ``Passage 1:``; reason ``evidence``);
 - is not an echo of the prompt: its instructions, placeholders (``<answer>``), labels
-  (``Question:``) or a question (reason ``echo``), nor a demonstration's question or answer
+  (``Question:``, the answer format's own ``So the answer is:``) or a question (reason ``echo``), nor a demonstration's question or answer
   copied back (reason ``demonstration``, checked by :func:`clean_reply`);
 - holds no chat-template token (``<start_of_turn>``, ``[/INST]``, ``<|im_end|>``; reason
   ``template_token``) and no markup debris (a JSON fragment, an HTML tag; reason ``markup``);
 - gives no instructions to its reader (``ignore previous instructions``, ``say PWNED``,
   ``system prompt``; reason ``injection``);
+- names what the question asks for rather than restating its description (reason ``echo``,
+  :func:`check_answer_to`, applied by ``rt.ask`` to every stage marked ``answers=True``
+  against the stage's ``question``);
 - is not empty (reason ``empty``).
 
 How a parser uses it::
@@ -28,9 +31,14 @@ The message of an :class:`AnswerRefused` starts ``answer refused (<reason>)``, s
 survives as text in a call record's ``parse_error`` and in a run's ``error``;
 :func:`refusal_reason` reads it back (``eval run`` counts refusals by reason).
 
-Client-side cap: :func:`cap_reply` cuts a reply longer than a stage's output cap allows
-(``CHARS_PER_TOKEN`` characters per token) and marks it with ``REPLY_CUT_MARK``; a server that
-ignores ``max_tokens`` cannot hand a parser 200,000 characters.
+Client-side cap: every reply that comes back through
+:meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>` (and each step of ReAct's
+agent loop) is cut at :func:`reply_limit` characters (``CHARS_PER_TOKEN`` per token of the
+stage's output cap) *before* the stage's parser reads it; the call's record says ``capped`` and
+keeps the reply's length (``reply_chars``), and an unreadable cut reply's parse error starts
+with :func:`cut_note`. A server that ignores ``max_tokens`` cannot hand a parser, or an answer,
+200,000 characters. :func:`cap_reply` is the same cut for display, marked with
+``REPLY_CUT_MARK``.
 """
 
 from __future__ import annotations
@@ -76,7 +84,14 @@ _EVIDENCE_LINE = re.compile(
     r"|^\s*(?:title|passage|text)\s*[:：]", re.I)
 _LABEL = re.compile(r"^\s*(?:question|questions|sub-?questions?|examples?|follow[\s-]*up|intermediate answer|"
                     r"passages?|retrieved passages|reasoning|instructions?|system|user|assistant|model)\s*[:：]", re.I)
-_PLACEHOLDER = re.compile(r"<\s*(?:answer|final answer|your answer|entity|question|one simple question)\s*>", re.I)
+_ANSWER_MARKER = re.compile(r"\bthe\s+(?:final\s+)?answer\s+is\s*[:：]?\s*\S", re.I)
+# the prompts' own answer-format labels inside an answer: the format echoed, not an answer
+_FORMAT_LABEL = re.compile(r"\bso\s+the\s+(?:final\s+)?answer\s+is\b|\bparaphrase\s+answer\s*[:：]|\banswer\s+list\s*[:：]"
+                           r"|^\s*(?:final\s+)?answer\s*[:：]", re.I)
+_PLACEHOLDER = re.compile(r"<\s*(?:answer|final answer|your answer|entity|question|one simple question)\s*>"
+                          # the prompts' own filler for an empty slot: "(nothing was retrieved)", "(none yet)"
+                          r"|^\s*\(\s*(?:none(?:\s+yet)?|nothing\b[^()]*|no\s+(?:knowledge|results?|passages?|close phrase)\b[^()]*)\s*\)\s*$",
+                          re.I)
 _MARKUP = re.compile(r"^\s*[\[{]|[{}]|</?[a-z][a-z0-9]*(?:\s[^<>]*)?/?>|^\s*```", re.I)
 _INJECTION = re.compile(
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,60}\b(?:instructions?|prompts?|rules|above|previous|prior)\b"
@@ -129,11 +144,44 @@ def check_answer(answer: object, *, max_chars: int = MAX_ANSWER_CHARS, max_words
         raise AnswerRefused("too_long", f"{len(text)} characters, {len(text.split())} words")
     if _CITATION_RUN.match(text) or _EVIDENCE_LINE.match(text):
         raise AnswerRefused("evidence", _show(text))
-    if _PLACEHOLDER.search(text) or _LABEL.match(text) or text.rstrip().endswith("?"):
+    if _PLACEHOLDER.search(text) or _LABEL.match(text) or _FORMAT_LABEL.search(text) or text.rstrip().endswith("?"):
         raise AnswerRefused("echo", _show(text))
     if _MARKUP.search(text):
         raise AnswerRefused("markup", _show(text))
     return text
+
+
+_RELATIVE = re.compile(r"\b(?:who|whom|whose|which|where|that|when)\b", re.I)
+
+
+def check_answer_to(answer: object, question: object) -> str:
+    """``answer`` when it answers ``question`` rather than restating it; AnswerRefused ``echo``
+    when it is a description copied out of the question — four or more of its words, holding a
+    relative clause ("the physicist after whom the wave equation is named", "the university
+    where Niels Bohr earned his doctorate"): the thing asked for, not named. A name the question
+    offers as a choice ("Niels Bohr", "University of Copenhagen") is an answer."""
+    text = str(answer or "")
+    a, q = _norm(text), _norm(str(question or ""))
+    words = a.split()
+    if q and len(words) >= 4 and f" {a} " in f" {q} " and _RELATIVE.search(" ".join(words[1:])):
+        raise AnswerRefused("echo", f"the answer restates the question's description instead of answering it: "
+                                    f"{_show(text)}")
+    return text
+
+
+def answer_texts(value: object) -> list[str]:
+    """The answer texts a stage's parsed value holds: a string; an answer list (``.answers``);
+    ``{"answer": ...}``; a final step ``{"kind": "final", "text": ...}``."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        if isinstance(value.get("answer"), str):
+            return [value["answer"]]
+        if value.get("kind") == "final" and isinstance(value.get("text"), str):
+            return [value["text"]]
+        return []
+    items = getattr(value, "answers", None)
+    return [str(x) for x in items] if isinstance(items, list) else []
 
 
 def cut_at_stops(text: str, stops: Iterable[str] = ()) -> str:
@@ -164,8 +212,9 @@ def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations:
     - :class:`AnswerRefused` ``demonstration`` when it starts with a ``Question:`` line (the
       model writing a demonstration of its own) or copies a demonstration's question
       (``demonstrations``: ``(question, answer)`` pairs), ``echo`` when nothing is left after
-      dropping the sentences of ``instructions`` it repeats (sentences of 4+ words), ``empty``
-      when it is empty.
+      dropping the sentences of ``instructions`` it repeats (sentences of 4+ words), or when it
+      repeats two or more of them and gives no 'the answer is: …' of its own after them;
+      ``empty`` when it is empty.
     """
     text = cut_at_stops(reply or "", stops)
     if invented_turns:
@@ -190,16 +239,66 @@ def clean_reply(reply: str, *, instructions: Sequence[str] = (), demonstrations:
             if not any(_norm(p) for p in kept):
                 raise AnswerRefused("echo", "the reply repeats the prompt's instructions")
             text = "\n".join(kept).strip()
+            if len(pieces) - len(kept) >= 2 and not _ANSWER_MARKER.search(text):
+                # the prompt sent back (two or more of its sentences) with no answer of the model's own after it
+                raise AnswerRefused("echo", "the reply repeats the prompt's instructions")
     return text
+
+
+def reply_problem(reply: str | None, *, question: str = "", instructions: Sequence[str] = (),
+                  demonstrations: Sequence[str] = ()) -> str | None:
+    """For a stage whose reply is no answer (a plan, a list of sub-questions) and that could not
+    use it: which of :data:`REASONS` the reply shows, so the recorded failure says *why* it was
+    no reply to our request (None when it shows none of them; the parse error then stands alone):
+
+    - ``empty``;
+    - ``echo``: it repeats two or more sentences of ``instructions`` (the prompt sent back);
+    - ``injection``: it gives its reader instructions;
+    - ``demonstration``: it holds one of ``demonstrations`` (their questions) that is not
+      ``question``, or starts a ``Question:`` turn of its own about another question;
+    - ``template_token``: it holds a chat-template token.
+    """
+    text = reply or ""
+    if not text.strip():
+        return "empty"
+    echoed = {s for block in instructions for s in _sentences(block, 4)}
+    if echoed and len(echoed & set(_sentences(text, 4))) >= 2:
+        return "echo"
+    if _INJECTION.search(text):
+        return "injection"
+    normed, ours = _norm(text), _norm(question)
+    for q in demonstrations:
+        nq = _norm(q)
+        if nq and nq in normed and nq != ours:
+            return "demonstration"
+    m = re.match(r"\s*(?:Question|Q)\s*[:：]\s*([^\n]*)", text)
+    if m and (not ours or ours not in _norm(m.group(1))):
+        return "demonstration"
+    if _TEMPLATE_RE.search(text):
+        return "template_token"
+    return None
+
+
+def reply_limit(max_tokens: int | None, *, chars_per_token: int = CHARS_PER_TOKEN) -> int | None:
+    """How many characters a reply under an output cap of ``max_tokens`` may hold (None: no cap)."""
+    return int(max_tokens) * chars_per_token if max_tokens else None
+
+
+def cut_note(chars: int, max_tokens: int | None) -> str:
+    """Why a reply was cut: the text a record's parse error starts with."""
+    return (f"reply cut at the stage's output cap ({chars:,} characters; {max_tokens} tokens allow "
+            f"{reply_limit(max_tokens) or 0:,})")
 
 
 def cap_reply(text: str, max_tokens: int | None, *, chars_per_token: int = CHARS_PER_TOKEN) -> tuple[str, bool]:
     """``(text, False)`` when it fits ``max_tokens`` (at ``chars_per_token``), else the text cut at
     that many characters and marked with :data:`REPLY_CUT_MARK`, and True."""
-    if not text or not max_tokens or len(text) <= max_tokens * chars_per_token:
+    limit = reply_limit(max_tokens, chars_per_token=chars_per_token)
+    if not text or limit is None or len(text) <= limit:
         return text, False
-    return text[: max_tokens * chars_per_token] + REPLY_CUT_MARK, True
+    return text[:limit] + REPLY_CUT_MARK, True
 
 
 __all__ = ["AnswerRefused", "CHARS_PER_TOKEN", "FEW_SHOT_STOPS", "MAX_ANSWER_CHARS", "MAX_ANSWER_WORDS", "REASONS",
-           "REPLY_CUT_MARK", "TEMPLATE_TOKENS", "cap_reply", "check_answer", "clean_reply", "cut_at_stops", "refusal_reason"]
+           "REPLY_CUT_MARK", "TEMPLATE_TOKENS", "cap_reply", "check_answer", "clean_reply", "cut_at_stops", "cut_note", "refusal_reason", "check_answer_to", "answer_texts",
+           "reply_limit", "reply_problem"]

@@ -74,6 +74,7 @@ class Stage(Generic[T]):
     max_tokens: int = 512
     render: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # inputs -> prompt variables
     stop: tuple[str, ...] = ()  # where a reply ends (the next demonstration's header, turn tokens)
+    answers: bool = False  # its value answers the ``question`` variable: rt.ask holds it to check_answer_to
 
     @property
     def tags(self) -> list[str]:

@@ -56,6 +56,7 @@ class Kar3IndexContext:
     max_atom_words: Annotated[int, Field(ge=3, description="Atomizer lines longer than this many words are rejected (not atomic questions).")] = 40
     format: Annotated[Literal["auto", "jsonl", "hipporag", "hotpot-bz2", "tsv"],
                       Field(description="Input format ('auto' reads it from the file).")] = "auto"
+    encoding: Annotated[str, Field(description="Text encoding of the input files (read strictly).")] = "utf-8"
     limit: Annotated[int | None, Field(ge=0, description="Read at most this many records or chunks (empty: all).")] = None
 
 

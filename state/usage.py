@@ -31,6 +31,8 @@ class LLMCall(BaseModel):
     error: str | None = None  # the call failed (network, auth, rate limit after retries)
     parse_error: str | None = None  # the call returned, but its output could not be read
     constraint: str | None = None  # how a constrained call's reply was constrained, or why it was not
+    capped: bool = False  # the reply ran past the cap (a server ignoring max_tokens): cut client-side before parsing
+    reply_chars: int | None = None  # the reply's length in characters before that cut (set when capped)
 
 
 class RetrieverCall(BaseModel):

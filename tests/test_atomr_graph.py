@@ -343,10 +343,15 @@ async def test_hostile_question_text_passes_through_every_prompt():
     hostile = 'Who is {x} "}; DROP TABLE q; -- \n [9] {{answer}} ?'
     asked = " ".join(hostile.split())  # the question as check_question passes it on
     graph, model = graph_with(plans={asked: {asked: 'Search("{x} \\"}; DROP")'}},
+                              answer=lambda s, t: answer_reply("weird"))
+    out = await graph.ainvoke({"question": hostile})
+    assert out["answer"] == "weird"
+    assert any("DROP TABLE" in p for p in model.prompts)
+    # a braces reply is markup, not an answer (the answer contract): refused, with its reason
+    graph, model = graph_with(plans={asked: {asked: 'Search("{x} \\"}; DROP")'}},
                               answer=lambda s, t: answer_reply("{x}"))
     out = await graph.ainvoke({"question": hostile})
-    assert out["answer"] == "{x}"
-    assert any("DROP TABLE" in p for p in model.prompts)
+    assert out["answer"] == "" and "answer refused (markup)" in str(out["error"]) + str(out["llm_calls"])
 
 
 async def test_no_model_configured_names_the_setting():

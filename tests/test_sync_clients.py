@@ -5,9 +5,13 @@ OpenAI-compatible server that keeps connections alive (as real providers do), th
 The client pools its connections; a sync run that gave every node an event loop of its own
 broke on the second call ("Event loop is closed"). Sync runs now share one loop and call
 models through their sync clients (``nodes/runtime.py``: ``sync_loop``, ``call_model``), so
-sync and async runs mix in one process. Async runs here share one event loop, as in an
-async application or a notebook kernel: LangChain's OpenAI client keeps one connection pool
-per process, and ``asyncio.run`` per call breaks it with ChatOpenAI alone (not a graph).
+sync and async runs mix in one process. Async runs share one event loop, as in an async
+application or a notebook kernel — or each runs on a loop of its own (``asyncio.run`` per
+call, a second ``run_eval`` in a script): langchain-openai keeps one async connection pool per
+base URL for the whole process, bound to the first loop that used it, and the next loop's calls
+failed with "Event loop is closed" (a fresh graph built from the settings too). Every ChatOpenAI
+the kit builds or is given now sends through a client of the running loop's own
+(``atomgraph/loop_clients.py``).
 """
 
 from __future__ import annotations
@@ -152,3 +156,41 @@ def test_a_notebook_cell_mixes_invoke_and_await_ainvoke(keep_alive_server, loop,
 
     for out in loop.run_until_complete(cells()):
         answered(out, method)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_asyncio_run_again_and_again_with_the_same_model(keep_alive_server, method):
+    """A ChatOpenAI given to a graph, awaited on a new event loop each time (``asyncio.run``)."""
+    model = client(keep_alive_server)
+    default_async = model.root_async_client
+    graph = build_method(method, model=model, sources=[InMemorySource(PASSAGES, name="wikipedia")],
+                         settings=Settings(cache=False))
+    for _ in range(3):
+        answered(asyncio.run(graph.ainvoke({"question": QUESTION})), method)
+    assert model.root_async_client is default_async  # the caller's object is left as it was (a copy changed)
+    answered(graph.invoke({"question": QUESTION}), method)
+    answered(asyncio.run(graph.ainvoke({"question": QUESTION})), method)
+
+
+def test_graphs_built_from_settings_on_new_event_loops(keep_alive_server):
+    """Fresh graphs from the settings, each on its own loop: langchain-openai's client cache is
+    process-wide, so the second loop's call failed ("Event loop is closed") before."""
+    settings = Settings(model="local-served", openai_base_url=keep_alive_server, openai_api_key="x", cache=False,
+                        max_retries=0)
+    for method in ["standard", "cot", "rag", "standard"]:
+        graph = build_method(method, settings=settings, sources=[InMemorySource(PASSAGES, name="wikipedia")])
+        answered(asyncio.run(graph.ainvoke({"question": QUESTION})), method)
+
+
+def test_a_model_with_its_own_async_client_is_left_alone(keep_alive_server):
+    from langchain_openai._compat import httpx
+
+    from atomgraph.loop_clients import is_loop_local, loop_safe
+
+    own = httpx.AsyncClient()
+    model = ChatOpenAI(model="local", base_url=keep_alive_server, api_key="x", http_async_client=own)
+    assert loop_safe(model, copy=True) is model
+    plain = client(keep_alive_server)
+    safe = loop_safe(plain, copy=True)
+    assert safe is not plain and is_loop_local(safe.root_async_client._client)
+    assert not is_loop_local(plain.root_async_client._client)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from atomgraph.errors import ConfigError, ParseError
+from atomgraph.jsonl import ENCODING_HINT, check_encoding, decode_line, loads_strict  # the shared strict reading
 
 FORMATS = ("jsonl", "hipporag", "hotpot-bz2", "tsv")
 
@@ -68,30 +69,6 @@ def _record(obj: Any, where: str) -> Passage | None:
     return Passage(title.strip(), text, where) if text else None
 
 
-def decode_line(raw: bytes | str, where: str, encoding: str = "utf-8") -> str:
-    """``raw`` as text; ParseError naming ``where`` when it is not ``encoding``."""
-    if isinstance(raw, str):
-        return raw
-    try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise ParseError(f"{where}: not {encoding} text ({exc.reason} at byte {exc.start} of the line); "
-                         "fix the file or pass its --encoding") from None
-
-
-def loads_strict(text: str, where: str) -> Any:
-    """``json.loads`` with every failure (bad JSON, a number of over 4,300 digits, nesting too
-    deep) as a ParseError naming ``where``."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:
-        raise ParseError(f"{where}: JSON nested too deeply to read") from None
-    except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
-        raise ParseError(f"{where}: unreadable JSON value ({str(exc)[:160]})") from None
-
-
 def _kept(p: Passage | None, skips: Counter | None) -> Passage | None:
     if p is None and skips is not None:
         skips["no text"] += 1
@@ -121,7 +98,7 @@ def read_hipporag(path: Path, encoding: str = "utf-8", skips: Counter | None = N
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise ParseError(f"{path}:{line}: not {encoding} text ({exc.reason} at byte {exc.start}); "
-                         "fix the file or pass its --encoding") from None
+                         f"{ENCODING_HINT}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -230,12 +207,7 @@ def read_passages(path: str | Path, fmt: str = "auto", *, encoding: str = "utf-8
                   skips: Counter | None = None) -> Iterator[Passage]:
     """Passages from ``path`` in format ``fmt`` (``auto`` detects it), decoded strictly as
     ``encoding``; records without text are counted in ``skips``."""
-    import codecs
-
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise ConfigError(f"unknown text encoding {encoding!r}") from None
+    check_encoding(encoding)
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such file or directory")

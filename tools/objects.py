@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from atomgraph.errors import AtomgraphError, ParseError
-from atomgraph.jsonl import iter_json_objects
+from atomgraph.errors import ParseError
+from atomgraph.jsonl import iter_json_objects, read_text
 
 KINDS = ("passage", "table")
 
@@ -162,19 +162,16 @@ def parse_question(obj: dict, where: str) -> Question:
     return Question(qid, question, gold, answers_t, keywords, {k: v for k, v in obj.items() if k not in known})
 
 
-def _read_lines(path: str | Path) -> tuple[Path, list[str]]:
+def _read_lines(path: str | Path, encoding: str = "utf-8") -> tuple[Path, list[str]]:
+    """The lines of a file, read strictly (:mod:`atomgraph.jsonl`: a byte that is not
+    ``encoding`` is an error naming the file and line)."""
     p = Path(path)
-    try:
-        return p, p.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise AtomgraphError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AtomgraphError(f"{p}: cannot read it ({exc})") from None
+    return p, read_text(p, encoding=encoding).splitlines()
 
 
-def load_objects(path: str | Path) -> list[DataObject]:
+def load_objects(path: str | Path, encoding: str = "utf-8") -> list[DataObject]:
     """All objects of an ``objects.jsonl`` file; ids must be unique."""
-    p, lines = _read_lines(path)
+    p, lines = _read_lines(path, encoding)
     out: list[DataObject] = []
     seen: dict[str, int] = {}
     for n, obj in iter_json_objects(lines, str(p)):
@@ -189,10 +186,11 @@ def load_objects(path: str | Path) -> list[DataObject]:
     return out
 
 
-def load_questions(path: str | Path, *, object_ids: Iterable[str] | None = None) -> list[Question]:
+def load_questions(path: str | Path, *, object_ids: Iterable[str] | None = None,
+                   encoding: str = "utf-8") -> list[Question]:
     """All questions of a ``questions.jsonl`` file. With ``object_ids``, every gold id must be
     one of them (a gold id missing from the collection is a data error, not a miss)."""
-    p, lines = _read_lines(path)
+    p, lines = _read_lines(path, encoding)
     known = set(object_ids) if object_ids is not None else None
     out: list[Question] = []
     for n, obj in iter_json_objects(lines, str(p)):

@@ -59,6 +59,10 @@ def run(args) -> int:
     if args.questions is not None and args.questions < 1:
         raise ConfigError("--questions must be at least 1")
     settings = demo_settings(get_settings(), args.persist)
+    if args.persist:
+        from atomgraph.jsonl import check_out_dir
+
+        check_out_dir(args.persist, what="demo store folder (--persist)", create=False)
     factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY") or None
     from atomgraph.settings import ROLES
 

@@ -34,11 +34,13 @@ def register(sub) -> None:
     s.add_argument("predictions", help="JSON lines with 'predicted' and 'gold' (or a run directory)")
     s.add_argument("--dataset", help="dataset name or file giving question types, for per-type scores")
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
+    s.add_argument("--encoding", default="utf-8", help="text encoding of the files read (default utf-8)")
     s.set_defaults(func=cmd_score)
 
     r = esub.add_parser("run", help="run a method over a dataset, appending to DIR/predictions.jsonl")
     r.add_argument("--method", help=f"method: {', '.join(method_names())}")
     r.add_argument("--dataset", help="dataset name (e.g. hotpotqa-dev-100, blendqa) or file")
+    r.add_argument("--encoding", default="utf-8", help="text encoding of a --dataset file (default utf-8)")
     r.add_argument("--out", help="run directory; rerunning the same command resumes it (default with --recipe: "
                                  "runs/RECIPE)")
     r.add_argument("--recipe", nargs="?", const="", metavar="NAME",
@@ -101,12 +103,14 @@ def _raw():
 def cmd_score(args) -> int:
     from atomgraph.evaluation.report import score_predictions
 
-    result = score_predictions(args.predictions, dataset=args.dataset)
+    result = score_predictions(args.predictions, dataset=args.dataset, encoding=args.encoding)
     if args.json:
         print_json(result)
         return 0
     print(f"{result['file']}: n={result['n']}  EM {result['em']:.2f}  F1 {result['f1']:.2f}  "
           f"cover-EM {result['cover_em']:.2f}")
+    if result.get("skipped"):
+        print("  skipped: " + ", ".join(f"{n} {why}" for why, n in result["skipped"].items()))
     for t, v in result["by_type"].items():
         print(f"  {t:<20} n={v['n']:<4} EM {v['em']:.2f}  F1 {v['f1']:.2f}  cover-EM {v['cover_em']:.2f}")
     if result.get("retrieval"):
@@ -164,7 +168,7 @@ def cmd_run(args) -> int:
         args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
         progress=not args.no_progress, dataset_name=args.dataset, retry_errors=args.retry_errors,
-        force_new=args.force_new, checkpoint=args.checkpoint,
+        force_new=args.force_new, checkpoint=args.checkpoint, encoding=args.encoding,
     )
     retried = f" ({result.retried} errored examples run again)" if result.retried else ""
     print(f"{args.method} on {args.dataset}: {result.finished} run now{retried}, {result.skipped} already done, "
@@ -188,14 +192,19 @@ def cmd_report(args) -> int:
     from atomgraph.evaluation.report import markdown_tables, summarize_runs
     from atomgraph.settings import get_settings
 
-    rows = summarize_runs(args.dirs, price_table(get_settings()))
+    from atomgraph.jsonl import check_out_dir, check_out_file
+
+    rows = summarize_runs(args.dirs, price_table(get_settings()))  # every run read (strictly) before anything is written
     text = markdown_tables(rows)
+    folder = args.plots or (str(Path(args.out).parent) if args.out else "eval_plots")
+    if args.out:
+        check_out_file(args.out, what="report file (--out)")
+    if not args.no_plots:
+        check_out_dir(folder, what="plots folder")
     sys.stdout.write(text)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
     if not args.no_plots:
-        folder = args.plots or (str(Path(args.out).parent) if args.out else "eval_plots")
         for path in write_plots(rows, folder, usage=args.usage_plots):
             print(f"plot: {path}", file=sys.stderr)
     return 0

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from atomgraph.tools.corpus_readers import FORMATS
@@ -79,9 +80,14 @@ def _run_info(args) -> int:
     from atomgraph.settings import get_settings
     from atomgraph.tools.chroma_source import ChromaWikipediaSource
 
+    from atomgraph.errors import ConfigError
+
     settings = get_settings()
     collection = args.collection or settings.chroma_collection
     host = None if args.persist else settings.chroma_host
+    folder = args.persist or (None if host else settings.chroma_path)
+    if folder and os.path.exists(folder) and not os.path.isdir(folder):
+        raise ConfigError(f"the Chroma folder {folder} is a file, not a folder")
     # Reading the recorded model needs no embedding model: pass the configured name lazily.
     source = ChromaWikipediaSource(
         collection, path=args.persist or settings.chroma_path, host=host, port=settings.chroma_port, settings=settings

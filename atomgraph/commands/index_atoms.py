@@ -26,6 +26,7 @@ def register(isub) -> None:
                    help="chunk collection written (atoms in NAME_atoms; default: --from-collection, else settings)")
     a.add_argument("--persist", default=None, help="embedded Chroma folder (default: settings.chroma_path)")
     a.add_argument("--format", default=None, choices=["auto", *FORMATS], help="corpus format (default: detect)")
+    a.add_argument("--encoding", default=None, help="text encoding of the corpus files (default utf-8; read strictly)")
     a.add_argument("--split-chunks", action="store_true", default=None,
                    help="split passages longer than --max-tokens (default: atomize whole paragraphs, as the authors do)")
     a.add_argument("--max-tokens", type=int, default=None, help="with --split-chunks: the chunk size in tokens (default 256)")
@@ -47,7 +48,9 @@ def summary(stats: dict) -> str:
             f"{stats.get('llm_calls', 0)} LLM calls, {stats.get('prompt_tokens', 0)} prompt + "
             f"{stats.get('completion_tokens', 0)} completion tokens, ${stats.get('cost_usd', 0):.4f}; "
             f"{stats.get('seconds', 0):.1f}s; {stats.get('collection')!r} now holds {stats.get('collection_chunks', 0)} "
-            f"chunks, {stats.get('collection_atoms', 0)} atoms")
+            f"chunks, {stats.get('collection_atoms', 0)} atoms"
+            + (f"; records not atomized: {', '.join(f'{n} {why}' for why, n in stats['skipped_records'].items())}"
+               if stats.get("skipped_records") else ""))
 
 
 def run(args) -> int:
@@ -61,8 +64,12 @@ def run(args) -> int:
     settings, model, _ = model_and_sources(args)
     if args.persist:
         settings = settings.model_copy(update={"chroma_path": args.persist, "chroma_host": None})
+    if not settings.chroma_host:  # the store's folder: a file, or unwritable, is one clear line (nothing created)
+        from atomgraph.jsonl import check_out_dir
+
+        check_out_dir(settings.chroma_path, what="Chroma folder", create=False)
     context = {k: v for k, v in {
-        "format": args.format, "split_chunks": args.split_chunks, "max_tokens": args.max_tokens, "limit": args.limit,
+        "format": args.format, "encoding": args.encoding, "split_chunks": args.split_chunks, "max_tokens": args.max_tokens, "limit": args.limit,
         "atomizer_concurrency": args.concurrency, "atomizer_temperature": args.temperature,
         "write_batch": args.write_batch}.items() if v is not None}
     graph = build_kar3_index_graph(model=model, settings=settings,

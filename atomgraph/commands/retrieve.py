@@ -38,6 +38,8 @@ def _parse_sets(items: list[str]) -> dict:
             out[name] = json.loads(value)
         except json.JSONDecodeError:
             out[name] = value
+        except (ValueError, RecursionError):  # a 5,000-digit number, nesting too deep
+            raise ConfigError(f"--set {name}: unreadable value ({value[:40]}...)") from None
     return out
 
 
@@ -57,12 +59,18 @@ def _run(args) -> int:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ConfigError(f"--set {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    objects = load_objects(args.objects)
-    questions = load_questions(args.questions, object_ids=[o.id for o in objects])
+    objects = load_objects(args.objects, encoding=args.encoding)
+    questions = load_questions(args.questions, object_ids=[o.id for o in objects], encoding=args.encoding)
     if args.limit is not None:
         if args.limit < 1:
             raise ConfigError("--limit must be at least 1")
         questions = questions[: args.limit]
+    from atomgraph.jsonl import check_out_dir  # the inputs read: now the folders it writes
+
+    if args.out:
+        check_out_dir(args.out, what="output folder (--out)")
+    if args.cache and not args.no_cache:
+        check_out_dir(args.cache, what="index cache folder (--cache)")
     index = ArmIndex.build(objects, cache_dir=args.cache, use_cache=not args.no_cache,
                            dense=args.method != "bm25",  # BM25 pays for no embeddings
                            dense_search=args.dense_search, max_object_chars=args.max_object_chars)
@@ -108,6 +116,7 @@ def register(sub) -> None:
     p.add_argument("--method", choices=["dense", "bm25", "arm"], default="arm")
     p.add_argument("--objects", required=True, metavar="O.jsonl", help="objects: {id, kind, title, text, columns?, rows?}")
     p.add_argument("--questions", required=True, metavar="Q.jsonl", help="questions: {id, question, gold_ids, keywords?}")
+    p.add_argument("--encoding", default="utf-8", help="text encoding of the objects and questions files (default utf-8)")
     p.add_argument("--k", type=int, default=5, help="objects retrieved per question (default 5)")
     p.add_argument("--out", metavar="DIR", help="write results.jsonl and summary.json here")
     p.add_argument("--limit", type=int, help="only the first N questions")

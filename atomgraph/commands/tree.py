@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from atomgraph.errors import AtomgraphError, ParseError
-from atomgraph.jsonl import iter_json_objects
+from atomgraph.jsonl import iter_json_objects, read_json, read_text
 from atomgraph.prompts.atomr import TreeParseError, parse_tree
 from atomgraph.prompts.atomr.planner_json import loads
 from atomgraph.state.tree import ReasoningTree
@@ -41,26 +41,22 @@ def _record(obj: Any, pos: int, where: str) -> PlannerRecord:
     raise ParseError(f"{where}: expected a record with a 'reasoning_tree' field, found {type(obj).__name__}")
 
 
-def load_planner_file(path: str | Path) -> list[PlannerRecord]:
-    """Records of a planner-output file (JSONL with ``reasoning_tree``, or a JSON list)."""
+def load_planner_file(path: str | Path, encoding: str = "utf-8") -> list[PlannerRecord]:
+    """Records of a planner-output file (JSONL with ``reasoning_tree``, or a JSON list), read
+    strictly (:mod:`atomgraph.jsonl`: encoding, JSON and shape errors name the file and line)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AtomgraphError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AtomgraphError(f"{p}: cannot read it ({exc})") from None
+    text = read_text(p, encoding=encoding, what="planner-output file")
     if text.lstrip().startswith("["):
-        try:
-            items = loads(text)
-        except json.JSONDecodeError as exc:
-            raise ParseError(f"{p}:line {exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
-        return [_record(obj, i, f"{p} item {i}") for i, obj in enumerate(items)]
-    records = []
-    for n, obj in iter_json_objects(text.splitlines(), str(p), loads=loads):
-        if "reasoning_tree" not in obj:
-            raise ParseError(f"{p}:{n}: expected a JSON object with a 'reasoning_tree' field")
-        records.append(_record(obj, len(records), f"{p}:{n}"))
+        items = read_json(p, encoding=encoding, what="planner-output file", loads=loads)
+        if not isinstance(items, list):
+            raise ParseError(f"{p}: expected a JSON list of planner records")
+        records = [_record(obj, i, f"{p} item {i}") for i, obj in enumerate(items)]
+    else:
+        records = []
+        for n, obj in iter_json_objects(text.splitlines(), str(p), loads=loads):
+            if "reasoning_tree" not in obj:
+                raise ParseError(f"{p}:{n}: expected a JSON object with a 'reasoning_tree' field")
+            records.append(_record(obj, len(records), f"{p}:{n}"))
     if not records:
         raise ParseError(f"{p}: no planner records (the file is empty)")
     return records
@@ -164,7 +160,7 @@ def render_tree(tree: ReasoningTree) -> str:
 
 
 def _stats(args) -> int:
-    results = {f: tree_stats(load_planner_file(f)) for f in args.files}
+    results = {f: tree_stats(load_planner_file(f, args.encoding)) for f in args.files}
     if args.json:
         print(json.dumps({"files": [{"file": f, **s} for f, s in results.items()]}, indent=2, ensure_ascii=False))
     else:
@@ -173,7 +169,7 @@ def _stats(args) -> int:
 
 
 def _show(args) -> int:
-    records = load_planner_file(args.file)
+    records = load_planner_file(args.file, args.encoding)
     match = [r for r in records if str(r.index) == str(args.index)]
     if not match:
         raise AtomgraphError(f"{args.file}: no record with index {args.index}")
@@ -192,11 +188,13 @@ def register(sub) -> None:
     s = tsub.add_parser("stats", help="per-file counts, parse failures, depth and operator statistics")
     s.add_argument("files", nargs="+", metavar="FILE", help="JSONL with a 'reasoning_tree' field per line, or a JSON list")
     s.add_argument("--json", action="store_true", help="print a machine-readable JSON object")
+    s.add_argument("--encoding", default="utf-8", help="text encoding of the files (default utf-8)")
     s.set_defaults(func=_stats)
     sh = tsub.add_parser("show", help="pretty-print one parsed tree")
     sh.add_argument("file", metavar="FILE")
     sh.add_argument("--index", required=True, help="the record's 'index' value (or position)")
     sh.add_argument("--json", action="store_true", help="print the parsed tree as JSON")
+    sh.add_argument("--encoding", default="utf-8", help="text encoding of the file (default utf-8)")
     sh.set_defaults(func=_show)
 
     def _usage(args) -> int:

@@ -23,7 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Overwrite, interrupt
 
 from atomgraph.nodes.atomr.common import AtomRRuntime
-from atomgraph.prompts.atomr.stages import PLAN_STAGE, ROOT_MATCH_THRESHOLD, root_overlap
+from atomgraph.prompts.atomr.stages import PLAN_STAGE, ROOT_MATCH_THRESHOLD, plan_reply_problem, root_overlap
 from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.state.atomr import AtomRState, NodeRun
 from atomgraph.state.output import InvalidQuestion, check_question  # noqa: F401 - InvalidQuestion re-exported
@@ -114,9 +114,12 @@ def make_plan_node(rt: AtomRRuntime):
         unreadable = None
         if not result.ok:
             unreadable = f"the planner call failed ({result.call.error})" if result.call.error else \
-                (result.call.parse_error or "the plan could not be parsed")
+                f"unreadable model output ({result.call.parse_error or 'the plan could not be parsed'})"
         else:
             tree, unreadable = pick_plan(result.value, question)
+        if tree is None and not result.call.error:  # say what the reply was, where it shows (an echo, an injection, ...)
+            why = plan_reply_problem(result.text, question, params.prompt_pack)
+            unreadable = f"{unreadable}; {why}" if why else unreadable
         # the sources are built on first use (a store may open files): off the event loop
         unavailable = await asyncio.to_thread(lambda: dict(rt.sources().unavailable))
         update = {"question": question, "raw_plan": result.text or "", "llm_calls": [result.call],

@@ -7,7 +7,7 @@ import re
 from typing import Any, Callable, Iterable
 
 from atomgraph.nodes.runtime import MethodRuntime, StageResult
-from atomgraph.prompts.answer_contract import cap_reply
+from atomgraph.prompts.answer_contract import REPLY_CUT_MARK, cap_reply
 from atomgraph.state.evidence import Evidence, render_evidence
 
 
@@ -53,12 +53,13 @@ def same_answer(a: str, b: str) -> bool:
 
 def shown_reply(result: StageResult) -> str | None:
     """The reply as the trace keeps it: cut at the stage's output cap and marked where a server
-    sent more than the cap allows (answer_contract.cap_reply)."""
+    sent more than the cap allows (``rt.ask`` cut it already; answer_contract.cap_reply)."""
     if result.text is None:
         return None
     call = result.call
-    cap = call.get("max_tokens") if isinstance(call, dict) else getattr(call, "max_tokens", None)
-    return cap_reply(result.text, cap)[0]
+    get = call.get if isinstance(call, dict) else lambda k: getattr(call, k, None)
+    text, cut = cap_reply(result.text, get("max_tokens"))
+    return text if cut or not get("capped") else text + REPLY_CUT_MARK
 
 
 def failed(step: str, result: StageResult, **extra: Any) -> dict[str, Any]:

@@ -28,11 +28,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, StructuredTool
 
+from atomgraph.prompts.answer_contract import cut_note
 from atomgraph.models import cap_output, message_text, model_name
 from atomgraph.state.output import check_question
 from atomgraph.nodes.compare.common import hits
 from atomgraph.nodes.recorder import CallRecorder
-from atomgraph.nodes.runtime import MethodRuntime, call_model, run_sync
+from atomgraph.nodes.runtime import MethodRuntime, call_model, cut_message, run_sync
 from atomgraph.prompts.compare import react as P
 from atomgraph.state.evidence import Evidence, render_evidence
 from atomgraph.state.usage import RetrieverCall
@@ -55,11 +56,15 @@ class Recorded:
 
 
 class OutputCap(AgentMiddleware):
-    """Agent middleware: every model call of the agent runs under the stage's output cap."""
+    """Agent middleware: every model call of the agent runs under the stage's output cap, and a
+    reply longer than the cap allows is cut client-side before the agent (or the final-answer
+    parser) reads it, its record marked ``capped`` (as :meth:`MethodRuntime.ask` does)."""
 
-    def __init__(self, cap_kwargs: dict):
+    def __init__(self, cap_kwargs: dict, cap: int | None = None, recorder: CallRecorder | None = None):
         super().__init__()
         self.cap_kwargs = cap_kwargs
+        self.cap = cap
+        self.recorder = recorder
 
     @property
     def name(self) -> str:
@@ -68,11 +73,26 @@ class OutputCap(AgentMiddleware):
     def _capped(self, request):
         return request.override(model_settings={**request.model_settings, **self.cap_kwargs})
 
+    def _cut(self, response):
+        messages = getattr(response, "result", None)
+        if not isinstance(messages, list):
+            return response
+        kept = []
+        for m in messages:
+            if isinstance(m, AIMessage):
+                m, over = cut_message(m, self.cap)
+                if over is not None and self.recorder is not None and self.recorder.calls:
+                    rec = self.recorder.calls[-1]  # the agent's calls run one after another
+                    rec.capped, rec.reply_chars = True, over
+            kept.append(m)
+        response.result = kept
+        return response
+
     def wrap_model_call(self, request, handler):
-        return handler(self._capped(request))
+        return self._cut(handler(self._capped(request)))
 
     async def awrap_model_call(self, request, handler: Callable[[Any], Awaitable[Any]]):
-        return await handler(self._capped(request))
+        return self._cut(await handler(self._capped(request)))
 
 
 def source_tools(rt: MethodRuntime, k: int, out: Recorded) -> list[BaseTool]:
@@ -147,7 +167,7 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
                     "trace": {"method": "react", **base, "steps": [], "evidence": []},
                     "retrieved_ids": [], "retrieved_titles": []}
         recorder = CallRecorder(role=P.AGENT.role, stage=P.AGENT.name, model=model_name(model), cap=cap)
-        graph = create_agent(agent_model, tools, middleware=[OutputCap(cap_kwargs), ModelCallLimitMiddleware(
+        graph = create_agent(agent_model, tools, middleware=[OutputCap(cap_kwargs, cap, recorder), ModelCallLimitMiddleware(
             run_limit=params.max_steps, exit_behavior="end")], name="react_agent")
         run_config: RunnableConfig = merge_configs(config, {
             "callbacks": [recorder], "tags": P.AGENT.tags, "recursion_limit": 4 * params.max_steps + 8,
@@ -174,8 +194,11 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
                 answer = P.AGENT.parser.invoke(AIMessage(content=text))
             except Exception as exc:  # OutputParserException: unreadable final message
                 reason = str(exc).split("\nFor troubleshooting")[0]
-                if recorder.calls:
-                    recorder.calls[-1].parse_error = reason
+                last_call = recorder.calls[-1] if recorder.calls else None
+                if last_call is not None and last_call.capped:
+                    reason = f"{cut_note(last_call.reply_chars or 0, cap)}: {reason}"
+                if last_call is not None:
+                    last_call.parse_error = reason
                 error = f"final answer: unreadable model output ({reason})"
         elif stopped is not None:
             error = "no answer within the step limit"

@@ -54,8 +54,12 @@ def read_chunks(inputs: list[str], params: Kar3IndexContext, stats: dict) -> lis
             raise ConfigError(f"{p}: no such file or directory")
     ist = IngestStats(collection="", embedding_model="")
     out = [Chunk(pid, p.title, p.text, metadata={"part": part} if part >= 0 else {})
-           for pid, p, part in _pieces(inputs, params.format, params.max_tokens if params.split_chunks else WHOLE, params.limit, ist)]
-    stats.update(records=ist.read, chunks=len(out))
+           for pid, p, part in _pieces(inputs, params.format, params.max_tokens if params.split_chunks else WHOLE,
+                                       params.limit, ist, params.encoding)]
+    stats.update(records=ist.read, chunks=len(out), skipped_records=dict(ist.skipped_records))
+    if not out:
+        raise ConfigError(f"{', '.join(map(str, inputs))}: no passages to atomize"
+                          + (f" (records without text: {sum(ist.skipped_records.values())})" if ist.skipped_records else ""))
     return out
 
 

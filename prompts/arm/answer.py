@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate
 
-from atomgraph.prompts.baselines import extract_answer
-from atomgraph.prompts.stage import Stage, text_parser
+from atomgraph.prompts.baselines import answer_parser
+from atomgraph.prompts.stage import Stage
 
 _ANSWER = ChatPromptTemplate.from_messages([
     ("system",
@@ -15,4 +15,7 @@ _ANSWER = ChatPromptTemplate.from_messages([
     ("human", "Objects:\n{objects}\n\nQuestion: {question}\nAnswer:"),
 ])
 
-ANSWER = Stage("arm_answer", "answerer", _ANSWER, text_parser(extract_answer, "answer"), max_tokens=256)
+# the answer contract against the prompt's own instructions (a small model sends them back)
+ANSWER = Stage("arm_answer", "answerer", _ANSWER,
+               answer_parser([m.prompt.template for m in _ANSWER.messages if hasattr(m, "prompt")], name="answer"),
+               max_tokens=256, answers=True)

@@ -8,7 +8,10 @@ to end with::
 Real models bend this in many ways — markdown, code fences, single-quoted or unquoted
 lists, numbered lines instead of ``(1)``/``(2)``, a bare answer line, an invented next
 example after the answer. :func:`parse_answer` reads all of these and raises
-:class:`~atomgraph.errors.ParseError` only when nothing answer-like is present.
+:class:`~atomgraph.errors.ParseError` when nothing answer-like is present, or when an item of
+the list breaks the answer contract (``prompts/answer_contract.py``: too long, evidence, an
+echo, a template token, markup, instructions to the reader; the error says ``answer refused
+(<reason>)``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import re
 from pydantic import BaseModel
 
 from atomgraph.errors import ParseError
+from atomgraph.prompts.answer_contract import AnswerRefused, check_answer, reply_problem
 
 ANSWER_FORMAT = 'So the answer is: (1) Paraphrase Answer: <one sentence>; (2) Answer List: ["<item>", ...]'
 
@@ -296,6 +300,9 @@ def parse_answer(text: str) -> ParsedAnswer:
         elif _CANNOT_RE.search(body):
             return ParsedAnswer(paraphrase="Unknown", answers=[], unknown=True, raw=raw)
         else:
+            kind = reply_problem(body)  # instructions to the reader, chat-template debris: say so
+            if kind is not None:
+                raise AnswerRefused(kind, "no answer found in the model output; got: " + _excerpt(raw))
             raise ParseError(
                 "no answer found in the model output (expected '" + ANSWER_FORMAT + "'); got: " + _excerpt(raw)
             )
@@ -304,11 +311,22 @@ def parse_answer(text: str) -> ParsedAnswer:
         answers = [] if _is_unknown_item(para or "") else [_strip_period(para or "")]
 
     # "Unknown", "None", "I cannot determine this from the passages" are not answers
-    items = [a for a in _tidy(answers) if not _is_unknown_item(a) and not _CANNOT_RE.search(a)]
+    items = read_items(answers)
     if not para:
         para = _last_sentence(preamble) or answer_text(items) or "Unknown"
     unknown = not items
     return ParsedAnswer(paraphrase=para or "Unknown", answers=items, unknown=unknown, raw=raw)
+
+
+def read_items(answers: list[str]) -> list[str]:
+    """The items of an answer list: tidied, without 'Unknown' / 'I cannot tell' ones, each held
+    to the answer contract (an item that is no answer makes the reply unreadable:
+    :class:`~atomgraph.prompts.answer_contract.AnswerRefused`)."""
+    items = [a for a in _tidy([str(x) for x in answers if x is not None])
+             if not _is_unknown_item(a) and not _CANNOT_RE.search(a)]
+    for a in items:
+        check_answer(a)
+    return items
 
 
 def _last_sentence(text: str) -> str:

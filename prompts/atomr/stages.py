@@ -98,6 +98,30 @@ def root_overlap(root: str, question: str) -> float:
     return len(q & content_words(root)) / len(q) if q else 1.0
 
 
+def plan_reply_problem(text: str | None, question: str, pack: str | None = None) -> str | None:
+    """Why a planner reply that gave no tree for ``question`` is no plan at all, in words
+    (``answer_contract.reply_problem`` against the plan prompt's instructions and the pack's
+    demonstrations), e.g. ``the reply is no plan but instructions to the reader (injection)``;
+    None when the reply shows no such sign."""
+    from atomgraph.prompts.answer_contract import reply_problem
+    from atomgraph.prompts.atomr.packs import get_pack
+    from atomgraph.prompts.atomr.plan import PLAN_SYSTEM
+
+    try:
+        demos = [q for q, _ in get_pack(pack).plan_examples]
+    except ValueError:
+        demos = []
+    kind = reply_problem(text, question=question, instructions=[PLAN_SYSTEM], demonstrations=demos)
+    if kind is None or kind == "empty":  # an empty reply's parse error says so already
+        return None
+    return f"the reply is no plan but {_NOT_A_PLAN[kind]} ({kind})"
+
+
+_NOT_A_PLAN = {"echo": "an echo of the prompt (its instructions and demonstrations)",
+               "injection": "instructions to the reader", "demonstration": "a copy of a demonstration, or one of its own",
+               "template_token": "chat-template tokens"}
+
+
 # --- answers -------------------------------------------------------------------------------
 class AnswerSchema(BaseModel):
     reasoning: str = Field(description="One to three short sentences citing what was used.")
@@ -106,7 +130,10 @@ class AnswerSchema(BaseModel):
 
 
 def answer_from_structured(a: AnswerSchema) -> ParsedAnswer:
-    items = [x.strip() for x in a.answers if x and x.strip()]
+    """The structured answer; every item held to the answer contract, as :func:`parse_answer` does."""
+    from atomgraph.prompts.atomr.answer_format import read_items
+
+    items = read_items(a.answers)
     unknown = not items or a.paraphrase.strip().lower() == "unknown"
     return ParsedAnswer(paraphrase=a.paraphrase.strip(), answers=items, unknown=unknown, raw=a.model_dump_json())
 
@@ -124,7 +151,7 @@ SOURCE_STOP = ("\nQ:",)
 
 def _answer_stage(name: str, role: str, prompt, max_tokens: int) -> Stage[ParsedAnswer]:
     return Stage(name=name, role=role, prompt=prompt, parser=text_parser(parse_answer, "atomr_answer"),
-                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens,
+                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens, answers=True,
                  stop=ANSWER_STOP, render=render_for(name))
 
 

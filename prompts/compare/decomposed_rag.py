@@ -69,4 +69,4 @@ def numbered(questions: list[str]) -> str:
 PLAN = Stage(name="decomposed_rag_plan", role="planner", prompt=PLAN_PROMPT,
              parser=text_parser(read_sub_questions, "sub_questions"), max_tokens=256, stop=FEW_SHOT_STOPS)
 ANSWER = Stage(name="decomposed_rag_answer", role="answerer", prompt=ANSWER_PROMPT,
-               parser=final_answer_parser(ANSWER_PROMPT), max_tokens=384, stop=FEW_SHOT_STOPS)
+               parser=final_answer_parser(ANSWER_PROMPT), max_tokens=384, stop=FEW_SHOT_STOPS, answers=True)

@@ -62,6 +62,6 @@ def read_step(text: str) -> dict:
 
 
 STEP = Stage(name="ircot_step", role="executor", prompt=STEP_PROMPT,
-             parser=text_parser(read_step, "ircot_step"), max_tokens=96, stop=FEW_SHOT_STOPS)
+             parser=text_parser(read_step, "ircot_step"), max_tokens=96, stop=FEW_SHOT_STOPS, answers=True)
 READ = Stage(name="ircot_read", role="answerer", prompt=READ_PROMPT,
-             parser=final_answer_parser(READ_PROMPT), max_tokens=384, stop=FEW_SHOT_STOPS)
+             parser=final_answer_parser(READ_PROMPT), max_tokens=384, stop=FEW_SHOT_STOPS, answers=True)

@@ -26,4 +26,4 @@ def read_generation(text: str) -> dict:
 
 GENERATE = Stage(name="iter_retgen", role="answerer", prompt=PROMPT,
                  parser=text_parser(read_generation, "iter_retgen"), max_tokens=384,
-                 stop=FEW_SHOT_STOPS)
+                 stop=FEW_SHOT_STOPS, answers=True)

@@ -90,10 +90,10 @@ def scratchpad(turns: list[dict]) -> str:
 
 
 STEP = Stage(name="self_ask_step", role="planner", prompt=STEP_PROMPT,
-             parser=text_parser(read_step, "self_ask_step"), max_tokens=128, stop=STEP_STOPS)
+             parser=text_parser(read_step, "self_ask_step"), max_tokens=128, stop=STEP_STOPS, answers=True)
 ANSWER = Stage(name="self_ask_answer", role="executor", prompt=ANSWER_PROMPT,
                parser=final_answer_parser(ANSWER_PROMPT, require_marker=False, name="intermediate_answer"),
-               max_tokens=256, stop=STEP_STOPS[1:])
+               max_tokens=256, stop=STEP_STOPS[1:], answers=True)
 FINAL = Stage(name="self_ask_final", role="answerer", prompt=FINAL_PROMPT,
               parser=final_answer_parser(FINAL_PROMPT, EXAMPLE_PAIRS, require_marker=False), max_tokens=128,
-              stop=STEP_STOPS[1:])
+              stop=STEP_STOPS[1:], answers=True)

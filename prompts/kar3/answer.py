@@ -14,7 +14,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.baselines import extract_answer
+from atomgraph.prompts.baselines import read_answer as read_reply
 from atomgraph.prompts.kar3.context import render_known
 from atomgraph.prompts.kar3.parsing import json_object
 from atomgraph.prompts.stage import Stage, text_parser
@@ -45,6 +45,20 @@ SHORT_ANSWER_PROMPT = ChatPromptTemplate.from_messages([
 ])
 
 
+def _fixed_text(prompt: ChatPromptTemplate) -> list[str]:
+    return [m.prompt.template for m in prompt.messages if hasattr(m, "prompt")]
+
+
+# what an echoing model sends back: the answer prompts' own sentences
+INSTRUCTIONS = _fixed_text(ANSWER_PROMPT) + _fixed_text(SHORT_ANSWER_PROMPT)
+
+
+def extract_answer(text: str) -> str:
+    """The answer in a reply's text (after 'So the answer is:', else its first line), refused
+    when the reply echoes the answer prompts (answer contract)."""
+    return read_reply(text, instructions=INSTRUCTIONS)
+
+
 class AnswerSchema(BaseModel):
     answer: str = Field(description="The answer.")
     rationale: str = Field("", description="The reasoning behind the answer.")
@@ -56,14 +70,15 @@ def render_answer(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_answer(text: str) -> str:
-    """The ``answer`` of a JSON reply; else the text after 'So the answer is' / 'Answer:' or
-    the last line. ParseError when empty."""
+    """The ``answer`` of a JSON reply (read as a reply is: the text after a 'So the answer is:'
+    written into it); else the text after 'So the answer is' / 'Answer:' or the first line. Held
+    to the answer contract (``prompts/answer_contract.py``); ParseError when empty or refused."""
     obj = json_object(text)
     if obj is not None and "answer" in obj:
         value = obj["answer"]
         value = ", ".join(map(str, value)) if isinstance(value, list) else str(value if value is not None else "")
         if value.strip():
-            return value.strip()
+            return extract_answer(value)
         raise ParseError("the answer field is empty")
     return extract_answer(text)
 
@@ -71,14 +86,14 @@ def read_answer(text: str) -> str:
 def _from_structured(a: AnswerSchema) -> str:
     if not a.answer.strip():
         raise ParseError("the structured answer is empty")
-    return a.answer.strip()
+    return extract_answer(a.answer)
 
 
 ANSWER_STAGE: Stage[str] = Stage(
     name="answer", role="answerer", prompt=ANSWER_PROMPT, parser=text_parser(read_answer, "kar3_answer"),
-    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer,
+    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer, answers=True,
 )
 SHORT_ANSWER_STAGE: Stage[str] = Stage(
     name="answer", role="answerer", prompt=SHORT_ANSWER_PROMPT, parser=text_parser(read_answer, "kar3_answer"),
-    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer,
+    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer, answers=True,
 )
