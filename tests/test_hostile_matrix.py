@@ -115,12 +115,6 @@ def test_cli_ask_against_hostile_server(server, tmp_path, mode):
     assert out["answer"] == "" and re.search(REASON[mode], out["error"], re.I), out["error"]
 
 
-def _arm_bypasses_ask() -> bool:
-    from atomgraph.nodes.arm import decoding
-
-    return hasattr(decoding, "ask_bound")
-
-
 @pytest.fixture(scope="module")
 def kar3_atoms(tmp_path_factory):
     from tests.kar3_fixtures import build_demo_index, demo_source
@@ -151,9 +145,6 @@ async def test_a_huge_reply_is_cut_at_the_cap_before_any_parser(server, request,
     reached = [c for c in calls if not c.get("error")]  # calls the server answered
     assert reached, (method, calls)
     for c in reached:
-        if method == "arm" and not c["capped"] and _arm_bypasses_ask():
-            pytest.xfail(f"ARM's {c['stage']} calls its model through nodes/arm/decoding.ask_bound, not rt.ask "
-                         "(ask_bound is being removed on another branch)")
         assert c["capped"] is True and c["reply_chars"] == 200_000, (method, c)
         assert c["max_tokens"] and c["max_tokens"] * 8 < 200_000
         if c["parse_error"]:
