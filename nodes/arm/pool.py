@@ -28,7 +28,12 @@ from atomgraph.tools.arm_index import ArmIndex, tokens
 def _top(scores: np.ndarray, k: int, *, positive: bool = False) -> list[int]:
     if k <= 0 or len(scores) == 0:
         return []
-    order = np.argsort(-scores, kind="stable")[:k]
+    if len(scores) > 4 * k:  # the k-th best first, then a stable sort of those at or above it: same order, no full sort
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        cand = np.flatnonzero(scores >= kth)
+        order = cand[np.argsort(-scores[cand], kind="stable")][:k]
+    else:
+        order = np.argsort(-scores, kind="stable")[:k]
     return [int(i) for i in order if not positive or scores[i] > 0]
 
 
