@@ -53,6 +53,8 @@ _PARA_RE = re.compile(r"paraphrased?[\s_]*answer[\"']?\s*[:：]?", re.I)
 _CONTINUATION_RE = re.compile(
     r"\n\s*(?:question|q|retrieved knowledge|your question|child questions and answers|examples?)\s*[:.]", re.I
 )
+# a model that runs on without line breaks: "Answer: X Question: … Answer: …" (the next invented example)
+_INLINE_QUESTION_RE = re.compile(r"\s+Question\s*[:：]\s")
 _ITEM2_RE = re.compile(r"[;,]?\s*(?:\(\s*2\s*\)|\b2\s*[.)])\s*(?=\**\s*answer\s*list)", re.I)
 _BARE_RE = re.compile(r"(?:^|\n)\s*(?:final\s+answer|answer)\s*[:：]\s*(.+)", re.I)
 
@@ -253,9 +255,10 @@ def parse_answer(text: str) -> ParsedAnswer:
         raise ParseError("the model returned an empty answer")
     if _INVENTED_START_RE.match(body):
         raise ParseError("the reply opens with an invented example, not an answer to the question: " + _excerpt(raw))
-    cont = _CONTINUATION_RE.search(body)
-    if cont and body[: cont.start()].strip():
-        body = body[: cont.start()].rstrip()
+    for pattern in (_CONTINUATION_RE, _INLINE_QUESTION_RE):
+        cont = pattern.search(body)
+        if cont and body[: cont.start()].strip():
+            body = body[: cont.start()].rstrip()
 
     # ignore an invented next example after the first complete answer list
     first_list = _LIST_RE.search(body)
