@@ -19,6 +19,8 @@ documented fallback runs, recorded with its reason. An answer
 - names what the question asks for rather than restating its description (reason ``echo``,
   :func:`check_answer_to`, applied by ``rt.ask`` to every stage marked ``answers=True``
   against the stage's ``question``);
+- does not repeat itself (the same four words twice: a model caught in a loop; reason
+  ``repetition``);
 - is not empty (reason ``empty``).
 
 How a parser uses it::
@@ -63,6 +65,7 @@ REASONS: dict[str, str] = {
     "template_token": "holds a chat-template token",
     "markup": "markup or a JSON fragment, not an answer",
     "injection": "instructions to the reader, not an answer",
+    "repetition": "a phrase repeated over and over, not an answer",
 }
 
 # Chat-template tokens of the common open models; a reply is cut at the first one
@@ -142,6 +145,10 @@ def check_answer(answer: object, *, max_chars: int = MAX_ANSWER_CHARS, max_words
         raise AnswerRefused("injection", _show(text))
     if len(text) > max_chars or len(text.split()) > max_words or text.count("\n") > 2:
         raise AnswerRefused("too_long", f"{len(text)} characters, {len(text.split())} words")
+    tokens = _norm(text).split()
+    grams = [tuple(tokens[i:i + 4]) for i in range(len(tokens) - 3)]
+    if len(grams) != len(set(grams)):  # a model caught in a loop: the same four words twice
+        raise AnswerRefused("repetition", _show(text))
     if _CITATION_RUN.match(text) or _EVIDENCE_LINE.match(text):
         raise AnswerRefused("evidence", _show(text))
     if _PLACEHOLDER.search(text) or _LABEL.match(text) or _FORMAT_LABEL.search(text) or text.rstrip().endswith("?"):
@@ -156,16 +163,22 @@ _RELATIVE = re.compile(r"\b(?:who|whom|whose|which|where|that|when)\b", re.I)
 
 def check_answer_to(answer: object, question: object) -> str:
     """``answer`` when it answers ``question`` rather than restating it; AnswerRefused ``echo``
-    when it is a description copied out of the question — four or more of its words, holding a
-    relative clause ("the physicist after whom the wave equation is named", "the university
-    where Niels Bohr earned his doctorate"): the thing asked for, not named. A name the question
-    offers as a choice ("Niels Bohr", "University of Copenhagen") is an answer."""
+    when it is made of the question's own words — three or more content words, every one of them
+    in the question — and either holds a relative clause ("the physicist after whom the wave
+    equation is named", "the university where Niels Bohr earned his doctorate") or covers half
+    the question's content words or more ("the first president of the association published
+    Journal X"): the thing asked for, not named. A name the question offers as one of its choices
+    ("Niels Bohr", "The Lord of the Rings: The Return of the King") covers less than half of it
+    and is an answer."""
+    from atomgraph.text import content_words
+
     text = str(answer or "")
-    a, q = _norm(text), _norm(str(question or ""))
-    words = a.split()
-    if q and len(words) >= 4 and f" {a} " in f" {q} " and _RELATIVE.search(" ".join(words[1:])):
-        raise AnswerRefused("echo", f"the answer restates the question's description instead of answering it: "
-                                    f"{_show(text)}")
+    a_words, q_words = content_words(text), content_words(str(question or ""))
+    if len(a_words) < 3 or not q_words or not a_words <= q_words:
+        return text
+    normed = _norm(text).split()
+    if _RELATIVE.search(" ".join(normed[1:])) or len(a_words) >= 0.5 * len(q_words):
+        raise AnswerRefused("echo", f"the answer restates the question instead of answering it: {_show(text)}")
     return text
 
 

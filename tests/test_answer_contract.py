@@ -120,6 +120,27 @@ def test_an_answer_that_restates_the_question_is_no_answer():
     assert check_answer_to("Erwin Schrödinger", q) == "Erwin Schrödinger"
     choice = "Which was founded first: the University of Copenhagen or ETH Zurich?"
     assert check_answer_to("the University of Copenhagen", choice) == "the University of Copenhagen"
+    films = ("Which film came out first, The Lord of the Rings: The Return of the King or Harry Potter and the "
+             "Philosopher's Stone?")
+    title = "The Lord of the Rings: The Return of the King"
+    assert check_answer_to(title, films) == title  # one of the question's choices: an answer
+    # restatements seen with the local model on MuSiQue (no relative clause, most of the question)
+    for q, echo in [
+        ("Who was the first president of the association which published Journal of Psychotherapy Integration?",
+         "The first president of the association published Journal of Psychotherapy Integration"),
+        ("What kind of university did the author of Alexander and the Terrible, Horrible, No Good, Very Bad Day "
+         "attend?", "Alexander and the Terrible, Horrible, No Good, Very Bad Day"),
+        ("What country was the author of Brand a citizen of?", "The author of Brand a citizen of"),
+    ]:
+        with pytest.raises(AnswerRefused, match=r"\(echo\)"):
+            check_answer_to(echo, q)
+
+
+def test_a_phrase_repeated_is_no_answer():
+    looped = "Brand a citizen of the country where the author of Brand a citizen of the country"
+    with pytest.raises(AnswerRefused, match=r"\(repetition\)"):
+        check_answer(looped)
+    assert check_answer("New York, New York") == "New York, New York"
 
 
 async def test_rt_ask_holds_answer_stages_to_the_question():

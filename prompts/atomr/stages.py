@@ -149,9 +149,11 @@ PLAN_STOP = ("\nQuestion:",)
 SOURCE_STOP = ("\nQ:",)
 
 
-def _answer_stage(name: str, role: str, prompt, max_tokens: int) -> Stage[ParsedAnswer]:
+def _answer_stage(name: str, role: str, prompt, max_tokens: int, answers: bool = True) -> Stage[ParsedAnswer]:
+    # ``answers``: held to the question too (check_answer_to) — not the operators: Search("Wild
+    # Strawberries", "1957 film") rightly answers with the question's own words
     return Stage(name=name, role=role, prompt=prompt, parser=text_parser(parse_answer, "atomr_answer"),
-                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens, answers=True,
+                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens, answers=answers,
                  stop=ANSWER_STOP, render=render_for(name))
 
 
@@ -165,9 +167,9 @@ SOURCE_SELECTION_STAGE: Stage[list[str]] = Stage(
     parser=text_parser(read_source_choice, "atomr_sources"), schema=SourceChoice,
     from_structured=lambda c: [source_key(s) for s in c.sources], max_tokens=64, stop=SOURCE_STOP,
 )
-SEARCH_STAGE = _answer_stage("search", "executor", SEARCH_PROMPT, 512)
-RELATE_STAGE = _answer_stage("relate", "executor", RELATE_PROMPT, 512)
-FILTER_STAGE = _answer_stage("filter", "executor", FILTER_PROMPT, 512)
+SEARCH_STAGE = _answer_stage("search", "executor", SEARCH_PROMPT, 512, answers=False)
+RELATE_STAGE = _answer_stage("relate", "executor", RELATE_PROMPT, 512, answers=False)
+FILTER_STAGE = _answer_stage("filter", "executor", FILTER_PROMPT, 512, answers=False)
 CHILD_REASONING_STAGE = _answer_stage("child_reasoning", "answerer", CHILD_REASONING_PROMPT, 384)
 SIBLING_REASONING_STAGE = _answer_stage("sibling_reasoning", "answerer", SIBLING_REASONING_PROMPT, 384)
 DIRECT_RAG_STAGE = _answer_stage("direct_rag", "answerer", DIRECT_RAG_PROMPT, 512)
