@@ -211,7 +211,7 @@ def check_not_copied(answer: object, demonstrations: Sequence[Sequence[str]], in
         return text
     ours = _norm(str((inputs or {}).get("question") or ""))
     demo_qs = [q for q in (_norm(d[0]) for d in demonstrations if d) if q and q != ours]
-    demo_sentences = {s for d in demonstrations for part in d[:-1] for s in _sentences(part, 3)}
+    demo_sentences = {s for d in demonstrations for part in d[1:-1] for s in _sentences(part, 3)} - {ours}
     a_words = content_words(text)
 
     def own(block: str, *, reasoning: bool = False) -> set[str]:
