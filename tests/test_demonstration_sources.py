@@ -13,6 +13,8 @@ import pytest
 
 from atomgraph.prompts.atomr.packs import PACKS
 from atomgraph.prompts.baselines import DEMONSTRATION_SOURCES, DEMONSTRATIONS
+from atomgraph.prompts.atomr.source_selection import EXAMPLE_SOURCES as SELECTION_SOURCES
+from atomgraph.prompts.atomr.source_selection import SOURCE_SELECTION_PROMPT
 from atomgraph.prompts.compare import ircot, self_ask
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,6 +46,7 @@ def demonstration_questions() -> list[tuple[str, str]]:
     out += [("compare.ircot.EXAMPLE", q) for q, _a in ircot.EXAMPLE_PAIRS]
     out += [("compare.self_ask.EXAMPLE", q) for q, _a in self_ask.EXAMPLE_PAIRS]
     out += [(f"atomr pack {name}: plan", q) for name, pack in PACKS.items() for q, _tree in pack.plan_examples]
+    out += [("atomr source selection", q) for q in SELECTION_SOURCES]
     return out
 
 
@@ -56,6 +59,8 @@ def test_each_demonstration_is_in_its_own_prompt_and_names_its_source():
     for stage in (ircot.STEP, self_ask.STEP, self_ask.FINAL):
         assert [(d[0], d[-1]) for d in stage.demonstrations] == list(stage is ircot.STEP and ircot.EXAMPLE_PAIRS
                                                                        or self_ask.EXAMPLE_PAIRS)
+    system = SOURCE_SELECTION_PROMPT.messages[0].prompt.template
+    assert [ln[3:] for ln in system.splitlines() if ln.startswith("Q: ")] == list(SELECTION_SOURCES)
     # no module of prompts/ says its demonstrations were made up
     for path in (REPO / "prompts").rglob("*.py"):
         assert "written for this project" not in path.read_text(encoding="utf-8"), path
@@ -75,7 +80,8 @@ def test_demonstration_questions_come_from_train_dev_files_and_never_from_test_f
     assert not problems, "\n".join(problems)
     # the recorded sources name the file and id each demonstration comes from
     recorded = [*zip(DEMONSTRATION_SOURCES, (q for q, _w, _a in DEMONSTRATIONS)),
-                (ircot.EXAMPLE_SOURCE, ircot.EXAMPLE_PAIRS[0][0]), (self_ask.EXAMPLE_SOURCE, self_ask.EXAMPLE_PAIRS[0][0])]
+                (ircot.EXAMPLE_SOURCE, ircot.EXAMPLE_PAIRS[0][0]), (self_ask.EXAMPLE_SOURCE, self_ask.EXAMPLE_PAIRS[0][0]),
+                *((source, q) for q, source in SELECTION_SOURCES.items())]
     for source, question in recorded:
         name, _, ident = source.partition("#")
         assert train_dev[name].get(_norm(question)) == ident, source
