@@ -201,15 +201,17 @@ def check_not_copied(answer: object, demonstrations: Sequence[Sequence[str]], in
     question (the rendered examples) is skipped, and so is a sentence that repeats a demonstration's
     question or a sentence of its worked text, or a reasoning sentence that holds nothing but the
     answer. A small model that copies "So the answer is: Sid Haig" from the examples gives no
-    answer; a passage or a reasoning of its own that names the same thing makes it one.
+    answer; a passage or a reasoning of its own that names the same thing makes it one. Asked a
+    demonstration's own question, that demonstration's answer is not a copy.
     """
     from atomgraph.text import content_words
 
     text = str(answer or "")
     norm = _norm(text)
-    if not norm or not any(d and _norm(d[-1]) == norm for d in demonstrations):
-        return text
     ours = _norm(str((inputs or {}).get("question") or ""))
+    # asked a demonstration's own question, its answer is the answer (the leak is the data set's)
+    if not norm or not any(d and _norm(d[-1]) == norm and _norm(d[0]) != ours for d in demonstrations):
+        return text
     demo_qs = [q for q in (_norm(d[0]) for d in demonstrations if d) if q and q != ours]
     demo_sentences = {s for d in demonstrations for part in d[1:-1] for s in _sentences(part, 3)} - {ours}
     a_words = content_words(text)

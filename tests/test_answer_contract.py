@@ -182,6 +182,9 @@ def test_a_demonstration_answer_needs_support_of_its_own():
     assert check_not_copied("Sid Haig", demos, {"question": "Who is older, Sid Haig or Bill Moseley?"}, "") == "Sid Haig"
     assert check_not_copied("Sid Haig", demos, {"question": "Who is the oldest, Sid Haig or Vic Darchinyan?"},
                             "So the answer is: Sid Haig") == "Sid Haig"  # asked the demonstration's own question
+    decade = "Who is the sibling of the performer of Decade?"
+    assert check_not_copied("Astrid Young", demos, {"question": decade, "examples": shown["examples"]},
+                            "So the answer is: Astrid Young") == "Astrid Young"
     # any other answer is not this clause's business
     assert check_not_copied("Bill Moseley", demos, shown, "So the answer is: Bill Moseley") == "Bill Moseley"
 
