@@ -99,4 +99,4 @@ ANSWER = Stage(name="self_ask_answer", role="executor", prompt=ANSWER_PROMPT,
                max_tokens=256, stop=STEP_STOPS[1:], answers=True)
 FINAL = Stage(name="self_ask_final", role="answerer", prompt=FINAL_PROMPT,
               parser=final_answer_parser(FINAL_PROMPT, EXAMPLE_PAIRS, require_marker=False), max_tokens=128,
-              stop=STEP_STOPS[1:], answers=True, demonstrations=tuple((q, EXAMPLE, a) for q, a in EXAMPLE_PAIRS))
+              stop=STEP_STOPS[1:], answers=True)  # its prompt shows no example: no demonstrations to copy
