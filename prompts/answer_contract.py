@@ -372,6 +372,24 @@ def cap_reply(text: str, max_tokens: int | None, *, chars_per_token: int = CHARS
     return text[:limit] + REPLY_CUT_MARK, True
 
 
-__all__ = ["AnswerRefused", "CHARS_PER_TOKEN", "FEW_SHOT_STOPS", "MAX_ANSWER_CHARS", "MAX_ANSWER_WORDS", "REASONS",
-           "REPLY_CUT_MARK", "TEMPLATE_TOKENS", "cap_reply", "check_answer", "clean_reply", "cut_at_stops", "cut_note", "refusal_reason", "check_answer_to", "check_not_copied", "answer_texts",
-           "reply_limit", "reply_problem"]
+__all__ = [
+    "AnswerRefused",
+    "CHARS_PER_TOKEN",
+    "FEW_SHOT_STOPS",
+    "MAX_ANSWER_CHARS",
+    "MAX_ANSWER_WORDS",
+    "REASONS",
+    "REPLY_CUT_MARK",
+    "TEMPLATE_TOKENS",
+    "answer_texts",
+    "cap_reply",
+    "check_answer",
+    "check_answer_to",
+    "check_not_copied",
+    "clean_reply",
+    "cut_at_stops",
+    "cut_note",
+    "refusal_reason",
+    "reply_limit",
+    "reply_problem",
+]

@@ -179,7 +179,8 @@ def test_a_demonstration_answer_needs_support_of_its_own():
     assert check_not_copied("Sid Haig", demos, evidence, "So the answer is: Sid Haig") == "Sid Haig"
     own = "Sid Haig played Captain Spaulding opposite Bill Moseley.\nSo the answer is: Sid Haig"
     assert check_not_copied("sid haig.", demos, shown, own) == "sid haig."
-    assert check_not_copied("Sid Haig", demos, {"question": "Who is older, Sid Haig or Bill Moseley?"}, "") == "Sid Haig"
+    older = {"question": "Who is older, Sid Haig or Bill Moseley?"}
+    assert check_not_copied("Sid Haig", demos, older, "") == "Sid Haig"
     assert check_not_copied("Sid Haig", demos, {"question": "Who is the oldest, Sid Haig or Vic Darchinyan?"},
                             "So the answer is: Sid Haig") == "Sid Haig"  # asked the demonstration's own question
     decade = "Who is the sibling of the performer of Decade?"
@@ -231,5 +232,5 @@ async def test_self_ask_and_ircot_refuse_their_example_answer_without_support():
     ir_a = ircot.EXAMPLE_PAIRS[0][1]
     copied = "Daniel Alfredson was born in Stockholm.\nSo the answer is: " + ir_a
     with pytest.raises(AnswerRefused, match=r"\(demonstration\)"):
-        check_not_copied(ir_a, ircot.STEP.demonstrations, {"question": "Which airport?", "evidence": "", "reasoning": ""},
-                         copied)
+        check_not_copied(ir_a, ircot.STEP.demonstrations,
+                         {"question": "Which airport?", "evidence": "", "reasoning": ""}, copied)

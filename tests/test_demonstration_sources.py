@@ -84,7 +84,8 @@ def test_demonstration_questions_come_from_train_dev_files_and_never_from_test_f
     assert not problems, "\n".join(problems)
     # the recorded sources name the file and id each demonstration comes from
     recorded = [*zip(DEMONSTRATION_SOURCES, (q for q, _w, _a in DEMONSTRATIONS)),
-                (ircot.EXAMPLE_SOURCE, ircot.EXAMPLE_PAIRS[0][0]), (self_ask.EXAMPLE_SOURCE, self_ask.EXAMPLE_PAIRS[0][0]),
+                (ircot.EXAMPLE_SOURCE, ircot.EXAMPLE_PAIRS[0][0]),
+                (self_ask.EXAMPLE_SOURCE, self_ask.EXAMPLE_PAIRS[0][0]),
                 *((source, q) for q, source in SELECTION_SOURCES.items())]
     for source, question in recorded:
         name, _, ident = source.partition("#")
