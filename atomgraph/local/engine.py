@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -152,6 +152,8 @@ class LocalEngine:
         self._states: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
         self.prefix_states = PREFIX_STATES
         self.reused_tokens = 0  # prompt tokens restored from saved states instead of evaluated
+        self.greedy_grammar_check = True  # greedy under a grammar: check the best token first (same tokens)
+        self.grammar_steps = [0, 0]  # greedy steps under a grammar, and those that masked the vocabulary
 
     # --- tokenizer ------------------------------------------------------------------------
 
@@ -366,9 +368,12 @@ class LocalEngine:
             if close_json is not None and grammar is not None:
                 reserve = len(self.tokenize(json.dumps(minimal_instance(close_json)))) + 8
                 processors = [self._json_closer(len(prompt), max_tokens, reserve)]
-            gen = llm.generate(prompt, temp=float(temperature), top_k=40 if temperature > 0 else 1,
-                               top_p=0.95 if temperature > 0 else 1.0, min_p=0.05 if temperature > 0 else 0.0,
-                               repeat_penalty=1.0, grammar=grammar, reset=True, logits_processor=processors)
+            if grammar is not None and not temperature and self.greedy_grammar_check:
+                gen = self._greedy_under_grammar(prompt, grammar, processors)
+            else:
+                gen = llm.generate(prompt, temp=float(temperature), top_k=40 if temperature > 0 else 1,
+                                   top_p=0.95 if temperature > 0 else 1.0, min_p=0.05 if temperature > 0 else 0.0,
+                                   repeat_penalty=1.0, grammar=grammar, reset=True, logits_processor=processors)
             for token in gen:
                 if token in self.eos_ids:
                     finish = "stop"
@@ -392,6 +397,56 @@ class LocalEngine:
             gen.close()
         return Generation(text=text, tokens=out, n_prompt=len(prompt), finish_reason=finish, logprobs=lps,
                           seconds=time.perf_counter() - t0)
+
+    def _greedy_under_grammar(self, prompt: list[int], grammar: Any, processors: list | None) -> Iterator[int]:
+        """Greedy tokens under ``grammar``, as llama.cpp's sampler chain (logits processors, grammar,
+        greedy) picks them, but checking the grammar on the best token first: the grammar only
+        masks tokens out, so when it accepts the unmasked argmax that token is the masked
+        argmax too, and the mask over the whole vocabulary (262,144 token strings for Gemma)
+        is computed only when it rejects it. Same tokens, far fewer grammar checks. Hold ``lock``."""
+        import llama_cpp
+
+        llm = self.llm
+        smpl = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar._grammar.encode("utf-8"),
+                                                    grammar._root.encode("utf-8"))
+        if not smpl:
+            raise GrammarError(f"llama.cpp cannot parse the GBNF grammar: {grammar._grammar[:300]!r}")
+        one = (llama_cpp.llama_token_data * 1)()
+        one_p = llama_cpp.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
+        try:
+            llm.n_tokens = len(prompt) - 1  # the context holds prompt[:-1] (generate extended it)
+            pending = prompt[-1:]
+            while True:
+                llm.eval(pending)
+                scores = self.last_logits()
+                for proc in processors or ():
+                    scores = proc(llm._input_ids, scores)
+                tok = int(np.argmax(scores))
+                one[0].id, one[0].logit, one[0].p = tok, float(scores[tok]), 0.0
+                one_p.size, one_p.selected, one_p.sorted = 1, -1, False
+                llama_cpp.llama_sampler_apply(smpl, ctypes.byref(one_p))
+                self.grammar_steps[0] += 1
+                if one[0].logit == float("-inf"):  # rejected: mask the whole vocabulary
+                    self.grammar_steps[1] += 1
+                    tok = self._masked_argmax(smpl, scores)
+                llama_cpp.llama_sampler_accept(smpl, tok)
+                yield tok
+                pending = [tok]
+        finally:
+            llama_cpp.llama_sampler_free(smpl)
+
+    def _masked_argmax(self, smpl: Any, scores: np.ndarray) -> int:
+        """The best token once the grammar sampler ``smpl`` has masked ``scores`` (first of ties,
+        as llama.cpp's greedy sampler; token 0 when nothing is allowed, as there)."""
+        import llama_cpp
+
+        arr = np.zeros(self.n_vocab, dtype=_TOKEN_DATA)
+        arr["id"] = np.arange(self.n_vocab, dtype=np.int32)
+        arr["logit"] = scores
+        cur = llama_cpp.llama_token_data_array(data=arr.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token_data)),
+                                               size=self.n_vocab, selected=-1, sorted=False)
+        llama_cpp.llama_sampler_apply(smpl, ctypes.byref(cur))
+        return int(arr["id"][int(np.argmax(arr["logit"]))])
 
     def _json_closer(self, n_prompt: int, max_tokens: int, reserve: int):
         closing = self.closing_token_ids()
@@ -490,6 +545,8 @@ def _first_stop(text: str, stop: Sequence[str]) -> int | None:
     hits = [i for s in stop if s and (i := text.find(s)) >= 0]
     return min(hits) if hits else None
 
+
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])  # llama_token_data
 
 _ENGINES: dict[tuple[str, int], LocalEngine] = {}
 _ENGINES_LOCK = threading.Lock()
