@@ -45,8 +45,10 @@ def field_texts(objects_file: Path) -> list[str]:
 
 
 def summarise(run_dir: Path, fields: list[str] | None) -> dict:
+    from atomgraph.evaluation.retrieval import summarize
+
     records = [json.loads(x) for x in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    summary = summarize(records)  # from the records: a run stopped early is summarised too
     traces = [r.get("trace") or {} for r in records]
     stages: dict[str, list[float]] = {}
     for t in traces:
@@ -75,10 +77,11 @@ def summarise(run_dir: Path, fields: list[str] | None) -> dict:
                     if not seen[g]:
                         bad.append({"question": r["id"], "keyword": a.get("keyword"), "ngram": g})
     verdicts = [v for t in traces for v in t.get("verdicts") or []]
-    all_group = (summary.get("groups") or summary).get("all", {}) if isinstance(summary, dict) else {}
+    all_group = summary.get("all", {})
     return {
         "questions": len(records),
         "recall": all_group.get("recall"), "perfect_recall": all_group.get("perfect_recall"),
+        "complete": (run_dir / "summary.json").is_file(),
         "errors": sum(1 for r in records if "error" in r),
         "seconds": _stats([float(t["seconds"]) for t in traces if t.get("seconds") is not None]),
         "stage_seconds": {s: _stats(v) for s, v in stages.items()},
