@@ -11,8 +11,9 @@ some object (the fields the index tokenises: title, text, column names, cells), 
 with the index's tokenizer but without the index. Per run it reports:
 
 - ``recall`` / ``perfect_recall`` (percent, k of the run) and ``questions``;
-- ``stage_seconds``: mean and median per graph node (model runs: ``trace.stage_seconds``) or per
-  LLM-free stage; ``seconds``: the same for the whole question;
+- ``stage_seconds``: mean and median per graph node (model runs: ``trace.stage_seconds``);
+  ``seconds``: the same for the whole question — both over the ``timed_questions`` whose model
+  calls the response cache answered none of (a replayed reply costs nothing);
 - ``llm_calls``: per stage, mean calls, prompt and completion tokens per question;
 - ``distinct_drafts``: mean and the count of questions with 1, 2, 3 distinct drafts;
 - ``keyword_source`` and ``alignment_mode`` counts; ``ngrams_per_keyword`` (mean);
@@ -50,14 +51,16 @@ def summarise(run_dir: Path, fields: list[str] | None) -> dict:
     records = [json.loads(x) for x in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
     summary = summarize(records)  # from the records: a run stopped early is summarised too
     traces = [r.get("trace") or {} for r in records]
+    # seconds only from questions the response cache answered nothing of (a replayed reply takes ~0 s)
+    timed = [t for t in traces if not any(c.get("cached") for c in (t.get("llm_call_stats") or {}).values())]
     stages: dict[str, list[float]] = {}
-    for t in traces:
+    for t in timed:
         for stage, sec in (t.get("stage_seconds") or {}).items():
             stages.setdefault(stage, []).append(float(sec))
     calls: dict[str, dict[str, float]] = {}
     for t in traces:
         for stage, c in (t.get("llm_call_stats") or {}).items():
-            acc = calls.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0})
+            acc = calls.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0, "cached": 0})
             for key in acc:
                 acc[key] += c.get(key, 0)
     n = max(len(records), 1)
@@ -83,7 +86,8 @@ def summarise(run_dir: Path, fields: list[str] | None) -> dict:
         "recall": all_group.get("recall"), "perfect_recall": all_group.get("perfect_recall"),
         "complete": (run_dir / "summary.json").is_file(),
         "errors": sum(1 for r in records if "error" in r),
-        "seconds": _stats([float(t["seconds"]) for t in traces if t.get("seconds") is not None]),
+        "timed_questions": len(timed),
+        "seconds": _stats([float(t["seconds"]) for t in timed if t.get("seconds") is not None]),
         "stage_seconds": {s: _stats(v) for s, v in stages.items()},
         "llm_calls_per_question": {s: {k: round(v / n, 2) for k, v in c.items()} for s, c in calls.items()},
         "distinct_drafts": {"mean": round(statistics.mean(drafts), 3) if drafts else None,

@@ -130,13 +130,15 @@ def arm_llm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
 
 
 def call_stats(calls: list) -> dict[str, dict]:
-    """Per stage: model calls, prompt and completion tokens, seconds (from the call records)."""
+    """Per stage: model calls, prompt and completion tokens, seconds, and how many calls the
+    response cache answered (from the call records)."""
     out: dict[str, dict] = {}
     for c in calls:
         c = c if isinstance(c, dict) else dict(c)
         s = out.setdefault(c.get("stage") or c.get("role") or "?",
-                           {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0})
+                           {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0, "cached": 0})
         s["calls"] += 1
+        s["cached"] += int(bool(c.get("cached")))
         s["prompt_tokens"] += int(c.get("prompt_tokens") or 0)
         s["completion_tokens"] += int(c.get("completion_tokens") or 0)
         s["seconds"] = round(s["seconds"] + float(c.get("latency_s") or 0.0), 4)
