@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--out", help="write the summaries as JSON here")
     ap.add_argument("--note", action="append", default=[], metavar="TEXT", help="a line kept in the JSON (conditions)")
+    ap.add_argument("--records", metavar="FILE.jsonl",
+                    help="also write compact per-question records (id, gold, retrieved, keywords, alignment, drafts, "
+                         "verdicts, stage seconds) of the runs named */full")
     args = ap.parse_args(argv)
     fields_of: dict[str, list[str] | None] = {}
     out: dict = {"benchmark": "arm_local", "notes": args.note, "runs": {}}
@@ -124,6 +127,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:28s} n={s['questions']:4d} R={s['recall']} PR={s['perfect_recall']} "
               f"sec/q={s['seconds'].get('mean')} drafts={s['distinct_drafts']['mean']} "
               f"invariant {s['invariant']['violations']}/{s['invariant']['ngrams_checked']}", file=sys.stderr)
+    if args.records:
+        with open(args.records, "w", encoding="utf-8") as fh:
+            for item in args.runs:
+                name, _, where = item.partition("=")
+                if not name.endswith("/full"):
+                    continue
+                for line in (Path(where) / "results.jsonl").read_text(encoding="utf-8").splitlines():
+                    r = json.loads(line)
+                    t = r.get("trace") or {}
+                    fh.write(json.dumps({
+                        "run": name, "id": r["id"], "gold_ids": r["gold_ids"], "retrieved": r["retrieved"],
+                        "scores": r["scores"], "keywords": t.get("keywords"), "keyword_source": t.get("keyword_source"),
+                        "alignment": t.get("alignment"), "distinct_drafts": t.get("distinct_drafts"),
+                        "drafts": [d.get("ids") for d in t.get("drafts") or []],
+                        "verdicts": [{"selected": v.get("selected"), "reasoning": v.get("reasoning")}
+                                     for v in t.get("verdicts") or []],
+                        "stage_seconds": t.get("stage_seconds"), "llm_call_stats": t.get("llm_call_stats"),
+                        "problems": t.get("problems"),
+                    }, ensure_ascii=False) + "\n")
     text = json.dumps(out, indent=2, ensure_ascii=False)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
