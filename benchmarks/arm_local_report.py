@@ -14,7 +14,8 @@ with the index's tokenizer but without the index. Per run it reports:
 - ``stage_seconds``: mean and median per graph node (model runs: ``trace.stage_seconds``);
   ``seconds``: the same for the whole question — both over the ``timed_questions`` whose model
   calls the response cache answered none of (a replayed reply costs nothing);
-- ``llm_calls``: per stage, mean calls, prompt and completion tokens per question;
+- ``llm_calls_per_question``: per stage, mean calls, prompt and completion tokens and seconds per
+  timed question;
 - ``distinct_drafts``: mean and the count of questions with 1, 2, 3 distinct drafts;
 - ``keyword_source`` and ``alignment_mode`` counts; ``ngrams_per_keyword`` (mean);
 - ``invariant``: n-grams checked and violations (with the first few);
@@ -58,12 +59,12 @@ def summarise(run_dir: Path, fields: list[str] | None) -> dict:
         for stage, sec in (t.get("stage_seconds") or {}).items():
             stages.setdefault(stage, []).append(float(sec))
     calls: dict[str, dict[str, float]] = {}
-    for t in traces:
+    for t in timed:
         for stage, c in (t.get("llm_call_stats") or {}).items():
             acc = calls.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0, "cached": 0})
             for key in acc:
                 acc[key] += c.get(key, 0)
-    n = max(len(records), 1)
+    n = max(len(timed), 1)
     drafts = [int(t["distinct_drafts"]) for t in traces if t.get("distinct_drafts") is not None]
     checked, bad = 0, []
     seen: dict[str, bool] = {}
