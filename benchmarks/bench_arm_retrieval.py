@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         if ctx.compatibility == "graded" and ctx.structure_alignment:
             from atomgraph.nodes.arm.compatibility import UnitCache
 
-            UnitCache.of(index).prime_all()  # sentence/cell/column embeddings (cached with the index)
+            UnitCache.of(index, ctx.column_headers).prime_all()  # sentence/cell/column embeddings (cached with the index)
         ds = {"objects": len(objects), "questions": len(questions), "index_s": round(time.perf_counter() - t, 1), "methods": {}}
         for method in args.methods.split(","):
             t = time.perf_counter()

@@ -9,8 +9,9 @@ Per method and question it records the wall time, the answer, the error, the ans
 reason (``answer refused (<reason>)`` in a call's parse error or the run's error), every
 contract violation (a non-empty answer, or item of ``answers``, that ``check_answer`` refuses;
 one makes the exit status 1), and answers that are a demonstration's own answer and not the
-question's gold (``copied_demonstration_answers``: a copy the contract's text check cannot
-see, since "Paris" answers other questions too; counted, not failed).
+question's gold (``copied_demonstration_answers``: the contract refuses a demonstration's
+answer that nothing in the question, the stage's inputs or the model's own reasoning supports,
+``check_not_copied``; one it let through, with support, is counted here, not failed).
 
     python -m benchmarks.check_local_contract [--questions 5] [--methods rag,atomr] [--caps small]
         [--out benchmarks/results/local_contract.json]
@@ -109,9 +110,9 @@ def demonstration_answers() -> set[str]:
 
 
 def copied_demonstration(out: dict, gold: list[str], demos: set[str]) -> bool:
-    """An answer that is a demonstration's own answer (and not this question's gold): the
-    contract's 'a copied demonstration', which :func:`check_answer` alone cannot see (the
-    answer "Paris" is a fine answer to another question)."""
+    """An answer that is a demonstration's own answer (and not this question's gold), which
+    :func:`check_answer` alone cannot see (a demonstration's answer is a fine answer to another
+    question); ``rt.ask`` refuses one with no support (``check_not_copied``)."""
     norm = " ".join(str(out.get("answer") or "").casefold().split())
     return bool(norm) and norm in demos and norm not in {" ".join(g.casefold().split()) for g in gold}
 

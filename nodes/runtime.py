@@ -41,7 +41,8 @@ from atomgraph.errors import ConfigError
 from atomgraph.methods import Method, declared
 from atomgraph.models import ModelsArg, chat_model_named, message_text, model_name, resolve_models, with_temperature
 from atomgraph.nodes.recorder import CallRecorder, describe_error
-from atomgraph.prompts.answer_contract import AnswerRefused, answer_texts, check_answer_to, cut_note, reply_limit
+from atomgraph.prompts.answer_contract import (AnswerRefused, answer_texts, check_answer_to, check_not_copied, cut_note,
+                                               reply_limit)
 from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local, unwrap_reply
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
@@ -311,6 +312,7 @@ class MethodRuntime(Generic[C]):
                 try:  # an answer that restates the question's description is no answer (the contract)
                     for answer in answer_texts(value):
                         check_answer_to(answer, variables.get("question"))
+                        check_not_copied(answer, stage.demonstrations, variables, text or "")
                 except AnswerRefused as exc:
                     value, rec.parse_error = None, str(exc)
             if over is not None and rec.parse_error:

@@ -11,7 +11,8 @@ documented fallback runs, recorded with its reason. An answer
   ``Passage 1:``; reason ``evidence``);
 - is not an echo of the prompt: its instructions, placeholders (``<answer>``), labels
   (``Question:``, the answer format's own ``So the answer is:``) or a question (reason ``echo``), nor a demonstration's question or answer
-  copied back (reason ``demonstration``, checked by :func:`clean_reply`);
+  copied back (reason ``demonstration``: a copied question by :func:`clean_reply`, a copied answer by
+  :func:`check_not_copied`, applied by ``rt.ask`` to every stage that declares its ``demonstrations``);
 - holds no chat-template token (``<start_of_turn>``, ``[/INST]``, ``<|im_end|>``; reason
   ``template_token``) and no markup debris (a JSON fragment, an HTML tag; reason ``markup``);
 - gives no instructions to its reader (``ignore previous instructions``, ``say PWNED``,
@@ -182,6 +183,65 @@ def check_answer_to(answer: object, question: object) -> str:
     return text
 
 
+# Where the model's own reasoning ends: the first answer marker, or a JSON reply's "answer" key.
+_REASONING_END = re.compile(r"(?:so\s+)?the\s+(?:final\s+)?answer\s+is\b|[\"']answer[\"']\s*:", re.I)
+_JSON_KEY = re.compile(r"[\"'][A-Za-z_]+[\"']\s*:")
+
+
+def check_not_copied(answer: object, demonstrations: Sequence[Sequence[str]], inputs: dict | None = None,
+                     reply: str = "") -> str:
+    """``answer`` unless it is a demonstration's own answer that nothing supports.
+
+    The rule: an answer equal (normalised) to the answer of one of ``demonstrations`` (each
+    ``(question, answer)`` or ``(question, worked text..., answer)``) is refused (reason
+    ``demonstration``) unless every content word of it occurs in our question or the stage's
+    other ``inputs`` (its evidence, context, intermediate answers), or in the model's own reasoning
+    in ``reply`` (the text before its first answer marker, or before a JSON reply's ``"answer"``
+    key). Neither counts the demonstrations' own text: an input that holds a demonstration's
+    question (the rendered examples) is skipped, and so is a sentence that repeats a demonstration's
+    question or a sentence of its worked text, or a reasoning sentence that holds nothing but the
+    answer. A small model that copies "So the answer is: Sid Haig" from the examples gives no
+    answer; a passage or a reasoning of its own that names the same thing makes it one. Asked a
+    demonstration's own question, that demonstration's answer is not a copy.
+    """
+    from atomgraph.text import content_words
+
+    text = str(answer or "")
+    norm = _norm(text)
+    ours = _norm(str((inputs or {}).get("question") or ""))
+    # asked a demonstration's own question, its answer is the answer (the leak is the data set's)
+    if not norm or not any(d and _norm(d[-1]) == norm and _norm(d[0]) != ours for d in demonstrations):
+        return text
+    demo_qs = [q for q in (_norm(d[0]) for d in demonstrations if d) if q and q != ours]
+    demo_sentences = {s for d in demonstrations for part in d[1:-1] for s in _sentences(part, 3)} - {ours}
+    a_words = content_words(text)
+
+    def own(block: str, *, reasoning: bool = False) -> set[str]:
+        """The content words of ``block`` less the sentences it copies from the demonstrations."""
+        found: set[str] = set()
+        for piece in re.split(r"(?<=[.!?])\s+|\n+", _JSON_KEY.sub(" ", block)):
+            n = _norm(piece)
+            if not n or n in demo_sentences or any(q in n for q in demo_qs):
+                continue
+            words = content_words(piece)
+            if reasoning and not words - a_words:  # "Sid Haig." on its own is the answer, not reasoning
+                continue
+            found |= words
+        return found
+
+    support: set[str] = set()
+    for value in (inputs or {}).values():
+        if isinstance(value, str) and not any(q in _norm(value) for q in demo_qs):
+            support |= own(value)
+    m = _REASONING_END.search(reply or "")
+    if m:
+        support |= own(reply[:m.start()], reasoning=True)
+    if a_words and a_words <= support:
+        return text
+    raise AnswerRefused("demonstration", f"{_show(text)} is a demonstration's answer, and neither the question, "
+                        "the stage's inputs nor the model's own reasoning supports it")
+
+
 def answer_texts(value: object) -> list[str]:
     """The answer texts a stage's parsed value holds: a string; an answer list (``.answers``);
     ``{"answer": ...}``; a final step ``{"kind": "final", "text": ...}``."""
@@ -312,6 +372,24 @@ def cap_reply(text: str, max_tokens: int | None, *, chars_per_token: int = CHARS
     return text[:limit] + REPLY_CUT_MARK, True
 
 
-__all__ = ["AnswerRefused", "CHARS_PER_TOKEN", "FEW_SHOT_STOPS", "MAX_ANSWER_CHARS", "MAX_ANSWER_WORDS", "REASONS",
-           "REPLY_CUT_MARK", "TEMPLATE_TOKENS", "cap_reply", "check_answer", "clean_reply", "cut_at_stops", "cut_note", "refusal_reason", "check_answer_to", "answer_texts",
-           "reply_limit", "reply_problem"]
+__all__ = [
+    "AnswerRefused",
+    "CHARS_PER_TOKEN",
+    "FEW_SHOT_STOPS",
+    "MAX_ANSWER_CHARS",
+    "MAX_ANSWER_WORDS",
+    "REASONS",
+    "REPLY_CUT_MARK",
+    "TEMPLATE_TOKENS",
+    "answer_texts",
+    "cap_reply",
+    "check_answer",
+    "check_answer_to",
+    "check_not_copied",
+    "clean_reply",
+    "cut_at_stops",
+    "cut_note",
+    "refusal_reason",
+    "reply_limit",
+    "reply_problem",
+]

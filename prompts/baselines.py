@@ -26,20 +26,25 @@ _SYSTEM = (
     "'So the answer is: <answer>'."
 )
 
-# Two demonstrations, written for this project. Each is (question, reasoning, answer).
+# Two demonstrations on train questions of ../shared/data (never test questions), the reasoning
+# written by us from each question's supporting facts there. Each is (question, reasoning, answer);
+# DEMONSTRATION_SOURCES names the file and id each comes from.
 DEMONSTRATIONS: list[tuple[str, str, str]] = [
-    (
-        "Who was born first, Ada Lovelace or Charles Babbage?",
-        "Ada Lovelace was born in 1815. Charles Babbage was born in 1791. 1791 is earlier than 1815.",
-        "Charles Babbage",
+    (  # hipporag/hotpotqa_train.json, _id 5ab26ce1554299449642c89c (comparison)
+        "Who is the oldest, Sid Haig or Vic Darchinyan?",
+        "The actor Sid Haig was born on July 14, 1939. The boxer Vic Darchinyan was born on 7 January 1976. "
+        "1939 is earlier than 1976.",
+        "Sid Haig",
     ),
-    (
-        "What is the capital of the country where the engineer who designed the Eiffel Tower was born?",
-        "The Eiffel Tower was designed by the company of Gustave Eiffel, who was born in Dijon, France. "
-        "The capital of France is Paris.",
-        "Paris",
+    (  # hipporag/musique_train.json, id 2hop__410650_500443 (two hops)
+        "Who is the sibling of the performer of Decade?",
+        "Decade is a compilation album by the Canadian musician Neil Young. The writer Scott Young was the father "
+        "of Neil Young and of Astrid Young, so Astrid Young is Neil Young's sister.",
+        "Astrid Young",
     ),
 ]
+DEMONSTRATION_SOURCES: list[str] = ["hipporag/hotpotqa_train.json#5ab26ce1554299449642c89c",
+                                    "hipporag/musique_train.json#2hop__410650_500443"]
 
 
 def examples(n: int = len(DEMONSTRATIONS), *, with_reasoning: bool = False) -> str:
@@ -159,7 +164,8 @@ def _stage(name: str, max_tokens: int) -> Stage[str]:
     system = PROMPTS[name].messages[0].prompt.template
     parser = answer_parser([system], DEMONSTRATION_PAIRS, require_marker=(name == "cot"))
     return Stage(name=name, role="answerer", prompt=PROMPTS[name], parser=parser, schema=FinalAnswer,
-                 from_structured=_structured_answer, max_tokens=max_tokens, stop=FEW_SHOT_STOPS, answers=True)
+                 from_structured=_structured_answer, max_tokens=max_tokens, stop=FEW_SHOT_STOPS, answers=True,
+                 demonstrations=tuple(DEMONSTRATIONS))
 
 
 STAGES: dict[str, Stage[str]] = {"standard": _stage("standard", 128), "cot": _stage("cot", 512), "rag": _stage("rag", 256)}

@@ -75,6 +75,8 @@ class Stage(Generic[T]):
     render: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # inputs -> prompt variables
     stop: tuple[str, ...] = ()  # where a reply ends (the next demonstration's header, turn tokens)
     answers: bool = False  # its value answers the ``question`` variable: rt.ask holds it to check_answer_to
+    # its few-shot demonstrations, (question, [worked text,] answer): rt.ask refuses a copied answer (check_not_copied)
+    demonstrations: tuple[tuple[str, ...], ...] = ()
 
     @property
     def tags(self) -> list[str]:

@@ -103,6 +103,10 @@ class ArmContext:
     database_weight: Annotated[
         float, Field(description="measured extension (README): R_i bonus of a table, this share of the best R_i in its database (0 = paper)", ge=0)
     ] = 1.0
+    coverage_weight: Annotated[
+        float, Field(description="extension, off (README): MIP term, this weight x each keyword's best score among "
+                                 "the chosen objects (JAR's sub-query coverage; 0 = paper)", ge=0)
+    ] = 0.0
     compatibility: Annotated[
         Literal["graded", "rules"],
         Field(description="C_ij: 'graded' (Appendix B: best column/cell/sentence pair) or 'rules' (title mentions, column rules)"),
@@ -110,6 +114,11 @@ class ArmContext:
     compatibility_weight: Annotated[
         float, Field(description="graded C_ij: share w of semantic similarity (1-w: Jaccard / overlap coefficient)", ge=0, le=1)
     ] = 0.5
+    column_headers: Annotated[
+        Literal["table_column", "column"],
+        Field(description="graded C_ij of tables: a column's header written with its table's name ('table_column', "
+                          "as the authors' JAR code serialises columns) or bare ('column')"),
+    ] = "table_column"
     compatibility_scale: Annotated[float, Field(description="factor on C_ij in the MIP objective (paper: 1)", ge=0)] = 1.0
     link_weight: Annotated[float, Field(description="rules C_ij of an entity link (one object mentions the other's title)", ge=0)] = 0.5
     join_weight: Annotated[float, Field(description="rules C_ij scale of the best column join between two tables", ge=0)] = 0.25

@@ -154,3 +154,83 @@ async def test_rt_ask_holds_answer_stages_to_the_question():
     out = await build_method("standard", model=ScriptedChatModel(default="So the answer is: Ulm Minster")).ainvoke(
         {"question": q})
     assert out["answer"] == "Ulm Minster"
+
+
+def test_a_demonstration_answer_needs_support_of_its_own():
+    from atomgraph.prompts.answer_contract import check_not_copied
+    from atomgraph.prompts.baselines import DEMONSTRATIONS, examples
+
+    demos = tuple(DEMONSTRATIONS)  # (question, reasoning, answer): "Sid Haig", "Astrid Young"
+    q = "Which actor is older, Bill Moseley or Sheri Moon Zombie?"
+    shown = {"question": q, "examples": examples(2, with_reasoning=True)}  # the demonstrations are no support
+
+    def reason(**kw):
+        with pytest.raises(AnswerRefused) as exc:
+            check_not_copied("Sid Haig", demos, **kw)
+        return exc.value.reason
+
+    # copied: no support, the reply's reasoning a copy of the demonstration's, or nothing but the answer
+    assert reason(inputs=shown, reply="So the answer is: Sid Haig") == "demonstration"
+    copied = "The actor Sid Haig was born on July 14, 1939. The boxer Vic Darchinyan was born on 7 January 1976."
+    assert reason(inputs=shown, reply=copied + "\nSo the answer is: Sid Haig") == "demonstration"
+    assert reason(inputs=shown, reply='{"reasoning": "Sid Haig.", "answer": "Sid Haig"}') == "demonstration"
+    # supported: by the evidence, by a reasoning of the model's own, by our question
+    evidence = {**shown, "evidence": "[1] Sid Haig | Sid Haig (1939-2019) was an American actor."}
+    assert check_not_copied("Sid Haig", demos, evidence, "So the answer is: Sid Haig") == "Sid Haig"
+    own = "Sid Haig played Captain Spaulding opposite Bill Moseley.\nSo the answer is: Sid Haig"
+    assert check_not_copied("sid haig.", demos, shown, own) == "sid haig."
+    older = {"question": "Who is older, Sid Haig or Bill Moseley?"}
+    assert check_not_copied("Sid Haig", demos, older, "") == "Sid Haig"
+    assert check_not_copied("Sid Haig", demos, {"question": "Who is the oldest, Sid Haig or Vic Darchinyan?"},
+                            "So the answer is: Sid Haig") == "Sid Haig"  # asked the demonstration's own question
+    decade = "Who is the sibling of the performer of Decade?"
+    assert check_not_copied("Astrid Young", demos, {"question": decade, "examples": shown["examples"]},
+                            "So the answer is: Astrid Young") == "Astrid Young"
+    # any other answer is not this clause's business
+    assert check_not_copied("Bill Moseley", demos, shown, "So the answer is: Bill Moseley") == "Bill Moseley"
+
+
+async def test_a_copied_demonstration_answer_is_refused_and_a_supported_one_kept():
+    from atomgraph.graphs.registry import build_method
+    from atomgraph.prompts.answer_contract import refusal_reason
+    from atomgraph.testing import ScriptedChatModel
+    from tests.test_eval_baselines import KeywordSource
+
+    q = "Who is the sibling of the performer of Harvest?"
+    for method, reply in [("standard", "So the answer is: Astrid Young"),
+                          ("cot", "Decade is a compilation album by the Canadian musician Neil Young.\n"
+                                  "So the answer is: Astrid Young")]:
+        out = await build_method(method, model=ScriptedChatModel(default=reply)).ainvoke({"question": q})
+        assert out["answer"] == "" and refusal_reason(out["error"]) == "demonstration", (method, reply)
+        assert refusal_reason(out["llm_calls"][0].parse_error if hasattr(out["llm_calls"][0], "parse_error")
+                              else out["llm_calls"][0]["parse_error"]) == "demonstration"
+    # the same answer, found in the retrieved evidence: an answer
+    wiki = KeywordSource("wiki", {"Harvest (Neil Young album)": "Harvest is an album by Neil Young.",
+                                  "Scott Young": "Scott Young was the father of Neil Young and Astrid Young."})
+    out = await build_method("rag", model=ScriptedChatModel(default="So the answer is: Astrid Young"),
+                             sources=[wiki]).ainvoke({"question": q})
+    assert out["answer"] == "Astrid Young" and out["error"] is None
+    # and found by the model's own reasoning
+    own = "Harvest is by Neil Young, whose sister is Astrid Young.\nSo the answer is: Astrid Young"
+    out = await build_method("cot", model=ScriptedChatModel(default=own)).ainvoke({"question": q})
+    assert out["answer"] == "Astrid Young" and out["error"] is None
+
+
+async def test_self_ask_and_ircot_refuse_their_example_answer_without_support():
+    from atomgraph.prompts.compare import ircot, self_ask
+
+    demo_q, demo_a = self_ask.EXAMPLE_PAIRS[0]
+    stage_demos = self_ask.STEP.demonstrations
+    from atomgraph.prompts.answer_contract import check_not_copied
+
+    with pytest.raises(AnswerRefused, match=r"\(demonstration\)"):
+        check_not_copied(demo_a, stage_demos, {"question": "Where did Oasis form?", "scratchpad": ""},
+                         "So the final answer is: " + demo_a)
+    scratch = "Follow up: Where was the band formed?\nIntermediate answer: Leyton, East London.\n"
+    assert check_not_copied(demo_a, stage_demos, {"question": "Where did the band form?", "scratchpad": scratch},
+                            "So the final answer is: " + demo_a) == demo_a
+    ir_a = ircot.EXAMPLE_PAIRS[0][1]
+    copied = "Daniel Alfredson was born in Stockholm.\nSo the answer is: " + ir_a
+    with pytest.raises(AnswerRefused, match=r"\(demonstration\)"):
+        check_not_copied(ir_a, ircot.STEP.demonstrations,
+                         {"question": "Which airport?", "evidence": "", "reasoning": ""}, copied)

@@ -45,6 +45,30 @@ def test_mip_is_optimal_against_brute_force(max_links):
         assert res.objective >= res.greedy_objective - 1e-9
 
 
+@pytest.mark.parametrize("links_rule", ["pairs", "forest"])
+def test_coverage_term_is_optimal_against_brute_force(links_rule):
+    """``coverage_weight``: each keyword counts its best chosen object; the MIP (continuous
+    y_qi ≤ b_i, Σ_i y_qi ≤ 1) reaches the enumerated optimum of that objective."""
+    rng = np.random.default_rng(23)
+    for _ in range(25):
+        n = int(rng.integers(2, 11))
+        k = int(rng.integers(1, n + 1))
+        R, C = _instance(rng, n, float(rng.choice([0.0, 0.3, 0.8])))
+        cov = rng.random((int(rng.integers(1, 4)), n)) * (rng.random((1, n)) < 0.7)
+        res = solve_structure(R, C, k, links_rule=links_rule, time_limit_s=10, coverage=cov)
+        best, _ = brute_force(R, C, k, max(0, k - 1), links_rule, cov)
+        assert res.status == "optimal" and res.objective == pytest.approx(best, abs=1e-6)
+
+
+def test_coverage_prefers_objects_that_answer_different_keywords():
+    """Two near-duplicates of the most relevant object lose to one object per keyword."""
+    R = np.array([0.9, 0.88, 0.5])
+    C = np.zeros((3, 3))
+    cov = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    assert sorted(solve_structure(R, C, 2, time_limit_s=10).chosen) == [0, 1]
+    assert sorted(solve_structure(R, C, 2, time_limit_s=10, coverage=cov).chosen) == [0, 2]
+
+
 def test_tight_model_has_variables_only_for_positive_pairs():
     R = np.array([0.5, 0.4, 0.3, 0.2, 0.1])
     C = np.zeros((5, 5))

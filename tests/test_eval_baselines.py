@@ -62,8 +62,8 @@ async def test_standard_and_cot_are_closed_book():
         assert len(out["llm_calls"]) == 1 and out["llm_calls"][0]["stage"] == method
         assert out["retriever_calls"] == [] and out["error"] is None and out["stopped"] is None
     standard, cot = model.prompts
-    assert "Charles Babbage" in standard and "1791" not in standard  # two demos, no reasoning
-    assert "1791" in cot and "step by step" in cot
+    assert "Astrid Young" in standard and "1939" not in standard  # two demos, no reasoning
+    assert "1939" in cot and "step by step" in cot
 
 
 async def test_rag_retrieves_once_from_every_source_and_survives_a_failure():
@@ -135,6 +135,6 @@ async def test_a_restated_question_is_not_a_copied_demonstration():
     model = ScriptedChatModel(default=f"Question: {q}\nAnswer: So the answer is: Dijon")
     out = await build_method("standard", model=model).ainvoke({"question": q})
     assert out["answer"] == "Dijon" and out["error"] is None
-    demo = "Question: Who was born first, Ada Lovelace or Charles Babbage?\nAnswer: So the answer is: Charles Babbage"
+    demo = "Question: Who is the oldest, Sid Haig or Vic Darchinyan?\nAnswer: So the answer is: Sid Haig"
     out = await build_method("standard", model=ScriptedChatModel(default=demo)).ainvoke({"question": q})
     assert out["answer"] == "" and "answer refused (demonstration)" in out["error"]

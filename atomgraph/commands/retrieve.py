@@ -89,7 +89,7 @@ def _run(args) -> int:
     if args.method == "arm" and ctx.compatibility == "graded" and ctx.structure_alignment:
         from atomgraph.nodes.arm.compatibility import UnitCache
 
-        UnitCache.of(index).prime_all()  # sentence/cell/column embeddings, once per collection (cached)
+        UnitCache.of(index, ctx.column_headers).prime_all()  # sentence/cell/column embeddings, once per collection (cached)
     llm = _llm_retriever(args, index, ctx) if args.method == "arm" and not args.no_llm else None
     fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
     run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out)

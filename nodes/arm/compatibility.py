@@ -5,8 +5,13 @@ embeddings) and exact-value similarity between contents from both objects":
 
 - table–table: the best pair of columns, each scored ``w × cos(header_a, header_b) +
   (1 − w) × Jaccard(values_a, values_b)`` (one joinable column pair connects two tables).
-  Tables without rows (schemas only) have no values: their exact-value part is the Jaccard
-  of the two headers' words, so ``singer_id``/``singer_id`` still scores 1;
+  A column's header is written with its table's name (``column_headers="table_column"``:
+  ``superhero.gender_id`` → "superhero gender id", ``gender.id`` → "gender id"), as the
+  authors' join-aware retrieval code (JAR, whose MIP ARM follows) serialises a column; the
+  bare column name is ``column_headers="column"``. Tables without rows (schemas only) have
+  no values: their exact-value part is the Jaccard of the two headers' words, so
+  ``gender.id`` and ``superhero.gender_id`` share "gender id" while ``gender.id`` and
+  ``superpower.id`` share only "id" (with bare names both pairs scored 1);
 - table–passage: the best (cell, sentence) pair, ``w × cos + (1 − w) × overlap coefficient``
   of their word sets;
 - passage–passage: the best (sentence, sentence) pair, scored the same way.
@@ -37,6 +42,7 @@ from atomgraph.tools.objects import split_identifier
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 MAX_SENTENCES = 40
 MAX_CELLS = 200
+COLUMN_HEADERS = ("table_column", "column")
 
 
 @dataclass
@@ -61,26 +67,38 @@ def _words(text: str, stop: frozenset[str]) -> frozenset[str]:
 
 
 class UnitCache:
-    """Units per object position, embedded in batches on first use (thread-safe)."""
+    """Units per object position, embedded in batches on first use (thread-safe); one cache
+    per index and ``column_headers`` mode."""
 
-    def __init__(self, index: ArmIndex):
+    def __init__(self, index: ArmIndex, column_headers: str = "table_column"):
+        if column_headers not in COLUMN_HEADERS:
+            raise ValueError(f"unknown column_headers {column_headers!r}; expected one of {', '.join(COLUMN_HEADERS)}")
         self.index = index
+        self.column_headers = column_headers
         self._units: dict[int, ObjectUnits] = {}
         self._lock = threading.Lock()
         self._stop = stopwords()
 
     @classmethod
-    def of(cls, index: ArmIndex) -> "UnitCache":
-        cache = index.__dict__.get("_unit_cache")
+    def of(cls, index: ArmIndex, column_headers: str = "table_column") -> "UnitCache":
+        key = f"_unit_cache_{column_headers}"
+        cache = index.__dict__.get(key)
         if cache is None:
-            cache = index.__dict__.setdefault("_unit_cache", cls(index))
+            cache = index.__dict__.setdefault(key, cls(index, column_headers))
         return cache
+
+    @property
+    def file_name(self) -> str:
+        return "units.npz" if self.column_headers == "table_column" else f"units-{self.column_headers}.npz"
 
     def _raw(self, p: int) -> tuple[list[str], list[str], list[frozenset[str]]]:
         o = self.index.objects[p]
         if o.is_table:
             cells = list(dict.fromkeys(c.strip() for r in o.rows for c in r if c and c.strip()))[:MAX_CELLS]
             headers = [split_identifier(c) or c for c in o.columns]
+            if self.column_headers == "table_column":
+                table = split_identifier(o.title.split(".")[-1]) if o.title else ""
+                headers = [f"{table} {h}".strip() for h in headers]
             if o.rows:
                 values = [frozenset(r[i].strip().casefold() for r in o.rows if i < len(r) and r[i].strip())
                           for i in range(len(o.columns))]
@@ -95,7 +113,7 @@ class UnitCache:
         there, else embedded in one batch and written there (evaluation runs)."""
         n = len(self.index.objects)
         where = getattr(self.index, "cache_path", None)
-        f = where / "units.npz" if where is not None else None
+        f = where / self.file_name if where is not None else None
         if f is not None and f.is_file():
             try:
                 data = np.load(f)
@@ -186,16 +204,18 @@ def _block_max(S: np.ndarray, owner_a: np.ndarray, owner_b: np.ndarray, n: int) 
     return out
 
 
-def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 0.5) -> np.ndarray:
+def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 0.5,
+                  column_headers: str = "table_column") -> np.ndarray:
     """C_ij over the objects at ``positions`` (Appendix B; module doc), symmetric, zero diagonal.
 
-    ``weight`` is w, the share of semantic similarity (1 − w: exact-value similarity)."""
+    ``weight`` is w, the share of semantic similarity (1 − w: exact-value similarity);
+    ``column_headers``: how a column's header is written (module doc)."""
     ps = list(positions)
     n = len(ps)
     C = np.zeros((n, n), dtype=np.float32)
     if n < 2:
         return C.astype(float)
-    units = UnitCache.of(index).get(ps)
+    units = UnitCache.of(index, column_headers).get(ps)
     objs = [index.objects[p] for p in ps]
     is_table = np.array([o.is_table for o in objs])
 

@@ -83,10 +83,10 @@ def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int, ctx: ArmC
     if ctx.compatibility == "rules":
         return rule_neighbours(index, p, dense, limit)
     cache = index.__dict__.setdefault("_neighbours", {})
-    key = (p, limit, ctx.compatibility_weight, ctx.neighbour_candidates)
+    key = (p, limit, ctx.compatibility_weight, ctx.neighbour_candidates, ctx.column_headers)
     if key not in cache:
         cands = neighbour_candidates(index, p, ctx.neighbour_candidates)
-        C = graded_matrix(index, [p] + cands, weight=ctx.compatibility_weight)[0, 1:]
+        C = graded_matrix(index, [p] + cands, weight=ctx.compatibility_weight, column_headers=ctx.column_headers)[0, 1:]
         order = np.argsort(-C, kind="stable")
         cache[key] = [cands[i] for i in order if C[i] > 0][:limit]
     return cache[key]
@@ -212,7 +212,18 @@ def compatibility(index: ArmIndex, positions: Sequence[int], ctx: ArmContext) ->
     if ctx.compatibility == "rules":
         return compatibility_matrix(index, positions, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
                                     semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
-    return graded_matrix(index, positions, weight=ctx.compatibility_weight)
+    return graded_matrix(index, positions, weight=ctx.compatibility_weight, column_headers=ctx.column_headers)
+
+
+def keyword_coverage(scores: Scores, positions: Sequence[int], weight: float) -> np.ndarray | None:
+    """``coverage_weight`` (extension, off by default): keywords × ``positions``, each keyword's
+    score (its n-gram list as a query) min-max normalised over the set, times ``weight`` —
+    the MIP then also counts, per keyword, the best chosen object covering it, so k objects
+    that all answer one keyword lose to a set that answers each (JAR's sub-query coverage)."""
+    if weight <= 0 or not scores.keyword or not len(positions):
+        return None
+    ps = list(positions)
+    return weight * np.stack([_minmax(s[ps]) for s in scores.keyword])
 
 
 def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext) -> dict:
@@ -226,7 +237,7 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
     else:
         C = compatibility(index, ps, ctx) * ctx.compatibility_scale
     res = solve_structure(R, C, ctx.k, max_links=ctx.max_links, time_limit_s=ctx.mip_time_limit_s,
-                          links_rule=ctx.links)
+                          links_rule=ctx.links, coverage=keyword_coverage(scores, ps, ctx.coverage_weight))
     ids = [index.objects[ps[i]].id for i in res.chosen]
     return {
         "ids": ids,

@@ -95,11 +95,20 @@ def _forest(links: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]
     return kept
 
 
+def coverage_value(chosen: Sequence[int], coverage: np.ndarray | None) -> float:
+    """Σ over keywords of the best coverage any chosen object gives it (0 without ``coverage``)."""
+    s = list(chosen)
+    if coverage is None or not len(coverage) or not s:
+        return 0.0
+    return float(np.asarray(coverage)[:, s].max(axis=1).sum())
+
+
 def selection_value(chosen: Sequence[int], R: np.ndarray, C: np.ndarray, max_links: int | None,
-                    links_rule: str = "forest") -> tuple[float, list]:
+                    links_rule: str = "forest", coverage: np.ndarray | None = None) -> tuple[float, list]:
     """The objective of a chosen set and its counted links: the best ``max_links`` pairs
     (``pairs``), or the heaviest spanning forest of the chosen objects (``forest``: no cycle
-    counts, so k objects in c connected groups count at most k − c links)."""
+    counts, so k objects in c connected groups count at most k − c links); plus, with
+    ``coverage`` (keywords × objects), each keyword's best coverage by a chosen object."""
     s = list(chosen)
     links = []
     for a, b in itertools.combinations(sorted(s), 2):
@@ -113,10 +122,11 @@ def selection_value(chosen: Sequence[int], R: np.ndarray, C: np.ndarray, max_lin
         raise ValueError(f"unknown links rule {links_rule!r}; expected one of {', '.join(LINK_RULES)}")
     if max_links is not None:
         links = links[: max(0, max_links)]
-    return float(sum(R[i] for i in s)) + sum(c for _, _, c in links), links
+    return float(sum(R[i] for i in s)) + sum(c for _, _, c in links) + coverage_value(s, coverage), links
 
 
-def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_rule: str = "forest") -> list[int]:
+def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_rule: str = "forest",
+           coverage: np.ndarray | None = None) -> list[int]:
     """Add, one at a time, the object that raises the objective most (the warm start)."""
     n = len(R)
     chosen: list[int] = []
@@ -125,7 +135,7 @@ def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_ru
         for j in range(n):
             if j in chosen:
                 continue
-            v, _ = selection_value(chosen + [j], R, C, max_links, links_rule)
+            v, _ = selection_value(chosen + [j], R, C, max_links, links_rule, coverage)
             if v > best_v + 1e-12:
                 best, best_v = j, v
         chosen.append(best)
@@ -133,12 +143,12 @@ def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_ru
 
 
 def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None,
-                links_rule: str = "forest") -> tuple[float, tuple[int, ...]]:
+                links_rule: str = "forest", coverage: np.ndarray | None = None) -> tuple[float, tuple[int, ...]]:
     """The optimum by enumeration (reference for tests; n ≤ 12 or so)."""
     n = len(R)
     best = (-np.inf, ())
     for s in itertools.combinations(range(n), min(k, n)):
-        v, _ = selection_value(s, R, C, max_links, links_rule)
+        v, _ = selection_value(s, R, C, max_links, links_rule, coverage)
         if v > best[0] + 1e-12:
             best = (v, s)
     return best
@@ -147,13 +157,18 @@ def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None,
 # --- the MIP ---------------------------------------------------------------------------------
 
 def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None, formulation: str = "tight",
-                links_rule: str = "forest"):
+                links_rule: str = "forest", coverage: np.ndarray | None = None):
     """The python-mip model (CBC, silent), its b and c variables, and the pairs they cover.
 
     ``links_rule="forest"`` adds a single-commodity flow that makes the counted links a
     spanning forest of the chosen objects: a chosen object is a root (r_i) or receives one
     unit of flow along counted links from a root, and Σ c = k − Σ r; so every group of
-    connected objects is a tree and k objects in g groups count k − g links."""
+    connected objects is a tree and k objects in g groups count k − g links.
+
+    ``coverage`` (keywords × objects, ≥ 0) adds Σ_q Σ_i cov_qi y_qi with y_qi ≤ b_i and
+    Σ_i y_qi ≤ 1: each keyword counts the best chosen object covering it (JAR's sub-query
+    coverage, reduced to one score per keyword and object). The y are continuous; with b
+    integral an optimal y is integral too."""
     import mip
 
     n = len(R)
@@ -169,7 +184,16 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None, 
     else:
         raise ValueError(f"unknown formulation {formulation!r}")
     c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
-    model.objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(w * v for (_, _, w), v in zip(pairs, c))
+    objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(w * v for (_, _, w), v in zip(pairs, c))
+    if coverage is not None and len(coverage):
+        for q, row in enumerate(np.asarray(coverage, dtype=float)):
+            ys = [(i, model.add_var(lb=0.0, ub=1.0, name=f"y{q}_{i}")) for i in range(n) if row[i] > 0]
+            for i, y in ys:
+                model += y <= b[i]
+            if ys:
+                model += mip.xsum(y for _, y in ys) <= 1
+                objective = objective + mip.xsum(float(row[i]) * y for i, y in ys)
+    model.objective = objective
     model += mip.xsum(b) == k
     if max_links is not None and c:
         model += mip.xsum(c) <= max_links
@@ -207,11 +231,13 @@ def solve_structure(
     time_limit_s: float = 0.5,
     formulation: str = "tight",
     links_rule: str = "forest",
+    coverage: np.ndarray | None = None,
 ) -> StructureResult:
     """Choose ``k`` objects maximising relevance plus compatibility (§3.2.2, Appendix B).
 
     ``max_links=-1`` (default) is the paper's k−1 links; ``None`` counts every chosen pair.
     The best solution CBC finds within ``time_limit_s`` is used; see the module doc.
+    ``coverage`` (keywords × objects): the optional keyword-coverage term (:func:`build_model`).
     """
     import mip
 
@@ -224,14 +250,19 @@ def solve_structure(
     if max_links == -1:
         max_links = max(0, k - 1)
     t0 = time.perf_counter()
-    start = greedy(R, C, k, max_links, links_rule)
-    g_val, g_links = selection_value(start, R, C, max_links, links_rule)
-    if k == 0 or k == n or not _pairs(C):
+    if coverage is not None:
+        coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
+        if not coverage.any():
+            coverage = None
+    start = greedy(R, C, k, max_links, links_rule, coverage)
+    g_val, g_links = selection_value(start, R, C, max_links, links_rule, coverage)
+    if k == 0 or k == n or (not _pairs(C) and coverage is None):
         # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
         chosen = list(range(n)) if k == n else sorted(range(n), key=lambda i: -R[i])[:k]
-        v, links = selection_value(chosen, R, C, max_links, links_rule)
+        v, links = selection_value(chosen, R, C, max_links, links_rule, coverage)
         return StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, formulation, time_limit_s)
-    model, b, c, pairs = build_model(R, C, k, max_links=max_links, formulation=formulation, links_rule=links_rule)
+    model, b, c, pairs = build_model(R, C, k, max_links=max_links, formulation=formulation, links_rule=links_rule,
+                                     coverage=coverage)
     chosen_set = set(start)
     counted = {(i, j) for i, j, _ in g_links}
     if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
@@ -246,7 +277,7 @@ def solve_structure(
     label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
     if len(chosen) != k:
         chosen, label = start, "greedy"
-    v, links = selection_value(chosen, R, C, max_links, links_rule)
+    v, links = selection_value(chosen, R, C, max_links, links_rule, coverage)
     if v < g_val - 1e-9:  # never worse than the warm start
         chosen, v, links, label = start, g_val, g_links, "greedy"
     chosen.sort(key=lambda i: -R[i])

@@ -30,20 +30,31 @@ Guidance:
 Only name sources from the available list, spelled as listed. Reply with one line: the chosen source names separated by commas, nothing else.
 
 Examples, with Wikipedia, Google and Wikidata available:
-Q: Who is Grace Hopper?
+Q: What are bonds?
 A: Wikipedia, Google
 
-Q: When was the Eiffel Tower completed?
+Q: Who directed the movie "The Social Network"?
 A: Wikipedia, Google, Wikidata
 
-Q: What is the tallest building in Europe?
+Q: What is the deepest oceanic trench on Earth?
 A: Wikidata, Google
 
-Q: Who won the most recent Tour de France?
+Q: Who was the MVP of the NBA Finals last year?
 A: Google
 
-Q: Who was the doctoral advisor of Emmy Noether?
+Q: Who are Zoe Kravitz's parents?
 A: Wikipedia, Google, Wikidata"""
+
+# The example questions above are CRAG dev questions of ../shared/data, one per kind of the
+# guidance (the choices are ours): EXAMPLE_SOURCES names the file and question_id of each.
+_CRAG_DEV = "atomr/questions/multi_source/CRAG/CRAG_dev_100.jsonl"
+EXAMPLE_SOURCES: dict[str, str] = {
+    "What are bonds?": f"{_CRAG_DEV}#553f6da3-dd3c-40df-83e6-e21202a68a04",
+    'Who directed the movie "The Social Network"?': f"{_CRAG_DEV}#31616f49-8b8e-432c-84a5-3fb8075cd6e1",
+    "What is the deepest oceanic trench on Earth?": f"{_CRAG_DEV}#b10b89b9-a48f-4278-aaa5-9c988a47a603",
+    "Who was the MVP of the NBA Finals last year?": f"{_CRAG_DEV}#83cfd2c8-d469-409d-bd32-24696ca5e21a",
+    "Who are Zoe Kravitz's parents?": f"{_CRAG_DEV}#68ca2297-6175-44cb-a26e-8355461a7442",
+}
 
 SOURCE_SELECTION_PROMPT = chat_prompt(_SYSTEM, "Available sources ({n_sources}):\n{source_list}\n\nQ: {question}\nA:")
 

@@ -17,12 +17,15 @@ from atomgraph.prompts.compare.common import (ANSWER_RULE, FEW_SHOT_STOPS, clean
                                               strip_label)
 from atomgraph.prompts.stage import Stage, text_parser
 
-EXAMPLE = """Question: What is the capital of the country where the engineer who designed the Eiffel Tower was born?
+# One finished reasoning, on a train question of ../shared/data (never a test question), written
+# by us from its supporting facts there: hipporag/musique_train.json, id 3hop1__287390_555629_70752.
+EXAMPLE_SOURCE = "hipporag/musique_train.json#3hop1__287390_555629_70752"
+EXAMPLE = """Question: What is the main international airport in birth place of the director of The Girl Who Kicked the Hornets' Nest?
 Reasoning:
-The Eiffel Tower was designed by the company of Gustave Eiffel.
-Gustave Eiffel was born in Dijon, France.
-The capital of France is Paris.
-So the answer is: Paris"""
+The Girl Who Kicked the Hornets' Nest is a 2009 Swedish film directed by Daniel Alfredson.
+Daniel Alfredson was born in Stockholm.
+The main international airport of Stockholm is Stockholm Arlanda Airport, north of the city.
+So the answer is: Stockholm Arlanda Airport"""
 
 STEP_PROMPT = ChatPromptTemplate.from_messages([
     ("system",
@@ -33,8 +36,8 @@ STEP_PROMPT = ChatPromptTemplate.from_messages([
      + "\n\nPassages:\n{evidence}\n\nQuestion: {question}\nReasoning:\n{reasoning}"),
 ])
 
-EXAMPLE_PAIRS = [("What is the capital of the country where the engineer who designed the Eiffel Tower was born?",
-                  "Paris")]
+EXAMPLE_PAIRS = [("What is the main international airport in birth place of the director of The Girl Who Kicked "
+                  "the Hornets' Nest?", "Stockholm Arlanda Airport")]
 
 READ_PROMPT = ChatPromptTemplate.from_messages([
     ("system", "Answer the question from the passages. First reason step by step in a few short "
@@ -62,6 +65,7 @@ def read_step(text: str) -> dict:
 
 
 STEP = Stage(name="ircot_step", role="executor", prompt=STEP_PROMPT,
-             parser=text_parser(read_step, "ircot_step"), max_tokens=96, stop=FEW_SHOT_STOPS, answers=True)
+             parser=text_parser(read_step, "ircot_step"), max_tokens=96, stop=FEW_SHOT_STOPS, answers=True,
+             demonstrations=tuple((q, EXAMPLE, a) for q, a in EXAMPLE_PAIRS))
 READ = Stage(name="ircot_read", role="answerer", prompt=READ_PROMPT,
              parser=final_answer_parser(READ_PROMPT), max_tokens=384, stop=FEW_SHOT_STOPS, answers=True)

@@ -17,14 +17,16 @@ from atomgraph.prompts.answer_contract import clean_reply as contract_reply
 from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, final_answer_parser, instructions_of, read_answer
 from atomgraph.prompts.stage import Stage, text_parser
 
-# One worked example of the format, written for this project.
-EXAMPLE = """Question: In which country was the designer of the Eiffel Tower's company founded?
+# One worked example of the format, on a train question of ../shared/data (never a test question),
+# written by us from its supporting facts there: hipporag/musique_train.json, id 2hop__243339_774871.
+EXAMPLE_SOURCE = "hipporag/musique_train.json#2hop__243339_774871"
+EXAMPLE = """Question: Where did the band form that made the live album Maiden Japan?
 Are follow up questions needed here: Yes.
-Follow up: Whose company designed the Eiffel Tower?
-Intermediate answer: Gustave Eiffel's company, Compagnie des Établissements Eiffel.
-Follow up: In which country was Compagnie des Établissements Eiffel founded?
-Intermediate answer: France.
-So the final answer is: France"""
+Follow up: Which band made the live album Maiden Japan?
+Intermediate answer: Iron Maiden, the English heavy metal band.
+Follow up: Where was Iron Maiden formed?
+Intermediate answer: Leyton, in East London, in 1975.
+So the final answer is: Leyton"""
 
 STEP_PROMPT = ChatPromptTemplate.from_messages([
     ("system",
@@ -54,7 +56,7 @@ _FINAL = re.compile(r"(?:so\s+)?the\s+final\s+answer\s+is\s*[:：]?|^\s*final\s+
 _NO_MORE = re.compile(r"follow\s*up\s+questions\s+needed\s+here\s*[:：]\s*no\b", re.I)
 
 
-EXAMPLE_PAIRS = [("In which country was the designer of the Eiffel Tower's company founded?", "France")]
+EXAMPLE_PAIRS = [("Where did the band form that made the live album Maiden Japan?", "Leyton")]
 # The paper's generation stops where the model would write an intermediate answer itself.
 STEP_STOPS = ("\nIntermediate answer:", "\nQuestion:", "<end_of_turn>", "[/INST]")
 
@@ -90,10 +92,11 @@ def scratchpad(turns: list[dict]) -> str:
 
 
 STEP = Stage(name="self_ask_step", role="planner", prompt=STEP_PROMPT,
-             parser=text_parser(read_step, "self_ask_step"), max_tokens=128, stop=STEP_STOPS, answers=True)
+             parser=text_parser(read_step, "self_ask_step"), max_tokens=128, stop=STEP_STOPS, answers=True,
+             demonstrations=tuple((q, EXAMPLE, a) for q, a in EXAMPLE_PAIRS))
 ANSWER = Stage(name="self_ask_answer", role="executor", prompt=ANSWER_PROMPT,
                parser=final_answer_parser(ANSWER_PROMPT, require_marker=False, name="intermediate_answer"),
                max_tokens=256, stop=STEP_STOPS[1:], answers=True)
 FINAL = Stage(name="self_ask_final", role="answerer", prompt=FINAL_PROMPT,
               parser=final_answer_parser(FINAL_PROMPT, EXAMPLE_PAIRS, require_marker=False), max_tokens=128,
-              stop=STEP_STOPS[1:], answers=True)
+              stop=STEP_STOPS[1:], answers=True)  # its prompt shows no example: no demonstrations to copy
