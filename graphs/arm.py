@@ -26,6 +26,7 @@ A question that carries ``"keywords"`` replays them as the information-alignment
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -102,15 +103,46 @@ def arm_llm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
         kws = getattr(question, "keywords", None)
         if kws:
             inp["keywords"] = list(kws)
-        out = graph.invoke(inp, context=context)
+        out: dict[str, Any] = {}
+        seconds: dict[str, float] = {}
+        t0 = t = time.perf_counter()
+        # the nodes run one after another: the time between two updates is the node's own
+        for mode, chunk in graph.stream(inp, context=context, stream_mode=["updates", "values"]):
+            if mode == "values":
+                out = chunk
+                continue
+            now = time.perf_counter()
+            for node in chunk or {}:
+                seconds[node] = round(seconds.get(node, 0.0) + now - t, 4)
+            t = now
         trace = out.get("trace") or {}
         conf = {v["id"]: v["confidence"] for v in trace.get("votes") or []}
         ids = list(out.get("retrieved_ids") or [])
         result = RetrievalResult("arm", ids, [float(conf.get(i, 0.0)) for i in ids], trace)
-        result.trace["llm_calls"] = len(out.get("llm_calls") or [])
+        calls = out.get("llm_calls") or []
+        result.trace["llm_calls"] = len(calls)
+        result.trace["stage_seconds"] = seconds
+        result.trace["seconds"] = round(time.perf_counter() - t0, 4)
+        result.trace["llm_call_stats"] = call_stats(calls)
         return result
 
     return retrieve
+
+
+def call_stats(calls: list) -> dict[str, dict]:
+    """Per stage: model calls, prompt and completion tokens, seconds, and how many calls the
+    response cache answered (from the call records)."""
+    out: dict[str, dict] = {}
+    for c in calls:
+        c = c if isinstance(c, dict) else dict(c)
+        s = out.setdefault(c.get("stage") or c.get("role") or "?",
+                           {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0, "cached": 0})
+        s["calls"] += 1
+        s["cached"] += int(bool(c.get("cached")))
+        s["prompt_tokens"] += int(c.get("prompt_tokens") or 0)
+        s["completion_tokens"] += int(c.get("completion_tokens") or 0)
+        s["seconds"] = round(s["seconds"] + float(c.get("latency_s") or 0.0), 4)
+    return out
 
 
 # Building needs no model, objects or network (they are resolved when a run starts).

@@ -120,6 +120,21 @@ def test_cli_retrieve_json_and_out(files, tmp_path, capsys):
         assert f"method {method}, k = 5" in text and "PR" in text
 
 
+def test_cli_retrieve_every_limit_and_no_keywords(files, tmp_path, capsys):
+    objects, questions = files
+    out = tmp_path / "run"
+    assert main(["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--no-llm",
+                 "--cache", str(tmp_path / "cache"), "--every", "2", "--limit", "1", "--out", str(out)]) == 0
+    assert [json.loads(x)["id"] for x in (out / "results.jsonl").read_text().splitlines()] == ["q1"]
+    assert main(["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--no-llm",
+                 "--cache", str(tmp_path / "cache"), "--every", "2", "--no-keywords", "--out", str(out / "b")]) == 0
+    lines = [json.loads(x) for x in (out / "b" / "results.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in lines] == ["q1", "q3"]  # q3 carries keywords: ignored
+    assert lines[1]["trace"].get("keyword_source") != "replayed"
+    assert main(["retrieve", "--objects", str(objects), "--questions", str(questions), "--every", "0"]) == 2
+    assert "--every" in capsys.readouterr().err
+
+
 def test_cli_retrieve_errors_are_one_line(files, tmp_path, capsys):
     objects, questions = files
     bad = tmp_path / "bad.jsonl"

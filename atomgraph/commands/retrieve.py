@@ -5,7 +5,9 @@ Retrieves k objects per question with the chosen method over the ARM index of th
 and perfect recall in percent, overall and by group (multi-gold questions; multi-table ones
 separately). ``--out DIR`` writes ``results.jsonl`` (one line per question, with ARM's
 trace) and ``summary.json``. ``--dense-search`` picks exact or ANN dense search,
-``--max-object-chars`` the size over which an object is refused (:class:`ArmIndex`). ARM parameters come from :class:`atomgraph.state.arm.ArmContext`
+``--max-object-chars`` the size over which an object is refused (:class:`ArmIndex`). ``--every N`` keeps
+every Nth question and ``--limit N`` the first N (of those); ``--no-keywords`` drops the questions'
+replayable keywords. ARM parameters come from :class:`atomgraph.state.arm.ArmContext`
 (``--set name=value`` overrides one).
 
 With a chat model (``--model``, ``--model-factory`` or the settings' decoder model), ``--method
@@ -61,10 +63,18 @@ def _run(args) -> int:
         raise ConfigError(f"--set {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     objects = load_objects(args.objects, encoding=args.encoding)
     questions = load_questions(args.questions, object_ids=[o.id for o in objects], encoding=args.encoding)
+    if args.every is not None:
+        if args.every < 1:
+            raise ConfigError("--every must be at least 1")
+        questions = questions[:: args.every]
     if args.limit is not None:
         if args.limit < 1:
             raise ConfigError("--limit must be at least 1")
         questions = questions[: args.limit]
+    if args.no_keywords:  # the model decomposes every question (no replay)
+        from dataclasses import replace
+
+        questions = [replace(q, keywords=None) for q in questions]
     from atomgraph.jsonl import check_out_dir  # the inputs read: now the folders it writes
 
     if args.out:
@@ -119,7 +129,11 @@ def register(sub) -> None:
     p.add_argument("--encoding", default="utf-8", help="text encoding of the objects and questions files (default utf-8)")
     p.add_argument("--k", type=int, default=5, help="objects retrieved per question (default 5)")
     p.add_argument("--out", metavar="DIR", help="write results.jsonl and summary.json here")
-    p.add_argument("--limit", type=int, help="only the first N questions")
+    p.add_argument("--limit", type=int, help="only the first N questions (after --every)")
+    p.add_argument("--every", type=int, metavar="N", help="only every Nth question (the 1st, the N+1st, ...)")
+    p.add_argument("--no-keywords", action="store_true",
+                   help="ignore the questions' keywords: ARM decomposes each question itself (with a model), "
+                        "or uses its corpus n-grams (without one)")
     p.add_argument("--cache", metavar="DIR", help="index cache folder (default $ATOMGRAPH_ARM_CACHE or ~/.cache/atomgraph/arm-index)")
     p.add_argument("--no-cache", action="store_true", help="build the index in memory only")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an ArmContext field (repeatable)")

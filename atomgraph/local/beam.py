@@ -128,6 +128,8 @@ def beam_decode(
             candidates: list[tuple[float, _Hyp, int, str, float]] = []
             for h in sorted(live, key=lambda h: h.tokens):
                 logits = engine.evaluate(prompt + h.tokens)
+                if not h.tokens:  # the prompt alone: saved, so the next prompt sharing its prefix restores it
+                    engine.remember(prompt)
                 evaluated += 1
                 m = float(logits.max())
                 lse = m + float(np.log(np.exp(logits - m).sum()))

