@@ -109,8 +109,9 @@ class UnitCache:
         return [t for t in texts if t.strip()], [], []
 
     def prime_all(self) -> None:
-        """Units of every object: read from the index's cache folder (``units.npz``) when
-        there, else embedded in one batch and written there (evaluation runs)."""
+        """Units of every object: read from the index's cache folder (:attr:`file_name`:
+        ``units.npz``, ``units-column.npz`` for bare headers) when there, else embedded in one
+        batch and written there (evaluation runs)."""
         n = len(self.index.objects)
         where = getattr(self.index, "cache_path", None)
         f = where / self.file_name if where is not None else None
@@ -136,7 +137,7 @@ class UnitCache:
                 dim = self.index.chunk_vectors.shape[1]
                 text = np.concatenate([u.text_vectors for u in units] or [np.zeros((0, dim))]).astype(np.float16)
                 header = np.concatenate([u.header_vectors for u in units] or [np.zeros((0, dim))]).astype(np.float16)
-                np.savez(f, text=text, header=header, units=np.array(_fingerprint([self._raw(p) for p in range(n)])))
+                np.savez(f, text=text, header=header, units=np.array(_fingerprint([(u.texts, u.headers, u.values) for u in units])))
             except OSError:
                 pass
 

@@ -216,8 +216,9 @@ def compatibility(index: ArmIndex, positions: Sequence[int], ctx: ArmContext) ->
 
 
 def keyword_coverage(scores: Scores, positions: Sequence[int], weight: float) -> np.ndarray | None:
-    """``coverage_weight`` (extension, off by default): keywords × ``positions``, each keyword's
-    score (its n-gram list as a query) min-max normalised over the set, times ``weight`` —
+    """``coverage_weight`` (a measured extension, on by default; 0 = the paper): keywords ×
+    ``positions``, each keyword's score (its n-gram list as a query) min-max normalised over
+    the set, times ``weight`` —
     the MIP then also counts, per keyword, the best chosen object covering it, so k objects
     that all answer one keyword lose to a set that answers each (JAR's sub-query coverage)."""
     if weight <= 0 or not scores.keyword or not len(positions):
