@@ -8,7 +8,7 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.compare.common import shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.prompts.answer_contract import check_answer_to, check_not_copied, refusal_reason
+from atomgraph.prompts.answer_contract import hold_to_question, refusal_reason
 from atomgraph.prompts.baselines import examples, without_restated_question
 from atomgraph.prompts.stage import Stage
 from atomgraph.state.evidence import Evidence, render_evidence
@@ -44,8 +44,7 @@ def make_answer_node(rt: MethodRuntime, stage: Stage[str], *, with_reasoning: bo
             rest = without_restated_question(result.text, question)  # the model restated OUR question first
             if rest is not None:
                 try:
-                    answer = check_answer_to(stage.parse(rest), question)
-                    result.value = check_not_copied(answer, stage.demonstrations, values, rest)
+                    result.value = hold_to_question(stage.parse(rest), values, stage.demonstrations, rest)  # as rt.ask
                     result.call.parse_error = None
                 except ValueError as exc:
                     result.call.parse_error = str(exc)

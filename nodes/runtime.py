@@ -41,8 +41,7 @@ from atomgraph.errors import ConfigError
 from atomgraph.methods import Method, declared
 from atomgraph.models import ModelsArg, chat_model_named, message_text, model_name, resolve_models, with_temperature
 from atomgraph.nodes.recorder import CallRecorder, describe_error
-from atomgraph.prompts.answer_contract import (AnswerRefused, answer_texts, check_answer_to, check_not_copied, cut_note,
-                                               reply_limit)
+from atomgraph.prompts.answer_contract import AnswerRefused, cut_note, hold_to_question, reply_limit
 from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local, unwrap_reply
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
@@ -309,10 +308,8 @@ class MethodRuntime(Generic[C]):
                     except ValueError as exc:
                         value, rec.parse_error = None, str(exc)
             if stage.answers and value is not None and rec.parse_error is None:
-                try:  # an answer that restates the question's description is no answer (the contract)
-                    for answer in answer_texts(value):
-                        check_answer_to(answer, variables.get("question"))
-                        check_not_copied(answer, stage.demonstrations, variables, text or "")
+                try:  # a restated question or a copied demonstration answer is no answer (the contract)
+                    hold_to_question(value, variables, stage.demonstrations, text or "")
                 except AnswerRefused as exc:
                     value, rec.parse_error = None, str(exc)
             if over is not None and rec.parse_error:

@@ -257,6 +257,17 @@ def answer_texts(value: object) -> list[str]:
     return [str(x) for x in items] if isinstance(items, list) else []
 
 
+def hold_to_question(value: object, inputs: dict, demonstrations: Sequence[Sequence[str]] = (), reply: str = ""):
+    """``value`` (a stage's parsed value) when every answer it holds (:func:`answer_texts`)
+    answers ``inputs["question"]`` (:func:`check_answer_to`) and is no unsupported copy of a
+    demonstration's answer (:func:`check_not_copied`); AnswerRefused otherwise. What ``rt.ask``
+    applies to every stage whose value answers its question (``Stage.answers``)."""
+    for answer in answer_texts(value):
+        check_answer_to(answer, inputs.get("question"))
+        check_not_copied(answer, demonstrations, inputs, reply)
+    return value
+
+
 def cut_at_stops(text: str, stops: Iterable[str] = ()) -> str:
     """``text`` up to the first of ``stops`` or of :data:`TEMPLATE_TOKENS` (a reply from a server
     that ignored the stop sequences reads as if it had not)."""
@@ -389,6 +400,7 @@ __all__ = [
     "clean_reply",
     "cut_at_stops",
     "cut_note",
+    "hold_to_question",
     "refusal_reason",
     "reply_limit",
     "reply_problem",
