@@ -49,6 +49,7 @@ class SubCall(BaseModel):
 
     question: str
     args: list[str] = Field(default_factory=list)
+    candidates: list[str] = Field(default_factory=list)  # Filter: the whole answers it chose among
     query: str = ""
     stage: str = ""
     answers: list[str] = Field(default_factory=list)

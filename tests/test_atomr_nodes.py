@@ -6,7 +6,8 @@ import pytest
 from langgraph.types import Command, Send
 
 from atomgraph.nodes.atomr.direct_rag import make_direct_rag_node
-from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient, split_entities
+from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient
+from atomgraph.text import split_entities
 from atomgraph.nodes.atomr.finalize import finalize
 from atomgraph.nodes.atomr.operate import make_run_operator_node
 from atomgraph.nodes.atomr.plan import initial_runs, make_plan_node
