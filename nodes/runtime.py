@@ -122,6 +122,7 @@ class MethodRuntime(Generic[C]):
         self._settings = settings
         self._sources: SourceSet | None = None
         self._named_sources: dict[tuple[str, ...], SourceSet] = {}
+        self._sources_lock = threading.RLock()  # sources are opened once, whichever question asks first
         self._chains: dict[tuple, Any] = {}  # (stage, role, model, cap, mode, temperature) -> capped model
         self._bounds: dict[int, _RunBounds] = {}
 
@@ -182,7 +183,11 @@ class MethodRuntime(Generic[C]):
         names = self.run_choices().sources
         if names:
             key = tuple(names)
-            if key not in self._named_sources:
+            if key in self._named_sources:
+                return self._named_sources[key]
+            with self._sources_lock:
+                if key in self._named_sources:
+                    return self._named_sources[key]
                 own = self._base_sources()
                 if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
                     self._named_sources[key] = SourceSet(
@@ -190,12 +195,14 @@ class MethodRuntime(Generic[C]):
                         unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
                 else:  # sources the graph was not built with: built from the settings by name
                     self._named_sources[key] = build_sources(self.settings(), names)
-            return self._named_sources[key]
+                return self._named_sources[key]
         return self._base_sources()
 
     def _base_sources(self) -> SourceSet:
         if self._sources is None:
-            self._sources = as_source_set(self._sources_arg, self.settings())
+            with self._sources_lock:
+                if self._sources is None:
+                    self._sources = as_source_set(self._sources_arg, self.settings())
         return self._sources
 
     def context_schema(self) -> type:
