@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import fields
-from typing import Any, Generic, Iterable, TypeVar
+from typing import Any, Generic, Iterable, Mapping, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.errors import ConfigError
-from atomgraph.methods import Method, declared
-from atomgraph.models import ModelsArg, chat_model_named, model_name, resolve_models, with_temperature
+from atomgraph.methods import Method, declaration
+from atomgraph.models import ModelsArg, chat_model_named, is_model_like, model_name, resolve_models, with_temperature
 from atomgraph.nodes.call import RunBounds, StageResult, call_stage, deadline_of
 from atomgraph.nodes.recorder import CallRecorder
 from atomgraph.nodes.replies import cut_message, cut_reply, reply_chars
@@ -70,9 +70,18 @@ class MethodRuntime(Generic[C]):
         models: ModelsArg = None,
         sources: SourceSet | Iterable[KnowledgeSource] | None = None,
         settings: Settings | None = None,
+        roles: tuple[str, ...] | None = None,
     ):
         self.context_cls = context_cls
         self.section = section
+        self.roles = roles  # the method's declared roles (None: every registered role)
+        if isinstance(models, Mapping) and not is_model_like(models):  # a role map: its keys checked now
+            from atomgraph.methods import known_roles
+
+            unknown = sorted(str(k) for k in models if k not in known_roles())
+            if unknown:
+                raise ConfigError(f"unknown model role(s) {unknown}; roles are {', '.join(known_roles())} "
+                                  "(pass one model, not a dict, to use it for every role)")
         self._models_arg = models
         self._models: dict[str, Any] | None = None
         self._named_models: dict[tuple[str, float | None], Any] = {}
@@ -89,11 +98,9 @@ class MethodRuntime(Generic[C]):
         settings section come from the declaration; ``resources`` are a subclass's own (KAR³'s
         ``index``, ARM's ``collection``). Every graph builds its runtime this way."""
         if isinstance(method, str):
-            found = declared(method)
-            if found is None:
-                raise ConfigError(f"no declared method {method!r}")
-            method = found
-        return cls(method.context, method.settings_section, models, sources, settings, **resources)
+            method = declaration(method)
+        return cls(method.context, method.settings_section, models, sources, settings, roles=method.roles,
+                   **resources)
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
@@ -115,9 +122,10 @@ class MethodRuntime(Generic[C]):
                 self._named_models[key] = chat_model_named(name, self.settings())
             return self._named_models[key]
         if self._models is None:
-            self._models = resolve_models(self._models_arg, self.settings())
+            self._models = resolve_models(self._models_arg, self.settings(), self.roles)
         if role not in self._models:
-            raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(self._models)}")
+            raise ConfigError(f"model role {role!r} is not declared by this method; its roles are "
+                              f"{', '.join(self._models)} (atomgraph/methods.py)")
         return self._models[role]
 
     async def amodel(self, role: str) -> Any:

@@ -10,6 +10,7 @@ as ``rt.sources()`` / ``rt.asources()`` / ``rt.retrieve(...)``.
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Callable, Iterable
 
 from atomgraph.settings import Settings
@@ -27,6 +28,7 @@ class RunSources:
         self._settings = settings
         self._base: SourceSet | None = None
         self._named: dict[tuple[str, ...], SourceSet] = {}
+        self._lock = threading.RLock()  # sources are opened once, whichever question asks first
 
     @property
     def opened(self) -> bool:
@@ -36,7 +38,9 @@ class RunSources:
     def base(self) -> SourceSet:
         """What the graph was built with, else the settings' sources."""
         if self._base is None:
-            self._base = as_source_set(self.given, self._settings())
+            with self._lock:
+                if self._base is None:
+                    self._base = as_source_set(self.given, self._settings())
         return self._base
 
     def pick(self, names: list[str] | None) -> SourceSet:
@@ -44,15 +48,18 @@ class RunSources:
         if not names:
             return self.base()
         key = tuple(names)
-        if key not in self._named:
-            own = self.base()
-            if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
-                self._named[key] = SourceSet(
-                    available={n: own.available[n] for n in names if n in own.available},
-                    unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
-            else:  # sources the graph was not built with: built from the settings by name
-                self._named[key] = build_sources(self._settings(), names)
-        return self._named[key]
+        if key in self._named:
+            return self._named[key]
+        with self._lock:
+            if key not in self._named:
+                own = self.base()
+                if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
+                    self._named[key] = SourceSet(
+                        available={n: own.available[n] for n in names if n in own.available},
+                        unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
+                else:  # sources the graph was not built with: built from the settings by name
+                    self._named[key] = build_sources(self._settings(), names)
+            return self._named[key]
 
     async def apick(self, names: list[str] | None) -> SourceSet:
         """:meth:`pick`, opening sources (indexes, stores) off the event loop the first time."""

@@ -44,8 +44,8 @@ class ArmRuntime(MethodRuntime[ArmGraphContext]):
     ``ArmRuntime.for_method("arm", model, [], settings, collection=Collection(...))``."""
 
     def __init__(self, context_cls: type[ArmGraphContext], section: str, models: Any = None, sources: Any = None,
-                 settings: Any = None, *, collection: Collection):
-        super().__init__(context_cls, section, models, [] if sources is None else sources, settings)
+                 settings: Any = None, roles: tuple[str, ...] | None = None, *, collection: Collection):
+        super().__init__(context_cls, section, models, [] if sources is None else sources, settings, roles)
         self.collection = collection
 
     @property

@@ -25,8 +25,8 @@ class Kar3Runtime(MethodRuntime[Kar3Context]):
     settings[, index=...])``."""
 
     def __init__(self, context_cls: type[Kar3Context], section: str, models: Any = None, sources: Any = None,
-                 settings: Any = None, *, index: AtomIndex | None = None):
-        super().__init__(context_cls, section, models, [] if sources is None else sources, settings)
+                 settings: Any = None, roles: tuple[str, ...] | None = None, *, index: AtomIndex | None = None):
+        super().__init__(context_cls, section, models, [] if sources is None else sources, settings, roles)
         self._sources_given = sources
         self._index = index
         self._indexes: dict[str, AtomIndex] = {}
