@@ -119,7 +119,7 @@ class MethodGraph(CompiledStateGraph):
 
 
 def _description(method: str) -> str:
-    from atomgraph.graphs.registry import method_descriptions
+    from atomgraph.methods import method_descriptions
 
     line = method_descriptions().get(method) or f"the {method} method"
     return (f"Answers a knowledge-intensive question with {line}. Input: a self-contained question; "
