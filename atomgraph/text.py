@@ -13,8 +13,6 @@ set, word n-grams and entity-list splitting.
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from typing import Sequence
 
@@ -60,14 +58,13 @@ def ngrams(tokens: Sequence[str], n_max: int, n_min: int = 1) -> list[tuple[str,
 
 
 def _as_list(text: str) -> list | None:
-    for load in (json.loads, ast.literal_eval):
-        try:
-            value = load(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-        if isinstance(value, (list, tuple)):
-            return list(value)
-    return None
+    from atomgraph.prompts.json_reader import loads  # the one reader of model JSON (no textual rewriting)
+
+    try:
+        value = loads(text)
+    except ValueError:
+        return None
+    return list(value) if isinstance(value, (list, tuple)) else None
 
 
 _AND_RE = re.compile(r"\s*,?\s+and\s+", re.I)
