@@ -154,7 +154,8 @@ def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str
         if raw.strip():
             at = f"{path}: line {lineno}"
             try:
-                rec = loads_strict(decode_line(raw, at, encoding, error=RecordError, hint=hint), at, error=RecordError)
+                rec = loads_strict(decode_line(raw, at, encoding, error=RecordError, hint=hint), at, error=RecordError,
+                                   surrogates=validate != "predictions")  # a run's own records keep text as it came
                 if not isinstance(rec, dict):
                     raise RecordError(f"{at}: not a JSON record (a {type(rec).__name__}, not an object)")
             except RecordError:
