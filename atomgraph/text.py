@@ -57,8 +57,10 @@ def ngrams(tokens: Sequence[str], n_max: int, n_min: int = 1) -> list[tuple[str,
     return out
 
 
-def _as_list(text: str) -> list | None:
-    from atomgraph.prompts.json_reader import loads  # the one reader of model JSON (no textual rewriting)
+def as_list(text: str) -> list | None:
+    """``text`` read as a JSON or Python list literal, or None (the one reader of model JSON,
+    :func:`atomgraph.prompts.json_reader.loads`: no textual rewriting)."""
+    from atomgraph.prompts.json_reader import loads
 
     try:
         value = loads(text)
@@ -77,7 +79,7 @@ def split_entities(text: str | None) -> list[str]:
     if not t:
         return []
     if t[0] in "[(":
-        items = _as_list(t)
+        items = as_list(t)
         if items is not None:
             return [str(x).strip() for x in items if str(x).strip()]
         t = t.strip("[]()").strip()
