@@ -133,11 +133,13 @@ def model_identity(model: Any, settings: Settings) -> dict:
     return {k: snap.get(k) for k in MODEL_FIELDS if snap.get(k) not in (None, {}, [])}
 
 
-def run_fingerprint(method: str, dataset: str, model: Any, settings: Settings) -> dict:
-    """What makes two runs comparable: method, dataset, model(s) and the method's parameters
-    (its settings section). A rerun into a directory must match it."""
+def run_fingerprint(method: str, dataset: str, model: Any, settings: Settings, recipe: str | None = None) -> dict:
+    """What makes two runs comparable: method, dataset, model(s), the server they are asked at
+    (``base_url``: the same model name at another server is another model), the recipe and the
+    method's parameters (its settings section). A rerun into a directory must match it."""
     params = settings.model_dump(mode="json").get(method)
     return {"method": method, "dataset": dataset, "models": model_identity(model, settings),
+            "base_url": settings.openai_base_url, "recipe": recipe,
             "temperature": settings.temperature, "params": params if isinstance(params, dict) else {}}
 
 
@@ -360,9 +362,15 @@ def _read_meta(out_dir: Path) -> dict | None:
 
 
 def _check_meta(out_dir: Path, meta: dict) -> None:
-    """ConfigError when the directory holds a different run (method, dataset, model, parameters)."""
+    """ConfigError when the directory holds a different run (method, dataset, model, base URL,
+    recipe, parameters), or records without the ``run.json`` that says whose they are."""
     old = _read_meta(out_dir)
     if old is None:
+        pred = out_dir / PREDICTIONS
+        if pred.exists() and pred.stat().st_size > 0:
+            raise ConfigError(f"{out_dir} holds records ({PREDICTIONS}) but no {RUN_META} saying which method, model, "
+                              "server and parameters made them; they cannot be resumed as this run. Use another "
+                              "--out, or --force-new to move them aside")
         return
     for key in ("method", "dataset"):
         if old.get(key) != meta[key]:
@@ -373,6 +381,8 @@ def _check_meta(out_dir: Path, meta: dict) -> None:
     before, now = old.get("fingerprint"), meta["fingerprint"]
     if isinstance(before, dict):
         diff = [k for k in ("models", "temperature", "params") if before.get(k) != now.get(k)]
+        # a run.json from before base_url/recipe were recorded is compared on what it holds
+        diff += [k for k in ("base_url", "recipe") if k in before and before.get(k) != now.get(k)]
         if diff:
             detail = "; ".join(f"{k}: {before.get(k)!r} then, {now.get(k)!r} now" for k in diff)
             raise ConfigError(f"{out_dir} holds a run with other {', '.join(diff)} ({detail[:600]}); its records "
@@ -436,6 +446,7 @@ async def arun_eval(
     on_record: Callable[[dict], None] | None = None,
     checkpoint: str | os.PathLike | None = None,
     encoding: str = "utf-8",
+    recipe: str | None = None,
     _saver: Any = None,
 ) -> RunResult:
     """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
@@ -454,6 +465,10 @@ async def arun_eval(
     ``checkpoint``: an SQLite file saving every step of every question (:mod:`atomgraph.checkpoint`),
     so a killed run resumes its unfinished questions from their last completed step.
     A dataset file is read strictly as ``encoding`` before anything is created.
+    ``recipe``: the name of the recipe the run follows (recorded; a rerun under another is refused).
+    ``run.json`` is written before the first record; a directory with records and no
+    ``run.json``, or one of another model, base URL, recipe or parameters, is refused unless
+    ``force_new``.
     """
     if isinstance(dataset, (str, os.PathLike)):  # read (strictly) before anything is created
         dataset_name = dataset_name or str(dataset)
@@ -466,7 +481,7 @@ async def arun_eval(
                                    sources=sources, settings=settings, graph=graph, dataset_name=dataset_name,
                                    timeout_s=timeout_s, deadline_s=deadline_s, progress=progress, resume=resume,
                                    retry_errors=retry_errors, force_new=force_new, on_record=on_record,
-                                   _saver=saver)
+                                   recipe=recipe, _saver=saver)
     from atomgraph.checkpoint import serializer
     from atomgraph.graphs.registry import build_method
     from langgraph.checkpoint.memory import InMemorySaver
@@ -487,7 +502,8 @@ async def arun_eval(
         "total": len(examples),
         "settings": settings_snapshot(settings),
         "model": type(model).__name__ if isinstance(model, BaseChatModel) else None,
-        "fingerprint": run_fingerprint(method, name, model, settings),
+        "recipe": recipe,
+        "fingerprint": run_fingerprint(method, name, model, settings, recipe),
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     run_context: dict[str, Any] = {}
@@ -548,7 +564,7 @@ async def arun_eval(
         out_dir=out, total=len(examples), skipped=skipped, finished=len(new),
         errors=sum(1 for r in new if r.get("error")),
         f1=100 * mean(r["metrics"]["f1"] for r in records),
-        cost_usd=sum(r["usage"]["cost_usd"] for r in records), records=records,
+        cost_usd=sum(r["usage"].get("cost_usd") or 0.0 for r in records), records=records,
         retried=len(retry), outcome=outcomes(new),
     )
 
@@ -577,7 +593,7 @@ def _progress_bar(total: int, initial: int, method: str, dataset: str):
 
 def _postfix(records: list[dict]) -> str:
     f1 = 100 * mean(r["metrics"]["f1"] for r in records)
-    cost = sum(r["usage"]["cost_usd"] for r in records)
+    cost = sum(r["usage"].get("cost_usd") or 0.0 for r in records)
     errors = sum(1 for r in records if r.get("error"))
     return f"F1 {f1:.1f} | ${cost:.4f}" + (f" | {errors} errors" if errors else "")
 

@@ -169,6 +169,7 @@ def cmd_run(args) -> int:
         model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
         progress=not args.no_progress, dataset_name=args.dataset, retry_errors=args.retry_errors,
         force_new=args.force_new, checkpoint=args.checkpoint, encoding=args.encoding,
+        recipe=recipe.name if recipe is not None else None,
     )
     retried = f" ({result.retried} errored examples run again)" if result.retried else ""
     print(f"{args.method} on {args.dataset}: {result.finished} run now{retried}, {result.skipped} already done, "
