@@ -165,36 +165,41 @@ class MethodRuntime(Generic[C]):
 
     async def asources(self) -> SourceSet:
         """:meth:`sources`, opening the sources (indexes, stores) off the event loop the first time."""
-        if self._sources is None or self.run_choices().sources:
-            return await asyncio.to_thread(self.sources)
-        return self.sources()
+        names = self.run_choices().sources
+        ready = self._sources is not None and (not names or tuple(names) in self._named_sources)
+        return self.sources() if ready else await asyncio.to_thread(self.sources)
 
     def sources(self) -> SourceSet:
         """The knowledge sources of this run: the run's choice (context ``sources``), else what
-        the graph was built with, else the settings' sources."""
+        the graph was built with, else the settings' sources. Sources the user asked for (the
+        run's choice, or the graph's ``sources=``) are required: one that cannot be used raises
+        :class:`~atomgraph.errors.SourceUnavailable` (before any model call); the settings'
+        sources are offered, and an unusable one is set aside with its reason."""
         names = self.run_choices().sources
         if names:
             key = tuple(names)
             if key in self._named_sources:
-                return self._named_sources[key]
+                return self._named_sources[key].require(names)
             with self._sources_lock:
                 if key in self._named_sources:
-                    return self._named_sources[key]
-                own = self._base_sources()
+                    return self._named_sources[key].require(names)
+                own = self._base_sources(required=False)
                 if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
                     self._named_sources[key] = SourceSet(
                         available={n: own.available[n] for n in names if n in own.available},
                         unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
                 else:  # sources the graph was not built with: built from the settings by name
                     self._named_sources[key] = build_sources(self.settings(), names)
-                return self._named_sources[key]
+                return self._named_sources[key].require(names)
         return self._base_sources()
 
-    def _base_sources(self) -> SourceSet:
+    def _base_sources(self, required: bool = True) -> SourceSet:
         if self._sources is None:
             with self._sources_lock:
                 if self._sources is None:
                     self._sources = as_source_set(self._sources_arg, self.settings())
+        if required and self._sources_arg is not None:  # the graph's own sources= : asked for, so required
+            self._sources.require()
         return self._sources
 
     def context_schema(self) -> type:
@@ -274,8 +279,9 @@ class MethodRuntime(Generic[C]):
         if deadline is not None and time.time() >= deadline:
             return StageResult(None, None, recorder.refused("deadline: the question's time ran out before this call"))
         model = await self.amodel(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
-        if self._sources is None:  # nodes read rt.sources() synchronously: open them off the loop first
-            await self.asources()
+        # Nodes read rt.sources() synchronously: open them off the loop first. A requested source
+        # that cannot be used raises here, before the call.
+        await self.asources()
         recorder.defaults["model"] = model_name(model)
         if temperature is None:
             temperature = self.run_choices().temperature

@@ -5,6 +5,7 @@ an empty answer (never "Unknown") and ``error`` saying why."""
 from __future__ import annotations
 
 from atomgraph.state.atomr import AtomRState, NodeRun
+from atomgraph.tools.base import retrieval_failure
 
 
 def best_answered(state: AtomRState) -> NodeRun | None:
@@ -81,6 +82,8 @@ def finalize(state: AtomRState) -> dict:
     error = state.get("error")
     if chosen is None and not error:
         error = no_answer_error(state, chosen) or failure_reason({**state, "stopped": stopped})
+    if not error:  # every source failed: whatever was answered is closed-book, and says so
+        error = retrieval_failure(state.get("retriever_calls") or [])
     return {
         "retrieved_ids": ids,
         "answer": chosen.answer if chosen else "",
