@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from langchain_openai import ChatOpenAI
 
-from atomgraph.prompts.constraints import backend, probe_server
+from atomgraph.backends import backend, probe_server
 
 KEY = "sk-test-0123"
 
@@ -69,7 +69,7 @@ def test_the_probe_sends_the_configured_api_key(server):
 
 def test_a_refused_probe_is_reported_not_silently_free(server, caplog):
     model = ChatOpenAI(model="m", base_url=server.url, api_key="sk-wrong")
-    with caplog.at_level(logging.WARNING, logger="atomgraph.prompts.constraints"):
+    with caplog.at_level(logging.WARNING, logger="atomgraph.backends"):
         kind, why = backend(model)
     assert kind == "other"
     assert "could not be probed" in why and "HTTP 401" in why and "set the decoding backend explicitly" in why
