@@ -26,7 +26,6 @@ import datetime as _dt
 import fcntl
 import json
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +53,9 @@ MODEL_FIELDS = ("model", "planner_model", "executor_model", "answerer_model", "a
                 "selector_model", "decoder_model", "temperature", "structured_output", "stage_max_tokens")
 # errors worth running again on a rerun: the provider, not the method, failed
 TRANSIENT = ("model call failed", "circuit breaker", "deadline", "timed out", "every model call failed",
-             "connection", "rate limit", "Timeout", "APIError", "APIConnectionError")
+             "connection", "rate limit", "Timeout", "APIError", "APIConnectionError",
+             # a knowledge source failed (store, server, network): the source, not the method
+             "every source call failed", "SourceError", "SourceUnavailable", "Could not connect")
 
 
 @dataclass
@@ -69,6 +70,7 @@ class RunResult:
     records: list[dict] = field(default_factory=list, repr=False)
     retried: int = 0  # errored examples of an earlier run that this run ran again
     outcome: dict = field(default_factory=dict)  # outcomes(records of this run)
+    kept_errors: int = 0  # errored records of an earlier run left as they were (not transient, no retry_errors)
 
     @property
     def all_failed(self) -> bool:
@@ -158,7 +160,11 @@ def failure_kind(text: object) -> str:
                          ("timed out", "timed out"), ("never searched", "never searched"),
                          ("every model call failed", "every model call failed"),
                          ("model call failed", "model call failed"), ("unreadable", "unreadable reply"),
-                         ("step limit", "step limit"), ("limit reached", "step limit")):
+                         ("step limit", "step limit"), ("limit reached", "step limit"),
+                         ("every source call failed", "no evidence (every source call failed)"),
+                         ("knowledge source unavailable", "source unavailable"),
+                         ("knowledge sources unavailable", "source unavailable"),
+                         ("no knowledge source is available", "source unavailable")):
         if needle in low:
             return kind
     return "other"
@@ -241,6 +247,10 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
         first = failed_calls[0]
         why = getattr(first, "error", None) or (first.get("error") if isinstance(first, dict) else None)
         error = f"every model call failed ({len(llm_calls)} of {len(llm_calls)}; first: {why})"[:1000]
+    if not error and not values.get("error"):  # any method: evidence from no source, every call failed
+        from atomgraph.tools.base import retrieval_failure
+
+        error = retrieval_failure(retriever_calls)
     retrieved = [str(t) for t in values["retrieved_titles"]]
     retrieved_ids = [str(t) for t in values["retrieved_ids"]]
     metrics: dict[str, Any] = answer_scores(predicted, example.answers)
@@ -566,6 +576,7 @@ async def arun_eval(
         f1=100 * mean(r["metrics"]["f1"] for r in records),
         cost_usd=sum(r["usage"].get("cost_usd") or 0.0 for r in records), records=records,
         retried=len(retry), outcome=outcomes(new),
+        kept_errors=sum(1 for r in existing if str(r.get("id")) in wanted and r.get("error")),
     )
 
 
@@ -585,10 +596,10 @@ def run_eval(method: str, dataset: str | Sequence[Example], out_dir: str | os.Pa
 
 
 def _progress_bar(total: int, initial: int, method: str, dataset: str):
-    from tqdm.auto import tqdm
+    """A bar on a terminal, else a line with rate and ETA every 30 s (:mod:`atomgraph.progress`)."""
+    from atomgraph.progress import progress
 
-    return tqdm(total=total, initial=initial, desc=f"{method} on {dataset}", unit="q", file=sys.stderr,
-                dynamic_ncols=True)
+    return progress(total, f"{method} on {dataset}", "questions", initial=initial)
 
 
 def _postfix(records: list[dict]) -> str:

@@ -55,7 +55,8 @@ def register(sub) -> None:
     add_deadline_arg(r)
     r.add_argument("--retry-errors", action="store_true",
                    help="run again every example whose record holds an error (by default only those that "
-                        "failed for the provider or a time bound: failed calls, circuit breaker, deadline)")
+                        "failed for the provider, a knowledge source or a time bound: failed calls, source failures, circuit "
+                        "breaker, deadline); without it a rerun that leaves other errored examples exits 1")
     r.add_argument("--force-new", action="store_true",
                    help="move an earlier run in --out aside (into --out/previous-TIME/) and start afresh, "
                         "instead of refusing a run with another model or other parameters")
@@ -163,7 +164,8 @@ def cmd_run(args) -> int:
     if missing:
         raise ConfigError(f"eval run needs {', '.join(missing)} (or --recipe NAME)")
     settings, model, sources = model_and_sources(args, require_model=False,
-                                                 base=recipe_base if recipe is not None else None)
+                                                 base=recipe_base if recipe is not None else None,
+                                                 require_sources=True)
     result = run_eval(
         args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
@@ -183,6 +185,11 @@ def cmd_run(args) -> int:
     if result.all_failed:
         print(f"atomgraph: error: every one of the {result.finished} examples run failed "
               f"({', '.join(result.outcome['errors'])})", file=sys.stderr)
+        return 1
+    if result.kept_errors:  # the job is not done: say so, and how to finish it
+        print(f"atomgraph: error: {result.kept_errors} example(s) in {args.out} still hold an error from an earlier "
+              "run and were not run again (not a provider, source or time failure); add --retry-errors to run "
+              "them again", file=sys.stderr)
         return 1
     return 0
 
