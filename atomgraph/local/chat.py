@@ -19,6 +19,7 @@
 | ``temperature`` | 0 = greedy (default: the field) |
 | ``stop`` | stop strings (cut from the reply) |
 | ``grammar: str`` | GBNF grammar every token must follow |
+| ``close_reserve: int`` | with ``grammar``: in the last N tokens of the cap, promote the tokens that close a JSON-shaped sentence (``"``, ``]``, ``}``) |
 | ``json_schema: dict`` | JSON schema → llama.cpp grammar (``LlamaGrammar.from_json_schema``) |
 | ``choices: list[str]`` | the reply is exactly one of these strings |
 | ``ngram_trie: TokenTrie``, ``beam_width``, ``n_best``, ``max_items``, ``trie_open``, ``trie_close``, ``trie_sep`` | constrained beam decoding of a list ``(s1, s2, …)`` of trie strings (:mod:`.beam`; delimiters default ``(``, ``)``, ``", "``); the reply is the best list, ``response_metadata["beams"]`` all of them |
@@ -28,7 +29,9 @@
 A grammar the engine rejects raises :class:`~atomgraph.local.engine.GrammarError` before any
 token is generated. Every reply carries ``usage_metadata`` (input/output tokens) and
 ``response_metadata`` (``model_name``, ``finish_reason``: ``"stop"`` or ``"length"``).
-The model is loaded once per process (:func:`~atomgraph.local.engine.load_engine`) and calls
+A base model (a GGUF without a chat template, like the bundled Gemma-3-270M) is prompted with
+completion-style text, a chat model with its chat turns (``prompt_format``, default ``auto``;
+``response_metadata["prompt_format"]`` says which). The model is loaded once per process (:func:`~atomgraph.local.engine.load_engine`) and calls
 queue on its lock; ``ainvoke`` runs the decoder in a worker thread.
 """
 
@@ -88,6 +91,10 @@ class ChatLocalLlama(BaseChatModel):
     stop: list[str] | None = None
     seed: int = 0
     beam_width: int = 4
+    prompt_format: Literal["auto", "chat", "completion"] = Field(
+        "auto", description="How messages become the prompt: chat turns, or completion-style text (the messages' "
+                            "texts as one few-shot document to continue); auto = chat for a GGUF with a chat "
+                            "template, completion for a base model (the bundled Gemma-3-270M).")
     _engine: LocalEngine | None = PrivateAttr(None)
 
     @property
@@ -97,7 +104,8 @@ class ChatLocalLlama(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model": self.model, "model_path": self.model_path, "n_ctx": self.n_ctx,
-                "max_tokens": self.max_tokens, "temperature": self.temperature, "stop": self.stop}
+                "max_tokens": self.max_tokens, "temperature": self.temperature, "stop": self.stop,
+                "prompt_format": self.prompt_format}
 
     @property
     def model_name(self) -> str:
@@ -124,6 +132,7 @@ class ChatLocalLlama(BaseChatModel):
         stops = [*(self.stop or []), *(stop or []), *(kwargs.pop("stop", None) or [])]
         grammar_src, json_schema = kwargs.pop("grammar", None), kwargs.pop("json_schema", None)
         choices, trie = kwargs.pop("choices", None), kwargs.pop("ngram_trie", None)
+        close_reserve = kwargs.pop("close_reserve", None)
         beam = {k: kwargs.pop(k) for k in ("beam_width", "n_best", "max_items", "trie_open", "trie_close",
                                            "trie_sep") if k in kwargs}
         if kwargs:
@@ -131,7 +140,8 @@ class ChatLocalLlama(BaseChatModel):
         if sum(x is not None for x in (grammar_src, json_schema, choices, trie)) > 1:
             raise ValueError("pass at most one of grammar, json_schema, choices, ngram_trie")
 
-        prompt = engine.chat_prompt(_turns(messages))
+        style = engine.prompt_style(self.prompt_format)
+        prompt = engine.prompt(_turns(messages), style)
         if trie is not None:
             return self._beam(engine, prompt, trie, beam, max_tokens)
 
@@ -148,9 +158,10 @@ class ChatLocalLlama(BaseChatModel):
             max_tokens = max(max_tokens, longest + 1)  # a cap must not cut an option in half
         out = engine.generate(prompt, max_tokens=max_tokens, temperature=temperature, stop=stops,
                               grammar=grammar, logprobs=want_logprobs, close_json=json_schema,
+                              close_reserve=close_reserve if grammar_src is not None else None,
                               seed=seed if seed is not None else (self.seed if temperature > 0 else None))
         meta: dict[str, Any] = {"model_name": self.model, "finish_reason": out.finish_reason,
-                                "seconds": round(out.seconds, 4)}
+                                "seconds": round(out.seconds, 4), "prompt_format": style}
         if want_logprobs:
             meta["logprobs"] = {"content": [{"token": x["token"], "logprob": x["logprob"], "bytes": x["bytes"]}
                                             for x in out.logprobs or []]}
