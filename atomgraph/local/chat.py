@@ -95,6 +95,11 @@ class ChatLocalLlama(BaseChatModel):
         "auto", description="How messages become the prompt: chat turns, or completion-style text (the messages' "
                             "texts as one few-shot document to continue); auto = chat for a GGUF with a chat "
                             "template, completion for a base model (the bundled Gemma-3-270M).")
+    grounded_answers: bool = Field(
+        False, description="Switch (ours): a free-text reply to a prompt that shows retrieved knowledge (ATOMR's "
+                           "operators and direct RAG) writes its Answer List under a token trie of that "
+                           "knowledge's n-grams, or Unknown (atomgraph.local.grounded). Off: measured in "
+                           "benchmarks/results/local_grounded.json.")
     _engine: LocalEngine | None = PrivateAttr(None)
 
     @property
@@ -144,6 +149,12 @@ class ChatLocalLlama(BaseChatModel):
         prompt = engine.prompt(_turns(messages), style)
         if trie is not None:
             return self._beam(engine, prompt, trie, beam, max_tokens)
+        if self.grounded_answers and grammar_src is None and json_schema is None and choices is None and messages:
+            from atomgraph.local.grounded import knowledge_block
+
+            block = knowledge_block(str(messages[-1].text))
+            if block is not None:
+                return self._grounded(engine, prompt, block, stops, max_tokens, style)
 
         grammar = None
         if json_schema is not None:
@@ -186,6 +197,19 @@ class ChatLocalLlama(BaseChatModel):
         msg = AIMessage(content=best.text if best else "", response_metadata=meta,
                         usage_metadata={"input_tokens": len(prompt), "output_tokens": n_out,
                                         "total_tokens": len(prompt) + n_out})
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def _grounded(self, engine: LocalEngine, prompt: list[int], block: str, stops: list[str], max_tokens: int,
+                  style: str) -> ChatResult:
+        from atomgraph.local.grounded import grounded_reply
+
+        rep = grounded_reply(engine, prompt, [block], stop=stops, max_tokens=max_tokens)
+        meta = {"model_name": self.model, "finish_reason": rep.finish_reason, "seconds": round(rep.seconds, 4),
+                "prompt_format": style, "grounded": {"strings": rep.strings, "ngrams": rep.n_ngrams,
+                                                     "decoded": rep.grounded, "note": rep.note}}
+        msg = AIMessage(content=rep.text, response_metadata=meta,
+                        usage_metadata={"input_tokens": len(prompt), "output_tokens": rep.output_tokens,
+                                        "total_tokens": len(prompt) + rep.output_tokens})
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
     async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,

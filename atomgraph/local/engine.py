@@ -360,6 +360,15 @@ class LocalEngine:
         while len(self._states) > self.prefix_states:
             self._states.popitem(last=False)
 
+    def reset_cache(self) -> None:
+        """Forget the KV cache and the saved prompt states: the next call evaluates its prompt from
+        an empty context. Greedy replies depend (slightly) on what the cache held before; a caller
+        that needs a reply independent of earlier calls (a test) resets first."""
+        with self.lock:
+            self.llm.n_tokens = 0
+            self.llm._ctx.kv_cache_clear()
+            self._states.clear()
+
     def last_logits(self) -> np.ndarray:
         ptr = self.llm._ctx.get_logits_ith(-1)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
