@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=10, help="HotpotQA and MuSiQue questions each (default 10)")
     ap.add_argument("--cap", type=int, default=96, help="output tokens of the free part (default 96)")
+    ap.add_argument("--beam-width", type=int, default=2, help="beam width of the grounded list (default 2)")
+    ap.add_argument("--max-items", type=int, default=3, help="answers in a grounded list at most (default 3)")
     ap.add_argument("--chat", action="store_true", help="also the free reply in chat turns, on the demo questions")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "local_grounded.json"))
     args = ap.parse_args(argv)
@@ -109,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
                     text, n_out = gen.text, len(gen.tokens)
                 else:
                     rep = grounded_reply(engine, prompt, [p["title"] + " | " + p["text"] for p in row["passages"]],
-                                         stop=list(stage.stop), max_tokens=args.cap)
+                                         stop=list(stage.stop), max_tokens=args.cap, beam_width=args.beam_width,
+                                         max_items=args.max_items)
                     text, n_out = rep.text, rep.output_tokens
                 secs = time.perf_counter() - t0
                 try:
@@ -135,6 +138,13 @@ def main(argv: list[str] | None = None) -> int:
                 log.flush()
                 print(f"{key}: {pred!r} gold={row['answers'][0]!r} f1={sc['f1']:.2f} {secs:.1f}s",
                       file=sys.stderr, flush=True)
+                write_summary(out_path, args, engine, rows, totals, t_all)
+    return write_summary(out_path, args, engine, rows, totals, t_all, final=True)
+
+
+def write_summary(out_path, args, engine, rows, totals, t_all, final: bool = False) -> int:
+    """The results so far (``complete`` false until every question ran: a bounded run that was
+    stopped still leaves its numbers)."""
     summary = {}
     for key, t in totals.items():
         n = t["n"]
@@ -147,11 +157,13 @@ def main(argv: list[str] | None = None) -> int:
                         "musique": "gold passages"},
            "n": {"demo": len([r for r in rows if r["set"] == "demo"]), "hotpotqa": len([r for r in rows if r["set"] == "hotpotqa"]),
                  "musique": len([r for r in rows if r["set"] == "musique"])},
-           "cap": args.cap, "results": summary, "wall_s": round(time.perf_counter() - t_all, 1),
-           "command": f"python -m benchmarks.bench_local_grounded --n {args.n} --cap {args.cap}"
-                      + (" --chat" if args.chat else "")}
+           "cap": args.cap, "beam_width": args.beam_width, "max_items": args.max_items, "complete": final,
+           "results": summary, "wall_s": round(time.perf_counter() - t_all, 1),
+           "command": f"python -m benchmarks.bench_local_grounded --n {args.n} --cap {args.cap} "
+                      f"--beam-width {args.beam_width} --max-items {args.max_items}" + (" --chat" if args.chat else "")}
     out_path.write_text(json.dumps(res, indent=2) + "\n")
-    print(json.dumps(res, indent=2))
+    if final:
+        print(json.dumps(res, indent=2))
     return 0
 
 

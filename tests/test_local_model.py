@@ -58,7 +58,7 @@ def test_cap_usage_and_greedy_determinism(model):
     b = model.invoke("Name three colours.", max_tokens=7)
     assert a.content == b.content  # temperature 0 is greedy
     assert 0 < a.usage_metadata["output_tokens"] <= 7
-    assert a.usage_metadata["input_tokens"] > 5
+    assert a.usage_metadata["input_tokens"] == len(model.engine.prompt([("user", "Name three colours.")]))
     assert a.response_metadata["finish_reason"] in ("stop", "length")
     capped = model.model_copy(update={"max_tokens": 3}).invoke("Count to twenty.")
     assert capped.usage_metadata["output_tokens"] <= 3
