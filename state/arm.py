@@ -1,4 +1,6 @@
-"""ARM run parameters: one dataclass, the ``arm`` graph's LangGraph ``context_schema``.
+"""ARM run parameters: one dataclass, the ``arm`` graph's LangGraph ``context_schema`` and the
+``[arm]`` settings section (``ATOMGRAPH_ARM__OBJECTS=objects.jsonl``); the LLM-free
+``atomgraph retrieve`` runs the same graph under it (``llm=False``).
 
 Paper by default (issue 15): graded compatibility (Appendix B), per-keyword n-gram-list
 queries, drafts from l = 1, 2, 3 expansion steps of every base object, no top-up to k, no
@@ -25,7 +27,7 @@ numbers as tuned, not held-out.
 ``database_weight`` (issue 9 follow-up) was tuned with a split: only on the Spider questions
 at even positions of ``spider/questions.jsonl``, then measured once on the odd positions.
 Rule: a table's R_i gets ``database_weight`` × the best R_i among the candidate tables of its
-``database`` (:func:`atomgraph.nodes.arm.retrieval.database_relevance`), because a schema
+``database`` (:func:`atomgraph.nodes.arm.structure_alignment.database_relevance`), because a schema
 question is answered inside one database; objects without a database (passages) are
 untouched, so hotpotqa/musique cannot change. Grid on the even half (multi-table PR, k = 5):
 off 93.9; a flat bonus to the top table's database 0.1/0.2/0.3/0.5/1.0 → 96.9/97.4/97.8/
@@ -37,7 +39,7 @@ before → after: ARM all R/PR 98.7/97.7 → 99.6/99.4, multi-table (230) 98.0/9
 unchanged (measured with the rule on and off in one process: the same 36.0, every MIP
 optimal, also at a 5 s limit; the 37.0 recorded before came from a run in which one musique
 MIP stopped at the 0.5 s limit under CPU load, so that question's answer varies by run). The ``arm`` graph's drafts
-(``nodes/arm/pool.py``) apply the same rule.
+(``nodes/arm/structure_alignment.py``) apply the same rule.
 """
 
 from __future__ import annotations
@@ -103,8 +105,17 @@ class ArmContext:
     ] = 40
 
     # -- relevance R_i and compatibility C_ij (§3.2.2, Appendix B) ---------------------------
+    relevance: Annotated[
+        Literal["cosine", "mix"],
+        Field(description="R_i: 'cosine' (paper: cosine similarity of the question and the object) or 'mix' "
+                          "(extension: min-max normalised BM25 over the aligned n-grams and cosine, mixed by bm25_weight)"),
+    ] = "mix"
     bm25_weight: Annotated[
-        float, Field(description="share of BM25 (vs embedding similarity) in R_i and per-keyword scores, min-max normalised", ge=0, le=1)
+        float, Field(description="relevance='mix': share of BM25 (vs cosine similarity) in R_i, min-max normalised", ge=0, le=1)
+    ] = 0.3
+    keyword_bm25_weight: Annotated[
+        float, Field(description="share of BM25 (exact match, vs embedding similarity) in each keyword's n-gram-list "
+                                 "query for the base search objects (§3.2.1), min-max normalised", ge=0, le=1)
     ] = 0.3
     database_weight: Annotated[
         float, Field(description="measured extension (README): R_i bonus of a table, this share of the best R_i in its database (0 = paper)", ge=0)
@@ -155,6 +166,30 @@ class ArmContext:
         float, Field(description="share of mean token log-probability (vs softmaxed vote count) in object confidence", ge=0, le=1)
     ] = 0.5
     max_keywords: Annotated[int, Field(description="keywords taken from the model's decomposition", ge=1)] = 12
+
+    # -- the run (what the graph reads besides the method's parameters) -----------------------
+    llm: Annotated[
+        bool, Field(description="False: the LLM-free pipeline (keywords replayed, else the question's own corpus "
+                                "n-grams; no verification, drafts aggregated by their votes); the trace says so"),
+    ] = True
+    objects: Annotated[
+        str | None,
+        Field(description="the data collection: an objects.jsonl file, or a folder holding objects.jsonl"),
+    ] = None
+    index_cache: Annotated[
+        str | None,
+        Field(description="folder caching the object index (default: $ATOMGRAPH_ARM_CACHE or ~/.cache/atomgraph/arm-index)"),
+    ] = None
+    logprobs: Annotated[
+        bool, Field(description="ask the server for token log-probabilities to weight verification votes"),
+    ] = True
+    answer: Annotated[bool, Field(description="write an answer from the retrieved objects (off: retrieval only)")] = True
+    fill_to_k: Annotated[
+        bool, Field(description="extension: top the voted objects up to k with the best draft objects (retrieval at exactly k)"),
+    ] = False
+    max_draft_changes: Annotated[
+        int, Field(description="extension: objects the decoder may add to or drop from one MIP draft (0 = no such stage)", ge=0),
+    ] = 0
 
     @classmethod
     def validated(cls, **values) -> "ArmContext":

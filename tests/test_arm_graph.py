@@ -9,8 +9,7 @@ import pytest
 
 from atomgraph.errors import ConfigError, ParseError
 from atomgraph.graphs.arm import arm_llm_retriever, build_arm_graph
-from atomgraph.nodes.arm.verification import span_logprobs
-from atomgraph.nodes.arm.voting import aggregate
+from atomgraph.nodes.arm.self_verification import aggregate_votes as aggregate, span_logprobs
 from atomgraph.prompts.arm.stages import parse_changes, parse_keywords, parse_ngram, parse_selection
 from atomgraph.state.output import OUTPUT_KEYS
 from atomgraph.testing import ScriptedChatModel

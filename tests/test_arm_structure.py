@@ -6,15 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from atomgraph.nodes.arm.structure import (
+from atomgraph.nodes.arm.compatibility import column_compatibility, compatibility_matrix, table_compatibility
+from atomgraph.nodes.arm.mip import (
     brute_force,
     build_model,
-    column_compatibility,
-    compatibility_matrix,
     greedy,
     selection_value,
     solve_structure,
-    table_compatibility,
 )
 from atomgraph.tools.arm_index import ArmIndex
 from atomgraph.tools.objects import parse_object
@@ -171,7 +169,8 @@ def test_graded_compatibility_follows_appendix_b(tmp_path):
     """Appendix B: best sentence pair for passages, best column pair for tables (weighted
     semantic + exact-value similarity), nothing across databases; symmetric, zero diagonal."""
     from atomgraph.nodes.arm.compatibility import graded_matrix, sentences
-    from atomgraph.nodes.arm.pool import expanded_pools, Scores, base_pool
+    from atomgraph.nodes.arm.information_alignment import Scores, base_pool
+    from atomgraph.nodes.arm.structure_alignment import expanded_pools
     from atomgraph.state.arm import ArmContext
 
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
