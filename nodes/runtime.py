@@ -31,15 +31,16 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field, fields
-from typing import Any, Generic, Iterable, TypeVar
+from typing import Any, Generic, Iterable, Mapping, TypeVar
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import merge_configs
 
 from atomgraph import cache as reply_cache
 from atomgraph.errors import ConfigError
-from atomgraph.methods import Method, declared
-from atomgraph.models import ModelsArg, chat_model_named, message_text, model_name, resolve_models, with_temperature
+from atomgraph.methods import Method, declaration
+from atomgraph.models import (ModelsArg, chat_model_named, is_model_like, message_text, model_name, resolve_models,
+                              with_temperature)
 from atomgraph.nodes.recorder import CallRecorder, describe_error
 from atomgraph.prompts.answer_contract import AnswerRefused, cut_note, hold_to_question, reply_limit
 from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local, unwrap_reply
@@ -102,9 +103,18 @@ class MethodRuntime(Generic[C]):
         models: ModelsArg = None,
         sources: SourceSet | Iterable[KnowledgeSource] | None = None,
         settings: Settings | None = None,
+        roles: tuple[str, ...] | None = None,
     ):
         self.context_cls = context_cls
         self.section = section
+        self.roles = roles  # the method's declared roles (None: every registered role)
+        if isinstance(models, Mapping) and not is_model_like(models):  # a role map: its keys checked now
+            from atomgraph.methods import known_roles
+
+            unknown = sorted(str(k) for k in models if k not in known_roles())
+            if unknown:
+                raise ConfigError(f"unknown model role(s) {unknown}; roles are {', '.join(known_roles())} "
+                                  "(pass one model, not a dict, to use it for every role)")
         self._models_arg = models
         self._models: dict[str, Any] | None = None
         self._named_models: dict[tuple[str, float | None], Any] = {}
@@ -122,11 +132,8 @@ class MethodRuntime(Generic[C]):
         """The runtime of a declared method (:mod:`atomgraph.methods`): its context dataclass and
         settings section come from the declaration."""
         if isinstance(method, str):
-            found = declared(method)
-            if found is None:
-                raise ConfigError(f"no declared method {method!r}")
-            method = found
-        return cls(method.context, method.settings_section, models, sources, settings)
+            method = declaration(method)
+        return cls(method.context, method.settings_section, models, sources, settings, roles=method.roles)
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
@@ -148,9 +155,10 @@ class MethodRuntime(Generic[C]):
                 self._named_models[key] = chat_model_named(name, self.settings())
             return self._named_models[key]
         if self._models is None:
-            self._models = resolve_models(self._models_arg, self.settings())
+            self._models = resolve_models(self._models_arg, self.settings(), self.roles)
         if role not in self._models:
-            raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(self._models)}")
+            raise ConfigError(f"model role {role!r} is not declared by this method; its roles are "
+                              f"{', '.join(self._models)} (atomgraph/methods.py)")
         return self._models[role]
 
     async def amodel(self, role: str) -> Any:
