@@ -222,3 +222,48 @@ def test_cli_retrieve_bm25_builds_no_embeddings(files, tmp_path, capsys, monkeyp
     assert main(["retrieve", "--method", "bm25", "--objects", str(objects), "--questions", str(questions),
                  "--no-cache", "--limit", "2"]) == 0
     assert "method bm25, k = 5" in capsys.readouterr().out
+
+
+# --- issue 30.4: the paper's setting is one switch; nothing silent ---------------------------------
+
+def test_paper_switch_turns_every_extension_off_at_once():
+    from atomgraph.state.arm import PAPER
+
+    assert ArmContext().extensions() == {"database_weight": 1.0, "coverage_weight": 1.0}  # the measured extensions on
+    ctx = ArmContext.validated(paper=True, coverage_weight=2.0, relevance="mix", served_alignment="shortlist")
+    assert ctx.extensions() == {} and all(getattr(ctx, k) == v for k, v in PAPER.items())
+    assert ArmContext().relevance == "cosine" and ArmContext().served_alignment == "grammar"  # the paper's by default
+
+
+def test_relevance_is_the_cosine_by_default_and_mix_is_a_switch(index):
+    q = "Where was the composer of the film Inception born?"
+    cos = arm_retrieve(q, index, ArmContext(k=3))
+    dense = {index.objects[i].id: float(s) for i, s in enumerate(index.dense_scores(q))}
+    assert cos.trace["candidates"] and all(c["relevance"] == pytest.approx(dense[c["id"]], abs=1e-3)
+                                           for c in cos.trace["candidates"])
+    mix = arm_retrieve(q, index, ArmContext(k=3, relevance="mix"))
+    mixed = {c["id"]: c["relevance"] for c in mix.trace["candidates"]}
+    assert all(0 <= r <= 1 for r in mixed.values()) and any(  # min-max normalised BM25 and cosine
+        abs(mixed[c["id"]] - c["relevance"]) > 1e-3 for c in cos.trace["candidates"] if c["id"] in mixed)
+    # the per-keyword queries have their own weight: R_i's does not move the base set
+    a = arm_retrieve(q, index, ArmContext(k=3, relevance="mix", bm25_weight=0.0))
+    assert [c["id"] for c in a.trace["candidates"]] == [c["id"] for c in mix.trace["candidates"]]
+
+
+def test_unaligned_keywords_and_a_dense_only_base_set_are_recorded(index):
+    res = arm_retrieve("How many pets?", index, ArmContext(k=2), keywords=["qqqxzzv"])
+    problems = " | ".join(res.trace["problems"])
+    assert "'qqqxzzv': no corpus n-gram" in problems and "embedding alone" in problems
+    assert len(res.ids) == 2 and res.trace["llm"] is False
+
+
+def test_retrieve_without_a_model_says_so_first(files, tmp_path, capsys, monkeypatch):
+    objects, questions = files
+    for var in ("ATOMGRAPH_MODEL", "ATOMGRAPH_DECODER_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--json",
+                 "--cache", str(tmp_path / "cache"), "--limit", "1", "--no-llm"]) == 0
+    got = capsys.readouterr()
+    assert got.err.lstrip().startswith("ARM without a model (--no-llm)")
+    payload = json.loads(got.out)
+    assert payload["llm"] is False and payload["llm_free_because"] == "--no-llm" and payload["context"]["llm"] is False

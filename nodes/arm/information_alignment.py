@@ -69,14 +69,42 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
             kws = extract_keywords(question, index)[: ctx.max_keywords]
             return {"question": question, "keywords": kws, "keyword_source": "question_ngrams"}
         result = await art.rt.ask(DECOMPOSE, {"question": question, "max_keywords": ctx.max_keywords}, config)
+        problem = result.problem
         if result.ok:
-            return {"question": question, "keywords": result.value[: ctx.max_keywords], "keyword_source": "model",
-                    "llm_calls": [result.call]}
+            kept, dropped = grounded_keywords(result.value, question, index)
+            notes = [f"decompose: dropped {len(dropped)} keyword(s) found in neither the question nor the collection, "
+                     f"or echoing the prompt: {dropped[:5]}"] if dropped else []
+            if kept:
+                return {"question": question, "keywords": kept[: ctx.max_keywords], "keyword_source": "model",
+                        "llm_calls": [result.call], "problems": notes}
+            problem = "no keyword of the reply is in the question or the collection (an echoed prompt?)"
         kws = extract_keywords(question, index)[: ctx.max_keywords]
         return {"question": question, "keywords": kws, "keyword_source": "question_ngrams", "llm_calls": [result.call],
-                "problems": [f"decompose: {result.problem}; keywords taken from the question's corpus n-grams"]}
+                "problems": [f"decompose: {problem}; keywords taken from the question's corpus n-grams"]}
 
     return decompose
+
+
+def _instruction_words() -> frozenset[str]:
+    """The words of the decomposition prompt's own instructions (what an echo repeats)."""
+    text = " ".join(getattr(m, "prompt", None).template for m in DECOMPOSE.prompt.messages
+                    if getattr(getattr(m, "prompt", None), "template", None))
+    return frozenset(tokens(text.replace("{max_keywords}", "").replace("{question}", "")))
+
+
+def grounded_keywords(keywords: Sequence[str], question: str, index: ArmIndex) -> tuple[list[str], list[str]]:
+    """``(kept, dropped)``: a keyword is kept when one of its words is a word of the question or
+    of the collection (a corpus unigram) and it is not made of the prompt's own instruction words
+    alone (a base model echoing "names of entities, attributes, relations" is no decomposition)."""
+    asked = set(tokens(question))
+    instructions = _instruction_words()
+    kept, dropped = [], []
+    for kw in keywords:
+        words = tokens(kw)
+        echo = bool(words) and all(w in instructions and w not in asked for w in words)
+        grounded = any(w in asked or index.has_ngram(w) for w in words)
+        (kept if grounded and not echo else dropped).append(kw)
+    return kept, dropped
 
 
 def make_align_node(art: ArmRuntime) -> Callable:
@@ -86,10 +114,16 @@ def make_align_node(art: ArmRuntime) -> Callable:
         keywords = state.get("keywords") or []
         problems: list[str] = []
         if state.get("keyword_source") != "model":
-            entries = [Aligned(keyword=a.keyword, ngram=a.ngram, score=round(a.score, 4), path=a.path, mode="none")
-                       for kw in keywords for a in align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword,
-                                                                  min_score=ctx.min_alignment_score)]
-            dec = Decoding(mode="none", why=f"keywords {state.get('keyword_source')}: aligned without a model")
+            entries = []
+            for kw in keywords:
+                got = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=ctx.min_alignment_score)
+                if not got:
+                    problems.append(f"align {kw!r}: no corpus n-gram matches it (score >= min_alignment_score "
+                                    f"{ctx.min_alignment_score}); the keyword is left out")
+                entries += [Aligned(keyword=a.keyword, ngram=a.ngram, score=round(a.score, 4), path=a.path, mode="none")
+                            for a in got]
+            why = "no model (llm=False)" if not ctx.llm else f"keywords {state.get('keyword_source')}"
+            dec = Decoding(mode="none", why=f"{why}: keywords aligned without a model")
             return _aligned(index, entries, [], problems, dec)
         model = await art.rt.amodel(ALIGN.role)
         # may ask the server who it is (HTTP, cached per URL): in a thread, off the event loop
@@ -106,6 +140,10 @@ def make_align_node(art: ArmRuntime) -> Callable:
                 dec = Decoding(mode="ngram_grammar", backend=dec["backend"], why=f"{dec['why']}; {note}")
                 return await _align_lists(art, ctx, index, state, config, grammar, dec, "grammar")
             dec["why"] = f"{dec['why']}; served_alignment=grammar: {note}: shortlist instead"
+            out = await _align_shortlists(art, ctx, index, state, config, dec)
+            out["problems"] = [f"align: {note}; one n-gram of a shortlist per keyword instead of the paper's list"] + \
+                out["problems"]
+            return out
         return await _align_shortlists(art, ctx, index, state, config, dec)
 
     return align
@@ -169,11 +207,24 @@ async def _align_lists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state:
                                 mode=dec["mode"]) for g, sc in got]
             continue
         fallback = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=0.0)
-        problems.append(f"align {kw!r}: {result.problem or 'no n-gram list decoded'}; "
+        problems.append(f"align {kw!r}: {_no_list_cause(result, best, index)}; "
                         + (f"aligned without the model to {[a.ngram for a in fallback]}" if fallback else "keyword dropped"))
         entries += [Aligned(keyword=kw, ngram=a.ngram, score=round(a.score, 4), path="fallback", mode=dec["mode"])
                     for a in fallback]
     return _aligned(index, entries, [r.call for r in results], problems, dec)
+
+
+def _no_list_cause(result: Any, best: dict, index: ArmIndex) -> str:
+    """Why a keyword got no corpus n-gram list: an empty collection, an empty list ``()``,
+    a beam search that found no way on, or the call's own problem."""
+    if not len(index.trie):
+        return "the collection has no n-grams to decode"
+    meta = getattr(result.message, "response_metadata", None) or {}
+    if best and not best.get("strings"):
+        return "the decoded list is empty ('()')"
+    if meta.get("beam_stop_reason") and not meta.get("beams"):
+        return f"the beam search ended without a closed list ({meta['beam_stop_reason']})"
+    return result.problem or "no n-gram list decoded"
 
 
 def _aligned(index: ArmIndex, entries: list[Aligned], calls: list, problems: list[str], dec: Decoding) -> dict[str, Any]:
@@ -342,6 +393,10 @@ def make_retrieve_node(art: ArmRuntime) -> Callable:
         calls += [RetrieverCall(source="arm:keyword", query=", ".join(a["ngrams"])[:500],
                                 hits=sum(1 for v in pool.values() if v == f"keyword {i}"))
                   for i, a in enumerate(state.get("alignment") or [])]
-        return {"candidates": candidates, "retriever_calls": calls}
+        out: dict[str, Any] = {"candidates": candidates, "retriever_calls": calls}
+        if not state.get("alignment"):
+            out["problems"] = ["retrieve: no keyword aligned to a corpus n-gram; the base search objects are the "
+                               "question's nearest objects by embedding alone"]
+        return out
 
     return retrieve

@@ -86,6 +86,11 @@ def make_aggregate_node(art: ArmRuntime) -> Callable:
             how = "first draft (no verification was readable)"
             problems.append("aggregate: no draft was verified; the first draft's objects are used")
             chosen = list(drafts[0]["ids"])[: ctx.k]
+        elif not chosen and drafts:  # every verifier kept nothing: said, and the drafts' own votes used
+            how = "draft votes (every verification kept no object)"
+            problems.append(f"aggregate: all {len(usable)} readable verification(s) kept no object; "
+                            "the drafts' own votes are used")
+            chosen = vote_drafts(drafts, ctx.k)
         if ctx.fill_to_k and len(chosen) < ctx.k:
             for d in drafts:
                 for i in d["ids"]:

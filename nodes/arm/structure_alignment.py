@@ -57,15 +57,21 @@ def database_relevance(objects: Sequence, R: np.ndarray, weight: float) -> np.nd
 def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext, steps: int) -> dict[int, str]:
     """``pool`` expanded ``steps`` times (§3.2.2): each step, every object added by the step
     before (the base objects first) adds its ``expansion_per_seed`` most compatible objects.
-    Past ``max_candidates`` the base objects stay and the expansion keeps its most relevant."""
+
+    Past ``max_candidates`` (our cap; the paper has none): ``expansion_keep="relevance"`` keeps
+    the base objects, most relevant first, then the most relevant expanded ones — a base of
+    ``max_candidates`` or more then leaves every draft the same set; ``"newest"`` reserves half
+    the cap for expanded objects, the last step's first, so draft d's set holds its own d-th hop."""
     out = dict(pool)
+    step_of: dict[int, int] = {}
     frontier = list(out)
-    for _ in range(steps):
+    for step in range(1, steps + 1):
         new = []
         for s in frontier:
             for q in neighbours(index, s, scores.dense, ctx.expansion_per_seed, ctx):
                 if q not in out:
                     out[q] = f"expansion of {index.objects[s].id}"
+                    step_of[q] = step
                     new.append(q)
         frontier = new
         if not frontier:
@@ -73,9 +79,14 @@ def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContex
     if len(out) > ctx.max_candidates:
         ps = list(out)
         r = scores.relevance(ps, ctx.relevance, ctx.bm25_weight)
-        base = [i for i, p in enumerate(ps) if p in pool]
-        rest = [i for i in np.argsort(-r, kind="stable") if ps[i] not in pool]
-        keep = {ps[i] for i in (sorted(base, key=lambda i: -r[i]) + rest)[: ctx.max_candidates]}
+        base = sorted((i for i, p in enumerate(ps) if p in pool), key=lambda i: -r[i])
+        if ctx.expansion_keep == "newest":
+            rest = sorted((i for i, p in enumerate(ps) if p not in pool), key=lambda i: (-step_of[ps[i]], -r[i]))
+            room = max(ctx.max_candidates - len(rest), ctx.max_candidates // 2)
+            order = base[:room] + rest
+        else:
+            order = base + [i for i in np.argsort(-r, kind="stable") if ps[i] not in pool]
+        keep = {ps[i] for i in order[: ctx.max_candidates]}
         out = {p: v for p, v in out.items() if p in keep}
     return out
 
