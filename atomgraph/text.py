@@ -59,7 +59,8 @@ def ngrams(tokens: Sequence[str], n_max: int, n_min: int = 1) -> list[tuple[str,
     return out
 
 
-def _as_list(text: str) -> list | None:
+def as_list(text: str) -> list | None:
+    """``text`` read as a JSON or Python list literal, or None."""
     for load in (json.loads, ast.literal_eval):
         try:
             value = load(text)
@@ -80,7 +81,7 @@ def split_entities(text: str | None) -> list[str]:
     if not t:
         return []
     if t[0] in "[(":
-        items = _as_list(t)
+        items = as_list(t)
         if items is not None:
             return [str(x).strip() for x in items if str(x).strip()]
         t = t.strip("[]()").strip()

@@ -29,7 +29,7 @@ class AtomRContext:
     filter_threshold: Annotated[float, Field(ge=0, le=1, description="Filter pre-selection: overlap-coefficient threshold t between '{entity} {condition}' and the entity's passages.")] = 0.5
     max_nodes: Annotated[int, Field(ge=1, description="Largest reasoning tree executed; a bigger plan falls back to direct RAG.")] = 40
     max_depth: Annotated[int, Field(ge=1, description="Deepest reasoning tree executed (levels of question nodes).")] = 6
-    max_llm_calls: Annotated[int, Field(ge=1, description="LLM calls allowed per question (exact: the run stops with the best answer so far).")] = 80
+    max_llm_calls: Annotated[int, Field(ge=1, description="LLM calls allowed per question (exact: a run that reaches it stops with an error and its partial tree as the trace, never a partial answer as the prediction).")] = 80
     max_parallel: Annotated[int | None, Field(ge=1, description="Tree nodes run at once (empty: no limit; 1: strictly sequential post-order).")] = None
     review_plan: Annotated[bool, Field(description="Pause after planning so the tree can be reviewed and edited before it runs (needs a checkpointer).")] = False
     fanout_cap: Annotated[int | None, Field(ge=1, description="Sub-calls one node makes at most when it fans out over the answers of the nodes it references (one retrieval and one model call per answer, per answer pair for two references). Empty: no cap, as the authors run it.")] = None
@@ -49,6 +49,7 @@ class SubCall(BaseModel):
 
     question: str
     args: list[str] = Field(default_factory=list)
+    candidates: list[str] = Field(default_factory=list)  # Filter: the whole answers it chose among
     query: str = ""
     stage: str = ""
     answers: list[str] = Field(default_factory=list)

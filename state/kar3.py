@@ -94,14 +94,7 @@ class Round(BaseModel):
 
 ExitReason = Literal["max_chunks", "enough", "nothing_retrieved", "selector_none", "no_index", "invalid_question"]
 
-EXIT_TEXT: dict[str, str] = {
-    "max_chunks": "N chunks chosen",
-    "enough": "the proposer gave an empty list of sub-questions",
-    "nothing_retrieved": "nothing retrieved (proposals, then the backups)",
-    "selector_none": "no readable pick, neither among the atomic questions nor among the same candidates as paragraphs",
-    "no_index": "no atom index to retrieve from (no answer: KAR³ does not fall back to closed-book)",
-    "invalid_question": "the question cannot be asked",
-}
+# Each exit's text and the decision itself: nodes/kar3/loop.py (EXIT_TEXT, loop_exit).
 
 
 class Kar3State(MethodInput, MethodOutput, total=False):

@@ -9,7 +9,7 @@ import pytest
 
 from atomgraph.graphs.arm import build_arm_graph
 from atomgraph.nodes.arm.common import decoding_mode
-from atomgraph.prompts.constraints import probe_server
+from atomgraph.backends import probe_server
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.arm_index import ArmIndex
 

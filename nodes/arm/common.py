@@ -3,7 +3,7 @@ once per run, by the first stage), the decoding mode (how the decoder is constra
 once, here), and a small memo of per-question values (the question's scores, computed once).
 
 Every node reads the run's :class:`~atomgraph.state.arm.ArmContext`, reaches the
-model only through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>` (a
+model only through :meth:`ArmRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>` (a
 constraint from :mod:`atomgraph.prompts.constraints` in the backend's own request form), and
 turns a failed call or an unreadable reply into a note in ``problems`` and a documented
 fallback, never into an exception. Only a missing model or data-collection configuration
@@ -17,13 +17,11 @@ import threading
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable
 
-from langchain_core.runnables import RunnableConfig
-
 from atomgraph.nodes.arm.collection import Collection
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.constraints import backend, is_local
 from atomgraph.state.arm import ArmContext
-from atomgraph.state.arm_graph import Decoding
+from atomgraph.state.arm_graph import ArmState, Decoding
 from atomgraph.tools.arm_index import ArmIndex
 
 # The alignment form each backend gets (the trace's ``decoding.mode``; ``ArmContext.decoding``
@@ -43,13 +41,15 @@ def decoding_mode(model: Any, requested: str = "auto") -> Decoding:
     return Decoding(mode=MODES[kind], backend=kind, why=why)
 
 
-class ArmRuntime:
-    """The method runtime plus the data collection (its index is resolved per run)."""
+class ArmRuntime(MethodRuntime[ArmContext]):
+    """The method runtime plus the data collection (its index is opened once per run): build it
+    with ``ArmRuntime.for_method("arm", model, [], settings, collection=Collection(...))``."""
 
     MEMO_SIZE = 32  # per-question values kept (a batch's questions in flight)
 
-    def __init__(self, rt: MethodRuntime, collection: Collection):
-        self.rt = rt
+    def __init__(self, context_cls: type[ArmContext], section: str, models: Any = None, sources: Any = None,
+                 settings: Any = None, roles: tuple[str, ...] | None = None, *, collection: Collection):
+        super().__init__(context_cls, section, models, [] if sources is None else sources, settings, roles)
         self.collection = collection
         self._memo: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
@@ -68,8 +68,10 @@ class ArmRuntime:
                 self._memo.popitem(last=False)
         return value
 
-    def params(self, config: RunnableConfig | None) -> ArmContext:
-        return self.rt.params(config)
+    @property
+    def rt(self) -> "ArmRuntime":
+        """The runtime itself (nodes once reached the kit through ``art.rt``)."""
+        return self
 
     def index(self, ctx: ArmContext) -> ArmIndex:
         """The run's index as the first stage opened it (opened now if no stage has)."""
@@ -85,13 +87,13 @@ class ArmRuntime:
         """The index opened for this run (the first stage: a changed objects file is re-read)."""
         return await asyncio.to_thread(self.collection.index, ctx.objects, ctx.index_cache)
 
-    async def decoding(self, ctx: ArmContext, state: dict, role: str) -> Decoding:
+    async def decoding(self, ctx: ArmContext, state: ArmState, role: str) -> Decoding:
         """The run's decoding (alignment's, from the state), else decided for ``role``'s model now
         (keywords replayed: no alignment call was made). May ask a server who it is: in a thread."""
         known = state.get("decoding") or {}
         if known.get("backend"):
             return known
-        return await asyncio.to_thread(decoding_mode, await self.rt.amodel(role), ctx.decoding)
+        return await asyncio.to_thread(decoding_mode, await self.amodel(role), ctx.decoding)
 
 
 def titles(index: ArmIndex, ids: list[str]) -> list[str]:

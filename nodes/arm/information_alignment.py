@@ -42,7 +42,7 @@ from atomgraph.prompts.arm.alignment import (
 )
 from atomgraph.prompts.constraints import Constraint, Grammar, TokenTrie, unwrap
 from atomgraph.state.arm import ArmContext
-from atomgraph.state.arm_graph import Aligned, Candidate, Decoding, KeywordAlignment
+from atomgraph.state.arm_graph import Aligned, ArmState, Candidate, Decoding, KeywordAlignment
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.usage import RetrieverCall
 from atomgraph.tools.base import retriever_run
@@ -51,7 +51,7 @@ from atomgraph.tools.arm_index import ArmIndex, normalize_ngram, tokens
 
 
 def make_decompose_node(art: ArmRuntime) -> Callable:
-    async def decompose(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def decompose(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         try:
             question = check_question(state.get("question"))
         except AtomgraphError as exc:
@@ -68,7 +68,7 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
         if not ctx.llm:  # the LLM-free pipeline: the question's own corpus n-grams
             kws = extract_keywords(question, index)[: ctx.max_keywords]
             return {"question": question, "keywords": kws, "keyword_source": "question_ngrams"}
-        result = await art.rt.ask(DECOMPOSE, {"question": question, "max_keywords": ctx.max_keywords}, config)
+        result = await art.ask(DECOMPOSE, {"question": question, "max_keywords": ctx.max_keywords}, config)
         problem = result.problem
         if result.ok:
             kept, dropped = grounded_keywords(result.value, question, index)
@@ -108,7 +108,7 @@ def grounded_keywords(keywords: Sequence[str], question: str, index: ArmIndex) -
 
 
 def make_align_node(art: ArmRuntime) -> Callable:
-    async def align(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def align(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         index = await art.aindex(ctx)
         keywords = state.get("keywords") or []
@@ -125,7 +125,7 @@ def make_align_node(art: ArmRuntime) -> Callable:
             why = "no model (llm=False)" if not ctx.llm else f"keywords {state.get('keyword_source')}"
             dec = Decoding(mode="none", why=f"{why}: keywords aligned without a model")
             return _aligned(index, entries, [], problems, dec)
-        model = await art.rt.amodel(ALIGN.role)
+        model = await art.amodel(ALIGN.role)
         # may ask the server who it is (HTTP, cached per URL): in a thread, off the event loop
         dec = await asyncio.to_thread(decoding_mode, model, ctx.decoding)
         if dec["backend"] == "local":
@@ -149,7 +149,7 @@ def make_align_node(art: ArmRuntime) -> Callable:
     return align
 
 
-async def _align_shortlists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state: dict,
+async def _align_shortlists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state: ArmState,
                             config: RunnableConfig, dec: Decoding) -> dict[str, Any]:
     """Each keyword part as one n-gram of its lexical shortlist, under the backend's ``Choice``
     (OpenAI: the enum's longest accepted prefix); a reply off the list is snapped."""
@@ -158,7 +158,7 @@ async def _align_shortlists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, s
     requests = [alignment_request(part, index, shortlist_size=ctx.shortlist_size, max_values=limit) for _, part in parts]
 
     async def one(req):
-        return await art.rt.ask(ALIGN, {"question": state["question"], "keyword": req.keyword, "options": req.allowed},
+        return await art.ask(ALIGN, {"question": state["question"], "keyword": req.keyword, "options": req.allowed},
                                 config, constraint=shortlist_choice(req.allowed), backend_kind=dec["backend"])
 
     results = await asyncio.gather(*(one(req) for req in requests))
@@ -179,14 +179,14 @@ async def _align_shortlists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, s
     return _aligned(index, entries, [r.call for r in results], problems, dec)
 
 
-async def _align_lists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state: dict, config: RunnableConfig,
+async def _align_lists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state: ArmState, config: RunnableConfig,
                        constraint: Constraint, dec: Decoding, path: str) -> dict[str, Any]:
     """§3.2.1 as the paper decodes it: each keyword rephrased as a list ``(a, b, …)`` of corpus
     n-grams under ``constraint`` (a token trie in process: beam search, score = mean logit per
     n-gram; a grammar on a server). One in-process engine decodes one keyword at a time."""
 
     async def one(kw: str):
-        return await art.rt.ask(ALIGN_LIST, {"question": state["question"], "keyword": kw}, config,
+        return await art.ask(ALIGN_LIST, {"question": state["question"], "keyword": kw}, config,
                                 constraint=constraint, backend_kind=dec["backend"])
 
     keywords = state.get("keywords") or []
@@ -360,7 +360,7 @@ def base_pool(index: ArmIndex, scores: Scores, ctx: ArmContext) -> dict[int, str
     return pool
 
 
-async def question_scores(art: ArmRuntime, ctx: ArmContext, state: dict) -> tuple[ArmIndex, "Scores"]:
+async def question_scores(art: ArmRuntime, ctx: ArmContext, state: ArmState) -> tuple[ArmIndex, "Scores"]:
     """Every object's scores for the question and its aligned n-gram lists, computed once per
     question and run (the ``retrieve`` and ``structure`` nodes share them: :meth:`ArmRuntime.memo`)."""
     index = await art.aindex(ctx)
@@ -372,7 +372,7 @@ async def question_scores(art: ArmRuntime, ctx: ArmContext, state: dict) -> tupl
 
 
 def make_retrieve_node(art: ArmRuntime) -> Callable:
-    async def retrieve(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def retrieve(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         index, scores = await question_scores(art, ctx, state)
         pool = base_pool(index, scores, ctx)
