@@ -38,6 +38,7 @@ class AtomRContext:
     unknown_leaf_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): an operator that answers Unknown also falls back to direct RAG.")] = False
     dr_unknown_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): a [DR] node that answers Unknown falls back to direct RAG.")] = False
     kg_program_by_model: Annotated[bool, Field(description="The executor fills a typed query program (entity, relation path, constraint; JSON-schema constrained) for each Relate sub-question sent to a knowledge graph, one model call each, as the authors parse each sub-question into a KoPL program; an unusable program gives way to the one read off the operator's arguments, with the reason recorded. Off (atomgraph's earlier behaviour): every program is read off the operator's arguments.")] = True
+    keep_raw_reply: Annotated[bool, Field(description="Switch (the authors' reading, off: ours): an answer reply our reader cannot read, and that the answer contract does not refuse, is read as the authors read every reply (the text after 'answer is:', its last [...] list, else the paraphrase, else the text) instead of counting as an operator/reasoning failure that goes to direct RAG. A refused reply is a failure either way.")] = False
     plan_failure_rag: Annotated[bool, Field(description="Switch (ours; the authors score an unreadable plan empty): an unreadable plan is answered by direct RAG on the question.")] = False
 
 Step = Literal["select", "operate", "children", "siblings", "rag", "closed_book"]
