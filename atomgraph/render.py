@@ -103,13 +103,16 @@ def render_steps(trace: dict) -> str:
 
 def render_trace(trace: dict) -> str:
     """The trace of any method, as its method shows it best ("" when there is nothing to show)."""
-    method = trace.get("method")
-    if trace.get("nodes"):
+    from atomgraph.imports import import_object
+    from atomgraph.methods import registered
+
+    declared = next((m for m in registered() if m.name == trace.get("method")), None)
+    if declared is not None and declared.render:  # the method's own renderer (its declaration)
+        return import_object(declared.render)(trace)
+    if trace.get("nodes"):  # by shape, for traces that name no method
         return render_atomr_trace(trace)
-    if method == "kar3" or trace.get("rounds"):
+    if trace.get("rounds"):
         return render_kar3_trace(trace)
-    if method == "arm":
-        return render_arm_trace(trace)
     if trace.get("steps"):
         return render_steps(trace)
     return ""

@@ -84,6 +84,17 @@ def _key(rec: dict) -> str | None:
     return None
 
 
+def _example_key(rec: dict) -> tuple[str, str | None] | None:
+    """What names one example in a predictions file: its id *and* its question (whitespace
+    collapsed). The released BlendQA file joins three sub-sets each numbered from 0, so one
+    index holds three different questions; the same id with the same question is a duplicate."""
+    key = _key(rec)
+    if key is None:
+        return None
+    question = rec.get("question")
+    return key, " ".join(question.split()) if isinstance(question, str) else None
+
+
 def check_record(rec: dict, where: str, *, method: str | None = None,
                  fields: tuple[str, ...] = tuple(RUN_RECORD_FIELDS)) -> None:
     """RecordError unless ``rec`` is a whole run record (every field of :data:`RUN_RECORD_FIELDS`,
@@ -133,7 +144,9 @@ def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str
     ``validate="run"``: every record must be a whole run record (:func:`check_record`, of
     ``method`` when given) and no example may appear twice; ``validate="report"``: the same
     with only ``id`` and ``metrics`` required; ``validate="predictions"``: every
-    record needs ``predicted`` and ``gold``, and no id (``id``/``index``) may repeat. A failed
+    record needs ``predicted`` and ``gold``, and no example may repeat, an example being its id
+    (``id``/``index``) *and* its question: a repeated id with another question is another example
+    (the released BlendQA file numbers each of its three sub-sets from 0). A failed
     check raises :class:`RecordError` naming the file and line, and nothing is rewritten.
     """
     path = Path(path)
@@ -171,9 +184,13 @@ def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str
             elif validate == "predictions" and ("predicted" not in rec or "gold" not in rec):
                 raise RecordError(f"{where}: the record needs 'predicted' and 'gold' fields")
             if validate:
-                key = _key(rec)
+                # a run's records are keyed by the dataset's (unique) ids; a predictions file to
+                # score by id and question (a released file may number its sub-sets each from 0)
+                key = _example_key(rec) if validate == "predictions" else _key(rec)
                 if key is not None and key in seen:
-                    raise RecordError(f"{where}: example {key!r} again (first on line {seen[key]}); "
+                    name = key[0] if isinstance(key, tuple) else key
+                    same = " with the same question" if isinstance(key, tuple) and key[1] is not None else ""
+                    raise RecordError(f"{where}: example {name!r} again{same} (first on line {seen[key]}); "
                                       "a duplicate would be counted twice")
                 if key is not None:
                     seen[key] = lineno

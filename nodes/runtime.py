@@ -31,15 +31,16 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field, fields
-from typing import Any, Generic, Iterable, TypeVar
+from typing import Any, Generic, Iterable, Mapping, TypeVar
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import merge_configs
 
 from atomgraph import cache as reply_cache
 from atomgraph.errors import ConfigError
-from atomgraph.methods import Method, declared
-from atomgraph.models import ModelsArg, chat_model_named, message_text, model_name, resolve_models, with_temperature
+from atomgraph.methods import Method, declaration
+from atomgraph.models import (ModelsArg, chat_model_named, is_model_like, message_text, model_name, resolve_models,
+                              with_temperature)
 from atomgraph.nodes.recorder import CallRecorder, describe_error
 from atomgraph.prompts.answer_contract import AnswerRefused, cut_note, hold_to_question, reply_limit
 from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local, unwrap_reply
@@ -102,9 +103,18 @@ class MethodRuntime(Generic[C]):
         models: ModelsArg = None,
         sources: SourceSet | Iterable[KnowledgeSource] | None = None,
         settings: Settings | None = None,
+        roles: tuple[str, ...] | None = None,
     ):
         self.context_cls = context_cls
         self.section = section
+        self.roles = roles  # the method's declared roles (None: every registered role)
+        if isinstance(models, Mapping) and not is_model_like(models):  # a role map: its keys checked now
+            from atomgraph.methods import known_roles
+
+            unknown = sorted(str(k) for k in models if k not in known_roles())
+            if unknown:
+                raise ConfigError(f"unknown model role(s) {unknown}; roles are {', '.join(known_roles())} "
+                                  "(pass one model, not a dict, to use it for every role)")
         self._models_arg = models
         self._models: dict[str, Any] | None = None
         self._named_models: dict[tuple[str, float | None], Any] = {}
@@ -112,6 +122,7 @@ class MethodRuntime(Generic[C]):
         self._settings = settings
         self._sources: SourceSet | None = None
         self._named_sources: dict[tuple[str, ...], SourceSet] = {}
+        self._sources_lock = threading.RLock()  # sources are opened once, whichever question asks first
         self._chains: dict[tuple, Any] = {}  # (stage, role, model, cap, mode, temperature) -> capped model
         self._bounds: dict[int, _RunBounds] = {}
 
@@ -122,11 +133,8 @@ class MethodRuntime(Generic[C]):
         """The runtime of a declared method (:mod:`atomgraph.methods`): its context dataclass and
         settings section come from the declaration."""
         if isinstance(method, str):
-            found = declared(method)
-            if found is None:
-                raise ConfigError(f"no declared method {method!r}")
-            method = found
-        return cls(method.context, method.settings_section, models, sources, settings)
+            method = declaration(method)
+        return cls(method.context, method.settings_section, models, sources, settings, roles=method.roles)
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
@@ -148,9 +156,10 @@ class MethodRuntime(Generic[C]):
                 self._named_models[key] = chat_model_named(name, self.settings())
             return self._named_models[key]
         if self._models is None:
-            self._models = resolve_models(self._models_arg, self.settings())
+            self._models = resolve_models(self._models_arg, self.settings(), self.roles)
         if role not in self._models:
-            raise ConfigError(f"unknown model role {role!r}; roles are {', '.join(self._models)}")
+            raise ConfigError(f"model role {role!r} is not declared by this method; its roles are "
+                              f"{', '.join(self._models)} (atomgraph/methods.py)")
         return self._models[role]
 
     async def amodel(self, role: str) -> Any:
@@ -174,7 +183,11 @@ class MethodRuntime(Generic[C]):
         names = self.run_choices().sources
         if names:
             key = tuple(names)
-            if key not in self._named_sources:
+            if key in self._named_sources:
+                return self._named_sources[key]
+            with self._sources_lock:
+                if key in self._named_sources:
+                    return self._named_sources[key]
                 own = self._base_sources()
                 if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
                     self._named_sources[key] = SourceSet(
@@ -182,12 +195,14 @@ class MethodRuntime(Generic[C]):
                         unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
                 else:  # sources the graph was not built with: built from the settings by name
                     self._named_sources[key] = build_sources(self.settings(), names)
-            return self._named_sources[key]
+                return self._named_sources[key]
         return self._base_sources()
 
     def _base_sources(self) -> SourceSet:
         if self._sources is None:
-            self._sources = as_source_set(self._sources_arg, self.settings())
+            with self._sources_lock:
+                if self._sources is None:
+                    self._sources = as_source_set(self._sources_arg, self.settings())
         return self._sources
 
     def context_schema(self) -> type:

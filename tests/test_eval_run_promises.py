@@ -153,6 +153,15 @@ def test_score_and_report_refuse_duplicates_and_stubs(tmp_path):
     f.write_text('{"id": 1, "predicted": "a", "gold": ["a"]}\n{"id": 1, "predicted": "a", "gold": ["a"]}\n')
     with pytest.raises(RecordError, match="line 2: example '1' again"):
         score_predictions(f)
+    # an example is its id and its question: the same id with another question is another example
+    f.write_text('{"id": 0, "question": "a?", "predicted": "a", "gold": ["a"]}\n'
+                 '{"id": 0, "question": "b?", "predicted": "x", "gold": ["b"]}\n'
+                 '{"id": 1, "question": "a?", "predicted": "a", "gold": ["a"]}\n')
+    assert score_predictions(f)["n"] == 3
+    with f.open("a") as fh:
+        fh.write('{"id": 0, "question": " b? ", "predicted": "b", "gold": ["b"]}\n')
+    with pytest.raises(RecordError, match="line 4: example '0' again with the same question .first on line 2."):
+        score_predictions(f)
     run = tmp_path / "run"
     run.mkdir()
     (run / "predictions.jsonl").write_text('{"id": "q0"}\n')
