@@ -163,17 +163,12 @@ def failure_kind(text: object) -> str:
 
 
 def fallbacks_of(trace: dict) -> list[dict]:
-    """The fallbacks a method recorded in its trace: ``trace["fallbacks"]`` (``{"stage", "reason"}``
-    items; the baselines' and comparison methods' convention) and ATOMR's ``plan_fallback``."""
-    out: list[dict] = []
-    if not isinstance(trace, dict):
-        return out
-    for f in trace.get("fallbacks") or []:
-        if isinstance(f, dict) and f.get("reason"):
-            out.append({"stage": str(f.get("stage") or ""), "reason": str(f["reason"])[:500]})
-    if trace.get("plan_fallback"):
-        out.append({"stage": "plan", "reason": str(trace["plan_fallback"])[:500]})
-    return out
+    """The fallbacks a method recorded in its trace, by kind (:mod:`atomgraph.evaluation.fallbacks`:
+    ``trace["fallbacks"]``, ATOMR's plan failure, node → direct RAG, closed-book root, budget;
+    KAR³'s closed-book answer)."""
+    from atomgraph.evaluation.fallbacks import fallbacks_in
+
+    return fallbacks_in(trace)
 
 
 def outcomes(records: Sequence[dict]) -> dict:
@@ -191,10 +186,14 @@ def outcomes(records: Sequence[dict]) -> dict:
             kinds.append(failure_kind(r["error"]))
             errors[kinds[-1]] += 1
         for f in r.get("fallbacks") or fallbacks_of(r.get("trace") or {}):
+            kind = f.get("kind") or failure_kind(f.get("reason"))
             kinds.append(failure_kind(f.get("reason")))
-            fallbacks[kinds[-1]] += 1
+            fallbacks[kind] += 1
         refused += any(k.startswith("answer refused") for k in kinds)
+    from atomgraph.evaluation.fallbacks import answered_by_fallback
+
     return {"examples": len(records), "answered": sum(1 for r in records if not r.get("error")),
+            "answered_by_fallback": sum(1 for r in records if answered_by_fallback(r)),
             "errors": dict(errors.most_common()), "fallbacks": dict(fallbacks.most_common()), "refused": refused}
 
 
@@ -203,7 +202,13 @@ def describe_outcome(o: dict) -> str:
     def counts(d: dict) -> str:
         return ", ".join(f"{v} {k}" for k, v in d.items())
 
-    parts = [f"{o['answered']} of {o['examples']} answered"]
+    by = o.get("answered_by_fallback", 0)
+    if by and by == o["answered"]:
+        parts = [f"{o['answered']} of {o['examples']} answered, ALL by fallbacks (none by the method itself)"]
+    elif by:
+        parts = [f"{o['answered']} of {o['examples']} answered ({by} by fallbacks)"]
+    else:
+        parts = [f"{o['answered']} of {o['examples']} answered"]
     if o["errors"]:
         parts.append(f"{sum(o['errors'].values())} failed ({counts(o['errors'])})")
     if o["fallbacks"]:

@@ -171,6 +171,10 @@ def cmd_run(args) -> int:
         force_new=args.force_new, checkpoint=args.checkpoint, encoding=args.encoding,
     )
     retried = f" ({result.retried} errored examples run again)" if result.retried else ""
+    o = result.outcome or {}
+    if o.get("answered") and o.get("answered_by_fallback") == o.get("answered"):
+        print(f"WARNING: {args.method} on {args.dataset}: every answer of this run ({o['answered']} of "
+              f"{o['examples']}) came from a fallback, none from the method itself: {describe_outcome(o)}")
     print(f"{args.method} on {args.dataset}: {result.finished} run now{retried}, {result.skipped} already done, "
           f"{result.errors} with errors; F1 {result.f1:.2f}, cost ${result.cost_usd:.4f} "
           f"-> {Path(args.out) / 'predictions.jsonl'}")
