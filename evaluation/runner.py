@@ -133,6 +133,20 @@ def model_identity(model: Any, settings: Settings) -> dict:
     return {k: snap.get(k) for k in MODEL_FIELDS if snap.get(k) not in (None, {}, [])}
 
 
+# Settings that may differ between a run and its resumption: where things are kept, how fast
+# it goes, not what it computes.
+RESUMABLE = frozenset({"cache", "cache_path", "cache_refresh", "requests_per_second", "rate_limits", "rate_limit_burst",
+                       "request_timeout", "max_retries", "chroma_path", "chroma_host", "chroma_port",
+                       "embedding_device", "embedding_batch_size", "atomr.max_parallel"})
+
+
+def effective_config(settings: Settings) -> dict:
+    """The run's settings as dotted keys without secrets (``evaluation.recipe.effective_config``)."""
+    from atomgraph.evaluation.recipe import effective_config as dotted
+
+    return dotted(settings)
+
+
 def run_fingerprint(method: str, dataset: str, model: Any, settings: Settings) -> dict:
     """What makes two runs comparable: method, dataset, model(s) and the method's parameters
     (its settings section). A rerun into a directory must match it."""
@@ -379,9 +393,23 @@ def _check_meta(out_dir: Path, meta: dict) -> None:
     if isinstance(before, dict):
         diff = [k for k in ("models", "temperature", "params") if before.get(k) != now.get(k)]
         if diff:
-            detail = "; ".join(f"{k}: {before.get(k)!r} then, {now.get(k)!r} now" for k in diff)
+            def changed(k):
+                a, b = before.get(k), now.get(k)
+                if isinstance(a, dict) and isinstance(b, dict):  # name the differing keys
+                    return "; ".join(f"{k}.{x}: {a.get(x)!r} then, {b.get(x)!r} now"
+                                     for x in sorted(set(a) | set(b)) if a.get(x) != b.get(x))
+                return f"{k}: {a!r} then, {b!r} now"
+            detail = "; ".join(changed(k) for k in diff)
             raise ConfigError(f"{out_dir} holds a run with other {', '.join(diff)} ({detail[:600]}); its records "
                               "would mix with these. Use another --out, or --force-new to move the old run aside")
+    if isinstance(old.get("config"), dict) and isinstance(meta.get("config"), dict):
+        a, b = old["config"], meta["config"]
+        differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k not in RESUMABLE]
+        if differ:
+            detail = "; ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in differ)
+            raise ConfigError(f"{out_dir} holds a run under another configuration ({', '.join(differ)}: "
+                              f"{detail[:600]}); resuming would mix them. Use the same settings (--set), another "
+                              "--out, or --force-new to move the old run aside")
 
 
 def _move_aside(out_dir: Path) -> Path | None:
@@ -441,6 +469,7 @@ async def arun_eval(
     on_record: Callable[[dict], None] | None = None,
     checkpoint: str | os.PathLike | None = None,
     encoding: str = "utf-8",
+    run_info: dict | None = None,
     _saver: Any = None,
 ) -> RunResult:
     """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
@@ -471,7 +500,7 @@ async def arun_eval(
                                    sources=sources, settings=settings, graph=graph, dataset_name=dataset_name,
                                    timeout_s=timeout_s, deadline_s=deadline_s, progress=progress, resume=resume,
                                    retry_errors=retry_errors, force_new=force_new, on_record=on_record,
-                                   _saver=saver)
+                                   run_info=run_info, _saver=saver)
     from atomgraph.checkpoint import serializer
     from atomgraph.graphs.registry import build_method
     from langgraph.checkpoint.memory import InMemorySaver
@@ -493,6 +522,8 @@ async def arun_eval(
         "settings": settings_snapshot(settings),
         "model": type(model).__name__ if isinstance(model, BaseChatModel) else None,
         "fingerprint": run_fingerprint(method, name, model, settings),
+        "config": effective_config(settings),
+        **({"run": run_info} if run_info else {}),
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     run_context: dict[str, Any] = {}
