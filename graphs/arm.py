@@ -41,7 +41,7 @@ from atomgraph.nodes.arm.information_alignment import make_align_node, make_deco
 from atomgraph.nodes.arm.retrieve import make_retrieve_node
 from atomgraph.nodes.arm.structure_alignment import make_draft_node, make_structure_node
 from atomgraph.nodes.arm.verification import make_aggregate_node, make_verify_node
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import dual
 from atomgraph.settings import Settings
 from atomgraph.state.arm_graph import ArmGraphContext, ArmInput, ArmState
 
@@ -64,9 +64,8 @@ def _objects_arg(objects: Any, sources: Any) -> Any:
 def build_arm_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                     checkpointer: Any = None, *, objects: Any = None, embeddings: Any = None) -> CompiledStateGraph:
     """The ``arm`` graph. Building needs no model, objects or network; a run resolves them."""
-    rt = MethodRuntime.for_method("arm", model, [], settings)
-    art = ArmRuntime(rt, Collection(_objects_arg(objects, sources), embeddings))
-    g = rt.state_graph(ArmState, ArmInput)
+    art = ArmRuntime.for_method("arm", model, [], settings, collection=Collection(_objects_arg(objects, sources), embeddings))
+    g = art.state_graph(ArmState, ArmInput)
     makers = {"decompose": make_decompose_node, "align": make_align_node, "retrieve": make_retrieve_node,
               "structure": make_structure_node, "draft": make_draft_node, "verify": make_verify_node,
               "aggregate": make_aggregate_node, "answer": make_answer_node}

@@ -84,6 +84,7 @@ class Round(BaseModel):
     number: int
     proposals: list[str] = Field(default_factory=list)
     enough: bool = False  # the proposer gave an empty list of sub-questions
+    proposer_unreadable: bool = False  # the proposer's reply could not be read
     proposer_thinking: str = ""
     tiers: list[dict] = Field(default_factory=list)  # [{"via", "queries", "hits"}] in the order tried
     hits: list[AtomHit] = Field(default_factory=list)  # the candidates the selector was offered
@@ -97,15 +98,7 @@ class Round(BaseModel):
 ExitReason = Literal["max_chunks", "enough", "proposer_unreadable", "nothing_retrieved", "selector_none", "no_index",
                      "invalid_question"]
 
-EXIT_TEXT: dict[str, str] = {
-    "max_chunks": "N chunks chosen",
-    "enough": "the proposer gave an empty list of sub-questions",
-    "proposer_unreadable": "the proposer's reply could not be read (the authors end the loop)",
-    "nothing_retrieved": "nothing retrieved (proposals, then the backups)",
-    "selector_none": "no readable pick, neither among the atomic questions nor among the same candidates as paragraphs",
-    "no_index": "no atom index to retrieve from (no answer: KAR³ does not fall back to closed-book)",
-    "invalid_question": "the question cannot be asked",
-}
+# Each exit's text and the decision itself: nodes/kar3/loop.py (EXIT_TEXT, loop_exit).
 
 
 class Kar3State(MethodInput, MethodOutput, total=False):

@@ -10,11 +10,11 @@ from langchain_core.runnables import RunnableConfig
 from atomgraph.nodes.arm.common import ArmRuntime
 from atomgraph.nodes.arm.verbalize import verbalize_object
 from atomgraph.prompts.arm.answer import ANSWER
-from atomgraph.state.arm_graph import ArmGraphContext
+from atomgraph.state.arm_graph import ArmGraphContext, ArmState
 
 
 def make_answer_node(art: ArmRuntime) -> Callable:
-    async def answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def answer(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         out: dict[str, Any] = {"stopped": None}
         problems: list[str] = []
@@ -27,7 +27,7 @@ def make_answer_node(art: ArmRuntime) -> Callable:
             ids = state.get("retrieved_ids") or []
             objects = "\n\n".join(verbalize_object(index, index.objects[index.position(i)], state["question"],
                                                    ctx.verbalize_top_rows) for i in ids) or "(nothing was retrieved)"
-            result = await art.rt.ask(ANSWER, {"question": state["question"], "objects": objects}, config)
+            result = await art.ask(ANSWER, {"question": state["question"], "objects": objects}, config)
             out["llm_calls"] = [result.call]
             if result.ok:
                 out.update(answer=result.value, answers=[result.value], error=None)
@@ -44,7 +44,7 @@ def make_answer_node(art: ArmRuntime) -> Callable:
     return answer
 
 
-def trace(state: dict, ctx: ArmGraphContext, problems: list[str]) -> dict[str, Any]:
+def trace(state: ArmState, ctx: ArmGraphContext, problems: list[str]) -> dict[str, Any]:
     """What each stage did: keywords, decoding, alignment, candidates, drafts, verdicts, votes."""
     return {
         "method": "arm",

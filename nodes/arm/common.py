@@ -2,7 +2,7 @@
 mode (how the decoder is constrained, decided once, here), and the question's scores.
 
 Every node reads the run's :class:`~atomgraph.state.arm_graph.ArmGraphContext`, reaches the
-model only through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>` (a
+model only through :meth:`ArmRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>` (a
 constraint from :mod:`atomgraph.prompts.constraints` in the backend's own request form), and
 turns a failed call or an unreadable reply into a note in ``problems`` and a documented
 fallback, never into an exception. Only a missing model or data-collection configuration
@@ -14,13 +14,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.arm.collection import Collection
 from atomgraph.nodes.arm.pool import Scores
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.constraints import backend, is_local
-from atomgraph.state.arm_graph import ArmGraphContext, Decoding
+from atomgraph.state.arm_graph import ArmGraphContext, ArmState, Decoding
 from atomgraph.tools.arm_index import ArmIndex
 
 # The alignment form each backend gets (the trace's ``decoding.mode``; ``ArmContext.decoding``
@@ -40,15 +39,19 @@ def decoding_mode(model: Any, requested: str = "auto") -> Decoding:
     return Decoding(mode=MODES[kind], backend=kind, why=why)
 
 
-class ArmRuntime:
-    """The method runtime plus the data collection (its index is resolved per run)."""
+class ArmRuntime(MethodRuntime[ArmGraphContext]):
+    """The method runtime plus the data collection (its index is resolved per run): build it with
+    ``ArmRuntime.for_method("arm", model, [], settings, collection=Collection(...))``."""
 
-    def __init__(self, rt: MethodRuntime, collection: Collection):
-        self.rt = rt
+    def __init__(self, context_cls: type[ArmGraphContext], section: str, models: Any = None, sources: Any = None,
+                 settings: Any = None, roles: tuple[str, ...] | None = None, *, collection: Collection):
+        super().__init__(context_cls, section, models, [] if sources is None else sources, settings, roles)
         self.collection = collection
 
-    def params(self, config: RunnableConfig | None) -> ArmGraphContext:
-        return self.rt.params(config)
+    @property
+    def rt(self) -> "ArmRuntime":
+        """The runtime itself (nodes once reached the kit through ``art.rt``)."""
+        return self
 
     def index(self, ctx: ArmGraphContext) -> ArmIndex:
         return self.collection.index(ctx.objects, ctx.index_cache)
@@ -58,16 +61,16 @@ class ArmRuntime:
         embedding model, which must not block the event loop (``langgraph dev`` forbids it)."""
         return await asyncio.to_thread(self.index, ctx)
 
-    async def decoding(self, ctx: ArmGraphContext, state: dict, role: str) -> Decoding:
+    async def decoding(self, ctx: ArmGraphContext, state: ArmState, role: str) -> Decoding:
         """The run's decoding (alignment's, from the state), else decided for ``role``'s model now
         (keywords replayed: no alignment call was made). May ask a server who it is: in a thread."""
         known = state.get("decoding") or {}
         if known.get("backend"):
             return known
-        return await asyncio.to_thread(decoding_mode, await self.rt.amodel(role), ctx.decoding)
+        return await asyncio.to_thread(decoding_mode, await self.amodel(role), ctx.decoding)
 
 
-async def question_scores(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> tuple[ArmIndex, Scores]:
+async def question_scores(art: ArmRuntime, ctx: ArmGraphContext, state: ArmState) -> tuple[ArmIndex, Scores]:
     """Every object's scores for the question and its aligned n-gram lists."""
     index = await art.aindex(ctx)
     groups = [a["ngrams"] for a in state.get("alignment") or []]

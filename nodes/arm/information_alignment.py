@@ -30,13 +30,13 @@ from atomgraph.prompts.arm.alignment import (
     ALIGN, ALIGN_LIST, DECOMPOSE, LIST_CLOSE, LIST_OPEN, LIST_SEP, ngram_list_grammar, shortlist_choice,
 )
 from atomgraph.prompts.constraints import Constraint, Grammar, TokenTrie, unwrap
-from atomgraph.state.arm_graph import Aligned, ArmGraphContext, Decoding, KeywordAlignment
+from atomgraph.state.arm_graph import Aligned, ArmGraphContext, ArmState, Decoding, KeywordAlignment
 from atomgraph.state.output import check_question
 from atomgraph.tools.arm_index import ArmIndex, normalize_ngram
 
 
 def make_decompose_node(art: ArmRuntime) -> Callable:
-    async def decompose(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def decompose(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         try:
             question = check_question(state.get("question"))
         except AtomgraphError as exc:
@@ -50,7 +50,7 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
         if isinstance(given, list) and any(isinstance(k, str) and k.strip() for k in given):
             kws = [k for k in given if isinstance(k, str) and k.strip()][: ctx.max_keywords]
             return {"question": question, "keywords": kws, "keyword_source": "replayed"}
-        result = await art.rt.ask(DECOMPOSE, {"question": question, "max_keywords": ctx.max_keywords}, config)
+        result = await art.ask(DECOMPOSE, {"question": question, "max_keywords": ctx.max_keywords}, config)
         if result.ok:
             return {"question": question, "keywords": result.value[: ctx.max_keywords], "keyword_source": "model",
                     "llm_calls": [result.call]}
@@ -62,7 +62,7 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
 
 
 def make_align_node(art: ArmRuntime) -> Callable:
-    async def align(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def align(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         index = await art.aindex(ctx)
         keywords = state.get("keywords") or []
@@ -73,7 +73,7 @@ def make_align_node(art: ArmRuntime) -> Callable:
                                                                   min_score=ctx.min_alignment_score)]
             dec = Decoding(mode="none", why=f"keywords {state.get('keyword_source')}: aligned without a model")
             return _aligned(index, entries, [], problems, dec)
-        model = await art.rt.amodel(ALIGN.role)
+        model = await art.amodel(ALIGN.role)
         # may ask the server who it is (HTTP, cached per URL): in a thread, off the event loop
         dec = await asyncio.to_thread(decoding_mode, model, ctx.decoding)
         if dec["backend"] == "local":
@@ -93,7 +93,7 @@ def make_align_node(art: ArmRuntime) -> Callable:
     return align
 
 
-async def _align_shortlists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmIndex, state: dict,
+async def _align_shortlists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmIndex, state: ArmState,
                             config: RunnableConfig, dec: Decoding) -> dict[str, Any]:
     """Each keyword part as one n-gram of its lexical shortlist, under the backend's ``Choice``
     (OpenAI: the enum's longest accepted prefix); a reply off the list is snapped."""
@@ -102,7 +102,7 @@ async def _align_shortlists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmInd
     requests = [alignment_request(part, index, shortlist_size=ctx.shortlist_size, max_values=limit) for _, part in parts]
 
     async def one(req):
-        return await art.rt.ask(ALIGN, {"question": state["question"], "keyword": req.keyword, "options": req.allowed},
+        return await art.ask(ALIGN, {"question": state["question"], "keyword": req.keyword, "options": req.allowed},
                                 config, constraint=shortlist_choice(req.allowed), backend_kind=dec["backend"])
 
     results = await asyncio.gather(*(one(req) for req in requests))
@@ -123,14 +123,14 @@ async def _align_shortlists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmInd
     return _aligned(index, entries, [r.call for r in results], problems, dec)
 
 
-async def _align_lists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmIndex, state: dict, config: RunnableConfig,
+async def _align_lists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmIndex, state: ArmState, config: RunnableConfig,
                        constraint: Constraint, dec: Decoding, path: str) -> dict[str, Any]:
     """§3.2.1 as the paper decodes it: each keyword rephrased as a list ``(a, b, …)`` of corpus
     n-grams under ``constraint`` (a token trie in process: beam search, score = mean logit per
     n-gram; a grammar on a server). One in-process engine decodes one keyword at a time."""
 
     async def one(kw: str):
-        return await art.rt.ask(ALIGN_LIST, {"question": state["question"], "keyword": kw}, config,
+        return await art.ask(ALIGN_LIST, {"question": state["question"], "keyword": kw}, config,
                                 constraint=constraint, backend_kind=dec["backend"])
 
     keywords = state.get("keywords") or []

@@ -10,14 +10,14 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.arm.common import ArmRuntime, question_scores
 from atomgraph.nodes.arm.pool import base_pool
-from atomgraph.state.arm_graph import Candidate
+from atomgraph.state.arm_graph import ArmState, Candidate
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.usage import RetrieverCall
 from atomgraph.tools.base import retriever_run
 
 
 def make_retrieve_node(art: ArmRuntime) -> Callable:
-    async def retrieve(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def retrieve(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         index, scores = await question_scores(art, ctx, state)
         pool = base_pool(index, scores, ctx)

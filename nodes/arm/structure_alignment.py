@@ -14,11 +14,11 @@ from atomgraph.nodes.arm.common import ArmRuntime, question_scores
 from atomgraph.nodes.arm.pool import solve_drafts
 from atomgraph.nodes.arm.verbalize import verbalize_draft
 from atomgraph.prompts.arm.verification import DRAFT, changes_schema
-from atomgraph.state.arm_graph import Draft
+from atomgraph.state.arm_graph import ArmState, Draft
 
 
 def make_structure_node(art: ArmRuntime) -> Callable:
-    async def structure(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def structure(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         index, scores = await question_scores(art, ctx, state)
         pool = {index.position(c["id"]): c["via"] for c in state.get("candidates") or []}
@@ -33,7 +33,7 @@ def make_structure_node(art: ArmRuntime) -> Callable:
 
 
 def make_draft_node(art: ArmRuntime) -> Callable:
-    async def draft(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def draft(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         drafts: list[Draft] = [Draft(**d) for d in state.get("drafts") or []]
         if ctx.max_draft_changes == 0 or not drafts:
@@ -49,7 +49,7 @@ def make_draft_node(art: ArmRuntime) -> Callable:
             inputs = {"question": question, "keywords": state.get("keywords"), "max_changes": ctx.max_draft_changes,
                       "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows),
                       "others": "\n".join(f"{i} — {index.objects[index.position(i)].title}" for i in others) or "(none)"}
-            return await art.rt.ask(DRAFT, inputs, config, constraint=changes_schema(d["pool"]),
+            return await art.ask(DRAFT, inputs, config, constraint=changes_schema(d["pool"]),
                                     backend_kind=dec["backend"])
 
         results = await asyncio.gather(*(one(d) for d in drafts))

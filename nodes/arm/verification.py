@@ -17,25 +17,25 @@ from atomgraph.nodes.arm.verbalize import verbalize_draft
 from atomgraph.nodes.arm.voting import aggregate as vote
 from atomgraph.prompts.arm.verification import VERIFY, selection_schema
 from atomgraph.prompts.constraints import accepts_logprobs
-from atomgraph.state.arm_graph import Draft, Verdict
+from atomgraph.state.arm_graph import ArmState, Draft, Verdict
 from atomgraph.tools.arm_index import ArmIndex
 
 
 def make_verify_node(art: ArmRuntime) -> Callable:
-    async def verify(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def verify(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         drafts: list[Draft] = state.get("drafts") or []
         if not drafts or not ctx.verification:
             return {"verdicts": []}
         index = await art.aindex(ctx)
         dec = await art.decoding(ctx, state, VERIFY.role)
-        logprobs = ctx.logprobs and accepts_logprobs(await art.rt.amodel(VERIFY.role))
+        logprobs = ctx.logprobs and accepts_logprobs(await art.amodel(VERIFY.role))
         question = state["question"]
 
         async def one(d: Draft):
             inputs = {"question": question, "keywords": state.get("keywords"),
                       "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows)}
-            return await art.rt.ask(VERIFY, inputs, config, constraint=selection_schema(d["ids"]), logprobs=logprobs,
+            return await art.ask(VERIFY, inputs, config, constraint=selection_schema(d["ids"]), logprobs=logprobs,
                                     backend_kind=dec["backend"])
 
         results = await asyncio.gather(*(one(d) for d in drafts))
@@ -60,7 +60,7 @@ def make_verify_node(art: ArmRuntime) -> Callable:
 
 
 def make_aggregate_node(art: ArmRuntime) -> Callable:
-    async def aggregate(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def aggregate(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         index = await art.aindex(ctx)
         drafts: list[Draft] = state.get("drafts") or []

@@ -14,7 +14,8 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.common import Kar3Runtime
 from atomgraph.prompts.kar3.answer import ANSWER_STAGE, SHORT_ANSWER_STAGE
-from atomgraph.state.kar3 import EXIT_TEXT, AtomHit, Round
+from atomgraph.nodes.kar3.loop import EXIT_TEXT
+from atomgraph.state.kar3 import AtomHit, Kar3State, Round
 from atomgraph.state.usage import LLMCall
 
 
@@ -31,7 +32,7 @@ def usage_of(calls: list[LLMCall | dict]) -> dict[str, Any]:
 
 
 def make_answer_node(rt: Kar3Runtime) -> Callable:
-    async def answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def answer(state: Kar3State, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
         rounds: list[Round] = list(state.get("rounds") or [])
         chosen: list[AtomHit] = list(state.get("chosen") or [])

@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from atomgraph.errors import AtomgraphError
 from atomgraph.nodes.kar3.common import Kar3IndexRuntime
 from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE, filter_atoms
-from atomgraph.state.kar3 import Kar3IndexContext
+from atomgraph.state.kar3 import Kar3IndexContext, Kar3IndexState
 from atomgraph.state.usage import LLMCall
 from atomgraph.tools.atom_index import AtomIndex, Chunk, collection_chunks
 
@@ -128,7 +128,7 @@ def usage_stats(calls: list[LLMCall], settings) -> dict:
 
 
 def make_load_node(rt: Kar3IndexRuntime, embeddings: Any = None) -> Callable:
-    async def load(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def load(state: Kar3IndexState, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
         source = state.get("from_collection") or ""
         name = state.get("collection") or source or rt.settings().kar3.collection or rt.settings().chroma_collection
@@ -159,7 +159,7 @@ def make_load_node(rt: Kar3IndexRuntime, embeddings: Any = None) -> Callable:
 
 
 def make_atomize_node(rt: Kar3IndexRuntime, embeddings: Any = None, progress: bool = False) -> Callable:
-    async def atomize(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def atomize(state: Kar3IndexState, config: RunnableConfig) -> dict[str, Any]:
         stats = dict(state.get("stats") or {})
         if state.get("error"):
             return {"stats": stats}
