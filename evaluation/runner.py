@@ -527,12 +527,17 @@ async def arun_eval(
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     run_context: dict[str, Any] = {}
-    if method == "atomr":  # the dataset's prompt pack, unless the settings name one
-        from atomgraph.evaluation.datasets import prompt_pack_for
+    if dataset_name:
+        # the dataset's declared setting (sources; ATOMR's prompt pack) unless the settings say otherwise
+        from atomgraph.evaluation.datasets import apply_dataset_setting
 
-        pack = prompt_pack_for(name)
-        if pack and getattr(settings.section("atomr"), "prompt_pack", "general") == "general":
-            run_context["prompt_pack"] = meta["prompt_pack"] = pack
+        settings, run_context, applied = apply_dataset_setting(method, name, settings, sources_given=sources is not None)
+        meta["dataset_setting"] = applied
+        meta["settings"] = settings_snapshot(settings)
+        meta["fingerprint"] = run_fingerprint(method, name, model, settings)
+        meta["config"] = effective_config(settings)
+        if "prompt_pack" in run_context:
+            meta["prompt_pack"] = run_context["prompt_pack"]
     with _exclusive(out):
         if force_new:
             _move_aside(out)

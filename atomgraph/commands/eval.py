@@ -189,6 +189,10 @@ def cmd_run(args) -> int:
     settings, model, sources = model_and_sources(args, require_model=False,
                                                  base=recipe_base if recipe is not None or getattr(args, "set", None)
                                                  else None)
+    from atomgraph.evaluation.datasets import apply_dataset_setting, describe_applied
+
+    _, _, applied = apply_dataset_setting(args.method, args.dataset, settings, sources_given=sources is not None)
+    print(f"{args.method} on {args.dataset}: {describe_applied(applied)}", file=sys.stderr)
     result = run_eval(
         args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
