@@ -135,6 +135,20 @@ def model_identity(model: Any, settings: Settings) -> dict:
     return {k: snap.get(k) for k in MODEL_FIELDS if snap.get(k) not in (None, {}, [])}
 
 
+# Settings that may differ between a run and its resumption: where things are kept, how fast
+# it goes, not what it computes.
+RESUMABLE = frozenset({"cache", "cache_path", "cache_refresh", "requests_per_second", "rate_limits", "rate_limit_burst",
+                       "request_timeout", "max_retries", "chroma_path", "chroma_host", "chroma_port",
+                       "embedding_device", "embedding_batch_size", "atomr.max_parallel"})
+
+
+def effective_config(settings: Settings) -> dict:
+    """The run's settings as dotted keys without secrets (``evaluation.recipe.effective_config``)."""
+    from atomgraph.evaluation.recipe import effective_config as dotted
+
+    return dotted(settings)
+
+
 def run_fingerprint(method: str, dataset: str, model: Any, settings: Settings, recipe: str | None = None) -> dict:
     """What makes two runs comparable: method, dataset, model(s), the server they are asked at
     (``base_url``: the same model name at another server is another model), the recipe and the
@@ -171,17 +185,12 @@ def failure_kind(text: object) -> str:
 
 
 def fallbacks_of(trace: dict) -> list[dict]:
-    """The fallbacks a method recorded in its trace: ``trace["fallbacks"]`` (``{"stage", "reason"}``
-    items; the baselines' and comparison methods' convention) and ATOMR's ``plan_fallback``."""
-    out: list[dict] = []
-    if not isinstance(trace, dict):
-        return out
-    for f in trace.get("fallbacks") or []:
-        if isinstance(f, dict) and f.get("reason"):
-            out.append({"stage": str(f.get("stage") or ""), "reason": str(f["reason"])[:500]})
-    if trace.get("plan_fallback"):
-        out.append({"stage": "plan", "reason": str(trace["plan_fallback"])[:500]})
-    return out
+    """The fallbacks a method recorded in its trace, by kind (:mod:`atomgraph.evaluation.fallbacks`:
+    ``trace["fallbacks"]``, ATOMR's plan failure, node → direct RAG, closed-book root, budget;
+    KAR³'s closed-book answer)."""
+    from atomgraph.evaluation.fallbacks import fallbacks_in
+
+    return fallbacks_in(trace)
 
 
 def outcomes(records: Sequence[dict]) -> dict:
@@ -199,10 +208,14 @@ def outcomes(records: Sequence[dict]) -> dict:
             kinds.append(failure_kind(r["error"]))
             errors[kinds[-1]] += 1
         for f in r.get("fallbacks") or fallbacks_of(r.get("trace") or {}):
+            kind = f.get("kind") or failure_kind(f.get("reason"))
             kinds.append(failure_kind(f.get("reason")))
-            fallbacks[kinds[-1]] += 1
+            fallbacks[kind] += 1
         refused += any(k.startswith("answer refused") for k in kinds)
+    from atomgraph.evaluation.fallbacks import answered_by_fallback
+
     return {"examples": len(records), "answered": sum(1 for r in records if not r.get("error")),
+            "answered_by_fallback": sum(1 for r in records if answered_by_fallback(r)),
             "errors": dict(errors.most_common()), "fallbacks": dict(fallbacks.most_common()), "refused": refused}
 
 
@@ -211,7 +224,13 @@ def describe_outcome(o: dict) -> str:
     def counts(d: dict) -> str:
         return ", ".join(f"{v} {k}" for k, v in d.items())
 
-    parts = [f"{o['answered']} of {o['examples']} answered"]
+    by = o.get("answered_by_fallback", 0)
+    if by and by == o["answered"]:
+        parts = [f"{o['answered']} of {o['examples']} answered, ALL by fallbacks (none by the method itself)"]
+    elif by:
+        parts = [f"{o['answered']} of {o['examples']} answered ({by} by fallbacks)"]
+    else:
+        parts = [f"{o['answered']} of {o['examples']} answered"]
     if o["errors"]:
         parts.append(f"{sum(o['errors'].values())} failed ({counts(o['errors'])})")
     if o["fallbacks"]:
@@ -394,9 +413,23 @@ def _check_meta(out_dir: Path, meta: dict) -> None:
         # a run.json from before base_url/recipe were recorded is compared on what it holds
         diff += [k for k in ("base_url", "recipe") if k in before and before.get(k) != now.get(k)]
         if diff:
-            detail = "; ".join(f"{k}: {before.get(k)!r} then, {now.get(k)!r} now" for k in diff)
+            def changed(k):
+                a, b = before.get(k), now.get(k)
+                if isinstance(a, dict) and isinstance(b, dict):  # name the differing keys
+                    return "; ".join(f"{k}.{x}: {a.get(x)!r} then, {b.get(x)!r} now"
+                                     for x in sorted(set(a) | set(b)) if a.get(x) != b.get(x))
+                return f"{k}: {a!r} then, {b!r} now"
+            detail = "; ".join(changed(k) for k in diff)
             raise ConfigError(f"{out_dir} holds a run with other {', '.join(diff)} ({detail[:600]}); its records "
                               "would mix with these. Use another --out, or --force-new to move the old run aside")
+    if isinstance(old.get("config"), dict) and isinstance(meta.get("config"), dict):
+        a, b = old["config"], meta["config"]
+        differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k not in RESUMABLE]
+        if differ:
+            detail = "; ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in differ)
+            raise ConfigError(f"{out_dir} holds a run under another configuration ({', '.join(differ)}: "
+                              f"{detail[:600]}); resuming would mix them. Use the same settings (--set), another "
+                              "--out, or --force-new to move the old run aside")
 
 
 def _move_aside(out_dir: Path) -> Path | None:
@@ -457,6 +490,7 @@ async def arun_eval(
     checkpoint: str | os.PathLike | None = None,
     encoding: str = "utf-8",
     recipe: str | None = None,
+    run_info: dict | None = None,
     _saver: Any = None,
 ) -> RunResult:
     """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
@@ -491,7 +525,7 @@ async def arun_eval(
                                    sources=sources, settings=settings, graph=graph, dataset_name=dataset_name,
                                    timeout_s=timeout_s, deadline_s=deadline_s, progress=progress, resume=resume,
                                    retry_errors=retry_errors, force_new=force_new, on_record=on_record,
-                                   recipe=recipe, _saver=saver)
+                                   recipe=recipe, run_info=run_info, _saver=saver)
     from atomgraph.checkpoint import serializer
     from atomgraph.graphs.registry import build_method
     from langgraph.checkpoint.memory import InMemorySaver
@@ -514,15 +548,22 @@ async def arun_eval(
         "model": type(model).__name__ if isinstance(model, BaseChatModel) else None,
         "recipe": recipe,
         "fingerprint": run_fingerprint(method, name, model, settings, recipe),
+        "config": effective_config(settings),
+        **({"run": run_info} if run_info else {}),
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     run_context: dict[str, Any] = {}
-    if method == "atomr":  # the dataset's prompt pack, unless the settings name one
-        from atomgraph.evaluation.datasets import prompt_pack_for
+    if dataset_name:
+        # the dataset's declared setting (sources; ATOMR's prompt pack) unless the settings say otherwise
+        from atomgraph.evaluation.datasets import apply_dataset_setting
 
-        pack = prompt_pack_for(name)
-        if pack and getattr(settings.section("atomr"), "prompt_pack", "general") == "general":
-            run_context["prompt_pack"] = meta["prompt_pack"] = pack
+        settings, run_context, applied = apply_dataset_setting(method, name, settings, sources_given=sources is not None)
+        meta["dataset_setting"] = applied
+        meta["settings"] = settings_snapshot(settings)
+        meta["fingerprint"] = run_fingerprint(method, name, model, settings)
+        meta["config"] = effective_config(settings)
+        if "prompt_pack" in run_context:
+            meta["prompt_pack"] = run_context["prompt_pack"]
     with _exclusive(out):
         if force_new:
             _move_aside(out)

@@ -75,9 +75,14 @@ def test_exit_only_on_an_empty_list(index_dir):
     assert stages(model) == ["propose", "answer"] and "(none yet)" in model.calls[-1]["prompt"]
 
 
-def test_a_prose_not_enough_is_no_stop(index_dir):
+def test_a_prose_not_enough_is_no_enough_stop(index_dir):
     model = kar3_scripted_model(lambda p: "The passages are not enough to answer this.", answer="Munich")
     out = run(index_dir, model, max_chunks=1)
+    r = out["trace"]["rounds"][0]
+    # unreadable, not "enough": the authors' loop ends on it
+    assert out["trace"]["exit"] == "proposer_unreadable" and not r["enough"]
+    model = kar3_scripted_model(lambda p: "The passages are not enough to answer this.", answer="Munich")
+    out = run(index_dir, model, max_chunks=1, proposer_question_fallback=True)
     r = out["trace"]["rounds"][0]
     assert out["trace"]["exit"] == "max_chunks" and not r["enough"]
     assert r["proposals"] == [QUESTION] and any(n.startswith("proposer: unreadable") for n in r["notes"])
@@ -251,9 +256,19 @@ def test_show_titles_and_short_answers_switches(index_dir):
     assert "(from: " not in model.calls[1]["prompt"] and "as short as possible" not in model.calls[-1]["prompt"]
 
 
-def test_unreadable_output_at_every_stage(index_dir):
+def test_an_unreadable_proposer_reply_ends_the_loop_as_the_authors(index_dir):
     model = ScriptedChatModel(default="")
     out = run(index_dir, model, max_chunks=2)
+    trace = out["trace"]
+    assert trace["exit"] == "proposer_unreadable" and stages(model) == ["propose", "answer"]
+    assert any(n.startswith("proposer: unreadable model output") and "loop ends" in n for n in trace["rounds"][0]["notes"])
+    # the answer that follows had nothing chosen: a closed-book answer, recorded as a fallback
+    assert trace["fallbacks"] and trace["fallbacks"][0]["kind"] == "KAR³ closed-book" and trace["fallbacks"][0]["final"]
+
+
+def test_unreadable_output_at_every_stage(index_dir):
+    model = ScriptedChatModel(default="")
+    out = run(index_dir, model, max_chunks=2, proposer_question_fallback=True)
     trace = out["trace"]
     assert out["answer"] == "" and out["error"].startswith("answer: unreadable model output")
     assert trace["exit"] == "selector_none"  # never a silently taken top hit
@@ -269,7 +284,7 @@ def test_unreadable_output_at_every_stage(index_dir):
 
 def test_failing_model_calls_are_recorded_not_raised(index_dir):
     model = ScriptedChatModel(default=ConnectionError("server down"))
-    out = run(index_dir, model, max_chunks=1)
+    out = run(index_dir, model, max_chunks=1, proposer_question_fallback=True)
     assert out["answer"] == "" and "model call failed" in out["error"]
     assert out["trace"]["usage"]["failed"] == 4  # propose, select, select_paragraph, answer
 
