@@ -38,11 +38,8 @@ class AtomRContext:
     unknown_leaf_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): an operator that answers Unknown also falls back to direct RAG.")] = False
     dr_unknown_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): a [DR] node that answers Unknown falls back to direct RAG.")] = False
     kg_program_by_model: Annotated[bool, Field(description="The executor fills a typed query program (entity, relation path, constraint; JSON-schema constrained) for each Relate sub-question sent to a knowledge graph, one model call each, as the authors parse each sub-question into a KoPL program; an unusable program gives way to the one read off the operator's arguments, with the reason recorded. Off (atomgraph's earlier behaviour): every program is read off the operator's arguments.")] = True
-<<<<<<< HEAD
     plan_constraint: Annotated[Literal["auto", "on", "off"], Field(description="Switch (ours; the paper's planner writes free text): the plan is decoded under a grammar (in-process model, vLLM, llama.cpp server) or a JSON schema (OpenAI) whose root is the question asked and whose leaves are operator calls or [DR], so a copied demonstration cannot be the plan. auto: on for in-process models and wherever structured_output is set; on: wherever the backend can; off: the planner's free text (or the stage's PlanSchema under structured_output).")] = "auto"
-=======
     keep_raw_reply: Annotated[bool, Field(description="Switch (the authors' reading, off: ours): an answer reply our reader cannot read, and that the answer contract does not refuse, is read as the authors read every reply (the text after 'answer is:', its last [...] list, else the paraphrase, else the text) instead of counting as an operator/reasoning failure that goes to direct RAG. A refused reply is a failure either way.")] = False
->>>>>>> s4-paper
     plan_failure_rag: Annotated[bool, Field(description="Switch (ours; the authors score an unreadable plan empty): an unreadable plan is answered by direct RAG on the question.")] = False
 
 Step = Literal["select", "operate", "children", "siblings", "rag", "closed_book"]
