@@ -143,7 +143,7 @@ def is_local(model: "str | BaseChatModel | None") -> bool:
     ``local:/path/to/model.gguf`` or a :class:`~atomgraph.local.chat.ChatLocalLlama`."""
     if isinstance(model, str):
         return model.strip() == "local" or model.strip().startswith("local:")
-    from atomgraph.prompts.constraints import is_local as in_process
+    from atomgraph.backends import is_local as in_process
 
     return model is not None and in_process(model)
 

@@ -143,7 +143,9 @@ class MethodRuntime(Generic[C]):
 
     def sources(self) -> SourceSet:
         """The knowledge sources of this run: the run's choice (context ``sources``), else what
-        the graph was built with, else the settings' sources."""
+        the graph was built with, else the settings' sources. Sources the user asked for (the run's
+        choice, the graph's ``sources=``) are required: one that cannot be used raises
+        :class:`~atomgraph.errors.SourceUnavailable` (see :mod:`atomgraph.nodes.sources`)."""
         return self._sourcing.pick(self.run_choices().sources)
 
     def context_schema(self) -> type:
@@ -224,8 +226,9 @@ class MethodRuntime(Generic[C]):
         if refusal:
             return StageResult(None, None, recorder.refused(refusal))
         model = await self.amodel(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
-        if not self._sourcing.opened:  # nodes read rt.sources() synchronously: open them off the loop first
-            await self.asources()
+        # Nodes read rt.sources() synchronously: open them off the loop first. A source the user
+        # asked for that cannot be used raises here, before the call.
+        await self.asources()
         recorder.defaults["model"] = model_name(model)
         if temperature is None:
             temperature = self.run_choices().temperature

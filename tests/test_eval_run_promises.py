@@ -122,7 +122,7 @@ def test_outcomes_count_fallbacks_and_refusals():
             {"error": None, "trace": {"plan_fallback": "the planner call failed (deadline: ...)"}}]
     o = outcomes(recs)
     assert o["answered"] == 2 and o["errors"] == {"circuit breaker": 1}
-    assert o["fallbacks"] == {"answer refused (echo)": 1, "deadline": 1} and o["refused"] == 1
+    assert o["fallbacks"] == {"answer refused (echo)": 1, "plan failure (deadline)": 1} and o["refused"] == 1
 
 
 def _cli(*args, cwd):

@@ -19,6 +19,7 @@
 | ``temperature`` | 0 = greedy (default: the field) |
 | ``stop`` | stop strings (cut from the reply) |
 | ``grammar: str`` | GBNF grammar every token must follow |
+| ``close_reserve: int`` | with ``grammar``: in the last N tokens of the cap, promote the tokens that close a JSON-shaped sentence (``"``, ``]``, ``}``) |
 | ``json_schema: dict`` | JSON schema → llama.cpp grammar (``LlamaGrammar.from_json_schema``) |
 | ``choices: list[str]`` | the reply is exactly one of these strings |
 | ``ngram_trie: TokenTrie``, ``beam_width``, ``n_best``, ``max_items``, ``trie_open``, ``trie_close``, ``trie_sep`` | constrained beam decoding of a list ``(s1, s2, …)`` of trie strings (:mod:`.beam`; delimiters default ``(``, ``)``, ``", "``); the reply is the best list, ``response_metadata["beams"]`` all of them |
@@ -28,7 +29,9 @@
 A grammar the engine rejects raises :class:`~atomgraph.local.engine.GrammarError` before any
 token is generated. Every reply carries ``usage_metadata`` (input/output tokens) and
 ``response_metadata`` (``model_name``, ``finish_reason``: ``"stop"`` or ``"length"``).
-The model is loaded once per process (:func:`~atomgraph.local.engine.load_engine`) and calls
+A base model (a GGUF without a chat template, like the bundled Gemma-3-270M) is prompted with
+completion-style text, a chat model with its chat turns (``prompt_format``, default ``auto``;
+``response_metadata["prompt_format"]`` says which). The model is loaded once per process (:func:`~atomgraph.local.engine.load_engine`) and calls
 queue on its lock; ``ainvoke`` runs the decoder in a worker thread.
 """
 
@@ -88,6 +91,15 @@ class ChatLocalLlama(BaseChatModel):
     stop: list[str] | None = None
     seed: int = 0
     beam_width: int = 4
+    prompt_format: Literal["auto", "chat", "completion"] = Field(
+        "auto", description="How messages become the prompt: chat turns, or completion-style text (the messages' "
+                            "texts as one few-shot document to continue); auto = chat for a GGUF with a chat "
+                            "template, completion for a base model (the bundled Gemma-3-270M).")
+    grounded_answers: bool = Field(
+        False, description="Switch (ours): a free-text reply to a prompt that shows retrieved knowledge (ATOMR's "
+                           "operators and direct RAG) writes its Answer List under a token trie of that "
+                           "knowledge's n-grams, or Unknown (atomgraph.local.grounded). Off: measured in "
+                           "benchmarks/results/local_grounded.json.")
     _engine: LocalEngine | None = PrivateAttr(None)
 
     @property
@@ -97,7 +109,8 @@ class ChatLocalLlama(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model": self.model, "model_path": self.model_path, "n_ctx": self.n_ctx,
-                "max_tokens": self.max_tokens, "temperature": self.temperature, "stop": self.stop}
+                "max_tokens": self.max_tokens, "temperature": self.temperature, "stop": self.stop,
+                "prompt_format": self.prompt_format}
 
     @property
     def model_name(self) -> str:
@@ -124,6 +137,7 @@ class ChatLocalLlama(BaseChatModel):
         stops = [*(self.stop or []), *(stop or []), *(kwargs.pop("stop", None) or [])]
         grammar_src, json_schema = kwargs.pop("grammar", None), kwargs.pop("json_schema", None)
         choices, trie = kwargs.pop("choices", None), kwargs.pop("ngram_trie", None)
+        close_reserve = kwargs.pop("close_reserve", None)
         beam = {k: kwargs.pop(k) for k in ("beam_width", "n_best", "max_items", "trie_open", "trie_close",
                                            "trie_sep") if k in kwargs}
         if kwargs:
@@ -131,9 +145,16 @@ class ChatLocalLlama(BaseChatModel):
         if sum(x is not None for x in (grammar_src, json_schema, choices, trie)) > 1:
             raise ValueError("pass at most one of grammar, json_schema, choices, ngram_trie")
 
-        prompt = engine.chat_prompt(_turns(messages))
+        style = engine.prompt_style(self.prompt_format)
+        prompt = engine.prompt(_turns(messages), style)
         if trie is not None:
             return self._beam(engine, prompt, trie, beam, max_tokens)
+        if self.grounded_answers and grammar_src is None and json_schema is None and choices is None and messages:
+            from atomgraph.local.grounded import knowledge_block
+
+            block = knowledge_block(str(messages[-1].text))
+            if block is not None:
+                return self._grounded(engine, prompt, block, stops, max_tokens, style)
 
         grammar = None
         if json_schema is not None:
@@ -148,9 +169,10 @@ class ChatLocalLlama(BaseChatModel):
             max_tokens = max(max_tokens, longest + 1)  # a cap must not cut an option in half
         out = engine.generate(prompt, max_tokens=max_tokens, temperature=temperature, stop=stops,
                               grammar=grammar, logprobs=want_logprobs, close_json=json_schema,
+                              close_reserve=close_reserve if grammar_src is not None else None,
                               seed=seed if seed is not None else (self.seed if temperature > 0 else None))
         meta: dict[str, Any] = {"model_name": self.model, "finish_reason": out.finish_reason,
-                                "seconds": round(out.seconds, 4)}
+                                "seconds": round(out.seconds, 4), "prompt_format": style}
         if want_logprobs:
             meta["logprobs"] = {"content": [{"token": x["token"], "logprob": x["logprob"], "bytes": x["bytes"]}
                                             for x in out.logprobs or []]}
@@ -175,6 +197,19 @@ class ChatLocalLlama(BaseChatModel):
         msg = AIMessage(content=best.text if best else "", response_metadata=meta,
                         usage_metadata={"input_tokens": len(prompt), "output_tokens": n_out,
                                         "total_tokens": len(prompt) + n_out})
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def _grounded(self, engine: LocalEngine, prompt: list[int], block: str, stops: list[str], max_tokens: int,
+                  style: str) -> ChatResult:
+        from atomgraph.local.grounded import grounded_reply
+
+        rep = grounded_reply(engine, prompt, [block], stop=stops, max_tokens=max_tokens)
+        meta = {"model_name": self.model, "finish_reason": rep.finish_reason, "seconds": round(rep.seconds, 4),
+                "prompt_format": style, "grounded": {"strings": rep.strings, "ngrams": rep.n_ngrams,
+                                                     "decoded": rep.grounded, "note": rep.note}}
+        msg = AIMessage(content=rep.text, response_metadata=meta,
+                        usage_metadata={"input_tokens": len(prompt), "output_tokens": rep.output_tokens,
+                                        "total_tokens": len(prompt) + rep.output_tokens})
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
     async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
