@@ -79,8 +79,68 @@ def tool_content(out: dict, with_evidence: bool) -> str:
     return answer + "\n\nEvidence:\n" + ("\n".join(lines) if lines else "(none)")
 
 
+def check_door(graph: Any, input: Any, context: Any = None) -> None:
+    """Input validation at the door of every method graph (Python, CLI and Studio alike, since
+    each runs ``stream``/``astream``): a new run's input (of a graph whose input schema names
+    one) needs a ``question`` (a non-empty
+    string, :func:`~atomgraph.state.output.check_question`) and no key the graph's input schema
+    does not name; its ``context`` is validated as the graph's context schema (unknown
+    parameters, a bad value, an unknown ``prompt_pack``) and its ``models`` name known roles.
+    Each failure is one :class:`~atomgraph.errors.AtomgraphError` naming what is accepted. A
+    resume (``None``, a ``Command``) passes."""
+    import dataclasses
+    from collections.abc import Mapping
+
+    from atomgraph.state.output import InvalidQuestion, check_question  # noqa: F401
+
+    if isinstance(input, Mapping):
+        accepted = _input_keys(graph)
+        asks = not accepted or "question" in accepted  # an index graph takes no question
+        if asks and "question" not in input:
+            raise InvalidQuestion(f"the input has no 'question' (got {sorted(map(str, input)) or 'no keys'}); "
+                                  f"accepted: {', '.join(accepted) if accepted else 'question'}")
+        if asks and not isinstance(input["question"], str):
+            check_question(input["question"])  # not text: an error here; an empty one is the method's output error
+        unknown = sorted(str(k) for k in input if accepted and k not in accepted)
+        if unknown:
+            raise ConfigError(f"unknown input key(s) {unknown}; accepted: {', '.join(accepted)}")
+    if isinstance(context, Mapping):
+        models = context.get("models")
+        if models:
+            from atomgraph.methods import known_roles
+
+            roles = known_roles()
+            if not isinstance(models, Mapping):
+                raise ConfigError(f"context 'models' must map a role to a model (roles: {', '.join(roles)})")
+            bad = sorted(str(k) for k in models if k not in roles)
+            if bad:
+                raise ConfigError(f"unknown model role(s) {bad} in the context's 'models'; roles are {', '.join(roles)}")
+        schema = getattr(graph, "context_schema", None)
+        if schema is not None and dataclasses.is_dataclass(schema):
+            from atomgraph.state.context import validate_params
+
+            validate_params(schema, context)  # unknown parameters, bad values, an unknown prompt pack
+
+
+def _input_keys(graph: Any) -> list[str]:
+    """The keys the graph's input schema names ([] when it cannot tell)."""
+    try:
+        return sorted((graph.get_input_jsonschema() or {}).get("properties") or {})
+    except Exception:  # noqa: BLE001 - a schema that cannot be drawn: no key check
+        return []
+
+
 class MethodGraph(CompiledStateGraph):
-    """A method's compiled graph with LangChain's ``as_tool`` / ``as_retriever`` made to fit it."""
+    """A method's compiled graph with LangChain's ``as_tool`` / ``as_retriever`` made to fit it,
+    and its input and context checked at the door (:func:`check_door`)."""
+
+    def stream(self, input: Any, config: Any = None, **kwargs: Any):  # type: ignore[override]
+        check_door(self, input, kwargs.get("context"))
+        return super().stream(input, config, **kwargs)
+
+    def astream(self, input: Any, config: Any = None, **kwargs: Any):  # type: ignore[override]
+        check_door(self, input, kwargs.get("context"))
+        return super().astream(input, config, **kwargs)
 
     def as_tool(self, args_schema: Any = None, *, name: str | None = None, description: str | None = None,
                 arg_types: Any = None, evidence: bool = False, context: dict | None = None) -> BaseTool:

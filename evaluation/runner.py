@@ -560,7 +560,7 @@ async def arun_eval(
         settings, run_context, applied = apply_dataset_setting(method, name, settings, sources_given=sources is not None)
         meta["dataset_setting"] = applied
         meta["settings"] = settings_snapshot(settings)
-        meta["fingerprint"] = run_fingerprint(method, name, model, settings)
+        meta["fingerprint"] = run_fingerprint(method, name, model, settings, recipe)
         meta["config"] = effective_config(settings)
         if "prompt_pack" in run_context:
             meta["prompt_pack"] = run_context["prompt_pack"]

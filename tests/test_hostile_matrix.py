@@ -1,7 +1,9 @@
 """Every registered method (KAR³ over a small real atom index) against a hostile OpenAI-compatible server on 127.0.0.1
 (tests/hostile_server.py): no exception, no hostile text in any answer, a bounded wall time,
-and the failure recorded with its reason. Client timeouts are short (the settings' request
-timeout), retries off, so the matrix stays fast."""
+and the failure recorded with its reason. Retries are off, so the matrix stays fast. The client
+timeout is generous (``TIMEOUT_S``: a loaded machine must not turn a hostile reply into a
+timeout) except against ``hang``, where the timeout *is* the behaviour under test and the
+server stays silent ``HANG_S`` (30 s), 15 times the ``HANG_TIMEOUT_S`` the client waits."""
 
 from __future__ import annotations
 
@@ -18,8 +20,13 @@ from atomgraph.tools.memory_source import InMemorySource
 from tests.hostile_server import MARKERS, MODES, UNSAFE, HostileServer
 
 Q = "In which city did Werner Heisenberg's doctoral advisor die?"
-TIMEOUT_S = 1.0
+TIMEOUT_S = 30.0  # a reply from the loopback server takes well under 1 s; a shared machine can stall seconds
+HANG_TIMEOUT_S = 2.0  # against `hang` only: the server answers nothing for HANG_S = 30 s
 WALL_S = 25.0  # per method and mode: the circuit breaker ends a question after a few failed calls
+
+
+def timeout_for(mode: str) -> float:
+    return HANG_TIMEOUT_S if mode == "hang" else TIMEOUT_S
 # where the recorded reason must say what went wrong (in the error, or in a call's error/parse error)
 REASON = {
     "empty": r"empty|unreadable|no value", "huge": r"too_long|unreadable|cut", "truncated": r"markup|unreadable",
@@ -77,7 +84,7 @@ async def test_method_against_hostile_server(server, sources, method, mode):
     # test runs on its own event loop
     srcs = sources(method)
     settings = Settings(model="hostile", openai_base_url=server.url(mode, method), openai_api_key="x", cache=False,
-                        request_timeout=TIMEOUT_S, max_retries=0)
+                        request_timeout=timeout_for(mode), max_retries=0)
     graph = build_method(method, settings=settings, sources=srcs)
     t0 = time.monotonic()
     out = await graph.ainvoke({"question": Q})
@@ -108,7 +115,7 @@ def test_cli_ask_against_hostile_server(server, tmp_path, mode):
     import sys
 
     env = {**os.environ, "ATOMGRAPH_MODEL": "hostile", "OPENAI_BASE_URL": server.url(mode, "cli"), "OPENAI_API_KEY": "x",
-           "ATOMGRAPH_CACHE": "false", "ATOMGRAPH_REQUEST_TIMEOUT": str(TIMEOUT_S), "ATOMGRAPH_MAX_RETRIES": "0",
+           "ATOMGRAPH_CACHE": "false", "ATOMGRAPH_REQUEST_TIMEOUT": str(timeout_for(mode)), "ATOMGRAPH_MAX_RETRIES": "0",
            "ATOMGRAPH_SOURCES": "wikipedia", "ATOMGRAPH_CHROMA_PATH": str(tmp_path / "db")}
     t0 = time.monotonic()
     # closed-book standard prompting: rag over a store that does not exist stops before the model
