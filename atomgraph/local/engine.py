@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -332,6 +332,7 @@ class LocalEngine:
         logprobs: bool = False,
         seed: int | None = None,
         close_json: dict | None = None,
+        on_text: Callable[[str], Any] | None = None,
     ) -> Generation:
         """Generate after ``prompt`` (greedy at temperature 0) until end of turn, a stop string,
         or ``max_tokens``. ``grammar`` is a ``llama_cpp.LlamaGrammar`` restricting every token.
@@ -341,7 +342,11 @@ class LocalEngine:
         cap, tokens made only of ``"``, ``]`` and ``}`` are promoted above all others, so that the
         grammar closes the open strings, arrays and objects (filling required keys with the
         shortest values) and the document ends, and parses, within the cap. "Near" is the
-        token length of the schema's smallest document plus 8 tokens."""
+        token length of the schema's smallest document plus 8 tokens.
+
+        ``on_text`` (streaming): called after each token with the reply so far (before any stop
+        string is cut from it); a truthy return ends the generation (``finish_reason``
+        ``"cancelled"``)."""
         prompt = list(prompt)
         if len(prompt) + max_tokens > self.n_ctx:
             max_tokens = self.n_ctx - len(prompt)
@@ -393,6 +398,9 @@ class LocalEngine:
                     finish = "stop"
                     break
                 if len(out) >= max_tokens:
+                    break
+                if on_text is not None and on_text(text):
+                    finish = "cancelled"
                     break
             gen.close()
         return Generation(text=text, tokens=out, n_prompt=len(prompt), finish_reason=finish, logprobs=lps,
