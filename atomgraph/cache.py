@@ -38,7 +38,8 @@ from langchain_core.load import loads as _loads
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, Generation
 
-from atomgraph.nodes.recorder import CACHE_HIT_KEY
+# The response-metadata key a replayed reply carries (the call recorder reads it: LLMCall.cached).
+CACHE_HIT_KEY = "atomgraph_cache_hit"
 
 log = logging.getLogger(__name__)
 

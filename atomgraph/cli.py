@@ -2,7 +2,8 @@
 
 Each sub-command lives in ``atomgraph/commands/<name>.py`` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func(args) -> int``.
-User-facing errors (:class:`~atomgraph.errors.AtomgraphError`) print one line, no traceback
+Everything printed is escaped (:mod:`atomgraph.safe_text`). User-facing errors
+(:class:`~atomgraph.errors.AtomgraphError`) print one line, no traceback
 (exit 2), as do file-system, SQLite and Chroma failures that reach the top (:func:`store_failure`;
 ``-v`` shows their traceback).
 """
@@ -33,6 +34,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; everything it prints goes through :class:`~atomgraph.safe_text.SafeStream`
+    (control characters, terminal escapes, bidi overrides and lone surrogates written as
+    ``\\uXXXX``: a model's reply cannot steer the terminal or crash printing)."""
+    from atomgraph import safe_text
+
+    saved = sys.stdout, sys.stderr
+    safe_text.install()
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.INFO if args.verbose else logging.WARNING

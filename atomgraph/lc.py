@@ -27,8 +27,6 @@ from pydantic import BaseModel, Field
 
 from atomgraph.errors import ConfigError
 
-RETRIEVAL_METHODS = ("arm", "kar3")
-
 
 class MethodToolInput(BaseModel):
     question: str = Field(description="a self-contained natural-language question")
@@ -109,12 +107,14 @@ class MethodGraph(CompiledStateGraph):
     def as_retriever(self, search_kwargs: dict | None = None, **kwargs: Any):
         """ARM or KAR³ as a LangChain retriever (:class:`~atomgraph.retrievers.ArmRetriever`,
         :class:`~atomgraph.retrievers.Kar3Retriever`): ``search_kwargs={"k": n}`` objects/chunks."""
-        from atomgraph.retrievers import ArmRetriever, Kar3Retriever
+        from atomgraph.imports import import_object
+        from atomgraph.methods import registered
 
-        cls = {"arm": ArmRetriever, "kar3": Kar3Retriever}.get(self.name or "")
-        if cls is None:
+        offering = {m.name: m.retriever for m in registered() if m.retriever}
+        if (self.name or "") not in offering:
             raise ConfigError(f"method {self.name!r} answers questions but is not a retrieval method; "
-                              f"as_retriever is offered by {', '.join(RETRIEVAL_METHODS)} (use as_tool for agents)")
+                              f"as_retriever is offered by {', '.join(offering)} (use as_tool for agents)")
+        cls = import_object(offering[self.name])
         return cls(graph=self, search_kwargs=dict(search_kwargs or {}), **kwargs)
 
 

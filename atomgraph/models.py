@@ -15,7 +15,7 @@ Models are called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.Meth
 from __future__ import annotations
 
 import sys
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
@@ -36,8 +36,8 @@ MISSING_MODEL_HELP = (
     "no chat model is configured. Set ATOMGRAPH_MODEL to a model name, and either "
     "OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (an OpenAI-compatible server such as vLLM, "
     "Ollama or llama.cpp); or set ATOMGRAPH_MODEL to an init_chat_model string like "
-    "'anthropic:claude-sonnet-4-5'. Per-role models: ATOMGRAPH_<ROLE>_MODEL for PLANNER, "
-    "EXECUTOR, ANSWERER, ATOMIZER, PROPOSER, SELECTOR, DECODER. The same keys work in atomgraph.toml."
+    "'anthropic:claude-sonnet-4-5'. Per-role models: ATOMGRAPH_<ROLE>_MODEL for "
+    f"{', '.join(r.upper() for r in ROLES)}. The same keys work in atomgraph.toml."
 )
 
 def llm_cache(settings: Settings):
@@ -143,7 +143,7 @@ def is_local(model: "str | BaseChatModel | None") -> bool:
     ``local:/path/to/model.gguf`` or a :class:`~atomgraph.local.chat.ChatLocalLlama`."""
     if isinstance(model, str):
         return model.strip() == "local" or model.strip().startswith("local:")
-    from atomgraph.prompts.constraints import is_local as in_process
+    from atomgraph.backends import is_local as in_process
 
     return model is not None and in_process(model)
 
@@ -173,34 +173,41 @@ def _one_model(value: Any, what: str, settings: Settings | None) -> Any:
         f"model.with_retry(), model.bind(...), init_chat_model(...)) or a model string; got {type(value).__name__}")
 
 
-def resolve_models(models: ModelsArg = None, settings: Settings | None = None) -> dict[str, Any]:
+def resolve_models(models: ModelsArg = None, settings: Settings | None = None,
+                   roles: Sequence[str] | None = None) -> dict[str, Any]:
     """One model per role from what a caller passed: one model (a chat model, a Runnable
     wrapping one, or a model string) for every role; a role map (a plain ``Mapping`` of role
     to model) where roles differ; or nothing, for the settings' models. A wrapper is never
     read as a role map (a Runnable is a model even where it is also iterable); anything else
-    is a ConfigError saying what is accepted."""
+    is a ConfigError saying what is accepted. ``roles``: the roles to resolve (a method's
+    declared roles); default: the built-in roles. Keys of a role map may be any registered method's roles."""
+    from atomgraph.methods import known_roles
+
+    accepted = known_roles()
+    wanted = tuple(roles) if roles is not None else ROLES
     if models is None:
-        given: dict[str, Any] = {}
+        passed: dict[str, Any] = {}
     elif isinstance(models, str) or is_model_like(models):
         one = _one_model(models, "model", settings)
-        return {r: one for r in ROLES}
+        return {r: one for r in wanted}
     elif isinstance(models, Mapping):
-        unknown = [str(k) for k in models if k not in ROLES]
+        unknown = [str(k) for k in models if k not in accepted]
         if unknown:
-            raise ConfigError(f"unknown model role(s) {sorted(unknown)}; roles are {', '.join(ROLES)} "
+            raise ConfigError(f"unknown model role(s) {sorted(unknown)}; roles are {', '.join(accepted)} "
                               "(pass one model, not a dict, to use it for every role)")
-        given = {r: _one_model(m, f"model for role {r!r}", settings) for r, m in models.items()}
+        passed = {r: _one_model(m, f"model for role {r!r}", settings) for r, m in models.items()}
     else:
         raise ConfigError(
             f"model= must be a LangChain chat model, a Runnable wrapping one, a model string, or a dict of "
-            f"role to model (roles: {', '.join(ROLES)}); got {type(models).__name__}")
-    if len(given) < len(ROLES):
+            f"role to model (roles: {', '.join(accepted)}); got {type(models).__name__}")
+    given = {r: passed[r] for r in wanted if r in passed}
+    if len(given) < len(wanted):
         settings = settings or get_settings()
-        default = next((given[r] for r in ("answerer", "executor", "planner", *ROLES) if r in given), None)
-        for role in ROLES:
+        default = next((passed[r] for r in ("answerer", "executor", "planner", *passed) if r in passed), None)
+        for role in wanted:
             if role in given:
                 continue
-            if default is not None and not getattr(settings, f"{role}_model"):
+            if default is not None and not getattr(settings, f"{role}_model", None):
                 given[role] = default
             else:
                 given[role] = chat_model(role, settings)

@@ -281,13 +281,12 @@ def kar3_documents(state: dict, k: int | None = None) -> list[Document]:
 def atomize_documents(documents: Sequence[Document], index: Any, *, model: Any = None, settings: Any = None) -> dict:
     """Atomize LangChain documents into ``index`` (an AtomIndex): the chunks not yet atomized
     go to the atomizer; returns the statistics (atomized, atoms, failed, skipped)."""
-    from atomgraph.nodes.kar3.common import Kar3IndexRuntime
     from atomgraph.nodes.kar3.index import atomize_chunks
-    from atomgraph.nodes.runtime import run_sync
+    from atomgraph.nodes.runtime import MethodRuntime, run_sync
     from atomgraph.tools.langchain_sources import documents_to_chunks
 
     chunks = documents_to_chunks(documents)
-    rt = Kar3IndexRuntime(model, settings)
+    rt = MethodRuntime.for_method("kar3_index", model, [], settings)
     index.open(create=True)
     done = index.atomized([c.id for c in chunks])
     pending = [c for c in chunks if c.id not in done]

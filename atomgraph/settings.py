@@ -23,7 +23,7 @@ import contextvars
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, ValidationError, create_model, field_validator, model_validator
 from pydantic_settings import (
@@ -35,10 +35,13 @@ from pydantic_settings import (
 )
 
 from atomgraph.errors import ConfigError
-from atomgraph.methods import settings_sections
+from atomgraph.methods import METHODS, roles_of, settings_sections
 
-Role = Literal["planner", "executor", "answerer", "atomizer", "proposer", "selector", "decoder"]
-ROLES: tuple[Role, ...] = ("planner", "executor", "answerer", "atomizer", "proposer", "selector", "decoder")
+# The model roles: every role a built-in method declares (atomgraph/methods.py), each a field
+# ``<role>_model`` below. A role of a method registered at run time takes ``model`` unless the
+# graph is given a model for it (``models={"critic": ...}``).
+Role = str
+ROLES: tuple[str, ...] = roles_of(METHODS)
 
 
 # The TOML file the settings being built read (chosen by Settings.load).
@@ -63,13 +66,7 @@ class _Settings(BaseSettings):
 
     # --- chat models -------------------------------------------------------------------
     model: str | None = Field(None, description="Default chat model for every role.")
-    planner_model: str | None = Field(None, description="Model that plans reasoning trees (ATOMR).")
-    executor_model: str | None = Field(None, description="Model that runs operators and selects sources (ATOMR).")
-    answerer_model: str | None = Field(None, description="Model that reasons over answers and writes final answers.")
-    atomizer_model: str | None = Field(None, description="Model that writes atomic questions for chunks (KAR³ indexing).")
-    proposer_model: str | None = Field(None, description="Model that proposes atomic sub-questions (KAR³).")
-    selector_model: str | None = Field(None, description="Model that selects the next atomic question/chunk (KAR³).")
-    decoder_model: str | None = Field(None, description="Model that decomposes, aligns, drafts and verifies (ARM).")
+    # One ``<role>_model`` field per declared role is added below, from the declarations.
     temperature: float = 0.0
     max_tokens: int = Field(
         1024, ge=1,
@@ -160,8 +157,9 @@ class _Settings(BaseSettings):
         return self
 
     def model_for(self, role: Role) -> str | None:
-        """The model name configured for ``role`` (its own, else the default)."""
-        return getattr(self, f"{role}_model") or self.model
+        """The model name configured for ``role`` (its own, else the default; a role with no field of
+        its own, from a method registered at run time, takes the default)."""
+        return getattr(self, f"{role}_model", None) or self.model
 
     def stage_cap(self, stage: str, default: int | None = None) -> int:
         """The output-token cap of ``stage``: its setting, else its own default, else ``max_tokens``."""
@@ -211,12 +209,19 @@ class _Settings(BaseSettings):
             _CONFIG_FILE.reset(token)
 
 
-# Each declared method's run parameters are a section of the settings (its context dataclass).
+def _role_help(role: str) -> str:
+    users = ", ".join(m.name for m in METHODS if role in m.roles)
+    return f"Model for the {role} role ({users}); empty: `model`."
+
+
+# Each declared role is a field ``<role>_model``; each declared method's run parameters are a
+# section of the settings (its context dataclass).
 Settings = create_model(  # type: ignore[call-overload]
     "Settings",
     __base__=_Settings,
     __doc__="Every tunable of atomgraph. See the module docstring for where values come from.",
     __module__=__name__,
+    **{f"{role}_model": (str | None, Field(None, description=_role_help(role))) for role in ROLES},
     **{section: (method.context, Field(default_factory=method.context,
                                        description=f"{method.name} run parameters: {method.description}"))
        for section, method in settings_sections().items()},

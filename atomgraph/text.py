@@ -13,8 +13,6 @@ set, word n-grams and entity-list splitting.
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from typing import Sequence
 
@@ -59,15 +57,16 @@ def ngrams(tokens: Sequence[str], n_max: int, n_min: int = 1) -> list[tuple[str,
     return out
 
 
-def _as_list(text: str) -> list | None:
-    for load in (json.loads, ast.literal_eval):
-        try:
-            value = load(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-        if isinstance(value, (list, tuple)):
-            return list(value)
-    return None
+def as_list(text: str) -> list | None:
+    """``text`` read as a JSON or Python list literal, or None (the one reader of model JSON,
+    :func:`atomgraph.prompts.json_reader.loads`: no textual rewriting)."""
+    from atomgraph.prompts.json_reader import loads
+
+    try:
+        value = loads(text)
+    except ValueError:
+        return None
+    return list(value) if isinstance(value, (list, tuple)) else None
 
 
 _AND_RE = re.compile(r"\s*,?\s+and\s+", re.I)
@@ -80,7 +79,7 @@ def split_entities(text: str | None) -> list[str]:
     if not t:
         return []
     if t[0] in "[(":
-        items = _as_list(t)
+        items = as_list(t)
         if items is not None:
             return [str(x).strip() for x in items if str(x).strip()]
         t = t.strip("[]()").strip()

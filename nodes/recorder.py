@@ -26,9 +26,8 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from atomgraph.cache import CACHE_HIT_KEY  # set on replayed replies
 from atomgraph.state.usage import LLMCall
-
-CACHE_HIT_KEY = "atomgraph_cache_hit"
 
 
 def stage_from_tags(tags: list[str] | None) -> str:

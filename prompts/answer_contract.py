@@ -22,7 +22,14 @@ documented fallback runs, recorded with its reason. An answer
   against the stage's ``question``);
 - does not repeat itself (the same four words twice: a model caught in a loop; reason
   ``repetition``);
-- is not empty (reason ``empty``).
+- is not empty (reason ``empty``);
+- holds only text: no control character, terminal escape (``\\x1b]0;...\\x07``, ``\\x1b[2J``), NUL,
+  DEL, C1 control, bidirectional override or isolate (U+202A-U+202E, U+2066-U+2069) or lone
+  surrogate (reason ``control_chars``; :mod:`atomgraph.safe_text`);
+- is not the model's own debris (reason ``debris``): a chat-role word alone (``user``,
+  ``assistant``, ``model``), a turn marker's name (``start_of_turn``, ``im_end``), or — against
+  the question, :func:`check_debris` — a bare number or list of numbers where the question asks
+  for no number (``1, 100000`` to "Who ...?").
 
 How a parser uses it::
 
@@ -51,6 +58,7 @@ import unicodedata
 from typing import Iterable, Sequence
 
 from atomgraph.errors import ParseError
+from atomgraph.safe_text import unsafe_chars
 
 MAX_ANSWER_CHARS = 200
 MAX_ANSWER_WORDS = 30
@@ -67,6 +75,8 @@ REASONS: dict[str, str] = {
     "markup": "markup or a JSON fragment, not an answer",
     "injection": "instructions to the reader, not an answer",
     "repetition": "a phrase repeated over and over, not an answer",
+    "control_chars": "holds control characters, terminal escapes, bidi overrides or lone surrogates, not text",
+    "debris": "the model's own debris (a chat-role word, a turn marker, numbers the question does not ask for)",
 }
 
 # Chat-template tokens of the common open models; a reply is cut at the first one
@@ -106,6 +116,24 @@ _INJECTION = re.compile(
     re.I)
 
 
+# the model's own turn debris: a role word alone, or a turn marker's name without its brackets
+_ROLE_WORDS = frozenset({"user", "assistant", "system"})
+# role words that can be an answer ("What was Twiggy's profession?" "model"): debris unless the question asks for a kind
+_ROLE_WORDS_ASKED = frozenset({"model", "human"})
+_ASKS_KIND = re.compile(r"\b(?:profession|occupation|job|career|trade|role|what\s+(?:kind|type|sort)|works?\s+as|worked\s+as|"
+                        r"species|known\s+as)\b", re.I)
+_TURN_NAME = re.compile(r"\b(?:start_of_turn|end_of_turn|im_start|im_end|end_header_id|start_header_id|eot_id|"
+                        r"endoftext)\b|<\|?/?(?:start|end)_of_turn|<\|?im_(?:start|end)", re.I)
+_NUMBERS_ONLY = re.compile(r"^[\s\d.,;:/%+\-–—()]*\d[\s\d.,;:/%+\-–—()]*$")
+# what a question asking for a number (a count, a year, a date, a measure) says
+_ASKS_NUMBER = re.compile(
+    r"\bhow\s+(?:many|much|old|long|far|tall|high|big|large|deep|wide|heavy|often)\b|\bwhen\b|"
+    r"\b(?:years?|dates?|numbers?|population|age|decades?|centur(?:y|ies)|percent(?:age)?|scores?|count|"
+    r"amount|total|sum|rank(?:ing)?|height|length|distance|weight|area|capacity|price|cost|born|died|founded|"
+    r"established|released|published|opened|elevation|digits?|figures?|times|seasons?|episodes?|goals?|points?)\b",
+    re.I)
+
+
 class AnswerRefused(ParseError):
     """The text a parser picked is not an answer; ``reason`` is one of :data:`REASONS`."""
 
@@ -137,10 +165,15 @@ def check_answer(answer: object, *, max_chars: int = MAX_ANSWER_CHARS, max_words
     the first clause it breaks otherwise (see the module's docstring for the clauses)."""
     if not isinstance(answer, str):
         raise AnswerRefused("markup", f"a {type(answer).__name__}, not text")
+    bad = unsafe_chars(answer)
+    if bad:
+        raise AnswerRefused("control_chars", ", ".join(bad[:6]))
     text = answer.strip()
     if not text or not _norm(text):
         raise AnswerRefused("empty")
-    if _TEMPLATE_RE.search(text):
+    if _norm(text) in _ROLE_WORDS:
+        raise AnswerRefused("debris", f"a chat-role word: {_show(text)}")
+    if _TEMPLATE_RE.search(text) or _TURN_NAME.search(text):
         raise AnswerRefused("template_token", _show(text))
     if _INJECTION.search(text):
         raise AnswerRefused("injection", _show(text))
@@ -156,6 +189,29 @@ def check_answer(answer: object, *, max_chars: int = MAX_ANSWER_CHARS, max_words
         raise AnswerRefused("echo", _show(text))
     if _MARKUP.search(text):
         raise AnswerRefused("markup", _show(text))
+    return text
+
+
+def check_debris(answer: object, question: object) -> str:
+    """``answer`` unless it is a chat-role word that can be an answer (``model``, ``human``) to a
+    question that asks for no kind or profession, or a bare number or list of numbers that
+    ``question`` does not ask for:
+    AnswerRefused ``debris`` for a list of two or more numbers (``1, 100000``) when the question
+    asks for no number (a count, a year, a date, a measure: :data:`_ASKS_NUMBER`), and for any
+    bare number when it asks who, whom, whose or where, or is a yes/no question."""
+    text = str(answer or "").strip()
+    q = str(question or "").strip()
+    if _norm(text) in _ROLE_WORDS_ASKED and not _ASKS_KIND.search(q):
+        raise AnswerRefused("debris", f"a chat-role word: {_show(text)}")
+    if not text or not _NUMBERS_ONLY.match(text):
+        return text
+    if not q:
+        return text
+    numbers = re.findall(r"\d+(?:[.,]\d+)*", text)
+    entity = re.match(r"\s*(?:who|whom|whose|where)\b", q, re.I)
+    yes_no = re.match(r"\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", q, re.I)
+    if entity or yes_no or (len(numbers) >= 2 and not _ASKS_NUMBER.search(q)):
+        raise AnswerRefused("debris", f"{_show(text)}: numbers the question does not ask for")
     return text
 
 
@@ -261,8 +317,14 @@ def hold_to_question(value: object, inputs: dict, demonstrations: Sequence[Seque
     """``value`` (a stage's parsed value) when every answer it holds (:func:`answer_texts`)
     answers ``inputs["question"]`` (:func:`check_answer_to`) and is no unsupported copy of a
     demonstration's answer (:func:`check_not_copied`); AnswerRefused otherwise. What ``rt.ask``
-    applies to every stage whose value answers its question (``Stage.answers``)."""
+    applies to every stage whose value answers its question (``Stage.answers``). Unsafe bytes
+    (``control_chars``) and numbers the question does not ask for (:func:`check_debris`) are
+    refused here too, whatever the stage's parser let through."""
     for answer in answer_texts(value):
+        bad = unsafe_chars(answer)
+        if bad:
+            raise AnswerRefused("control_chars", ", ".join(bad[:6]))
+        check_debris(answer, inputs.get("question"))
         check_answer_to(answer, inputs.get("question"))
         check_not_copied(answer, demonstrations, inputs, reply)
     return value
@@ -396,6 +458,7 @@ __all__ = [
     "cap_reply",
     "check_answer",
     "check_answer_to",
+    "check_debris",
     "check_not_copied",
     "clean_reply",
     "cut_at_stops",

@@ -29,7 +29,7 @@ class AtomRContext:
     filter_threshold: Annotated[float, Field(ge=0, le=1, description="Filter pre-selection: overlap-coefficient threshold t between '{entity} {condition}' and the entity's passages.")] = 0.5
     max_nodes: Annotated[int, Field(ge=1, description="Largest reasoning tree executed; a bigger plan falls back to direct RAG.")] = 40
     max_depth: Annotated[int, Field(ge=1, description="Deepest reasoning tree executed (levels of question nodes).")] = 6
-    max_llm_calls: Annotated[int, Field(ge=1, description="LLM calls allowed per question (exact: the run stops with the best answer so far).")] = 80
+    max_llm_calls: Annotated[int, Field(ge=1, description="LLM calls allowed per question (exact: a run that reaches it stops with an error and its partial tree as the trace, never a partial answer as the prediction).")] = 80
     max_parallel: Annotated[int | None, Field(ge=1, description="Tree nodes run at once (empty: no limit; 1: strictly sequential post-order).")] = None
     review_plan: Annotated[bool, Field(description="Pause after planning so the tree can be reviewed and edited before it runs (needs a checkpointer).")] = False
     fanout_cap: Annotated[int | None, Field(ge=1, description="Sub-calls one node makes at most when it fans out over the answers of the nodes it references (one retrieval and one model call per answer, per answer pair for two references). Empty: no cap, as the authors run it.")] = None
@@ -38,6 +38,8 @@ class AtomRContext:
     unknown_leaf_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): an operator that answers Unknown also falls back to direct RAG.")] = False
     dr_unknown_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): a [DR] node that answers Unknown falls back to direct RAG.")] = False
     kg_program_by_model: Annotated[bool, Field(description="The executor fills a typed query program (entity, relation path, constraint; JSON-schema constrained) for each Relate sub-question sent to a knowledge graph, one model call each, as the authors parse each sub-question into a KoPL program; an unusable program gives way to the one read off the operator's arguments, with the reason recorded. Off (atomgraph's earlier behaviour): every program is read off the operator's arguments.")] = True
+    plan_constraint: Annotated[Literal["auto", "on", "off"], Field(description="Switch (ours; the paper's planner writes free text): the plan is decoded under a grammar (in-process model, vLLM, llama.cpp server) or a JSON schema (OpenAI) whose root is the question asked and whose leaves are operator calls or [DR], so a copied demonstration cannot be the plan. auto: on for in-process models and wherever structured_output is set; on: wherever the backend can; off: the planner's free text (or the stage's PlanSchema under structured_output).")] = "auto"
+    keep_raw_reply: Annotated[bool, Field(description="Switch (the authors' reading, off: ours): an answer reply our reader cannot read, and that the answer contract does not refuse, is read as the authors read every reply (the text after 'answer is:', its last [...] list, else the paraphrase, else the text) instead of counting as an operator/reasoning failure that goes to direct RAG. A refused reply is a failure either way.")] = False
     plan_failure_rag: Annotated[bool, Field(description="Switch (ours; the authors score an unreadable plan empty): an unreadable plan is answered by direct RAG on the question.")] = False
 
 Step = Literal["select", "operate", "children", "siblings", "rag", "closed_book"]
@@ -49,6 +51,7 @@ class SubCall(BaseModel):
 
     question: str
     args: list[str] = Field(default_factory=list)
+    candidates: list[str] = Field(default_factory=list)  # Filter: the whole answers it chose among
     query: str = ""
     stage: str = ""
     answers: list[str] = Field(default_factory=list)

@@ -112,6 +112,9 @@ async def test_llm_budget_is_exact_with_fan_out():
     assert len(out["llm_calls"]) == 3 and len(model.calls) == 3
     assert "budget" in out["stopped"]
     assert nodes_of(out)[2]["answers"] == ["Wapakoneta"]
+    # one birthplace of three is no prediction: an error, the partial tree as the trace
+    assert out["answer"] == "" and "no prediction" in out["error"]
+    assert out["trace"]["partial"]["node"] == 2
 
 
 async def test_empty_reference_is_skipped_and_nothing_says_unknown():

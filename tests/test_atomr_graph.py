@@ -317,12 +317,13 @@ async def test_failing_selected_source_keeps_other_evidence():
     assert out["answers"] == ["Slatan Dudow, born in Tsaribrod"]
 
 
-async def test_llm_budget_stops_cleanly_with_best_answer_so_far():
+async def test_llm_budget_stops_with_an_error_and_the_partial_tree():
     graph, _ = graph_with()
     out = await graph.ainvoke({"question": COMPARE_Q}, {"configurable": {"max_llm_calls": 2}})
     assert len(out["llm_calls"]) == 2
-    assert "budget" in out["stopped"]
-    assert out["answer"] in {"1988", "1996"}  # a depth-2 node answered before the stop
+    assert "budget" in out["stopped"] and "no prediction" in out["error"]
+    assert out["answer"] == ""  # a depth-2 node's answer is never the prediction
+    assert out["trace"]["partial"]["answers"][0] in {"1988", "1996"}
 
 
 async def test_tree_over_node_limit_is_answered_by_direct_rag():

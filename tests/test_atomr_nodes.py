@@ -6,7 +6,8 @@ import pytest
 from langgraph.types import Command, Send
 
 from atomgraph.nodes.atomr.direct_rag import make_direct_rag_node
-from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient, split_entities
+from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient
+from atomgraph.text import split_entities
 from atomgraph.nodes.atomr.finalize import finalize
 from atomgraph.nodes.atomr.operate import make_run_operator_node
 from atomgraph.nodes.atomr.plan import initial_runs, make_plan_node
@@ -159,12 +160,14 @@ def test_schedule_dispatches_ready_nodes_within_budget_and_parallelism(tree):
     assert stop.goto == "finalize" and "budget" in stop.update["stopped"]
 
 
-def test_finalize_answers_from_root_or_best_node(tree):
+def test_finalize_answers_from_root_only(tree):
     runs = initial_runs(tree)
     runs[2].answers, runs[2].answer, runs[2].step = ["1996"], "1996", None
     runs[3].answers, runs[3].answer, runs[3].step = ["Inbios"], "Inbios", None
     out = finalize({"question": Q, "tree": tree, "runs": runs, "stopped": "LLM-call budget reached"})
-    assert out["answer"] == "Inbios" and "from node 3" in out["stopped"]
+    # a stopped run has no prediction: an error, and the nearest answered node in the partial trace
+    assert out["answer"] == "" and out["answers"] == [] and "no prediction" in out["error"]
+    assert out["trace"]["partial"] == {"node": 3, "question": runs[3].question, "answers": ["Inbios"]}
     runs[0].answers, runs[0].answer, runs[0].step = ["Grouplogic"], "Grouplogic", None
     out = finalize({"question": Q, "tree": tree, "runs": runs})
     assert out["answer"] == "Grouplogic" and out["stopped"] is None

@@ -210,8 +210,8 @@ def test_decomposed_rag_sub_question_bound_and_bad_output(wiki):
 # --- shared behaviour --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", ["self_ask", "ircot", "iter_retgen", "decomposed_rag"])
-async def test_no_sources_still_runs_and_says_why(method):
-    from atomgraph.state.evidence import Evidence  # noqa: F401
+async def test_an_unusable_source_asked_for_is_an_error_before_any_model_call(method):
+    from atomgraph.errors import SourceUnavailable
     from atomgraph.tools.memory_source import InMemorySource as M
 
     empty = M([], name="wikipedia")  # unavailable: the collection is empty
@@ -219,9 +219,9 @@ async def test_no_sources_still_runs_and_says_why(method):
         "self_ask_step": "So the final answer is: Munich", "ircot_step": "So the answer is: Munich",
         "decomposed_rag_plan": "1. Who?"})
     graph = build_method(method, model=model, sources=[empty], settings=Settings(cache=False))
-    out = await graph.ainvoke({"question": Q})
-    assert out["answer"] == "Munich" and out["error"] is None
-    assert out["trace"]["unavailable_sources"] == {"wikipedia": "the collection is empty"}
+    with pytest.raises(SourceUnavailable, match="wikipedia: the collection is empty"):
+        await graph.ainvoke({"question": Q})
+    assert model.calls == []  # never a silent closed-book answer
 
 
 def test_configurable_overrides_context(wiki):

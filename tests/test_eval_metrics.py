@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from atomgraph.evaluation.metrics import (
@@ -59,11 +61,60 @@ def test_aggregate_per_type():
     assert agg["retrieval"]["n"] == 1 and agg["retrieval"]["perfect_recall"] == 100.0
 
 
-@pytest.mark.parametrize("name,f1", [("hotpotqa", 71.27), ("2Wiki", 78.72)])
-def test_released_predictions_give_the_papers_f1(shared_data, name, f1):
-    result = score_predictions(shared_data / f"atomr/released/{name}_test_500_predictions.jsonl")
-    assert result["n"] == 500
+def _released(shared_data, name: str):
+    path = shared_data / "atomr/released" / name
+    if not path.exists():  # the shared folder holds two of the authors' five files today
+        pytest.skip(f"{path} is absent (the ATOMR authors release it under results/released/)")
+    return path
+
+
+# The five prediction files the ATOMR authors released, with Table 2 / Table 3 of the paper
+# (token-level F1, overall and per question type) and the dataset whose types they carry.
+RELEASED = {
+    "hotpotqa_test_500_predictions.jsonl": (500, 71.27, "hotpotqa-test-500", {"bridge": 68.96, "comparison": 82.07}),
+    "2Wiki_test_500_predictions.jsonl": (500, 78.72, "2wiki-test-500", {"comparison": 97.48, "bridge_comparison": 93.33}),
+    "musique_test_500_predictions.jsonl": (500, 36.11, "musique-test-500", {"2hop": 45.63, "3hop": 29.94, "4hop": 20.15}),
+    "crag_test_500_predictions.jsonl": (500, 71.39, "crag-test-500",
+                                        {"simple": 70.10, "simple_w_condition": 68.51, "comparison": 81.71,
+                                         "multi-hop": 64.95}),
+    # BlendQA: 445 records, three sub-sets each numbered from 0 (282 repeated indexes, each with
+    # another question). KG-Web and Text-Web are Table 3's; the released file's KG-Text scores
+    # 37.83 where Table 3 prints 39.69, so its overall is 42.63 (Table 3: 43.32) -- the authors'
+    # own scorer (src/calculate_metrics.py) gives the same 42.63 on this file.
+    "blendqa_445_predictions.jsonl": (445, 42.63, "blendqa", {"kg-web": 45.63, "web-text": 45.22, "text-kg": 37.83}),
+}
+
+
+@pytest.mark.parametrize("name", list(RELEASED))
+def test_released_predictions_give_the_papers_f1(shared_data, name):
+    n, f1, dataset, by_type = RELEASED[name]
+    path = _released(shared_data, name)
+    result = score_predictions(path)
+    assert result["n"] == n and result["skipped"] == {}
     assert round(result["f1"], 2) == f1
+    typed = score_predictions(path, dataset=dataset)
+    assert round(typed["f1"], 2) == f1
+    for qtype, want in by_type.items():
+        assert round(typed["by_type"][qtype]["f1"], 2) == want, qtype
+
+
+def test_released_blendqa_repeats_indexes_with_other_questions(shared_data):
+    """The file's records are examples by id and question: 445 of them under 163 distinct
+    indexes; a true duplicate line (same index, same question) is still refused."""
+    import json
+
+    from atomgraph.evaluation.records import RecordError
+
+    path = _released(shared_data, "blendqa_445_predictions.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(x) for x in lines]
+    assert len({r["index"] for r in records}) == 163
+    assert len({(r["index"], r["question"]) for r in records}) == 445
+    doubled = Path(str(path.name) + ".doubled")
+    doubled.write_text("\n".join(lines + [lines[7]]) + "\n", encoding="utf-8")
+    with pytest.raises(RecordError, match=f"line 446: example '{records[7]['index']}' again with the same "
+                                          r"question \(first on line 8\)"):
+        score_predictions(doubled)
 
 
 def test_released_2wiki_per_type_matches_table_2(shared_data):

@@ -100,3 +100,14 @@ def test_cli_score(tmp_path, capsys):
 def test_cli_score_released_file(shared_data, capsys):
     assert main(["eval", "score", str(shared_data / "atomr/released/hotpotqa_test_500_predictions.jsonl")]) == 0
     assert "F1 71.27" in capsys.readouterr().out
+
+
+def test_cli_scores_the_released_blendqa_file(shared_data, capsys):
+    """The authors' BlendQA file joins three sub-sets each numbered from 0: scored, not refused."""
+    path = shared_data / "atomr/released/blendqa_445_predictions.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the ATOMR authors release it under results/released/)")
+    assert main(["eval", "score", str(path), "--dataset", "blendqa"]) == 0
+    out = capsys.readouterr().out
+    assert "n=445  EM 24.94  F1 42.63" in out
+    assert "kg-web               n=132" in out and "F1 45.63" in out and "F1 45.22" in out

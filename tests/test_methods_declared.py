@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import pytest
 from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START
 from pydantic import Field
@@ -19,6 +20,7 @@ from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.prompts.stage import Stage, text_parser
 from atomgraph.settings import Settings
 from atomgraph.state.baselines import BaselineState
+from atomgraph.errors import ConfigError
 from atomgraph.testing import ScriptedChatModel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,3 +80,117 @@ def test_a_toy_method_from_its_declaration_alone():
     assert "exclaim" in graph.get_context_jsonschema()["properties"]
     out = graph.invoke({"question": "hello there"}, context={"exclaim": 3})
     assert out["answer"] == "HELLO THERE!!!" and out["llm_calls"][0]["stage"] == "shout"
+
+
+# --- a method with roles of its own, from its declaration alone ----------------------------------
+DRAFT = Stage(name="draft", role="drafter", parser=text_parser(str.strip, "text"),
+              prompt=ChatPromptTemplate.from_messages([("human", "Draft an answer: {question}")]), max_tokens=32)
+CRITIQUE = Stage(name="critique", role="critic", parser=text_parser(str.strip, "text"),
+                 prompt=ChatPromptTemplate.from_messages([("human", "Improve: {draft}")]), max_tokens=32)
+
+
+@dataclasses.dataclass(kw_only=True)
+class CritiqueContext:
+    """Run parameters of a toy two-role method (none)."""
+
+
+def build_critique_graph(model=None, sources=None, settings=None, checkpointer=None):
+    rt = MethodRuntime.for_method("critique", model, [], settings)
+
+    async def answer(state, config):
+        draft = await rt.ask(DRAFT, {"question": state["question"]}, config)
+        final = await rt.ask(CRITIQUE, {"draft": draft.value or ""}, config)
+        return {"answer": final.value or "", "answers": [final.value or ""], "llm_calls": [draft.call, final.call],
+                "error": final.problem}
+
+    g = rt.state_graph(BaselineState)
+    g.add_node("answer", dual(answer))
+    g.add_edge(START, "answer")
+    g.add_edge("answer", END)
+    return g.compile(checkpointer=checkpointer, name="critique")
+
+
+@pytest.fixture
+def registry_restored():
+    """Run-time registrations made by a test do not outlive it (their roles would be accepted elsewhere)."""
+    from atomgraph import methods
+
+    saved = dict(methods._REGISTERED)
+    yield
+    methods._REGISTERED.clear()
+    methods._REGISTERED.update(saved)
+
+
+def test_a_method_with_new_roles_from_its_declaration_alone(registry_restored):
+    register_method(Method("critique", build_critique_graph, CritiqueContext, "Toy: draft, then critique",
+                           roles=("drafter", "critic")))
+    drafter = ScriptedChatModel(stages={"draft": "a draft"})
+    critic = ScriptedChatModel(stages={"critique": "the final answer"})
+    # A model per new role, by name.
+    out = build_method("critique", model={"drafter": drafter, "critic": critic}).invoke({"question": "q?"})
+    assert out["answer"] == "the final answer"
+    assert [(c["stage"], c["role"]) for c in out["llm_calls"]] == [("draft", "drafter"), ("critique", "critic")]
+    # One model for both roles.
+    both = ScriptedChatModel(stages={"draft": "d", "critique": "one model"})
+    assert build_method("critique", model=both).invoke({"question": "q?"})["answer"] == "one model"
+    # A role the method does not declare is named in the error (no silent default).
+    with pytest.raises(ConfigError, match="unknown model role"):
+        build_method("critique", model={"judge": both})
+    # Settings: a run-time role takes the default model.
+    assert Settings(model="m").model_for("critic") == "m"
+
+
+def test_a_stage_of_an_undeclared_role_is_refused(registry_restored):
+    register_method(Method("critique_misdeclared", build_critique_graph, CritiqueContext, "Toy", roles=("drafter",)))
+    rt = MethodRuntime.for_method("critique_misdeclared", ScriptedChatModel(stages={}), [], Settings(cache=False))
+    with pytest.raises(ConfigError, match="not declared by this method"):
+        rt.model("critic")
+
+
+def test_role_fields_and_missing_model_help_come_from_the_declarations():
+    from atomgraph.models import MISSING_MODEL_HELP
+    from atomgraph.settings import ROLES
+
+    declared_roles = {r for m in METHODS for r in m.roles}
+    assert set(ROLES) == declared_roles
+    assert {f"{r}_model" for r in declared_roles} <= set(Settings.model_fields)
+    assert all(r.upper() in MISSING_MODEL_HELP for r in declared_roles)
+
+
+def test_every_stage_role_is_declared_by_its_method():
+    """Each method's prompt stages use only the roles its declaration names."""
+    import importlib
+    import pkgutil
+
+    from atomgraph.prompts.stage import Stage as StageType
+
+    stage_modules = {"atomr": ["atomgraph.prompts.atomr"], "kar3": ["atomgraph.prompts.kar3"],
+                     "arm": ["atomgraph.prompts.arm"],
+                     **{m: [f"atomgraph.prompts.compare.{m}"] for m in
+                        ("self_ask", "ircot", "react", "iter_retgen", "decomposed_rag")}}
+    by_name = {m.name: m for m in METHODS}
+    for method, packages in stage_modules.items():
+        roles = set(by_name[method].roles) | ({"atomizer"} if method == "kar3" else set())  # kar3_index's stage
+        for package in packages:
+            mod = importlib.import_module(package)
+            modules = [mod] + [importlib.import_module(f"{package}.{i.name}")
+                               for i in pkgutil.iter_modules(getattr(mod, "__path__", []))]
+            stages = [v for m in modules for v in vars(m).values() if isinstance(v, StageType)]
+            assert stages, package
+            assert {s.role for s in stages} <= roles, (method, {s.role for s in stages} - roles)
+
+
+def test_pyproject_lists_every_package_folder():
+    """The package list in pyproject.toml is every folder with an __init__.py under the mapped roots."""
+    import tomllib
+
+    tool = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    dirs = tool["package-dir"]
+    found = set()
+    for package, root in dirs.items():
+        for init in (REPO / root).rglob("__init__.py"):
+            rel = init.parent.relative_to(REPO / root)
+            if any(part.startswith((".", "_")) for part in rel.parts):
+                continue
+            found.add(".".join([package, *rel.parts]))
+    assert set(tool["packages"]) == found

@@ -16,6 +16,7 @@ score is the cosine similarity ``score = 1 - d`` (1 = same direction; higher is 
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,32 @@ def index_hint(collection: str, persist: str | None = None) -> str:
     return f"atomgraph index wikipedia CORPUS_FILE --collection {collection}{where}"
 
 
+# One client per store per process, opened under a lock: chromadb's clients share one
+# "system" per folder or server, and building two at once from different threads loses
+# (``Could not connect to tenant default_tenant``, ``'RustBindingsAPI' object has no attribute
+# 'bindings'``, ``KeyError`` on the folder). A built client is safe to query from any thread.
+_CLIENTS: dict[tuple, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
 def chroma_client(*, path: str | None = None, host: str | None = None, port: int = 8000, create: bool = True):
-    """An embedded client at ``path``, or an HTTP client for ``host:port``. ``None`` when the
-    embedded folder does not exist and ``create`` is false."""
+    """An embedded client at ``path``, or an HTTP client for ``host:port`` (the same one for
+    every caller in this process). ``None`` when the embedded folder does not exist and
+    ``create`` is false. An unreachable server is a :class:`SourceError`."""
+    if not host and path is None:
+        raise ConfigError("no Chroma location: set ATOMGRAPH_CHROMA_PATH (embedded) or ATOMGRAPH_CHROMA_HOST (server)")
+    key = ("http", host, int(port)) if host else ("path", str(Path(path).resolve()))
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is not None and (host or Path(path).is_dir()):
+            return client
+        if not host and not create and not Path(path).is_dir():
+            return None
+        client = _CLIENTS[key] = _new_client(path=path, host=host, port=port)
+        return client
+
+
+def _new_client(*, path: str | None, host: str | None, port: int):
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
@@ -53,20 +77,20 @@ def chroma_client(*, path: str | None = None, host: str | None = None, port: int
             return chromadb.HttpClient(host=host, port=port, settings=chroma_settings)
         except Exception as exc:  # noqa: BLE001 - connection failures vary by transport
             raise SourceError(f"cannot reach the Chroma server at {host}:{port}: {exc}") from exc
-    if path is None:
-        raise ConfigError("no Chroma location: set ATOMGRAPH_CHROMA_PATH (embedded) or ATOMGRAPH_CHROMA_HOST (server)")
-    if not create and not Path(path).is_dir():
-        return None
     try:
         return chromadb.PersistentClient(path=path, settings=chroma_settings)
-    except ValueError as exc:  # the user's own client on this folder, opened with other settings
+    except ValueError as exc:  # the user's own client on this folder, opened with chromadb's default settings
         if "different settings" not in str(exc):
             raise
-        from chromadb.api.shared_system_client import SharedSystemClient
-
-        systems = getattr(SharedSystemClient, "_identifier_to_system", {})
-        system = systems.get(path) or systems.get(str(Path(path).resolve()))
-        return chromadb.PersistentClient(path=path, settings=system.settings if system else ChromaSettings())
+    try:
+        return chromadb.PersistentClient(path=path, settings=ChromaSettings())
+    except ValueError as exc:
+        if "different settings" not in str(exc):
+            raise
+        raise ConfigError(
+            f"the Chroma folder {path} is already open in this process with other client settings; "
+            "pass that client to the source: ChromaWikipediaSource(collection, client=your_client)"
+        ) from None
 
 
 def get_collection(client, name: str):
@@ -164,17 +188,23 @@ class ChromaWikipediaSource(KnowledgeSource):
         self.model_id = embedding_id(self.embeddings)
         self._client = client
         self._collection = None
+        self._lock = threading.Lock()
 
     # --- storage ----------------------------------------------------------------------------
     def _open(self, *, create: bool = False):
+        """The collection, opened once (under this source's lock; the client is the process's
+        one for this store), or ``None`` when it does not exist."""
         if self._collection is not None:
             return self._collection
-        if self._client is None:
-            self._client = chroma_client(path=self.path, host=self.host, port=self.port, create=create)
-        if self._client is None:
-            return None
-        self._collection = get_collection(self._client, self.collection_name)
-        return self._collection
+        with self._lock:
+            if self._collection is not None:
+                return self._collection
+            if self._client is None:
+                self._client = chroma_client(path=self.path, host=self.host, port=self.port, create=create)
+            if self._client is None:
+                return None
+            self._collection = get_collection(self._client, self.collection_name)
+            return self._collection
 
     def _where(self) -> str:
         return f"{self.host}:{self.port}" if self.host else str(self.path)

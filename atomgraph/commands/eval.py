@@ -49,6 +49,9 @@ def register(sub) -> None:
                    help="a paper setting (models, embeddings, parameters, dataset) from evaluation/recipes; "
                         "'--recipe --list' lists them with the paper's numbers")
     r.add_argument("--list", action="store_true", help="with --recipe: list the recipes")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE", default=None,
+                   help="set one setting explicitly (repeatable; atomr.prompt_pack=musique, temperature=0.2): the only "
+                        "way the environment's or atomgraph.toml's values reach a recipe run; listed in run.json")
     r.add_argument("--limit", type=int, help="first N examples only")
     r.add_argument("--concurrency", type=_concurrency, default=4,
                    help=f"examples in flight at once, 1 to {MAX_CONCURRENCY} (default 4)")
@@ -57,7 +60,8 @@ def register(sub) -> None:
     add_deadline_arg(r)
     r.add_argument("--retry-errors", action="store_true",
                    help="run again every example whose record holds an error (by default only those that "
-                        "failed for the provider or a time bound: failed calls, circuit breaker, deadline)")
+                        "failed for the provider, a knowledge source or a time bound: failed calls, source failures, circuit "
+                        "breaker, deadline); without it a rerun that leaves other errored examples exits 1")
     r.add_argument("--force-new", action="store_true",
                    help="move an earlier run in --out aside (into --out/previous-TIME/) and start afresh, "
                         "instead of refusing a run with another model or other parameters")
@@ -139,7 +143,10 @@ def _apply_recipe(args):
     from atomgraph.errors import ConfigError
     from atomgraph.evaluation.recipe import load_recipe, recipe_settings, resolve_dataset
 
+    from atomgraph.evaluation.recipe import not_applied, parse_sets
+
     recipe = load_recipe(args.recipe)
+    sets = parse_sets(getattr(args, "set", None))
     for opt in ("method", "dataset"):
         given = getattr(args, opt)
         if given and given != getattr(recipe, opt):
@@ -151,7 +158,16 @@ def _apply_recipe(args):
     print(f"recipe {recipe.name}: {recipe.title} — paper: {values}", file=sys.stderr)
     for need in recipe.needs:
         print(f"  needs: {need}", file=sys.stderr)
-    return recipe, recipe_settings(recipe)
+    settings = recipe_settings(recipe, sets=sets)
+    for k, v in sets.items():
+        print(f"  --set {k}={v!r}", file=sys.stderr)
+    ignored = not_applied(sets)
+    if ignored:
+        print("  not applied (the environment or atomgraph.toml; a recipe is sealed, use --set KEY=VALUE): "
+              + ", ".join(f"{k}={v!r}" for k, v in ignored.items()), file=sys.stderr)
+    args.run_info = {"recipe": recipe.name, "set": {k: v for k, v in sets.items()},
+                     "not_applied": {k: ("***" if "key" in k else v) for k, v in ignored.items()}}
+    return recipe, settings
 
 
 def cmd_run(args) -> int:
@@ -168,8 +184,23 @@ def cmd_run(args) -> int:
     missing = [f"--{o}" for o in ("method", "dataset", "out") if not getattr(args, o)]
     if missing:
         raise ConfigError(f"eval run needs {', '.join(missing)} (or --recipe NAME)")
+    if recipe is None and getattr(args, "set", None):
+        from atomgraph.evaluation.recipe import apply_sets, parse_sets
+        from atomgraph.settings import get_settings
+
+        sets = parse_sets(args.set)
+        recipe_base = apply_sets(get_settings(), sets)
+        args.run_info = {"set": sets}
+        for k, v in sets.items():
+            print(f"  --set {k}={v!r}", file=sys.stderr)
     settings, model, sources = model_and_sources(args, require_model=False,
-                                                 base=recipe_base if recipe is not None else None)
+                                                 base=recipe_base if recipe is not None or getattr(args, "set", None)
+                                                 else None,
+                                                 require_sources=not args.server)  # a server opens its own
+    from atomgraph.evaluation.datasets import apply_dataset_setting, describe_applied
+
+    _, _, applied = apply_dataset_setting(args.method, args.dataset, settings, sources_given=sources is not None)
+    print(f"{args.method} on {args.dataset}: {describe_applied(applied)}", file=sys.stderr)
     server = {}
     if args.server:
         server = {"server": args.server, "server_context": server_context(args, settings),
@@ -178,9 +209,15 @@ def cmd_run(args) -> int:
         args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
         progress=not args.no_progress, dataset_name=args.dataset, retry_errors=args.retry_errors,
-        force_new=args.force_new, checkpoint=args.checkpoint, encoding=args.encoding, **server,
+        force_new=args.force_new, checkpoint=args.checkpoint, encoding=args.encoding,
+        recipe=recipe.name if recipe is not None else None,
+        run_info=getattr(args, "run_info", None), **server,
     )
     retried = f" ({result.retried} errored examples run again)" if result.retried else ""
+    o = result.outcome or {}
+    if o.get("answered") and o.get("answered_by_fallback") == o.get("answered"):
+        print(f"WARNING: {args.method} on {args.dataset}: every answer of this run ({o['answered']} of "
+              f"{o['examples']}) came from a fallback, none from the method itself: {describe_outcome(o)}")
     print(f"{args.method} on {args.dataset}: {result.finished} run now{retried}, {result.skipped} already done, "
           f"{result.errors} with errors; F1 {result.f1:.2f}, cost ${result.cost_usd:.4f} "
           f"-> {Path(args.out) / 'predictions.jsonl'}")
@@ -192,6 +229,11 @@ def cmd_run(args) -> int:
     if result.all_failed:
         print(f"atomgraph: error: every one of the {result.finished} examples run failed "
               f"({', '.join(result.outcome['errors'])})", file=sys.stderr)
+        return 1
+    if result.kept_errors:  # the job is not done: say so, and how to finish it
+        print(f"atomgraph: error: {result.kept_errors} example(s) in {args.out} still hold an error from an earlier "
+              "run and were not run again (not a provider, source or time failure); add --retry-errors to run "
+              "them again", file=sys.stderr)
         return 1
     return 0
 

@@ -21,6 +21,7 @@
 | ``temperature`` | 0 = greedy (default: the field) |
 | ``stop`` | stop strings (cut from the reply) |
 | ``grammar: str`` | GBNF grammar every token must follow |
+| ``close_reserve: int`` | with ``grammar``: in the last N tokens of the cap, promote the tokens that close a JSON-shaped sentence (``"``, ``]``, ``}``) |
 | ``json_schema: dict`` | JSON schema → llama.cpp grammar (``LlamaGrammar.from_json_schema``) |
 | ``choices: list[str]`` | the reply is exactly one of these strings |
 | ``ngram_trie: TokenTrie``, ``beam_width``, ``n_best``, ``max_items``, ``trie_open``, ``trie_close``, ``trie_sep`` | constrained beam decoding of a list ``(s1, s2, …)`` of trie strings (:mod:`.beam`; delimiters default ``(``, ``)``, ``", "``); the reply is the best list, ``response_metadata["beams"]`` all of them |
@@ -33,7 +34,7 @@
 mode) yield the reply token by token as the decoder produces it: the same tokens as
 ``invoke``; a suffix that could begin a stop string is held back until it cannot; the last
 chunk carries ``usage_metadata`` and ``response_metadata`` (``chunk_position="last"``). A
-constrained beam (``ngram_trie``) is one chunk. Leaving a stream early stops the decoder at
+constrained beam (``ngram_trie``) or a grounded answer is one chunk. Leaving a stream early stops the decoder at
 its next token.
 
 **Tool calling.** ``bind_tools(tools, tool_choice=...)`` lists the tools (name, description,
@@ -56,7 +57,9 @@ strict.
 A grammar the engine rejects raises :class:`~atomgraph.local.engine.GrammarError` before any
 token is generated. Every reply carries ``usage_metadata`` (input/output tokens) and
 ``response_metadata`` (``model_name``, ``finish_reason``: ``"stop"`` or ``"length"``).
-The model is loaded once per process (:func:`~atomgraph.local.engine.load_engine`) and calls
+A base model (a GGUF without a chat template, like the bundled Gemma-3-270M) is prompted with
+completion-style text, a chat model with its chat turns (``prompt_format``, default ``auto``;
+``response_metadata["prompt_format"]`` says which). The model is loaded once per process (:func:`~atomgraph.local.engine.load_engine`) and calls
 queue on its lock; ``ainvoke`` runs the decoder in a worker thread.
 """
 
@@ -208,6 +211,8 @@ class _Call:
     trie: Any = None
     beam: dict = field(default_factory=dict)
     stops: list[str] = field(default_factory=list)
+    style: str = "chat"  # the prompt format used (engine.prompt_style)
+    grounded: str | None = None  # the knowledge block of a grounded answer (atomgraph.local.grounded)
 
 
 class ChatLocalLlama(BaseChatModel):
@@ -224,6 +229,15 @@ class ChatLocalLlama(BaseChatModel):
     stop: list[str] | None = None
     seed: int = 0
     beam_width: int = 4
+    prompt_format: Literal["auto", "chat", "completion"] = Field(
+        "auto", description="How messages become the prompt: chat turns, or completion-style text (the messages' "
+                            "texts as one few-shot document to continue); auto = chat for a GGUF with a chat "
+                            "template, completion for a base model (the bundled Gemma-3-270M).")
+    grounded_answers: bool = Field(
+        False, description="Switch (ours): a free-text reply to a prompt that shows retrieved knowledge (ATOMR's "
+                           "operators and direct RAG) writes its Answer List under a token trie of that "
+                           "knowledge's n-grams, or Unknown (atomgraph.local.grounded). Off: measured in "
+                           "benchmarks/results/local_grounded.json.")
     _engine: LocalEngine | None = PrivateAttr(None)
 
     @property
@@ -233,7 +247,8 @@ class ChatLocalLlama(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model": self.model, "model_path": self.model_path, "n_ctx": self.n_ctx,
-                "max_tokens": self.max_tokens, "temperature": self.temperature, "stop": self.stop}
+                "max_tokens": self.max_tokens, "temperature": self.temperature, "stop": self.stop,
+                "prompt_format": self.prompt_format}
 
     @property
     def model_name(self) -> str:
@@ -270,6 +285,7 @@ class ChatLocalLlama(BaseChatModel):
         stops = [*(self.stop or []), *(stop or []), *(kwargs.pop("stop", None) or [])]
         grammar_src, json_schema = kwargs.pop("grammar", None), kwargs.pop("json_schema", None)
         choices, trie = kwargs.pop("choices", None), kwargs.pop("ngram_trie", None)
+        close_reserve = kwargs.pop("close_reserve", None)
         tools, tool_choice = kwargs.pop("tools", None), kwargs.pop("tool_choice", None)
         beam = {k: kwargs.pop(k) for k in ("beam_width", "n_best", "max_items", "trie_open", "trie_close",
                                            "trie_sep") if k in kwargs}
@@ -289,11 +305,20 @@ class ChatLocalLlama(BaseChatModel):
         turns = _turns(messages)
         if offered and choice != "none":
             turns = _with_system(turns, _tools_system_text(offered, choice))
-        call = _Call(prompt=engine.chat_prompt(turns), want_logprobs=want_logprobs, trie=trie, beam=beam,
-                     stops=stops)
+        style = engine.prompt_style(self.prompt_format)
+        call = _Call(prompt=engine.prompt(turns, style), want_logprobs=want_logprobs, trie=trie, beam=beam,
+                     stops=stops, style=style)
         if trie is not None:
             call.gen = {"max_tokens": max_tokens}
             return call
+        if (self.grounded_answers and not (offered and choice != "none") and grammar_src is None
+                and json_schema is None and choices is None and messages):
+            from atomgraph.local.grounded import knowledge_block
+
+            call.grounded = knowledge_block(str(messages[-1].text))
+            if call.grounded is not None:
+                call.gen = {"max_tokens": max_tokens}
+                return call
 
         grammar, close_json = None, None
         if offered and choice != "none":
@@ -322,12 +347,13 @@ class ChatLocalLlama(BaseChatModel):
             max_tokens = max(max_tokens, longest + 1)  # a cap must not cut an option in half
         call.gen = {"max_tokens": max_tokens, "temperature": temperature, "stop": stops, "grammar": grammar,
                     "logprobs": want_logprobs, "close_json": close_json,
+                    "close_reserve": close_reserve if grammar_src is not None else None,
                     "seed": seed if seed is not None else (self.seed if temperature > 0 else None)}
         return call
 
     def _meta(self, out: Generation, call: _Call) -> dict[str, Any]:
         meta: dict[str, Any] = {"model_name": self.model, "finish_reason": out.finish_reason,
-                                "seconds": round(out.seconds, 4)}
+                                "seconds": round(out.seconds, 4), "prompt_format": call.style}
         if call.want_logprobs:
             meta["logprobs"] = {"content": [{"token": x["token"], "logprob": x["logprob"], "bytes": x["bytes"]}
                                             for x in out.logprobs or []]}
@@ -368,6 +394,8 @@ class ChatLocalLlama(BaseChatModel):
         call = self._prepare(messages, stop, kwargs)
         if call.trie is not None:
             return ChatResult(generations=[ChatGeneration(message=self._beam(call))])
+        if call.grounded is not None:
+            return ChatResult(generations=[ChatGeneration(message=self._grounded(call))])
         out = self.engine.generate(call.prompt, **call.gen)
         return ChatResult(generations=[ChatGeneration(message=self._message(call, out))])
 
@@ -382,11 +410,22 @@ class ChatLocalLlama(BaseChatModel):
         best = res.best
         info = res.as_dict()
         meta = {"model_name": self.model, "finish_reason": best.finish_reason if best else res.stop_reason,
-                "beams": info["beams"], "beam_stop_reason": res.stop_reason, "beam_ended": res.ended,
+                "prompt_format": call.style, "beams": info["beams"], "beam_stop_reason": res.stop_reason, "beam_ended": res.ended,
                 "seconds": round(res.seconds, 4)}
         n_out = len(best.tokens) if best else 0
         return AIMessage(content=best.text if best else "", response_metadata=meta,
                          usage_metadata=self._usage(len(prompt), n_out))
+
+    def _grounded(self, call: _Call) -> AIMessage:
+        from atomgraph.local.grounded import grounded_reply
+
+        rep = grounded_reply(self.engine, call.prompt, [call.grounded], stop=call.stops,
+                             max_tokens=call.gen["max_tokens"])
+        meta = {"model_name": self.model, "finish_reason": rep.finish_reason, "seconds": round(rep.seconds, 4),
+                "prompt_format": call.style, "grounded": {"strings": rep.strings, "ngrams": rep.n_ngrams,
+                                                          "decoded": rep.grounded, "note": rep.note}}
+        return AIMessage(content=rep.text, response_metadata=meta,
+                         usage_metadata=self._usage(len(call.prompt), rep.output_tokens))
 
     async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                          run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
@@ -406,6 +445,8 @@ class ChatLocalLlama(BaseChatModel):
             try:
                 if call.trie is not None:
                     put(("message", self._beam(call)))
+                elif call.grounded is not None:
+                    put(("message", self._grounded(call)))
                 else:
                     put(("done", self.engine.generate(call.prompt, **call.gen, on_text=on_text)))
             except BaseException as exc:  # handed to the consumer, raised there
@@ -427,7 +468,7 @@ class ChatLocalLlama(BaseChatModel):
                 return []
             state["sent"] = safe
             return [ChatGenerationChunk(message=AIMessageChunk(content=delta))]
-        if kind == "message":  # a beam: one chunk
+        if kind == "message":  # a beam or a grounded answer: one chunk
             msg: AIMessage = value
             return [ChatGenerationChunk(message=AIMessageChunk(
                 content=msg.content, response_metadata=msg.response_metadata, usage_metadata=msg.usage_metadata,

@@ -8,8 +8,11 @@ per answer pair. The rules (the authors' ``main.py``):
 
 - Search / Relate: the references in the operator's arguments fan out (at most one per
   argument); a reference only in the question gets its first answer.
-- Filter: the candidate list (first argument) is not fanned out: the candidates are
-  written as one comma-separated list; a reference in the condition fans out.
+- Filter: the candidate list (first argument) is not fanned out: the candidates are the
+  referenced node's answer list as it stands (never a string split again on "," or "and":
+  "Wapakoneta, Ohio" is one candidate), shown to the model as one comma-separated list; a
+  literal first argument is one candidate, or the items of a list written as a list
+  (``["A", "B"]``); a reference in the condition fans out.
 - Direct RAG: a question with one or two references fans out over them; with three or
   more, or a Filter-like question ("among [i]"), each reference becomes its answer list.
 
@@ -23,6 +26,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from atomgraph.state.atomr import NodeRun
+from atomgraph.text import as_list
 from atomgraph.state.tree import REF_RE, OperatorCall
 
 
@@ -33,6 +37,7 @@ class Planned:
     calls: list[tuple[str, list[str]]] = field(default_factory=list)  # (question, operator args)
     skipped: str | None = None  # why no call is made (a referenced node has no answer)
     capped: int = 0  # sub-calls dropped by ``fanout_cap``
+    candidates: list[str] = field(default_factory=list)  # Filter's candidates, whole answers in order
 
 
 def refs_in(text: str, runs: dict | None = None) -> list[int]:
@@ -81,9 +86,12 @@ def plan_operator(question: str, op: OperatorCall, runs: dict[int, NodeRun], cap
     skipped = _empty_ref(list(dict.fromkeys(everything)), runs)
     if skipped:
         return Planned(skipped=skipped)
+    candidates: list[str] = []
     if op.name == "Filter":
-        fixed = {i: _list_text(answers_of(i, runs)) for i in (arg_refs[0] if arg_refs else [])}
+        listed = arg_refs[0] if arg_refs else []
+        fixed = {i: _list_text(answers_of(i, runs)) for i in listed}
         fanned = [refs[0] for refs in arg_refs[1:] if refs]
+        candidates = filter_candidates(op.args[0] if op.args else "", listed, runs)
     else:
         fixed = {}
         fanned = [refs[0] for refs in arg_refs if refs]
@@ -93,7 +101,22 @@ def plan_operator(question: str, op: OperatorCall, runs: dict[int, NodeRun], cap
     for combo in _combinations(fanned, runs):
         values = {**first, **fixed, **combo}
         calls.append((_sub(question, values), [_sub(a, values) for a in op.args]))
-    return _cap(Planned(calls=calls), cap)
+    return _cap(Planned(calls=calls, candidates=candidates), cap)
+
+
+def filter_candidates(arg: str, refs: list[int], runs: dict[int, NodeRun]) -> list[str]:
+    """Filter's candidates: the answers of the node(s) its first argument references, whole
+    and in order (several references: their lists one after another); with no reference, the
+    argument itself as one candidate, as the authors take it, or the items of a list written
+    as a JSON/Python list. A candidate is never split again."""
+    if refs:
+        return list(dict.fromkeys(a for i in refs for a in answers_of(i, runs)))
+    text = (arg or "").strip()
+    if text[:1] == "[":
+        items = as_list(text)
+        if items is not None:
+            return [str(x).strip() for x in items if str(x).strip()]
+    return [text] if text else []
 
 
 def plan_question(question: str, runs: dict[int, NodeRun], cap: int | None = None) -> Planned:

@@ -11,9 +11,7 @@ count them).
 
 from __future__ import annotations
 
-from atomgraph.text import split_entities
-
-__all__ = ["overlap_coefficient", "split_entities", "HIGH_CONFIDENCE", "gate"]
+__all__ = ["overlap_coefficient", "HIGH_CONFIDENCE", "gate"]
 
 HIGH_CONFIDENCE = 0.85
 

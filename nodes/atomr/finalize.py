@@ -1,10 +1,15 @@
-"""The result: the root's answer (or, when a limit stopped the run, the answered node
-nearest the root), and the executed tree as the trace. A run that produced no answer has
-an empty answer (never "Unknown") and ``error`` saying why."""
+"""The result: the root's answer and the executed tree as the trace. A run that produced no
+answer has an empty answer (never "Unknown") and ``error`` saying why.
+
+A run the LLM-call budget stopped (or that cut a node's sub-calls short) has no prediction:
+its ``error`` says so and the partial tree is the trace, with the answered node nearest the
+root named under ``trace["partial"]``. An intermediate node's answer ("Wapakoneta", one of
+three birthplaces) is never passed off as the answer to the question."""
 
 from __future__ import annotations
 
 from atomgraph.state.atomr import AtomRState, NodeRun
+from atomgraph.tools.base import retrieval_failure
 
 
 def best_answered(state: AtomRState) -> NodeRun | None:
@@ -64,6 +69,11 @@ def failure_reason(state: AtomRState) -> str:
     return "ATOMR produced no answer" + (": " + "; ".join(reasons) if reasons else "")
 
 
+def budget_cut(state: AtomRState) -> list[int]:
+    """The nodes whose sub-calls the LLM-call budget cut short."""
+    return [i for i, r in state["runs"].items() if any(n.startswith("LLM-call budget:") for n in r.notes)]
+
+
 def finalize(state: AtomRState) -> dict:
     if state.get("tree") is None:  # no usable plan (the authors score it empty)
         return {"answer": "", "answers": [], "trace": no_tree_trace(state), "retrieved_ids": [],
@@ -72,20 +82,34 @@ def finalize(state: AtomRState) -> dict:
     tree, runs = state["tree"], state["runs"]
     root = runs[tree.root]
     stopped = state.get("stopped")
-    chosen = (root if root.answers else None) if root.done else best_answered(state)
-    if not root.done and chosen is not None and stopped:
-        stopped = f"{stopped} (from node {chosen.id}: {chosen.resolved_question or chosen.question})"
+    cut = budget_cut(state)
+    error = state.get("error")
+    partial = None
+    if (stopped and not root.done) or cut:
+        best = best_answered(state)
+        partial = {"node": best.id, "question": best.resolved_question or best.question,
+                   "answers": best.answers} if best is not None else None
+        stopped = stopped or f"LLM-call budget reached: sub-calls of node(s) {cut} not run"
+        error = error or (f"ATOMR stopped before the question was answered ({stopped}); no prediction: "
+                          "the partial tree is the trace" + (f" (nearest answered node {best.id})" if best else ""))
+        chosen = None
+    else:
+        chosen = root if root.answers else None
     evidence = [e for i in tree.topological_order() for e in runs[i].evidence]
     titles = list(dict.fromkeys(e.title for e in evidence if e.title))
     ids = list(dict.fromkeys(e.id for e in evidence if e.id))
-    error = state.get("error")
     if chosen is None and not error:
         error = no_answer_error(state, chosen) or failure_reason({**state, "stopped": stopped})
+    if not error:  # every source failed: whatever was answered is closed-book, and says so
+        error = retrieval_failure(state.get("retriever_calls") or [])
+    trace = build_trace({**state, "stopped": stopped})
+    if partial is not None or cut or (stopped and not root.done):
+        trace["partial"] = partial
     return {
         "retrieved_ids": ids,
         "answer": chosen.answer if chosen else "",
         "answers": chosen.answers if chosen else [],
-        "trace": build_trace({**state, "stopped": stopped}),
+        "trace": trace,
         "retrieved_titles": titles,
         "stopped": stopped,
         "error": error,

@@ -36,7 +36,6 @@ from atomgraph.state.evidence import Evidence
 from atomgraph.state.tree import OperatorCall
 from atomgraph.state.usage import RetrieverCall
 from atomgraph.tools.wikidata_source import ProgramError
-from atomgraph.text import split_entities
 
 NO_EVIDENCE = "no evidence from any selected source"
 
@@ -62,9 +61,10 @@ def make_run_operator_node(rt: AtomRRuntime):
             return []
         return [n for n in names if hasattr(rt.sources().get(n), "answer_program")]
 
-    async def filter_evidence(sources: list[str], args: list[str], question: str, k: int, t: float):
-        """Evidence for one Filter call, gated per text/web source; (evidence, calls, notes, dropped)."""
-        candidates = split_entities(args[0]) if args else []
+    async def filter_evidence(sources: list[str], args: list[str], candidates: list[str], question: str, k: int,
+                              t: float):
+        """Evidence for one Filter call, gated per text/web source; (evidence, calls, notes, dropped).
+        ``candidates`` are whole answers (:func:`~atomgraph.nodes.atomr.fanout.filter_candidates`)."""
         condition = args[1] if len(args) > 1 else question
         evidence: list[Evidence] = []
         calls, notes, dropped = [], [], []
@@ -133,13 +133,14 @@ def make_run_operator_node(rt: AtomRRuntime):
             evidence, calls, notes, made = evidence + ev, calls + c, notes + n, made + [m]
         return evidence, calls, notes, result.call, made
 
-    async def one(run, op_name: str, question: str, args: list[str], params, config):
+    async def one(run, op_name: str, question: str, args: list[str], params, config, candidates=()):
         """One sub-call: retrieve, then ask the executor. (sub-call, evidence, retriever calls, LLM calls)."""
         sub = SubCall(question=question, args=args, query=" ".join(a for a in args if a))
         llm_calls = []
         if op_name == "Filter":
+            sub.candidates = list(candidates)
             evidence, rcalls, notes, dropped = await filter_evidence(
-                run.sources, args, question, params.top_k, params.filter_threshold)
+                run.sources, args, list(candidates), question, params.top_k, params.filter_threshold)
             run.filter_dropped += dropped
         else:
             programmed = program_sources(run.sources, op_name, params)
@@ -168,7 +169,7 @@ def make_run_operator_node(rt: AtomRRuntime):
         if op_name == "Filter":
             variables["condition"] = args[1] if len(args) > 1 else question
         result: StageResult = await rt.ask(operator_stage(op_name), variables, config)
-        return read_into(sub, result), evidence, rcalls, llm_calls + [result.call]
+        return read_into(sub, result, params.keep_raw_reply), evidence, rcalls, llm_calls + [result.call]
 
     async def run_operator(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
@@ -183,7 +184,8 @@ def make_run_operator_node(rt: AtomRRuntime):
         budget = inp.get("budget", len(planned.calls) * per_call) // per_call
         calls = planned.calls[: budget_note(run, len(planned.calls), budget)]
         run.operator = "; ".join(OperatorCall(name=op.name, args=a).render() for _, a in calls) or op.render()
-        results = await asyncio.gather(*(one(run, op.name, q, a, params, config) for q, a in calls))
+        results = await asyncio.gather(*(one(run, op.name, q, a, params, config, planned.candidates)
+                                         for q, a in calls))
         llm_calls, retriever_calls = [], []
         run.subcalls = []
         for sub, evidence, rcalls, calls_made in results:

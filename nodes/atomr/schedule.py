@@ -84,7 +84,7 @@ def make_schedule_node(rt: AtomRRuntime):
         if not sends:
             return Command(
                 goto="finalize",
-                update={"stopped": f"LLM-call budget reached ({budget} calls); the answer is the best found so far"},
+                update={"stopped": f"LLM-call budget reached ({budget} calls); no prediction (the partial tree is the trace)"},
             )
         return Command(goto=sends)
 
