@@ -27,6 +27,7 @@ import fcntl
 import json
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -349,6 +350,22 @@ async def _run_one(graph, example: Example, *, method: str, dataset: str, prices
     return record
 
 
+async def _run_remote(remote, example: Example, *, method: str, dataset: str, prices: dict,
+                      timeout_s: float | None, deadline_s: float | None, fresh: bool) -> dict:
+    """One example as a server run (:mod:`atomgraph.evaluation.remote`), recorded as locally."""
+    t0 = time.perf_counter()
+    info: dict = {"url": remote.url}
+    try:
+        values, error, info = await remote.run(example.question, example.id, fresh=fresh, timeout_s=timeout_s,
+                                               deadline_s=deadline_s)
+    except Exception as exc:  # the server went away: a transient error, retried on a rerun
+        values, error = {}, f"server connection failed ({type(exc).__name__}: {exc})"[:1000]
+    record = build_record(example, values, method=method, dataset=dataset, latency_s=time.perf_counter() - t0,
+                          prices=prices, error=error)
+    record["server"] = info
+    return record
+
+
 async def _partial_state(graph, config) -> dict:
     """What a failed run had recorded so far (calls made before the failure), if checkpointed."""
     if getattr(graph, "checkpointer", None) is None:
@@ -497,6 +514,9 @@ async def arun_eval(
     encoding: str = "utf-8",
     recipe: str | None = None,
     run_info: dict | None = None,
+    server: str | None = None,
+    server_api_key: str | None = None,
+    server_context: dict | None = None,
     _saver: Any = None,
 ) -> RunResult:
     """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
@@ -519,10 +539,19 @@ async def arun_eval(
     ``run.json`` is written before the first record; a directory with records and no
     ``run.json``, or one of another model, base URL, recipe or parameters, is refused unless
     ``force_new``.
+    ``server``: the URL of a LangGraph Server deployment (``langgraph dev``/``langgraph up``)
+    that runs each question (:mod:`atomgraph.evaluation.remote`); ``server_context`` is sent
+    with every run (the method's parameters, ``model``, ``sources``), ``server_api_key`` as
+    its ``x-api-key``. Records, resume and the summary are this process's, as for a local run.
     """
     if isinstance(dataset, (str, os.PathLike)):  # read (strictly) before anything is created
         dataset_name = dataset_name or str(dataset)
         dataset = load_dataset(dataset, limit=limit, encoding=encoding)
+    if server is not None and (checkpoint is not None or graph is not None or isinstance(model, BaseChatModel)
+                               or sources is not None):
+        raise ConfigError("with --server the server runs the graph with its own models, sources and checkpointer: "
+                          "name the model and sources by name (--model NAME, --sources a,b), without --checkpoint "
+                          "or a model/sources factory")
     if checkpoint is not None:
         from atomgraph.checkpoint import open_checkpointer
 
@@ -570,6 +599,16 @@ async def arun_eval(
         meta["config"] = effective_config(settings)
         if "prompt_pack" in run_context:
             meta["prompt_pack"] = run_context["prompt_pack"]
+    if server is not None:  # what runs is what the server is sent: that is the fingerprint
+        server_context = dict(server_context or {})
+        meta["fingerprint"] = {"method": method, "dataset": name,
+                               "models": {"server": server.rstrip("/"), "model": server_context.get("model")
+                                          or "the server's configured model"},
+                               "base_url": None, "recipe": recipe,
+                               "temperature": server_context.get("temperature"),
+                               "params": {k: v for k, v in server_context.items()
+                                          if k not in ("model", "temperature")}}
+        meta["server"] = server.rstrip("/")
     with _exclusive(out):
         if force_new:
             _move_aside(out)
@@ -577,6 +616,15 @@ async def arun_eval(
         pred_path = out / PREDICTIONS
         if not resume and pred_path.exists():
             pred_path.unlink()
+        remote = None
+        if server is not None:
+            from atomgraph.evaluation.remote import ServerRunner
+
+            old = _read_meta(out) if resume and not force_new else None
+            meta["server_run_id"] = (old or {}).get("server_run_id") or str(uuid.uuid4())
+            remote = ServerRunner(server, method, run_id=meta["server_run_id"], api_key=server_api_key,
+                                  context=server_context, configurable=run_context)
+            await remote.check()
         existing = read_records(pred_path, validate="run", method=method)  # refuses a damaged file, changes nothing
         existing = read_records(pred_path, repair=True, validate="run", method=method)  # now cut a killed last line
         wanted = {e.id for e in examples}
@@ -587,7 +635,7 @@ async def arun_eval(
         done = {str(r.get("id")) for r in existing}
         todo = [e for e in examples if e.id not in done]
         skipped = len(examples) - len(todo)
-        if graph is None and todo:
+        if graph is None and todo and remote is None:
             graph = _build(build_method, method, model=model, sources=sources, settings=settings,
                            checkpointer=_saver or InMemorySaver(serde=serializer()))
         (out / RUN_META).write_text(json.dumps(jsonable(meta), indent=2), encoding="utf-8")
@@ -597,11 +645,18 @@ async def arun_eval(
         sem = asyncio.Semaphore(concurrency)
         bar = _progress_bar(len(examples), skipped, method, name) if progress else None
 
+        retried_ids = {str(r["id"]) for r in retry}
+
         async def worker(ex: Example) -> None:
             async with sem:
-                rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices, timeout_s=timeout_s,
-                                     deadline_s=deadline_s, run_context=run_context,
-                                     durable=_saver is not None)
+                if remote is not None:
+                    rec = await _run_remote(remote, ex, method=method, dataset=name, prices=prices,
+                                            timeout_s=timeout_s, deadline_s=deadline_s,
+                                            fresh=ex.id in retried_ids)
+                else:
+                    rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices,
+                                         timeout_s=timeout_s, deadline_s=deadline_s, run_context=run_context,
+                                         durable=_saver is not None)
             writer.write(rec)
             records.append(rec)
             new.append(rec)
