@@ -80,7 +80,49 @@ def tool_content(out: dict, with_evidence: bool) -> str:
 
 
 class MethodGraph(CompiledStateGraph):
-    """A method's compiled graph with LangChain's ``as_tool`` / ``as_retriever`` made to fit it."""
+    """A method's compiled graph with LangChain's ``as_tool`` / ``as_retriever`` made to fit it, and
+    a default bound per question: a run that sets no ``configurable["deadline"]`` gets one at its
+    start plus the settings' ``question_timeout`` (question-answering graphs)."""
+
+    default_bound_s: Any = None  # () -> seconds or None (set from the method's runtime)
+
+    def _with_deadline(self, config: Any) -> Any:
+        conf = (config or {}).get("configurable") or {}
+        if conf.get("deadline") is not None or self.default_bound_s is None:
+            return config
+        seconds = self.default_bound_s()
+        if not seconds:
+            return config
+        import time
+
+        from langchain_core.runnables.config import merge_configs
+
+        return merge_configs(config, {"configurable": {"deadline": time.time() + seconds}})
+
+    def stream(self, input: Any, config: Any = None, **kwargs: Any):  # noqa: A002 - LangGraph's name
+        return super().stream(input, self._with_deadline(config), **kwargs)
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        """``graph.invoke``; a run stopped at its deadline plus grace (a node still running then)
+        returns the output contract with the reason instead of raising."""
+        from atomgraph.nodes.sync import DeadlineExceeded
+
+        try:
+            return super().invoke(input, config, **kwargs)
+        except DeadlineExceeded as exc:
+            return _stopped_at_deadline(exc)
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        """``graph.ainvoke``, stopped at the deadline as :meth:`invoke` is."""
+        from atomgraph.nodes.sync import DeadlineExceeded
+
+        try:
+            return await super().ainvoke(input, config, **kwargs)
+        except DeadlineExceeded as exc:
+            return _stopped_at_deadline(exc)
+
+    def astream(self, input: Any, config: Any = None, **kwargs: Any):  # noqa: A002
+        return super().astream(input, self._with_deadline(config), **kwargs)
 
     def as_tool(self, args_schema: Any = None, *, name: str | None = None, description: str | None = None,
                 arg_types: Any = None, evidence: bool = False, context: dict | None = None) -> BaseTool:
@@ -118,6 +160,12 @@ class MethodGraph(CompiledStateGraph):
         return cls(graph=self, search_kwargs=dict(search_kwargs or {}), **kwargs)
 
 
+def _stopped_at_deadline(exc: BaseException) -> dict:
+    from atomgraph.state.output import output_of
+
+    return output_of({"error": str(exc), "stopped": "deadline"})
+
+
 def _description(method: str) -> str:
     from atomgraph.graphs.registry import method_descriptions
 
@@ -131,5 +179,6 @@ class MethodStateGraph(StateGraph):
 
     def compile(self, *args: Any, **kwargs: Any) -> MethodGraph:  # type: ignore[override]
         compiled = super().compile(*args, **kwargs)
-        compiled.__class__ = MethodGraph  # same object, two more methods
+        compiled.__class__ = MethodGraph  # same object, two more methods and a default question bound
+        compiled.default_bound_s = getattr(self, "default_bound_s", None)
         return compiled  # type: ignore[return-value]

@@ -10,6 +10,7 @@ or every step of an agent loop — from what LangChain reports of the call:
 - the model: LangChain's ``ls_model_name`` metadata; the cap: ``atomgraph_cap`` metadata;
 - tokens: the reply's ``usage_metadata``; latency: start to end of the call;
 - a failed call: the error (after the client's own retries);
+- why the reply ended: the server's ``finish_reason`` (``"length"``: cut for length);
 - a cache hit: the reply carries ``response_metadata["atomgraph_cache_hit"]`` (set by
   :mod:`atomgraph.cache`); such a call is recorded ``cached=True`` and counts no tokens
   or dollars in reports.
@@ -29,6 +30,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from atomgraph.state.usage import LLMCall
 
 CACHE_HIT_KEY = "atomgraph_cache_hit"
+CUT_FROM_KEY = "atomgraph_cut_from"  # a reply cut at the cap (and cached cut): its length before the cut
 
 
 def stage_from_tags(tags: list[str] | None) -> str:
@@ -73,6 +75,10 @@ class CallRecorder(BaseCallbackHandler):
         rec.completion_tokens = int(usage.get("output_tokens", 0) or 0)
         meta = getattr(msg, "response_metadata", None) or {}
         rec.cached = bool(meta.get(CACHE_HIT_KEY))
+        if meta.get(CUT_FROM_KEY):  # a replayed reply that was cut at the cap when it was kept
+            rec.capped, rec.reply_chars = True, int(meta[CUT_FROM_KEY])
+        reason = meta.get("finish_reason") or meta.get("stop_reason") or _generation_reason(response)
+        rec.finish_reason = str(reason)[:40] if reason else None
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         rec = self._close(run_id)
@@ -127,6 +133,13 @@ class CallRecorder(BaseCallbackHandler):
 def describe_error(error: BaseException) -> str:
     text = str(error) or type(error).__name__
     return f"{type(error).__name__}: {text}"[:500]
+
+
+def _generation_reason(response: Any) -> Any:
+    """The finish reason an LLM (not a chat model) reports in its first generation's info."""
+    gens = getattr(response, "generations", None) or []
+    info = getattr(gens[0][0], "generation_info", None) if gens and gens[0] else None
+    return (info or {}).get("finish_reason")
 
 
 def _first_message(response: Any) -> Any:
