@@ -25,7 +25,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 
-from atomgraph.errors import ConfigError
+from atomgraph.errors import ConfigError, DeadlineExceeded
 
 
 class MethodToolInput(BaseModel):
@@ -131,16 +131,48 @@ def _input_keys(graph: Any) -> list[str]:
 
 
 class MethodGraph(CompiledStateGraph):
-    """A method's compiled graph with LangChain's ``as_tool`` / ``as_retriever`` made to fit it,
-    and its input and context checked at the door (:func:`check_door`)."""
+    """A method's compiled graph with LangChain's ``as_tool`` / ``as_retriever`` made to fit it, its
+    input and context checked at the door (:func:`check_door`), and a default bound per question: a
+    run that sets no ``configurable["deadline"]`` gets one at its start plus the settings'
+    ``question_timeout`` (question-answering graphs)."""
 
-    def stream(self, input: Any, config: Any = None, **kwargs: Any):  # type: ignore[override]
-        check_door(self, input, kwargs.get("context"))
-        return super().stream(input, config, **kwargs)
+    default_bound_s: Any = None  # () -> seconds or None (set from the method's runtime)
 
-    def astream(self, input: Any, config: Any = None, **kwargs: Any):  # type: ignore[override]
+    def _with_deadline(self, config: Any) -> Any:
+        conf = (config or {}).get("configurable") or {}
+        if conf.get("deadline") is not None or self.default_bound_s is None:
+            return config
+        seconds = self.default_bound_s()
+        if not seconds:
+            return config
+        import time
+
+        from langchain_core.runnables.config import merge_configs
+
+        return merge_configs(config, {"configurable": {"deadline": time.time() + seconds}})
+
+    def stream(self, input: Any, config: Any = None, **kwargs: Any):  # noqa: A002 - LangGraph's name
         check_door(self, input, kwargs.get("context"))
-        return super().astream(input, config, **kwargs)
+        return super().stream(input, self._with_deadline(config), **kwargs)
+
+    def astream(self, input: Any, config: Any = None, **kwargs: Any):  # noqa: A002
+        check_door(self, input, kwargs.get("context"))
+        return super().astream(input, self._with_deadline(config), **kwargs)
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        """``graph.invoke``; a run stopped at its deadline plus grace (a node still running then)
+        returns the output contract with the reason instead of raising."""
+        try:
+            return super().invoke(input, config, **kwargs)
+        except DeadlineExceeded as exc:
+            return _stopped_at_deadline(exc)
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        """``graph.ainvoke``, stopped at the deadline as :meth:`invoke` is."""
+        try:
+            return await super().ainvoke(input, config, **kwargs)
+        except DeadlineExceeded as exc:
+            return _stopped_at_deadline(exc)
 
     def as_tool(self, args_schema: Any = None, *, name: str | None = None, description: str | None = None,
                 arg_types: Any = None, evidence: bool = False, context: dict | None = None) -> BaseTool:
@@ -178,6 +210,12 @@ class MethodGraph(CompiledStateGraph):
         return cls(graph=self, search_kwargs=dict(search_kwargs or {}), **kwargs)
 
 
+def _stopped_at_deadline(exc: BaseException) -> dict:
+    from atomgraph.state.output import output_of
+
+    return output_of({"error": str(exc), "stopped": "deadline"})
+
+
 def _description(method: str) -> str:
     from atomgraph.methods import method_descriptions
 
@@ -191,5 +229,6 @@ class MethodStateGraph(StateGraph):
 
     def compile(self, *args: Any, **kwargs: Any) -> MethodGraph:  # type: ignore[override]
         compiled = super().compile(*args, **kwargs)
-        compiled.__class__ = MethodGraph  # same object, two more methods
+        compiled.__class__ = MethodGraph  # same object, two more methods and a default question bound
+        compiled.default_bound_s = getattr(self, "default_bound_s", None)
         return compiled  # type: ignore[return-value]

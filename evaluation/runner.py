@@ -293,6 +293,7 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
         "metrics": metrics,
         "usage": {
             "llm_calls": usage.llm_calls,
+            "cached_calls": usage.cached_calls,  # answered from the response cache (no tokens, no dollars)
             "llm_calls_by_role": usage.llm_calls_by_role,
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,

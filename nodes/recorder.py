@@ -13,6 +13,7 @@ or every step of an agent loop — from what LangChain reports of the call:
 - server-reported usage checked (:func:`usage_problem`): a count no tokenizer can give for the
   text sent or received (more tokens than UTF-8 bytes, or fewer than one per 32 characters) is
   kept as reported and flagged in ``usage_flag``;
+- why the reply ended: the server's ``finish_reason`` (``"length"``: cut for length);
 - a cache hit: the reply carries ``response_metadata["atomgraph_cache_hit"]`` (set by
   :mod:`atomgraph.cache`); such a call is recorded ``cached=True`` and counts no tokens
   or dollars in reports.
@@ -29,7 +30,7 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from atomgraph.cache import CACHE_HIT_KEY  # set on replayed replies
+from atomgraph.cache import CACHE_HIT_KEY, CUT_FROM_KEY  # set on replayed and cut replies
 from atomgraph.state.usage import LLMCall
 
 
@@ -83,6 +84,10 @@ class CallRecorder(BaseCallbackHandler):
             rec.usage_flag = usage_problem(sent, _text(msg), rec.prompt_tokens, rec.completion_tokens - reasoning)
         meta = getattr(msg, "response_metadata", None) or {}
         rec.cached = bool(meta.get(CACHE_HIT_KEY))
+        if meta.get(CUT_FROM_KEY):  # a replayed reply that was cut at the cap when it was kept
+            rec.capped, rec.reply_chars = True, int(meta[CUT_FROM_KEY])
+        reason = meta.get("finish_reason") or meta.get("stop_reason") or _generation_reason(response)
+        rec.finish_reason = str(reason)[:40] if reason else None
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         rec = self._close(run_id)
@@ -169,6 +174,13 @@ def _text(message: Any) -> str:
 def describe_error(error: BaseException) -> str:
     text = str(error) or type(error).__name__
     return f"{type(error).__name__}: {text}"[:500]
+
+
+def _generation_reason(response: Any) -> Any:
+    """The finish reason an LLM (not a chat model) reports in its first generation's info."""
+    gens = getattr(response, "generations", None) or []
+    info = getattr(gens[0][0], "generation_info", None) if gens and gens[0] else None
+    return (info or {}).get("finish_reason")
 
 
 def _first_message(response: Any) -> Any:
