@@ -274,10 +274,13 @@ def test_a_question_is_bounded_without_a_deadline(server, sources, method):
     _ended_in_time(out, time.monotonic() - t0, DEADLINE_S, f"{method} without a deadline")
 
 
-def test_a_dripping_server_is_cut_by_the_request_timeout(server):
-    """request_timeout bounds a whole request: a server sending a byte every half second is cut."""
-    settings = _bounded_settings(server, "drip", "request-bound", request_timeout=1.0, max_consecutive_failures=1)
-    graph = build_method("standard", settings=settings)
+@pytest.mark.parametrize("method", ["standard", "react"])
+def test_a_dripping_server_is_cut_by_the_request_timeout(server, sources, method):
+    """request_timeout bounds a whole request (sync runs; ReAct's agent steps too): a server sending a
+    byte every half second is cut."""
+    settings = _bounded_settings(server, "drip", f"request-bound-{method}", request_timeout=1.0,
+                                 max_consecutive_failures=1)
+    graph = build_method(method, settings=settings, sources=sources(method))
     t0 = time.monotonic()
     out = graph.invoke({"question": Q})
     assert time.monotonic() - t0 < 10.0
