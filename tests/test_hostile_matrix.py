@@ -17,7 +17,7 @@ from atomgraph.graphs.registry import build_method, method_names
 from atomgraph.prompts.answer_contract import MAX_ANSWER_CHARS
 from atomgraph.settings import Settings
 from atomgraph.tools.memory_source import InMemorySource
-from tests.hostile_server import MARKERS, MODES, UNSAFE, HostileServer
+from tests.hostile_server import DEBRIS, MARKERS, MODES, UNSAFE, HostileServer
 
 Q = "In which city did Werner Heisenberg's doctoral advisor die?"
 TIMEOUT_S = 30.0  # a reply from the loopback server takes well under 1 s; a shared machine can stall seconds
@@ -35,6 +35,7 @@ REASON = {
     "demo_echo": r"demonstration|unreadable", "429": r"429|rate", "500": r"500|server", "reset": r"connection|failed",
     "hang": r"time|failed", "slow": None, "cut": r"cut", "drip": r"longer than its bound|time|failed",
     "escape": r"control_chars", "bidi": r"control_chars", "nul": r"control_chars", "surrogate": r"control_chars",
+    "debris_role": r"debris", "debris_numbers": r"debris",
 }
 
 
@@ -101,7 +102,7 @@ async def test_method_against_hostile_server(server, sources, method, mode):
     reasons = _reasons(out)
     assert answer == "" and out.get("error"), (method, mode, answer, out.get("error"))
     pattern = REASON[mode]
-    if method == "atomr" and mode in UNSAFE:  # the reply is no plan; past a readable plan: test_atomr_with_a_readable_plan...
+    if method == "atomr" and (mode in UNSAFE or mode in DEBRIS):  # the reply is no plan; past a readable plan: test_atomr_with_a_readable_plan...
         pattern += "|plan could not be parsed"
     assert re.search(pattern, reasons, re.I), f"{method} × {mode}: no reason matching {REASON[mode]!r} in {reasons[:500]!r}"
 
