@@ -2,8 +2,9 @@
 (tests/hostile_server.py): no exception, no hostile text in any answer, a bounded wall time,
 and the failure recorded with its reason. Retries are off, so the matrix stays fast. The client
 timeout is generous (``TIMEOUT_S``: a loaded machine must not turn a hostile reply into a
-timeout) except against ``hang``, where the timeout *is* the behaviour under test and the
-server stays silent ``HANG_S`` (30 s), 15 times the ``HANG_TIMEOUT_S`` the client waits."""
+timeout) except against ``hang`` and ``drip``, where the bound *is* the behaviour under test: the
+server stays silent ``HANG_S`` (30 s) or drips its body over minutes, 15 times and more the
+``HANG_TIMEOUT_S`` the client waits."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ WALL_S = 25.0  # per method and mode: the circuit breaker ends a question after 
 
 def timeout_for(mode: str) -> float:
     return HANG_TIMEOUT_S if mode in ("hang", "drip") else TIMEOUT_S  # a drip is cut by the whole-request bound
+
+
 # where the recorded reason must say what went wrong (in the error, or in a call's error/parse error)
 REASON = {
     "empty": r"empty|unreadable|no value", "huge": r"too_long|unreadable|cut", "truncated": r"markup|unreadable",
