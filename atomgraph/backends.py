@@ -2,7 +2,8 @@
 
 :func:`backend` answers ``(kind, reason)`` for a model: ``local`` (atomgraph's in-process llama.cpp
 engine), ``openai`` (api.openai.com), ``vllm`` or ``llamacpp`` (an OpenAI-compatible server, recognised
-by probing its ``/models`` listing once per URL: the only network call made to decide), or ``other``.
+by probing its ``/models`` listing once per URL and API key, with that key: the only network call made
+to decide; a probe that fails is a warning and the reason says so), or ``other``.
 :mod:`atomgraph.prompts.constraints` turns a constraint into the request form of that backend.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableBinding
@@ -57,24 +59,52 @@ def base_url(model: Any) -> str:
     return str(getattr(unwrap(model), "openai_api_base", None) or "")
 
 
+def api_key(model: Any) -> str | None:
+    """The API key ``model``'s OpenAI-compatible client sends (a vLLM started with ``--api-key``
+    wants it on ``/models`` too), or None."""
+    key = getattr(unwrap(model), "openai_api_key", None)
+    if key is None:
+        return None
+    value = key.get_secret_value() if hasattr(key, "get_secret_value") else str(key)
+    return value or None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the ``/models`` listing of a server said: who serves it (``vllm``, ``llamacpp`` or
+    None), or why it could not be read (``problem``)."""
+
+    who: str | None
+    problem: str | None = None
+
+
 @functools.lru_cache(maxsize=32)
-def probe_server(url: str, timeout_s: float = 2.0) -> str | None:
-    """Who serves the OpenAI-compatible API at ``url``: ``"vllm"``, ``"llamacpp"`` or None
-    (read from the ``owned_by`` of its ``/models`` listing; cached per URL)."""
+def probe_server(url: str, key: str | None = None, timeout_s: float = 5.0) -> Probe:
+    """Who serves the OpenAI-compatible API at ``url`` (read from the ``owned_by`` of its
+    ``/models`` listing, asked with the client's API key; cached per URL and key). A listing
+    that cannot be read (unreachable, 401, not JSON) comes back as ``problem`` and is logged
+    as a warning: the caller then decodes unconstrained and says why."""
     import httpx
 
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        resp = httpx.get(url.rstrip("/") + "/models", timeout=timeout_s)
+        resp = httpx.get(url.rstrip("/") + "/models", timeout=timeout_s, headers=headers)
+        if resp.status_code in (401, 403):
+            raise RuntimeError(f"HTTP {resp.status_code}: the server refused "
+                               + ("the configured API key" if key else "a request without an API key"))
+        resp.raise_for_status()
         data = resp.json().get("data") or []
-    except Exception as exc:  # noqa: BLE001 - an unreachable or odd server means "unknown"
-        log.info("cannot probe %s/models (%s); its replies are not constrained", url, exc)
-        return None
+    except Exception as exc:  # noqa: BLE001 - an unreachable or odd server: reported, not guessed
+        problem = f"{type(exc).__name__}: {exc}"[:300]
+        log.warning("cannot probe %s/models (%s): constrained decoding is off for this server; set the decoding "
+                    "backend explicitly (e.g. ARM's decoding=vllm_choice) to use its request form anyway", url, problem)
+        return Probe(None, problem)
     owners = {str(m.get("owned_by", "")).lower() for m in data if isinstance(m, dict)}
     if "vllm" in owners:
-        return "vllm"
+        return Probe("vllm")
     if owners & {"llamacpp", "llama.cpp", "llama-cpp"}:
-        return "llamacpp"
-    return None
+        return Probe("llamacpp")
+    return Probe(None)
 
 
 _ALIASES = {
@@ -105,9 +135,12 @@ def backend(model: Any, requested: str = "auto") -> tuple[str, str]:
     url = base_url(model)
     if not url or "api.openai.com" in url:
         return "openai", "OpenAI API: structured outputs"
-    who = probe_server(url)
-    if who == "vllm":
+    probe = probe_server(url, api_key(model))
+    if probe.who == "vllm":
         return "vllm", f"vLLM at {url}: structured_outputs"
-    if who == "llamacpp":
+    if probe.who == "llamacpp":
         return "llamacpp", f"llama.cpp at {url}: GBNF grammar"
+    if probe.problem:
+        return "other", (f"the server at {url} could not be probed ({probe.problem}); set the decoding backend "
+                         "explicitly to constrain it")
     return "other", f"server at {url} not recognised as vLLM or llama.cpp"

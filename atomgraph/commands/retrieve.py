@@ -105,7 +105,8 @@ def _run(args) -> int:
         fn = arm_retriever(index, ctx)
     else:
         fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
-    run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out)
+    run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out,
+                   progress=not getattr(args, "no_progress", False))
     if args.json:
         payload = {"method": args.method, "k": args.k, "objects": len(objects), "questions": len(questions),
                    "groups": run.summary, "errors": sum(1 for r in run.records if "error" in r)}
@@ -128,7 +129,7 @@ def _llm_retriever(args, index, ctx):
     """The ``arm`` graph as a retriever when a chat model is given or configured, else None."""
     from atomgraph.commands.common import model_and_sources
 
-    settings, model, _ = model_and_sources(args, require_model=False)
+    settings, model, _ = model_and_sources(args, require_model=False, require_sources=False)
     if model is None and not settings.model_for("decoder"):
         return None
     from atomgraph.graphs.arm import arm_llm_retriever
@@ -162,6 +163,8 @@ def register(sub) -> None:
     p.add_argument("--model", help="chat model for ARM's LLM stages (default: settings), or scripted:RULES.json")
     p.add_argument("--model-factory", help="module:function returning the model(s) (default: $ATOMGRAPH_MODEL_FACTORY)")
     p.add_argument("--no-llm", action="store_true", help="ARM without a model, even where one is configured")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress (default: a bar on a terminal, a line with rate and ETA every 30 s in a log)")
     p.set_defaults(func=_run, sources=None, sources_factory=None)
 
 
