@@ -166,7 +166,10 @@ async def test_a_huge_reply_is_cut_at_the_cap_before_any_parser(server, request,
         assert c["capped"] is True and c["reply_chars"] == 200_000, (method, c)
         assert c["max_tokens"] and c["max_tokens"] * 8 < 200_000
         if c["parse_error"]:
-            assert c["parse_error"].startswith("reply cut at the stage's output cap (200,000 characters"), c
+            # said as cut either way: before any parser, or (a stage that read a value out of the cut reply,
+            # e.g. ARM's alignment of the question's n-grams after an unreadable decomposition) after it
+            assert c["parse_error"].startswith(("reply cut at the stage's output cap (200,000 characters",
+                                                "cut reply: the reply ran past the output cap")), c
     for text in [str(out.get("answer") or ""), *map(str, out.get("answers") or [])]:
         assert "xxxxxxxxxx" not in text and len(text) <= MAX_ANSWER_CHARS, (method, text[:80])
     # the reply never travels in full: the whole output (trace included) is far smaller than one reply
