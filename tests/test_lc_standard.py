@@ -70,6 +70,10 @@ class TestChatLocalLlamaIntegration(ChatModelIntegrationTests):
     @pytest.mark.xfail(run=False, reason=_MAGIC)
     async def test_tool_calling_async(self, model) -> None: ...
 
+    @pytest.mark.xfail(run=False, reason=_MAGIC.replace("asked for magic_function(3)", "greeted with 'Hello!' "
+                                                        "and made to call magic_function"))
+    def test_tool_choice(self, model) -> None: ...
+
 
 # --- retrievers ------------------------------------------------------------------------------------
 
