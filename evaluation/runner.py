@@ -217,7 +217,8 @@ def outcomes(records: Sequence[dict]) -> dict:
 
     return {"examples": len(records), "answered": sum(1 for r in records if not r.get("error")),
             "answered_by_fallback": sum(1 for r in records if answered_by_fallback(r)),
-            "errors": dict(errors.most_common()), "fallbacks": dict(fallbacks.most_common()), "refused": refused}
+            "errors": dict(errors.most_common()), "fallbacks": dict(fallbacks.most_common()), "refused": refused,
+            "usage_flagged": sum(int((r.get("usage") or {}).get("usage_flagged") or 0) for r in records)}
 
 
 def describe_outcome(o: dict) -> str:
@@ -237,6 +238,8 @@ def describe_outcome(o: dict) -> str:
     if o["fallbacks"]:
         parts.append(f"{sum(o['fallbacks'].values())} fallbacks ({counts(o['fallbacks'])})")
     parts.append(f"{o['refused']} with a refused answer")
+    if o.get("usage_flagged"):
+        parts.append(f"{o['usage_flagged']} calls whose server-reported usage no tokenizer could give (flagged)")
     return "; ".join(parts)
 
 
@@ -290,6 +293,7 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
         "metrics": metrics,
         "usage": {
             "llm_calls": usage.llm_calls,
+            "cached_calls": usage.cached_calls,  # answered from the response cache (no tokens, no dollars)
             "llm_calls_by_role": usage.llm_calls_by_role,
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
@@ -301,6 +305,9 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
             "retriever_errors": sum(1 for c in retriever_calls if getattr(c, "error", None) or (isinstance(c, dict) and c.get("error"))),
             "cost_usd": cost,
             "unpriced_models": unpriced,
+            # calls whose server-reported usage no tokenizer could give (counted as reported, flagged)
+            "usage_flagged": sum(1 for c in llm_calls if (getattr(c, "usage_flag", None)
+                                                          or (isinstance(c, dict) and c.get("usage_flag")))),
         },
         "latency_s": latency_s,
         "stopped": values.get("stopped"),
@@ -589,7 +596,7 @@ async def arun_eval(
         settings, run_context, applied = apply_dataset_setting(method, name, settings, sources_given=sources is not None)
         meta["dataset_setting"] = applied
         meta["settings"] = settings_snapshot(settings)
-        meta["fingerprint"] = run_fingerprint(method, name, model, settings)
+        meta["fingerprint"] = run_fingerprint(method, name, model, settings, recipe)
         meta["config"] = effective_config(settings)
         if "prompt_pack" in run_context:
             meta["prompt_pack"] = run_context["prompt_pack"]

@@ -13,12 +13,21 @@ from typing import Annotated, Literal
 
 from typing_extensions import TypedDict  # pydantic (JSON schemas for Studio) needs this one on 3.11
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.output import MethodInput, MethodOutput
 from atomgraph.state.tree import ReasoningTree
 from atomgraph.state.usage import CallRecords
+
+
+def _known_pack(name: str) -> str:
+    """``name`` when it is a prompt pack; ValueError naming the packs otherwise (the settings
+    section, the run's context and Studio's form are all validated by it)."""
+    from atomgraph.prompts.atomr.packs import get_pack
+
+    get_pack(name)  # ValueError: unknown prompt pack 'x'; packs are general, hotpotqa, ...
+    return name
 
 
 @dataclass(kw_only=True)
@@ -33,7 +42,7 @@ class AtomRContext:
     max_parallel: Annotated[int | None, Field(ge=1, description="Tree nodes run at once (empty: no limit; 1: strictly sequential post-order).")] = None
     review_plan: Annotated[bool, Field(description="Pause after planning so the tree can be reviewed and edited before it runs (needs a checkpointer).")] = False
     fanout_cap: Annotated[int | None, Field(ge=1, description="Sub-calls one node makes at most when it fans out over the answers of the nodes it references (one retrieval and one model call per answer, per answer pair for two references). Empty: no cap, as the authors run it.")] = None
-    prompt_pack: Annotated[str, Field(description="Few-shot prompt pack: general, hotpotqa, 2wiki, musique (eval run picks the dataset's pack).")] = "general"
+    prompt_pack: Annotated[str, AfterValidator(_known_pack), Field(description="Few-shot prompt pack: general, hotpotqa, 2wiki, musique (eval run picks the dataset's pack).")] = "general"
     closed_book_root: Annotated[bool, Field(description="When the root ends with no answer, answer the question closed-book (the authors' direct answer).")] = True
     unknown_leaf_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): an operator that answers Unknown also falls back to direct RAG.")] = False
     dr_unknown_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): a [DR] node that answers Unknown falls back to direct RAG.")] = False

@@ -246,3 +246,32 @@ async def test_an_errored_empty_prediction_scores_zero_whatever_the_gold(tmp_pat
     down = ScriptedChatModel(default=RuntimeError("HTTP 503 from the provider"))
     res = await arun_eval("standard", ex, tmp_path, model=down, settings=SETTINGS, progress=False, dataset_name="toy")
     assert res.errors == 1 and res.f1 == 0.0 and res.records[0]["metrics"]["em"] == 0.0
+
+
+def test_server_usage_no_tokenizer_could_give_is_flagged():
+    from atomgraph.nodes.recorder import usage_problem
+
+    assert usage_problem("What is the capital of France?", "Paris", 12, 2) is None
+    assert "completion tokens 100000" in usage_problem("What is the capital?", "Paris", 10, 100000)
+    assert "prompt tokens 0" in usage_problem("x" * 4000, "Paris", 0, 1)
+    assert usage_problem("", "", 5, 5) is None  # nothing to count against
+
+
+async def test_flagged_usage_reaches_the_record_and_the_summary(tmp_path):
+    from langchain_core.messages import AIMessage
+
+    from atomgraph.evaluation.runner import describe_outcome
+
+    class LyingUsage(ScriptedChatModel):
+        def _result(self, reply, prompt):
+            result = super()._result(reply, prompt)
+            msg = result.generations[0].message
+            result.generations[0].message = AIMessage(content=msg.content, response_metadata=msg.response_metadata,
+                                                      usage_metadata={"input_tokens": 3, "output_tokens": 999_999,
+                                                                      "total_tokens": 1_000_002})
+            return result
+
+    res = await _run(tmp_path, LyingUsage(default=_answer), n=1)
+    rec = res.records[0]
+    assert rec["usage"]["usage_flagged"] >= 1 and rec["usage"]["completion_tokens"] >= 999_999  # kept as reported
+    assert "usage no tokenizer could give" in describe_outcome(res.outcome)
