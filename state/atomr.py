@@ -42,7 +42,7 @@ class AtomRContext:
     top1_shortcut: Annotated[bool, Field(description="The authors' top-1 shortcut for Search and Relate on a text source: when the top hit's share of the k hits (softmax of score/top1_temperature) exceeds the operator's threshold, that hit alone is the evidence. Off: always the top k.")] = True
     top1_search_threshold: Annotated[float, Field(ge=0, le=1, description="Search's top-1 threshold (authors: 0.75 on ColBERTv2's softmax probability).")] = 0.75
     top1_relate_threshold: Annotated[float, Field(ge=0, le=1, description="Relate's top-1 threshold (authors: 0.85; relations are more ambiguous).")] = 0.85
-    top1_temperature: Annotated[float, Field(gt=0, description="Scale of the retriever's scores in the softmax: 1 for ColBERTv2's scores (the authors'); calibrated for cosine scores of the embedding in use by benchmarks/bench_atomr_top1.py (MiniLM: see docs).")] = 0.02
+    top1_temperature: Annotated[float, Field(gt=0, description="Scale of the retriever's scores in the softmax: 1 for ColBERTv2's scores (the authors'); calibrated for cosine scores of the embedding in use by benchmarks/bench_atomr_top1.py (MiniLM: 0.03, where the Relate shortcut is right 91% of the times it fires).")] = 0.03
     plan_failure_rag: Annotated[bool, Field(description="Switch (ours; the authors score an unreadable plan empty): an unreadable plan is answered by direct RAG on the question.")] = False
 
 Step = Literal["select", "operate", "children", "siblings", "rag", "closed_book"]
