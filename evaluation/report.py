@@ -77,6 +77,7 @@ def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tupl
         "by_type": {t: v["f1"] for t, v in scores["by_type"].items()},
         "retrieval": scores.get("retrieval"),
         "llm_calls": mean((r.get("usage") or {}).get("llm_calls", 0) for r in records),
+        "cached_calls": sum(int((r.get("usage") or {}).get("cached_calls", 0) or 0) for r in records),
         "retriever_calls": {s: c / n for s, c in sorted(by_source.items())} if n else {},
         "tokens_in": mean((r.get("usage") or {}).get("prompt_tokens", 0) for r in records),
         "tokens_out": mean((r.get("usage") or {}).get("completion_tokens", 0) for r in records),
@@ -129,8 +130,8 @@ def markdown_tables(rows: Sequence[dict]) -> str:
         head = ["method", "n", "EM", "F1", *[f"F1 {t}" for t in types]]
         if has_retrieval:
             head += ["ret. P", "ret. R", "perfect R"]
-        head += ["LLM calls", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s", "errors",
-                 "stopped", "by fallback", "fallbacks"]
+        head += ["LLM calls", "cached", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s",
+                 "errors", "stopped", "by fallback", "fallbacks"]
         lines = [f"### {dataset}", ""]
         for r in rs:  # a run answered only by fallbacks says so before its table
             if r.get("answered") and r.get("answered_by_fallback") == r.get("answered"):
@@ -145,7 +146,7 @@ def markdown_tables(rows: Sequence[dict]) -> str:
                 cells += [_fmt(ret["precision"]), _fmt(ret["recall"]), _fmt(ret["perfect_recall"])] if ret else ["–"] * 3
             sources = ", ".join(f"{s} {c:.2f}" for s, c in r["retriever_calls"].items()) or "0"
             cost = f"{r['cost_usd']:.4f}" + (" *" if r["unpriced_models"] else "")
-            cells += [_fmt(r["llm_calls"]), sources, f"{r['tokens_in']:.0f}", f"{r['tokens_out']:.0f}",
+            cells += [_fmt(r["llm_calls"]), str(r.get("cached_calls", 0)), sources, f"{r['tokens_in']:.0f}", f"{r['tokens_out']:.0f}",
                       cost, f"{r['cost_per_question']:.5f}", _fmt(r["latency_s"]), str(r["errors"]),
                       str(r.get("stopped", 0))]
             by = r.get("answered_by_fallback", 0)

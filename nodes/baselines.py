@@ -13,6 +13,7 @@ from atomgraph.prompts.stage import Stage
 from atomgraph.state.evidence import Evidence, render_evidence
 from atomgraph.state.output import check_question
 from atomgraph.state.baselines import BaselineState
+from atomgraph.tools.base import retrieval_failure
 
 
 def make_retrieve_node(rt: MethodRuntime) -> Callable:
@@ -23,7 +24,8 @@ def make_retrieve_node(rt: MethodRuntime) -> Callable:
 
     async def retrieve(state: BaselineState, config: RunnableConfig) -> dict[str, Any]:
         k = rt.params(config).top_k
-        evidence, calls, _ = await rt.retrieve(list(rt.sources().available), query=state["question"], k=k)
+        sources = await rt.asources()  # a requested source that cannot be used raises here
+        evidence, calls, _ = await rt.retrieve(list(sources.available), query=state["question"], k=k)
         return {"evidence": evidence, "retriever_calls": calls}
 
     return retrieve
@@ -39,6 +41,16 @@ def make_answer_node(rt: MethodRuntime, stage: Stage[str], *, with_reasoning: bo
                   "examples": examples(rt.params(config).demonstrations, with_reasoning=with_reasoning)}
         if "evidence" in stage.prompt.input_variables:
             values["evidence"] = render_evidence(evidence) or "(nothing was retrieved)"
+        if "evidence" in values:  # retrieval-augmented: no evidence because every source failed is an error
+            failed = retrieval_failure(state.get("retriever_calls") or [])
+            if failed is None and not rt.sources().available:
+                failed = "no evidence: no knowledge source is available" + "".join(
+                    f"; {name}: {why}" for name, why in rt.sources().unavailable.items())
+            if failed:
+                trace = {"method": stage.name, "response": "", "evidence": [],
+                         "unavailable_sources": dict(rt.sources().unavailable)}
+                return {"llm_calls": [], "trace": trace, "stopped": None, "retrieved_titles": [],
+                        "retrieved_ids": [], "answer": "", "answers": [], "error": failed}
         result = await rt.ask(stage, values, config)  # a restated question is read past there (Stage.reread)
         trace = {
             "method": stage.name,

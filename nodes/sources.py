@@ -1,5 +1,11 @@
 """Source selection: which knowledge sources a run reads, and querying them.
 
+Asked for means required: the sources a user named — the graph's ``sources=``, a run's context
+``sources`` — must all be usable; one that cannot be (a misspelt collection, a dead server, an
+empty index) raises :class:`~atomgraph.errors.SourceUnavailable` when a run first reads its
+sources, which is before its first model call. The settings' sources (nothing named) are
+offered: an unusable one is set aside with its reason.
+
 :class:`RunSources` resolves a graph's sources once (what the graph was built with, else the
 settings' sources) and a run's own choice (context ``sources``: a subset of the graph's, or
 sources built from the settings by name); :func:`retrieve_from` queries named sources
@@ -35,37 +41,40 @@ class RunSources:
         """Whether the graph's own sources have been opened."""
         return self._base is not None
 
-    def base(self) -> SourceSet:
-        """What the graph was built with, else the settings' sources."""
+    def base(self, required: bool = True) -> SourceSet:
+        """What the graph was built with (required, when ``required``), else the settings' sources."""
         if self._base is None:
             with self._lock:
                 if self._base is None:
                     self._base = as_source_set(self.given, self._settings())
+        if required and self.given is not None:  # the graph's own sources= : asked for, so required
+            self._base.require()
         return self._base
 
     def pick(self, names: list[str] | None) -> SourceSet:
-        """The sources a run reads: ``names`` (the run's choice) when given, else :meth:`base`."""
+        """The sources a run reads: ``names`` (the run's choice, each required) when given, else
+        :meth:`base`."""
         if not names:
             return self.base()
         key = tuple(names)
         if key in self._named:
-            return self._named[key]
+            return self._named[key].require(names)
         with self._lock:
             if key not in self._named:
-                own = self.base()
+                own = self.base(required=False)
                 if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
                     self._named[key] = SourceSet(
                         available={n: own.available[n] for n in names if n in own.available},
                         unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
                 else:  # sources the graph was not built with: built from the settings by name
                     self._named[key] = build_sources(self._settings(), names)
-            return self._named[key]
+            return self._named[key].require(names)
 
     async def apick(self, names: list[str] | None) -> SourceSet:
         """:meth:`pick`, opening sources (indexes, stores) off the event loop the first time."""
-        if self._base is None or names:
+        if self._base is None or (names and tuple(names) not in self._named):
             return await asyncio.to_thread(self.pick, names)
-        return self._base
+        return self.pick(names)
 
 
 async def retrieve_from(sources: SourceSet, source_names: list[str], *, query: str, k: int,

@@ -25,7 +25,7 @@ class Kar3Context:
     """KAR³'s QA run parameters (settings section ``[kar3]``; the ``kar3`` graph's context
     schema). Defaults are the paper's (§4.1, appendix A.3) and its authors' code
     (microsoft/PIKE-RAG, ``examples/*/configs/atomic_decompose.yml``); each field marked
-    *switch* restores a behaviour of ours (README: KAR³ deviations)."""
+    *switch* restores a behaviour of ours (docs: KAR³ deviations)."""
 
     max_chunks: Annotated[int, Field(ge=1, description="N: rounds of propose → retrieve → select, so at most N chunks reach the answer (paper: 5).")] = 5
     atom_top_k: Annotated[int, Field(ge=1, description="Atomic questions retrieved per proposal when there are several proposals (paper: k = 4; authors' atom_retrieve_k).")] = 4
@@ -37,7 +37,7 @@ class Kar3Context:
     collection: Annotated[str, Field(description="Chroma chunk collection (atoms in '<name>_atoms'); empty: the 'atoms' source given to the graph, else settings.chroma_collection.")] = ""
     # --- switches: our earlier behaviour, off by default -----------------------------------
     allow_reject: Annotated[bool, Field(description="Switch: the selector may answer 0 ('no candidate helps'); the authors' selector must pick 1..N.")] = False
-    max_proposals: Annotated[int | None, Field(ge=1, description="Switch: keep at most this many proposals per round (authors: no cap; empty = no cap; ours was 8).")] = None
+    max_proposals: Annotated[int | None, Field(ge=1, description="Switch: keep at most this many proposals per round (authors: no cap; empty = no cap).")] = None
     dedupe_candidates: Annotated[bool, Field(description="Switch: merge duplicate atoms and sort all candidates by score (authors: proposal order, duplicates kept).")] = False
     show_titles: Annotated[bool, Field(description="Switch: show each candidate atom with its chunk's title (authors: atoms only).")] = False
     proposer_question_fallback: Annotated[bool, Field(description="Switch (ours; the authors end the loop): an unreadable proposer reply makes the question itself that round's proposal and the loop goes on.")] = False

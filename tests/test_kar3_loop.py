@@ -356,13 +356,15 @@ async def test_atomizer_temperature_is_bound_only_for_the_atomizer_call():
 
     from atomgraph.models import with_temperature
     from atomgraph.nodes.kar3.common import Kar3Runtime
+    from atomgraph.nodes.runtime import MethodRuntime
     from atomgraph.prompts.kar3.stages import ATOMIZE_STAGE, PROPOSE_STAGE
 
     hot = with_temperature(ChatOpenAI(model="gpt-4o", api_key="x", temperature=0), 0.7)
     assert hot.temperature == 0.7
     model = kar3_scripted_model()
+    atomizing = MethodRuntime.for_method("kar3_index", model, [])  # the atomizer is the indexing graph's role
     rt = Kar3Runtime.for_method("kar3", model, [])
-    await rt.ask(ATOMIZE_STAGE, {"title": "T", "text": "text"}, None, temperature=0.7)
+    await atomizing.ask(ATOMIZE_STAGE, {"title": "T", "text": "text"}, None, temperature=0.7)
     await rt.ask(PROPOSE_STAGE, {"question": "q?", "chosen": []}, None)
     assert [c.get("temperature") for c in model.calls] == [0.7, None]
 

@@ -63,7 +63,7 @@ def run(args) -> int:
         raise ConfigError("give corpus file(s) or --from-collection NAME")
     if args.inputs and args.from_collection:
         raise ConfigError("give corpus file(s) or --from-collection, not both")
-    settings, model, _ = model_and_sources(args)
+    settings, model, _ = model_and_sources(args, require_sources=False)
     if args.persist:
         settings = settings.model_copy(update={"chroma_path": args.persist, "chroma_host": None})
     if not settings.chroma_host:  # the store's folder: a file, or unwritable, is one clear line (nothing created)
@@ -76,7 +76,7 @@ def run(args) -> int:
         "atomizer_concurrency": args.concurrency, "atomizer_temperature": args.temperature,
         "write_batch": args.write_batch}.items() if v is not None}
     graph = build_kar3_index_graph(model=model, settings=settings,
-                                   progress=not args.no_progress and sys.stderr.isatty())
+                                   progress=not args.no_progress)  # a bar on a terminal, periodic lines in a log
     inp = {"inputs": list(args.inputs), **({"from_collection": args.from_collection} if args.from_collection else {}),
            **({"collection": args.collection} if args.collection else {})}
     out = asyncio.run(graph.ainvoke(inp, context=context))

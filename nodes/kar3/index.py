@@ -12,7 +12,6 @@ bounded length that do not copy the chunk); rejected lines are counted by reason
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from typing import Any, Callable
 
@@ -67,7 +66,7 @@ async def atomize_chunks(rt: Kar3IndexRuntime, index: AtomIndex, chunks: list[Ch
                          config: RunnableConfig | None = None, *, progress: bool = False) -> tuple[dict, list[LLMCall]]:
     """Atomize ``chunks`` (at most ``atomizer_concurrency`` calls at once, at the atomizer's
     temperature) and write them ``write_batch`` at a time. Returns statistics and the calls."""
-    from tqdm import tqdm
+    from atomgraph.progress import progress as progress_reporter
 
     t0 = time.perf_counter()
     sem = asyncio.Semaphore(params.atomizer_concurrency)
@@ -77,8 +76,8 @@ async def atomize_chunks(rt: Kar3IndexRuntime, index: AtomIndex, chunks: list[Ch
     failed: list[dict] = []
     stats: dict[str, Any] = {"atomized": 0, "atoms": 0, "rejected_lines": 0, "rejected_by_reason": {},
                              "chunks_without_atoms": 0}
-    bar = tqdm(total=len(chunks), unit="chunk", desc=f"atomizing {index.name}", disable=not progress,
-               file=sys.stderr, dynamic_ncols=True)
+    # a bar on a terminal, else a line with rate and ETA every 30 s
+    bar = progress_reporter(len(chunks), f"index atoms {index.name}", "chunks", enabled=progress)
 
     async def flush() -> None:
         async with lock:

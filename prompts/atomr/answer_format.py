@@ -16,14 +16,13 @@ echo, a template token, markup, instructions to the reader; the error says ``ans
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 
 from pydantic import BaseModel
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.answer_contract import AnswerRefused, check_answer, reply_problem
+from atomgraph.prompts.json_reader import loads as read_value
 
 ANSWER_FORMAT = 'So the answer is: (1) Paraphrase Answer: <one sentence>; (2) Answer List: ["<item>", ...]'
 
@@ -171,11 +170,10 @@ def _read_list(s: str) -> tuple[list[str], bool] | None:
     if s.startswith("["):
         items, end, quoted = _scan_list(s, 0)
         candidate = s[:end]
-        for loader in (json.loads, ast.literal_eval):
-            try:
-                return _flatten(loader(candidate)), True
-            except Exception:  # noqa: BLE001 - try the next reader
-                pass
+        try:
+            return _flatten(read_value(candidate)), True
+        except (ValueError, TypeError):  # not a whole JSON or Python list: read its items below
+            pass
         if not quoted:
             items = _merge_dates(items)
         return items, True
