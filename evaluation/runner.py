@@ -26,6 +26,7 @@ import datetime as _dt
 import fcntl
 import json
 import os
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
