@@ -21,12 +21,12 @@ from tests.hostile_server import MARKERS, MODES, UNSAFE, HostileServer
 
 Q = "In which city did Werner Heisenberg's doctoral advisor die?"
 TIMEOUT_S = 30.0  # a reply from the loopback server takes well under 1 s; a shared machine can stall seconds
-HANG_TIMEOUT_S = 2.0  # against `hang` only: the server answers nothing for HANG_S = 30 s
+HANG_TIMEOUT_S = 2.0  # against `hang` and `drip` only: nothing for HANG_S = 30 s / a byte every DRIP_S
 WALL_S = 25.0  # per method and mode: the circuit breaker ends a question after a few failed calls
 
 
 def timeout_for(mode: str) -> float:
-    return HANG_TIMEOUT_S if mode == "hang" else TIMEOUT_S
+    return HANG_TIMEOUT_S if mode in ("hang", "drip") else TIMEOUT_S  # a drip is cut by the whole-request bound
 # where the recorded reason must say what went wrong (in the error, or in a call's error/parse error)
 REASON = {
     "empty": r"empty|unreadable|no value", "huge": r"too_long|unreadable|cut", "truncated": r"markup|unreadable",
@@ -274,10 +274,13 @@ def test_a_question_is_bounded_without_a_deadline(server, sources, method):
     _ended_in_time(out, time.monotonic() - t0, DEADLINE_S, f"{method} without a deadline")
 
 
-def test_a_dripping_server_is_cut_by_the_request_timeout(server):
-    """request_timeout bounds a whole request: a server sending a byte every half second is cut."""
-    settings = _bounded_settings(server, "drip", "request-bound", request_timeout=1.0, max_consecutive_failures=1)
-    graph = build_method("standard", settings=settings)
+@pytest.mark.parametrize("method", ["standard", "react"])
+def test_a_dripping_server_is_cut_by_the_request_timeout(server, sources, method):
+    """request_timeout bounds a whole request (sync runs; ReAct's agent steps too): a server sending a
+    byte every half second is cut."""
+    settings = _bounded_settings(server, "drip", f"request-bound-{method}", request_timeout=1.0,
+                                 max_consecutive_failures=1)
+    graph = build_method(method, settings=settings, sources=sources(method))
     t0 = time.monotonic()
     out = graph.invoke({"question": Q})
     assert time.monotonic() - t0 < 10.0
