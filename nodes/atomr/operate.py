@@ -191,7 +191,11 @@ def make_run_operator_node(rt: AtomRRuntime):
                 sub.kg_program = "; ".join(made)
             else:
                 evidence, rcalls, notes = await retrieval
-            kinds = {n: getattr(rt.sources().get(n), "kind", "text") for n in plain}
+            # the shortcut is for passage retrieval (the authors' Text source); an atom source
+            # (KAR³'s atomic questions, tools/atom_source.py) scores questions, not passages
+            kinds = {n: "atoms" if hasattr(rt.sources().get(n), "atom_index") or
+                     type(rt.sources().get(n)).__name__ == "AtomSource"
+                     else getattr(rt.sources().get(n), "kind", "text") for n in plain}
             evidence, shortcut = top1_shortcut(evidence, op_name, params, kinds)
             notes = notes + shortcut
         run.notes += notes
