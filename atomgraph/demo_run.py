@@ -57,6 +57,26 @@ class DemoResult:
     def errors(self) -> int:
         return sum(1 for r in self.records if r.get("error"))
 
+    @property
+    def answered(self) -> int:
+        """Questions that ended with an answer (right or wrong)."""
+        return sum(1 for r in self.records if not r.get("error") and str(r.get("predicted") or "").strip())
+
+    @property
+    def fallbacks(self) -> int:
+        """Questions that fell back somewhere (the plan or a node; :func:`fallback_reasons`)."""
+        return sum(1 for r in self.records if fallback_reasons(r))
+
+    def nothing_ran(self) -> str | None:
+        """Why no question could run (no question at all, or every question failed before the
+        model replied once), else None: the demo ran, whatever its answers."""
+        if not self.records:
+            return "no demo question ran"
+        if all(r.get("error") and not (r.get("usage") or {}).get("completion_tokens") for r in self.records):
+            first = str(self.records[0].get("error"))
+            return f"every question failed before the model replied (first: {first[:200]})"
+        return None
+
     def usage(self):
         """Usage summed over every question (:class:`~atomgraph.state.usage.UsageSummary`)."""
         return add_usage(r["usage"] for r in self.records)
@@ -69,7 +89,9 @@ class DemoResult:
                 "n": len(self.records),
                 "mean_f1": self.mean_f1,
                 "mean_em": self.mean_em,
+                "answered": self.answered,
                 "errors": self.errors,
+                "fallbacks": self.fallbacks,
                 "usage": u.model_dump(mode="json"),
                 "sources": self.sources,
                 "unavailable_sources": self.unavailable_sources,
@@ -201,28 +223,25 @@ def render_record(i: int, record: dict) -> str:
 
 
 def fallback_reasons(record: dict) -> list[str]:
-    """Why parts of one question's tree fell back: the plan's reason and each node's (short)."""
-    trace = record.get("trace") or {}
-    out = []
-    if trace.get("plan_fallback"):
-        out.append("plan: " + _reason(trace["plan_fallback"]))
-    for n in trace.get("nodes") or []:
-        if isinstance(n, dict) and n.get("fallback"):
-            out.append("node: " + _reason(n["fallback"]))
-    return out
+    """Each fallback of one question, by kind (:mod:`atomgraph.evaluation.fallbacks`: plan
+    failure, node → direct RAG by reason, closed-book root, budget, KAR³ closed-book)."""
+    from atomgraph.evaluation.fallbacks import fallbacks_in
 
-
-def _reason(text: str) -> str:
-    head = str(text).split(":", 1)[0].strip()
-    return head[:60] or "unknown"
+    return [f["kind"] for f in fallbacks_in(record.get("trace") or {})]
 
 
 def render_summary(result: DemoResult) -> str:
     u = result.usage()
     by_source = ", ".join(f"{k} {v}" for k, v in sorted(u.retriever_calls_by_source.items())) or "none"
-    lines = [
-        f"Demo summary: {len(result.records)} questions, mean F1 {result.mean_f1:.1f}, EM {result.mean_em:.1f}"
-        + (f", {result.errors} with errors" if result.errors else ""),
+    n = len(result.records)
+    from atomgraph.evaluation.fallbacks import count_fallbacks, headline
+
+    first = headline(count_fallbacks([{**r, "predicted": r.get("predicted", r.get("answer"))} for r in result.records]))
+    lines = [first] if first and first.startswith("WARNING") else []
+    lines += [
+        f"Demo summary: {n} questions: {result.answered} answered, {n - result.answered - result.errors} "
+        f"without an answer, {result.errors} with errors, {result.fallbacks} fell back; "
+        f"mean F1 {result.mean_f1:.1f}, EM {result.mean_em:.1f}",
         f"  LLM calls: {u.llm_calls} ({u.prompt_tokens} prompt + {u.completion_tokens} completion tokens)",
         f"  Retriever calls: {u.retriever_calls} ({by_source})",
         f"  Sources: {', '.join(result.sources) or 'none'}",

@@ -27,9 +27,9 @@ from langchain_core.runnables.config import merge_configs
 from atomgraph import cache as reply_cache
 from atomgraph.models import message_text
 from atomgraph.nodes.recorder import CallRecorder, describe_error
-from atomgraph.nodes.replies import cut_reply
+from atomgraph.nodes.replies import cut_reply, ended_for_length, whole_inside
 from atomgraph.nodes.sync import call_model
-from atomgraph.prompts.answer_contract import AnswerRefused, cut_note, hold_to_question, refusal_reason
+from atomgraph.prompts.answer_contract import AnswerRefused, answer_texts, cut_note, hold_to_question, refusal_reason
 from atomgraph.prompts.constraints import Applied, Constraint, unwrap_reply
 from atomgraph.prompts.stage import Stage
 from atomgraph.state.usage import LLMCall
@@ -73,6 +73,11 @@ class Reply:
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+    @property
+    def cut(self) -> bool:
+        """The reply was cut: the server ended it for length, or it ran past the cap (cut here)."""
+        return self.call.cut
 
 
 def deadline_of(config: RunnableConfig | None) -> float | None:
@@ -121,9 +126,9 @@ def _this_call(recorder: CallRecorder, before: int) -> LLMCall | None:
     return recorder.calls[-1] if len(recorder.calls) > before else None
 
 
-def _failed(exc: BaseException, recorder: CallRecorder, before: int, timed_out: bool) -> Reply:
+def _failed(exc: BaseException, recorder: CallRecorder, before: int, timed_out: str | None = None) -> Reply:
     if timed_out:
-        exc = TimeoutError("deadline: the question's time ran out during this call")
+        exc = TimeoutError(timed_out)
     recorder.fail_open(exc)
     rec = _this_call(recorder, before) or recorder.refused(describe_error(exc))  # failed before reaching the model
     rec.error = rec.error or describe_error(exc)
@@ -135,19 +140,28 @@ def _received(out: Any, recorder: CallRecorder, before: int, cap: int | None, cu
     out, over = cut(out, cap)  # before any parser reads it
     if over is not None:
         rec.capped, rec.reply_chars = True, over
+    if over is None and rec.capped:  # replayed from the cache, where it was kept cut
+        over = rec.reply_chars
+    rec.cut = over is not None or ended_for_length(rec.finish_reason)
     return Reply(out, rec, over=over)
 
 
 async def model_call(request: Callable[[], Awaitable[Any]], recorder: CallRecorder, cap: int | None,
-                     deadline: float | None, *, cut: Callable = cut_reply) -> Reply:
+                     deadline: float | None, *, bound_s: float | None = None, cut: Callable = cut_reply) -> Reply:
     """Make one model request (``request()``, whose calls ``recorder`` records) under the run's
-    deadline; the reply cut at ``cap``. Never raises for a failed request: it is on the reply."""
+    deadline and ``bound_s`` (the whole request's bound: a server that drips its reply a byte at a
+    time is cut too); the reply cut at ``cap``. Never raises for a failed request: it is on the reply."""
     before = len(recorder.calls)
-    timeout = None if deadline is None else max(0.0, deadline - time.time())
+    left = None if deadline is None else max(0.0, deadline - time.time())
+    timeout = min((t for t in (left, bound_s) if t is not None), default=None)
     try:
-        out = await (asyncio.wait_for(request(), timeout) if timeout is not None else request())
+        async with asyncio.timeout(timeout):  # no task of its own (wait_for would make one per call)
+            out = await request()
     except Exception as exc:  # network, auth, rate limits after the client's retries, deadline
-        timed_out = isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and timeout is not None
+        timed_out = None
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and timeout is not None:
+            timed_out = ("deadline: the question's time ran out during this call" if timeout == left else
+                         f"the request took longer than its bound ({bound_s:g} s: request_timeout × (1 + max_retries))")
         return _failed(exc, recorder, before, timed_out)
     return _received(out, recorder, before, cap, cut)
 
@@ -158,11 +172,12 @@ def model_call_sync(request: Callable[[], Any], recorder: CallRecorder, cap: int
     refused before it starts; a started one is bounded by the client's request timeout."""
     before = len(recorder.calls)
     if deadline is not None and time.time() >= deadline:
-        return _failed(TimeoutError("deadline"), recorder, before, True)
+        return _failed(TimeoutError("deadline"), recorder, before,
+                       "deadline: the question's time ran out before this call")
     try:
         out = request()
     except Exception as exc:
-        return _failed(exc, recorder, before, False)
+        return _failed(exc, recorder, before)
     return _received(out, recorder, before, cap, cut)
 
 
@@ -172,7 +187,8 @@ def read_reply(stage: Stage, variables: dict[str, Any], reply: Reply, cap: int |
     """The stage's reading of a reply: its parser (or structured output), the constraint's reply
     form (an OpenAI enum reply ``{"value": x}`` is read as ``x``), the answer contract for a stage
     whose value answers its question (a restated question or a copied demonstration answer is no
-    answer; the stage's ``reread`` may find the answer after a restated question)."""
+    answer; the stage's ``reread`` may find the answer after a restated question), and the cut rule
+    (a reply cut for length holds an answer only where it lies whole inside it: :func:`_held_cut`)."""
     rec = reply.call
     raw, value, rec.parse_error = stage.read(reply.out)
     text = message_text(raw) if raw is not None else None
@@ -191,6 +207,8 @@ def read_reply(stage: Stage, variables: dict[str, Any], reply: Reply, cap: int |
             value, rec.parse_error = None, str(exc)
     if reply.over is not None and rec.parse_error:
         rec.parse_error = f"{cut_note(reply.over, cap)}: {rec.parse_error}"
+    elif reply.cut and rec.parse_error:
+        rec.parse_error = f"cut reply (the server ended it for length): {rec.parse_error}"
     if (value is None and text and stage.reread is not None
             and refusal_reason(rec.parse_error) == "demonstration"):
         rest = stage.reread(text, variables)
@@ -200,7 +218,22 @@ def read_reply(stage: Stage, variables: dict[str, Any], reply: Reply, cap: int |
                 rec.parse_error = None
             except ValueError as exc:
                 rec.parse_error = str(exc)
+    if reply.cut and value is not None:
+        value = _held_cut(value, text or "", rec)
     return StageResult(value, text, rec, message=raw, applied=applied)
+
+
+def _held_cut(value: Any, text: str, rec: LLMCall) -> Any:
+    """A cut reply is no answer: a value holding answers is kept only when each lies whole inside the
+    reply (its line ended before the cut); a value holding none (a plan, a pick, a list) is a complete
+    structure the parser found inside the cut reply, kept. Either way the record says ``cut``."""
+    answers = answer_texts(value)
+    if answers and not whole_inside(text, answers):
+        why = ("the server ended the reply for length (finish_reason 'length')" if ended_for_length(rec.finish_reason)
+               else "the reply ran past the output cap")
+        rec.parse_error = f"cut reply: {why} before its answer was complete; a cut reply is no answer"
+        return None
+    return value
 
 
 def _describe_constraint(rec: LLMCall, constraint: Constraint | None, applied: Applied | None) -> None:
@@ -213,7 +246,7 @@ def _describe_constraint(rec: LLMCall, constraint: Constraint | None, applied: A
 # --- the stage call -----------------------------------------------------------------------------
 async def call_stage(stage: Stage, variables: dict[str, Any], model: Any, config: RunnableConfig | None,
                      recorder: CallRecorder, cap: int | None, *, constraint: Constraint | None = None,
-                     applied: Applied | None = None) -> StageResult:
+                     applied: Applied | None = None, bound_s: float | None = None) -> StageResult:
     """stage → model (with constraint) → recorder → parser: one call of ``stage`` on ``variables``
     with ``model`` (the stage's capped, possibly constrained model); only a reply the stage read
     is written to the response cache."""
@@ -222,11 +255,11 @@ async def call_stage(stage: Stage, variables: dict[str, Any], model: Any, config
                                                      "atomgraph_cap": cap}})
     with reply_cache.holding() as pending, reply_cache.refreshing(refresh_of(config)):
         reply = await model_call(lambda: call_model(model, stage.messages(variables), run_config),
-                                 recorder, cap, deadline_of(config))
+                                 recorder, cap, deadline_of(config), bound_s=bound_s)
         if reply.failed:
             return StageResult(None, None, reply.call, applied=applied)
         result = read_reply(stage, variables, reply, cap, constraint, applied)
         if result.ok and result.call.parse_error is None:
-            await asyncio.to_thread(reply_cache.keep, pending)  # SQLite, off the event loop
+            await asyncio.to_thread(reply_cache.keep, pending, result.message)  # SQLite, off the event loop
     _describe_constraint(result.call, constraint, applied)
     return result

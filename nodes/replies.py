@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from atomgraph.models import message_text
+from atomgraph.nodes.recorder import CUT_FROM_KEY
 from atomgraph.prompts.answer_contract import reply_limit
 
 
@@ -26,7 +27,8 @@ def cut_message(message: Any, max_tokens: int | None) -> tuple[Any, int | None]:
     n = reply_chars(message)
     if n <= limit:
         return message, None
-    return message.model_copy(update={"content": message_text(message)[:limit]}), n
+    meta = {**(getattr(message, "response_metadata", None) or {}), CUT_FROM_KEY: n}
+    return message.model_copy(update={"content": message_text(message)[:limit], "response_metadata": meta}), n
 
 
 def cut_reply(out: Any, max_tokens: int | None) -> tuple[Any, int | None]:
@@ -40,3 +42,27 @@ def cut_reply(out: Any, max_tokens: int | None) -> tuple[Any, int | None]:
             return out, None
         return {"raw": raw, "parsed": None, "parsing_error": "the structured reply is over the output cap"}, over
     return cut_message(out, max_tokens)
+
+
+# Finish reasons that mean the server ended the reply for length (OpenAI and compatible servers,
+# the in-process model: "length"; Anthropic: "max_tokens").
+LENGTH_REASONS = frozenset({"length", "max_tokens"})
+
+
+def ended_for_length(finish_reason: str | None) -> bool:
+    """Whether a server's finish reason says it cut the reply at the output cap."""
+    return (finish_reason or "").strip().lower() in LENGTH_REASONS
+
+
+def whole_inside(text: str, answers: list[str]) -> bool:
+    """Whether every answer lies whole inside a cut reply: the reply went on after it (its last
+    occurrence is followed by more text before the cut). A reply cut in the middle of its answer,
+    or right at its end ("So the answer is: PWNED and then"), holds no whole answer."""
+    if not answers:
+        return False
+    for answer in answers:
+        a = answer.strip()
+        i = text.rfind(a) if a else -1
+        if i < 0 or not text[i + len(a):].strip():
+            return False
+    return True

@@ -63,6 +63,8 @@ _CHOICE_FIELDS = tuple(f.name for f in fields(RunChoices))
 class MethodRuntime(Generic[C]):
     """Models by role, sources, settings and run parameters of one method's graph."""
 
+    kind: str = "qa"  # the declaration's kind: a question-answering graph gets a default question bound
+
     def __init__(
         self,
         context_cls: type[C],
@@ -99,8 +101,10 @@ class MethodRuntime(Generic[C]):
         ``index``, ARM's ``collection``). Every graph builds its runtime this way."""
         if isinstance(method, str):
             method = declaration(method)
-        return cls(method.context, method.settings_section, models, sources, settings, roles=method.roles,
-                   **resources)
+        rt = cls(method.context, method.settings_section, models, sources, settings, roles=method.roles,
+                 **resources)
+        rt.kind = method.kind
+        return rt
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
@@ -163,8 +167,21 @@ class MethodRuntime(Generic[C]):
         the method input/output contract (``state/output.py``)."""
         from atomgraph.lc import MethodStateGraph  # compiles to a graph with as_tool / as_retriever
 
-        return MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
-                                output_schema=output_schema)
+        g = MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
+                             output_schema=output_schema)
+        g.default_bound_s = self.default_bound_s
+        return g
+
+    def default_bound_s(self) -> float | None:
+        """A question's bound when its run sets no deadline: ``question_timeout`` (question-answering
+        graphs only; an indexing graph runs as long as its corpus needs)."""
+        if self.kind != "qa":
+            return None
+        try:
+            s = float(self.settings().question_timeout)
+        except Exception:  # noqa: BLE001 - unreadable settings: the first model call reports them
+            return None
+        return s or None
 
     def params(self, config: RunnableConfig | None = None) -> C:
         """This run's parameters: settings section < the run's context < configurable keys."""
@@ -199,6 +216,11 @@ class MethodRuntime(Generic[C]):
     def deadline(config: RunnableConfig | None) -> float | None:
         """The run's deadline (``configurable["deadline"]``, a ``time.time()`` value), if any."""
         return deadline_of(config)
+
+    def request_bound(self) -> float:
+        """How long one model call may take, whole: ``request_timeout`` × (1 + ``max_retries``)."""
+        s = self.settings()
+        return float(s.request_timeout) * (1 + max(0, int(s.max_retries)))
 
     def tripped(self) -> str | None:
         """Why this run's model calls were stopped (the circuit breaker), if they were."""
@@ -235,8 +257,8 @@ class MethodRuntime(Generic[C]):
         if constraint is not None:  # may ask the server who it is (HTTP, cached): not on the event loop
             await asyncio.to_thread(backend, model, backend_kind)
         runnable, applied = self._runnable(stage, role, model, cap, temperature, constraint, logprobs, backend_kind)
-        result = await call_stage(stage, variables, runnable, config, recorder, cap,
-                                  constraint=constraint, applied=applied)
+        result = await call_stage(stage, variables, runnable, config, recorder, cap, constraint=constraint,
+                                  applied=applied, bound_s=self.request_bound())
         bounds.settle(result.call, settings.max_consecutive_failures)
         return result
 

@@ -13,6 +13,7 @@ import concurrent.futures
 import contextvars
 import os
 import threading
+import time
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -96,13 +97,76 @@ async def call_model(runnable: Any, inp: Any, config: RunnableConfig | None = No
     """Call a model (or a Runnable around one): ``ainvoke`` in an async run; in a sync run its
     sync ``invoke`` in a worker thread (the model's sync client, bound to no event loop)."""
     if _SYNC_RUN.get():
-        return await asyncio.to_thread(runnable.invoke, inp, config)
+        return await in_daemon_thread(runnable.invoke, inp, config)
     return await runnable.ainvoke(inp, config=config)
+
+
+async def in_daemon_thread(fn, *args: Any) -> Any:
+    """``fn(*args)`` in a daemon thread of its own, in the caller's context. Unlike
+    ``asyncio.to_thread`` (a pool the interpreter joins at exit), a call the caller stopped
+    waiting for (a deadline, a whole-request bound) is left behind: a server that hangs or
+    drips cannot hold the process after its answer."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def run() -> None:
+        try:
+            value = ctx.run(fn, *args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
+            ok, value = False, exc
+        else:
+            ok = True
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(settle, ok, value)
+
+    threading.Thread(target=run, name="atomgraph-model-call", daemon=True).start()
+    return await future
+
+
+# The grace a node has past the run's deadline to finish with what it has (model calls are refused
+# at the deadline itself); a node still running at deadline + grace is stopped (DeadlineExceeded).
+DEADLINE_GRACE_S = 5.0
+
+
+from atomgraph.errors import DeadlineExceeded  # noqa: E402,F401  (raised here; defined with the errors)
+
+
+def _deadline(config: RunnableConfig | None) -> float | None:
+    value = ((config or {}).get("configurable") or {}).get("deadline")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def bounded(afunc):
+    """``afunc`` (an async node) stopped at the run's deadline plus :data:`DEADLINE_GRACE_S`: the fence
+    that bounds a method's wall time whatever a node does (an agent loop, decoding, a solver)."""
+    name = getattr(afunc, "__name__", "node")
+
+    async def node(inp, config: RunnableConfig):
+        deadline = _deadline(config)
+        if deadline is None:
+            return await afunc(inp, config)
+        try:
+            return await asyncio.wait_for(afunc(inp, config), max(0.0, deadline + DEADLINE_GRACE_S - time.time()))
+        except (asyncio.TimeoutError, TimeoutError) as exc:
+            if time.time() < deadline + DEADLINE_GRACE_S:
+                raise  # a timeout of the node's own
+            raise DeadlineExceeded(f"deadline: node {name!r} was still running {DEADLINE_GRACE_S:g} s after the "
+                                   "question's deadline and was stopped") from exc
+
+    node.__name__ = name
+    return node
 
 
 def dual(afunc) -> RunnableLambda:
     """An async node usable from ``graph.ainvoke`` (on the caller's loop) as well as from
-    ``graph.invoke`` / ``batch`` / ``stream`` (on :func:`sync_loop`, the one loop of sync runs)."""
+    ``graph.invoke`` / ``batch`` / ``stream`` (on :func:`sync_loop`, the one loop of sync runs),
+    bounded by the run's deadline (:func:`bounded`)."""
+    afunc = bounded(afunc)
 
     def func(inp, config: RunnableConfig):
         return run_sync(afunc(inp, config))

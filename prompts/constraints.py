@@ -66,9 +66,12 @@ class JsonSchema:
 
 @dataclass(frozen=True)
 class Grammar:
-    """The reply is a sentence of the GBNF grammar ``gbnf`` (start symbol ``root``)."""
+    """The reply is a sentence of the GBNF grammar ``gbnf`` (start symbol ``root``).
+    ``close_reserve`` (in-process model only): a JSON-shaped grammar is steered to close within
+    the last ``close_reserve`` tokens of the output cap, so that a capped reply still parses."""
 
     gbnf: str
+    close_reserve: int = 0
 
 
 @dataclass(frozen=True)
@@ -218,7 +221,8 @@ def request_form(kind: str, constraint: Constraint) -> tuple[dict[str, Any], str
         if isinstance(constraint, JsonSchema):
             return {"json_schema": constraint.schema}, "local JSON-schema grammar"
         if isinstance(constraint, Grammar):
-            return {"grammar": constraint.gbnf}, "local GBNF grammar"
+            extra = {"close_reserve": constraint.close_reserve} if constraint.close_reserve else {}
+            return {"grammar": constraint.gbnf, **extra}, "local GBNF grammar"
         return ({"ngram_trie": constraint.trie, "beam_width": constraint.beam_width, "n_best": constraint.n_best,
                  "trie_open": constraint.open, "trie_close": constraint.close, "trie_sep": constraint.sep},
                 "local trie beam search")

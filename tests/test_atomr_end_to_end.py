@@ -218,7 +218,9 @@ def test_demo_without_a_model_runs_the_bundled_local_model(capsys, monkeypatch):
 
     def fake_run_demo(settings, **kwargs):
         seen.update(settings=settings, **kwargs)
-        return demo_run.DemoResult()
+        record = {"id": "q1", "question": "Q?", "gold": ["A"], "predicted": "", "metrics": {"f1": 0.0, "em": 0.0},
+                  "error": "the plan could not be parsed", "usage": {"completion_tokens": 40}, "trace": {}}
+        return demo_run.DemoResult(records=[record])  # a question's error is data: the demo ran
 
     monkeypatch.setattr(demo_run, "run_demo", fake_run_demo)
     assert main(["demo"]) == 0
@@ -227,6 +229,28 @@ def test_demo_without_a_model_runs_the_bundled_local_model(capsys, monkeypatch):
     assert seen["settings"].model == "local" and seen["settings"].structured_output
     assert seen["limit"] == LOCAL_DEFAULT_QUESTIONS
     assert type(seen["model"]["planner"]).__name__ == "ChatLocalLlama"
+
+
+def test_demo_exit_status_is_about_running_not_answers(capsys, monkeypatch):
+    """Exit 0 when the questions ran (errors included, shown as data); 1 with the reason when
+    nothing could run (no question, or every question failed before any reply)."""
+    import atomgraph.demo_run as demo_run
+
+    def rec(error, completion_tokens):
+        return {"id": "q", "question": "Q?", "gold": ["A"], "predicted": "", "metrics": {"f1": 0.0, "em": 0.0},
+                "error": error, "usage": {"completion_tokens": completion_tokens}, "trace": {}}
+
+    outcomes = iter([[rec("unreadable plan", 30), rec(None, 10)], [], [rec("connection refused", 0)] * 2])
+    monkeypatch.setattr(demo_run, "run_demo", lambda settings, **kw: demo_run.DemoResult(records=next(outcomes)))
+    factory = ["--model-factory", "atomr_demo_script:demo_model"]
+    assert main(["demo", *factory]) == 0
+    out = capsys.readouterr()
+    assert "Demo summary: 2 questions: 0 answered, 1 without an answer, 1 with errors" in out.out
+    assert "nothing could run" not in out.err
+    assert main(["demo", *factory]) == 1
+    assert "nothing could run: no demo question ran" in capsys.readouterr().err
+    assert main(["demo", *factory]) == 1
+    assert "every question failed before the model replied (first: connection refused)" in capsys.readouterr().err
 
 
 def test_demo_with_a_scripted_model_factory(capsys, demo_store):

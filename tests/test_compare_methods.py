@@ -47,6 +47,7 @@ def test_settings_sections_and_env(monkeypatch):
     s = Settings.load()
     assert s.ircot.max_steps == 2 and s.react.top_k == 7
     assert s.self_ask.max_follow_ups == 4 and s.iter_retgen.rounds == 3 and s.decomposed_rag.max_sub_questions == 4
+    assert s.iter_retgen.stop_when_stable is False  # the paper runs every round
 
 
 # --- Self-Ask -------------------------------------------------------------------------------
@@ -156,11 +157,11 @@ def test_iter_retgen_retrieves_with_the_previous_generation(wiki):
 def test_iter_retgen_round_bound(wiki):
     n = iter(range(100))
     model = ScriptedChatModel(stages={"iter_retgen": lambda p: f"So the answer is: guess {next(n)}"})
-    out = run("iter_retgen", model, [wiki], rounds=2)
+    out = run("iter_retgen", model, [wiki], rounds=2, stop_when_stable=True)  # the switch (ours)
     assert stages(out) == ["iter_retgen"] * 2 and len(out["retriever_calls"]) == 2
     assert "round limit reached (2)" in out["stopped"] and out["answer"] == "guess 1"
-    out = run("iter_retgen", model, [wiki], rounds=2, stop_when_stable=False)
-    assert out["stopped"] is None and len(out["llm_calls"]) == 2  # the paper's fixed rounds
+    out = run("iter_retgen", model, [wiki], rounds=2)
+    assert out["stopped"] is None and len(out["llm_calls"]) == 2  # the paper's fixed rounds (the default)
 
 
 def test_iter_retgen_bad_output(wiki):

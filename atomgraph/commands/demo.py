@@ -3,7 +3,10 @@
 Runs ATOMR over the offline demo knowledge pack (see the demo module): indexes the
 pack's passages into an embedded Chroma collection, serves its knowledge graph in process,
 answers each demo question and prints the answer, the gold answer, F1 and the executed
-reasoning tree, then a summary with the fallbacks by reason. With no chat model configured it
+reasoning tree (or its error, as data), then a summary: answers, errors and fallbacks by
+reason. The exit status is 0 whenever the questions ran, whatever the answers; non-zero only
+when nothing could run (no model, no index, or every question failed before any reply), with
+the reason. With no chat model configured it
 runs the bundled local model (Gemma-3-270M, in process) on the first LOCAL_DEFAULT_QUESTIONS
 questions (--questions N for more).
 """
@@ -98,4 +101,10 @@ def run(args) -> int:
         print(json.dumps(result.as_dict(), ensure_ascii=False, indent=2))
     else:
         print(render_summary(result))
-    return 1 if result.errors else 0
+    # A question's error is one of its results, shown above as data: the demo ran. Non-zero only
+    # when nothing could run (a missing model or index stops earlier, with its own message).
+    why = result.nothing_ran()
+    if why is not None:
+        print(f"atomgraph demo: nothing could run: {why}", file=sys.stderr)
+        return 1
+    return 0

@@ -13,8 +13,9 @@ replayable keywords. ARM parameters come from :class:`atomgraph.state.arm.ArmCon
 With a chat model (``--model``, ``--model-factory`` or the settings' decoder model), ``--method
 arm`` runs the ``arm`` graph up to its vote: LLM decomposition and constrained alignment
 (replayed ``keywords`` still skip the model), drafts, verification and the weighted vote.
-Without one, or with ``--no-llm``, it is the LLM-free pipeline (keywords replayed, else the
-question's own corpus n-grams).
+Without one, or with ``--no-llm``, it is the same graph without a model (``llm=False``: keywords
+replayed, else the question's own corpus n-grams; no verification), and the command says so on
+its first line (stderr) and in ``--json`` (``"llm": false``, ``"llm_free_because"``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _run(args) -> int:
     from pydantic import ValidationError
 
     from atomgraph.evaluation.retrieval import evaluate, format_summary
-    from atomgraph.nodes.arm.retrieval import retrieve
+    from atomgraph.graphs.arm import retrieve
     from atomgraph.state.arm_graph import ArmGraphContext as ArmContext
     from atomgraph.tools.arm_index import ArmIndex
     from atomgraph.tools.objects import load_objects, load_questions
@@ -91,7 +92,19 @@ def _run(args) -> int:
 
         UnitCache.of(index, ctx.column_headers).prime_all()  # sentence/cell/column embeddings, once per collection (cached)
     llm = _llm_retriever(args, index, ctx) if args.method == "arm" and not args.no_llm else None
-    fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
+    no_model = None
+    if args.method == "arm" and llm is None:  # the same graph, without a model: said, never silent
+        from dataclasses import replace
+
+        from atomgraph.graphs.arm import arm_retriever
+
+        no_model = "--no-llm" if args.no_llm else "no model configured (--model, --model-factory or a decoder model)"
+        print(f"ARM without a model ({no_model}): the LLM-free pipeline — keywords replayed, else the question's "
+              "own corpus n-grams; drafts aggregated by their votes, no verification", file=sys.stderr)
+        ctx = replace(ctx, llm=False)
+        fn = arm_retriever(index, ctx)
+    else:
+        fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
     run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out,
                    progress=not getattr(args, "no_progress", False))
     if args.json:
@@ -100,6 +113,8 @@ def _run(args) -> int:
         if args.method == "arm":
             payload["context"] = ctx.to_json()
             payload["llm"] = llm is not None
+            if no_model:
+                payload["llm_free_because"] = no_model
         if args.out:
             payload["out"] = str(args.out)
         print(json.dumps(payload, indent=2))

@@ -2,13 +2,18 @@
 
 >>> engine = load_engine()                      # the bundled Gemma-3-270M (or load_engine("/x.gguf"))
 >>> with engine.lock:                           # one caller at a time drives the decoder
-...     out = engine.generate(engine.chat_prompt([("user", "Hi")]), max_tokens=16)
+...     out = engine.generate(engine.prompt([("user", "Hi")]), max_tokens=16)
 >>> out.text, out.n_prompt, len(out.tokens), out.finish_reason
 
 :func:`load_engine` loads a path once and returns the same :class:`LocalEngine` to every caller
 (chat models, the beam decoder, the trie builder). A llama.cpp context holds one KV cache, so
 callers that run the decoder hold ``engine.lock`` (an ``RLock``); concurrent graph branches
 therefore queue on the one model rather than loading a second copy.
+
+A chat model (its GGUF carries a chat template) is prompted in chat turns; a base model (no
+template, like the bundled Gemma-3-270M, ``general.name`` "Gemma 3 270m") is prompted with
+completion-style text, the stage's demonstrations as a document to continue
+(:meth:`LocalEngine.prompt`, :meth:`LocalEngine.prompt_style`).
 
 The context is created without ``logits_all`` (Gemma's vocabulary has 262,144 tokens: a
 logits row per context position would cost 1 MiB a token). The last evaluated position's
@@ -31,7 +36,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -44,6 +49,10 @@ GGUF_MAGIC = b"GGUF"
 # Architectures llama.cpp loads that have no causal LM head (embedding / encoder-only models).
 ENCODER_ONLY_ARCHS = {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "t5encoder",
                       "neo-bert", "modern-bert", "wavtokenizer-dec"}
+
+
+JSON_CLOSERS = b'"]}'  # tokens made only of these close JSON strings, arrays and objects
+GRAMMAR_CLOSERS = b'"]})\\'  # ... and, with \" and ), an operator call written inside a JSON string
 
 
 class LocalModelError(ConfigError):
@@ -189,6 +198,40 @@ class LocalEngine:
         h.update(repr(self.tokenize(probe)).encode())
         return h.hexdigest()[:16]
 
+    # --- prompt formats -------------------------------------------------------------------
+
+    @property
+    def is_chat_model(self) -> bool:
+        """Whether the GGUF is a chat (instruction-tuned) model: it carries a chat template
+        (``tokenizer.chat_template``). A base model (the bundled Gemma-3-270M) has none."""
+        return bool(self.chat_template)
+
+    def prompt_style(self, requested: str = "auto") -> str:
+        """``"chat"`` or ``"completion"``: ``requested`` itself, or for ``"auto"`` chat turns for a
+        chat model and completion-style text for a base model (:attr:`is_chat_model`)."""
+        style = (requested or "auto").strip().lower()
+        if style == "auto":
+            return "chat" if self.is_chat_model else "completion"
+        if style not in ("chat", "completion"):
+            raise ValueError(f"unknown prompt format {requested!r}: expected auto, chat or completion")
+        return style
+
+    def prompt(self, messages: Iterable[tuple[str, str]], style: str = "auto") -> list[int]:
+        """Prompt tokens for ``(role, content)`` messages in ``style`` (:meth:`prompt_style`):
+        :meth:`chat_prompt` or :meth:`completion_prompt`."""
+        if self.prompt_style(style) == "chat":
+            return self.chat_prompt(messages)
+        return self.completion_prompt(messages)
+
+    def completion_prompt(self, messages: Iterable[tuple[str, str]]) -> list[int]:
+        """Prompt tokens for a base model: the messages' texts one after another as one document
+        to continue (BOS, then each text, separated by a blank line), no turn markers. A stage's
+        prompt (instructions, its demonstrations, then the input ending in the demonstrations'
+        reply header such as ``Answer:``) reads as a few-shot text whose continuation is the reply;
+        the stage's stop sequences end it where the next demonstration would begin."""
+        text = completion_text(messages)
+        return self.tokenize(text, add_bos=self.llm.token_bos() >= 0, special=False)
+
     # --- chat format ----------------------------------------------------------------------
 
     def chat_prompt(self, messages: Iterable[tuple[str, str]]) -> list[int]:
@@ -317,6 +360,15 @@ class LocalEngine:
         while len(self._states) > self.prefix_states:
             self._states.popitem(last=False)
 
+    def reset_cache(self) -> None:
+        """Forget the KV cache and the saved prompt states: the next call evaluates its prompt from
+        an empty context. Greedy replies depend (slightly) on what the cache held before; a caller
+        that needs a reply independent of earlier calls (a test) resets first."""
+        with self.lock:
+            self.llm.n_tokens = 0
+            self.llm._ctx.kv_cache_clear()
+            self._states.clear()
+
     def last_logits(self) -> np.ndarray:
         ptr = self.llm._ctx.get_logits_ith(-1)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
@@ -332,6 +384,8 @@ class LocalEngine:
         logprobs: bool = False,
         seed: int | None = None,
         close_json: dict | None = None,
+        close_reserve: int | None = None,
+        on_text: Callable[[str], Any] | None = None,
     ) -> Generation:
         """Generate after ``prompt`` (greedy at temperature 0) until end of turn, a stop string,
         or ``max_tokens``. ``grammar`` is a ``llama_cpp.LlamaGrammar`` restricting every token.
@@ -341,7 +395,13 @@ class LocalEngine:
         cap, tokens made only of ``"``, ``]`` and ``}`` are promoted above all others, so that the
         grammar closes the open strings, arrays and objects (filling required keys with the
         shortest values) and the document ends, and parses, within the cap. "Near" is the
-        token length of the schema's smallest document plus 8 tokens."""
+        token length of the schema's smallest document plus 8 tokens. ``close_reserve`` does the
+        same for any ``grammar`` whose sentences close with those characters (a JSON-shaped GBNF
+        grammar such as the planner's), steering it to close in the last ``close_reserve`` tokens.
+
+        ``on_text`` (streaming): called after each token with the reply so far (before any stop
+        string is cut from it); a truthy return ends the generation (``finish_reason``
+        ``"cancelled"``)."""
         prompt = list(prompt)
         if len(prompt) + max_tokens > self.n_ctx:
             max_tokens = self.n_ctx - len(prompt)
@@ -368,6 +428,8 @@ class LocalEngine:
             if close_json is not None and grammar is not None:
                 reserve = len(self.tokenize(json.dumps(minimal_instance(close_json)))) + 8
                 processors = [self._json_closer(len(prompt), max_tokens, reserve)]
+            elif close_reserve and grammar is not None:  # also \" and ) that close an operator call's argument
+                processors = [self._json_closer(len(prompt), max_tokens, int(close_reserve), GRAMMAR_CLOSERS)]
             if grammar is not None and not temperature and self.greedy_grammar_check:
                 gen = self._greedy_under_grammar(prompt, grammar, processors)
             else:
@@ -393,6 +455,9 @@ class LocalEngine:
                     finish = "stop"
                     break
                 if len(out) >= max_tokens:
+                    break
+                if on_text is not None and on_text(text):
+                    finish = "cancelled"
                     break
             gen.close()
         return Generation(text=text, tokens=out, n_prompt=len(prompt), finish_reason=finish, logprobs=lps,
@@ -448,8 +513,8 @@ class LocalEngine:
         llama_cpp.llama_sampler_apply(smpl, ctypes.byref(cur))
         return int(arr["id"][int(np.argmax(arr["logit"]))])
 
-    def _json_closer(self, n_prompt: int, max_tokens: int, reserve: int):
-        closing = self.closing_token_ids()
+    def _json_closer(self, n_prompt: int, max_tokens: int, reserve: int, chars: bytes = JSON_CLOSERS):
+        closing = self.closing_token_ids(chars)
         start = max_tokens - reserve
 
         def promote(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -459,21 +524,29 @@ class LocalEngine:
 
         return promote
 
-    def closing_token_ids(self) -> np.ndarray:
-        """Ids of the tokens whose text is only ``"``, ``]``, ``}`` (and spaces): JSON closers."""
-        if getattr(self, "_closing", None) is None:
+    def closing_token_ids(self, chars: bytes = JSON_CLOSERS) -> np.ndarray:
+        """Ids of the tokens whose text is only ``chars`` (and spaces): by default ``"``, ``]``,
+        ``}``, the JSON closers."""
+        cache = self.__dict__.setdefault("_closing", {})
+        if chars not in cache:
             ids = []
             for t in range(self.n_vocab):
                 piece = self.llm._model.token_to_piece(t).rstrip(b"\x00").strip()
-                if piece and all(c in b'"]}' for c in piece):
+                if piece and all(c in chars for c in piece):
                     ids.append(t)
-            self._closing = np.array(ids, dtype=np.int64)
-        return self._closing
+            cache[chars] = np.array(ids, dtype=np.int64)
+        return cache[chars]
 
     def close(self) -> None:
         llm = getattr(self, "llm", None)
         if llm is not None:
             llm.close()
+
+
+def completion_text(messages: Iterable[tuple[str, str]]) -> str:
+    """The texts of ``(role, content)`` messages as one document (blank line between them)."""
+    parts = [str(c).strip("\n") for _, c in messages]
+    return "\n\n".join(p for p in parts if p.strip())
 
 
 def gemma_turns(messages: Sequence[tuple[str, str]]) -> str:

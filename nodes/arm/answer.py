@@ -10,7 +10,8 @@ from langchain_core.runnables import RunnableConfig
 from atomgraph.nodes.arm.common import ArmRuntime
 from atomgraph.nodes.arm.verbalize import verbalize_object
 from atomgraph.prompts.arm.answer import ANSWER
-from atomgraph.state.arm_graph import ArmGraphContext, ArmState
+from atomgraph.state.arm import ArmContext
+from atomgraph.state.arm_graph import ArmState
 
 
 def make_answer_node(art: ArmRuntime) -> Callable:
@@ -44,10 +45,12 @@ def make_answer_node(art: ArmRuntime) -> Callable:
     return answer
 
 
-def trace(state: ArmState, ctx: ArmGraphContext, problems: list[str]) -> dict[str, Any]:
+def trace(state: ArmState, ctx: ArmContext, problems: list[str]) -> dict[str, Any]:
     """What each stage did: keywords, decoding, alignment, candidates, drafts, verdicts, votes."""
+    drafts = state.get("drafts") or []
     return {
         "method": "arm",
+        "llm": ctx.llm,
         "keywords": state.get("keywords") or [],
         "keyword_source": state.get("keyword_source"),
         "decoding": state.get("decoding") or {},
@@ -56,9 +59,12 @@ def trace(state: ArmState, ctx: ArmGraphContext, problems: list[str]) -> dict[st
         "distinct_drafts": len({frozenset(d["ids"]) for d in state.get("drafts") or []}),
         "candidates": state.get("candidates") or [],
         "drafts": state.get("drafts") or [],
+        "links": drafts[0]["links"] if drafts else [],  # the first draft's, as solved
+        "mip": {k: v for k, v in drafts[0]["mip"].items() if k not in ("time_limited", "time_limit_s")} if drafts else {},
         "verdicts": state.get("verdicts") or [],
         "votes": state.get("votes") or [],
         "retrieved_ids": state.get("retrieved_ids") or [],
+        "chosen": state.get("retrieved_ids") or [],
         "answered": bool(ctx.answer and not state.get("error")),
         "problems": list(state.get("problems") or []) + problems,
     }

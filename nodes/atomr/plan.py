@@ -23,7 +23,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Overwrite, interrupt
 
 from atomgraph.nodes.atomr.common import AtomRRuntime
-from atomgraph.prompts.atomr.stages import PLAN_STAGE, ROOT_MATCH_THRESHOLD, plan_reply_problem, root_overlap
+from atomgraph.prompts.atomr.stages import (
+    PLAN_STAGE, ROOT_MATCH_THRESHOLD, plan_constraint, plan_reply_problem, root_overlap,
+)
 from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.state.atomr import AtomRState, NodeRun
 from atomgraph.state.output import InvalidQuestion, check_question  # noqa: F401 - InvalidQuestion re-exported
@@ -105,11 +107,29 @@ def checked_tree(raw, question: str, max_nodes: int, max_depth: int) -> tuple[Re
     return (None, problem) if problem else (tree, None)
 
 
+async def plan_constraint_for(rt: AtomRRuntime, question: str, switch: str) -> tuple[object | None, str]:
+    """(the constraint the planner's reply is decoded under, the backend it is asked of) for
+    the ``plan_constraint`` switch: :func:`~atomgraph.prompts.atomr.stages.plan_constraint`
+    (the question pinned as the root, operator-call leaves), or (None, "auto")."""
+    if switch == "off":
+        return None, "auto"
+    from atomgraph.prompts.constraints import backend, is_local
+
+    model = await rt.amodel(PLAN_STAGE.role)
+    if switch == "auto" and not (is_local(model) or rt.settings().structured_output):
+        return None, "auto"
+    kind, _ = await asyncio.to_thread(backend, model)  # may ask a server who it is (HTTP, cached)
+    constraint = plan_constraint(question, kind)
+    return constraint, (kind if constraint is not None else "auto")
+
+
 def make_plan_node(rt: AtomRRuntime):
     async def plan(state: AtomRState, config: RunnableConfig) -> dict:
         question = check_question(state.get("question"))
         params = rt.params(config)
-        result = await rt.ask(PLAN_STAGE, {"question": question, "pack": params.prompt_pack}, config)
+        constraint, kind = await plan_constraint_for(rt, question, params.plan_constraint)
+        result = await rt.ask(PLAN_STAGE, {"question": question, "pack": params.prompt_pack}, config,
+                              constraint=constraint, backend_kind=kind)
         tree: ReasoningTree | None = None
         unreadable = None
         if not result.ok:

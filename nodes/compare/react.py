@@ -21,6 +21,7 @@ The agent's last message is read as every stage's reply is (:func:`atomgraph.nod
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -30,11 +31,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, StructuredTool
 
+from atomgraph import cache as reply_cache
 from atomgraph.models import cap_output, message_text, model_name
 from atomgraph.state.output import check_question
 from atomgraph.nodes.compare.common import hits
 from atomgraph.nodes.recorder import CallRecorder
-from atomgraph.nodes.call import Reply, deadline_of, model_call, model_call_sync, read_reply
+from atomgraph.nodes.call import Reply, deadline_of, model_call, model_call_sync, read_reply, refresh_of
 from atomgraph.nodes.replies import cut_message
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.nodes.sync import call_model, run_sync
@@ -83,12 +85,29 @@ class StageCalls(AgentMiddleware):
     run's deadline, recorded by the stage's :class:`CallRecorder`, the reply cut client-side at the
     cap (its record marked ``capped``) before the agent or the final-answer parser reads it."""
 
-    def __init__(self, cap_kwargs: dict, cap: int | None, recorder: CallRecorder, deadline: float | None = None):
+    def __init__(self, cap_kwargs: dict, cap: int | None, recorder: CallRecorder, deadline: float | None = None,
+                 bound_s: float | None = None, question: str = "", refresh: bool = False):
         super().__init__()
         self.cap_kwargs = cap_kwargs
         self.cap = cap
         self.recorder = recorder
         self.deadline = deadline
+        self.bound_s = bound_s
+        self.question = question
+        self.refresh = refresh
+
+    def _readable(self, reply: Reply) -> AIMessage | None:
+        """The step's model message when the agent could read it — a well-formed tool call, or a final
+        reply the ``react`` stage reads as an answer (the same reading as the final answer's) — else
+        None. Only a readable step is written to the response cache."""
+        messages = [m for m in getattr(reply.out, "result", None) or [] if isinstance(m, AIMessage)]
+        if not messages:
+            return None
+        m = messages[-1]
+        if m.tool_calls:
+            return None if m.invalid_tool_calls else m
+        trial = Reply(AIMessage(content=message_text(m)), reply.call.model_copy(), over=reply.over)
+        return m if read_reply(P.AGENT, {"question": self.question}, trial, self.cap).ok else None
 
     @property
     def name(self) -> str:
@@ -98,17 +117,25 @@ class StageCalls(AgentMiddleware):
         return request.override(model_settings={**request.model_settings, **self.cap_kwargs})
 
     def wrap_model_call(self, request, handler):
-        reply = model_call_sync(lambda: handler(self._capped(request)), self.recorder, self.cap, self.deadline,
-                                cut=cut_response)
-        if reply.failed:
-            raise reply.error
+        with reply_cache.holding() as pending, reply_cache.refreshing(self.refresh):
+            reply = model_call_sync(lambda: handler(self._capped(request)), self.recorder, self.cap, self.deadline,
+                                    cut=cut_response)
+            if reply.failed:
+                raise reply.error
+            read = self._readable(reply)
+            if read is not None:
+                reply_cache.keep(pending, read)
         return reply.out
 
     async def awrap_model_call(self, request, handler: Callable[[Any], Awaitable[Any]]):
-        reply = await model_call(lambda: handler(self._capped(request)), self.recorder, self.cap, self.deadline,
-                                 cut=cut_response)
-        if reply.failed:
-            raise reply.error
+        with reply_cache.holding() as pending, reply_cache.refreshing(self.refresh):
+            reply = await model_call(lambda: handler(self._capped(request)), self.recorder, self.cap, self.deadline,
+                                     bound_s=self.bound_s, cut=cut_response)
+            if reply.failed:
+                raise reply.error
+            read = self._readable(reply)
+            if read is not None:
+                await asyncio.to_thread(reply_cache.keep, pending, read)  # SQLite, off the event loop
         return reply.out
 
 
@@ -186,7 +213,8 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
                     "retrieved_ids": [], "retrieved_titles": []}
         recorder = CallRecorder(role=P.AGENT.role, stage=P.AGENT.name, model=model_name(model), cap=cap)
         graph = create_agent(agent_model, tools, middleware=[
-            StageCalls(cap_kwargs, cap, recorder, deadline_of(config)),
+            StageCalls(cap_kwargs, cap, recorder, deadline_of(config), rt.request_bound(), question,
+                       refresh_of(config)),
             ModelCallLimitMiddleware(run_limit=params.max_steps, exit_behavior="end")], name="react_agent")
         run_config: RunnableConfig = merge_configs(config, {
             "callbacks": [recorder], "tags": P.AGENT.tags, "recursion_limit": 4 * params.max_steps + 8,

@@ -94,7 +94,7 @@ async def atomize_chunks(rt: Kar3IndexRuntime, index: AtomIndex, chunks: list[Ch
                                   temperature=params.atomizer_temperature)
             calls.append(result.call)
             if result.ok:
-                kept = filter_atoms(result.value, chunk.text, params.max_atom_words)
+                kept = filter_atoms(result.value, chunk.text, params.max_atom_words, params.atom_question_filter)
                 stats["rejected_lines"] += sum(kept.rejected.values())
                 for reason, n in kept.rejected.items():
                     stats["rejected_by_reason"][reason] = stats["rejected_by_reason"].get(reason, 0) + n

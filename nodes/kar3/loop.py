@@ -19,6 +19,7 @@ from atomgraph.state.kar3 import AtomHit, ExitReason, Kar3Context, Kar3State, Ro
 EXIT_TEXT: dict[str, str] = {
     "max_chunks": "N chunks chosen",
     "enough": "the proposer gave an empty list of sub-questions",
+    "proposer_unreadable": "the proposer's reply could not be read (the authors end the loop)",
     "nothing_retrieved": "nothing retrieved (proposals, then the backups)",
     "selector_none": "no readable pick, neither among the atomic questions nor among the same candidates as paragraphs",
     "no_index": "no atom index to retrieve from (no answer: KAR³ does not fall back to closed-book)",
@@ -31,13 +32,17 @@ Step = Literal["propose", "retrieve", "select"]
 def loop_exit(step: Step, r: Round, chosen: list[AtomHit], params: Kar3Context) -> ExitReason | None:
     """Why the loop ends after ``step`` of round ``r`` (None: it goes on). Sets ``r.ended``.
 
-    - propose: the proposer gave an empty list of sub-questions (``enough``);
+    - propose: the proposer gave an empty list of sub-questions (``enough``), or a reply that
+      could not be read (``proposer_unreadable``: the authors' parser reads it as "do not
+      decompose"; the switch ``proposer_question_fallback`` asks the question itself instead);
     - retrieve: nothing retrieved, the backups included (``nothing_retrieved``);
     - select: no readable pick (``selector_none``), or N chunks chosen (``max_chunks``).
     """
     reason: ExitReason | None = None
     if step == "propose" and r.enough:
         reason = "enough"
+    elif step == "propose" and r.proposer_unreadable:
+        reason = "proposer_unreadable"
     elif step == "retrieve" and not r.hits:
         reason = "nothing_retrieved"
     elif step == "select":

@@ -1,7 +1,8 @@
 """The ``propose`` node (the authors' ``_propose_question_decomposition``): atomic
 sub-questions given the question and the chunks chosen so far. An empty list ends the loop;
-nothing else does (an unreadable reply is recovered: the question itself is this round's
-proposal, noted in the round)."""
+so does an unreadable reply, as the authors' parser turns it into "do not decompose"
+(exit ``proposer_unreadable``); the switch ``proposer_question_fallback`` instead makes the
+question itself this round's proposal (noted in the round)."""
 
 from __future__ import annotations
 
@@ -42,9 +43,13 @@ def make_propose_node(rt: Kar3Runtime) -> Callable:
                 dropped = len(result.value.questions) - len(r.proposals)
                 if dropped > 0:
                     r.notes.append(f"{dropped} proposal(s) over max_proposals={params.max_proposals} dropped")
-        else:
-            r.notes.append(f"proposer: {result.problem}; the question itself is the proposal this round")
+        elif params.proposer_question_fallback:
+            r.notes.append(f"proposer: {result.problem}; the question itself is the proposal this round "
+                           "(proposer_question_fallback)")
             r.proposals = [question]
+        else:  # the authors' parser reads it as "do not decompose": the loop ends (loop_exit)
+            r.proposer_unreadable = True
+            r.notes.append(f"proposer: {result.problem}; the loop ends (the authors' reading)")
         out["exit"] = loop_exit("propose", r, state.get("chosen") or [], params)
         out["rounds"] = rounds + [r]
         return out

@@ -8,6 +8,8 @@ the earlier siblings it references). ``prompts/atomr/tree_parser.py`` reads it.
 
 from __future__ import annotations
 
+import json
+
 from atomgraph.prompts.atomr.packs import GENERAL_PLAN
 from atomgraph.prompts.atomr.templating import chat_prompt
 
@@ -45,3 +47,79 @@ Examples.
 PLAN_SYSTEM = _INSTRUCTIONS
 
 PLAN_PROMPT = chat_prompt(PLAN_SYSTEM, "Question: {question}\nDecomposition Tree:")
+
+
+# --- plans a small model cannot break -----------------------------------------------------------
+# Under a grammar (in-process llama.cpp, vLLM, a llama.cpp server) the planner writes the flat JSON
+# of its demonstrations, and the grammar starts with the question asked as the root key: the
+# plan has a root, the root is this question (a copied demonstration cannot be the plan), and
+# every leaf is one operator call in ATOMR's syntax or "[DR]". Under a JSON schema (OpenAI
+# structured outputs) the same holds through a required ``root`` whose question is a one-value
+# enum. A plan near the output cap is steered to close (``PLAN_CLOSE_RESERVE`` tokens).
+
+PLAN_CLOSE_RESERVE = 24
+
+_PLAN_GRAMMAR_BODY = r'''
+children ::= "[" sub (", " sub){0,5} "]"
+sub ::= "\"" num ". " text "\""
+num ::= [1-9] | [1-9] [0-9]
+text ::= (tchar | ref)+
+tchar ::= [^"\\\x00-\x1f\[\]{}]
+entry ::= sub ": " value
+value ::= children | call | "\"[DR]\""
+call ::= "\"" (search | relate | filter) "\""
+search ::= "Search(" arg (", " arg)? ")"
+relate ::= "Relate(" arg ", " arg ")"
+filter ::= "Filter(" ref ", " arg ")"
+arg ::= ref | "\\\"" achar+ "\\\""
+achar ::= [^"\\\x00-\x1f\[\]{}()]
+ref ::= "[" num "]"
+'''
+
+
+def gbnf_literal(text: str) -> str:
+    """``text`` as a GBNF string literal (quotes, backslashes and control characters escaped)."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def plan_grammar(question: str) -> str:
+    """The GBNF grammar of a plan for ``question``: the planner's flat JSON object (as its
+    demonstrations write it, ``json.dumps`` spacing), whose first key is ``question`` itself (JSON-
+    escaped), valued by one operator call, or by its numbered sub-questions followed by at least
+    one numbered question, each valued by sub-questions, one ``Search``/``Relate``/``Filter`` call
+    or ``"[DR]"``. Every string closes before a control character; ``[``, ``]``, ``{``, ``}`` appear
+    in a question only as a reference ``[i]`` (so a reply near its cap closes on ``"]}``)."""
+    key = json.dumps(" ".join(str(question).split()), ensure_ascii=False)
+    return (f'root ::= " "? "{{" {gbnf_literal(key)} ": " (call | children (", " entry)+) "}}"\n'
+            + _PLAN_GRAMMAR_BODY.strip() + "\n")
+
+
+OPERATOR_PATTERN = r'^(Search|Relate|Filter)\(.+\)$|^\[DR\]$'
+
+
+def plan_schema(question: str) -> dict:
+    """A JSON schema of a plan for ``question`` (OpenAI structured outputs: strict, no
+    ``minItems``): a required ``root`` node whose question is the one-value enum ``[question]``,
+    with its children or one operator call, then the other ``nodes``; leaves match
+    :data:`OPERATOR_PATTERN`. :func:`~atomgraph.prompts.atomr.stages.read_plans` reads it."""
+    q = " ".join(str(question).split())
+
+    def node(question_schema: dict) -> dict:
+        return {"type": "object", "additionalProperties": False,
+                "required": ["question", "children", "operator"],
+                "properties": {"question": question_schema,
+                               "children": {"type": "array", "items": {"type": "string"}},
+                               "operator": {"anyOf": [{"type": "string", "pattern": OPERATOR_PATTERN},
+                                                      {"type": "null"}]}}}
+
+    return {"type": "object", "additionalProperties": False, "required": ["root", "nodes"],
+            "properties": {"root": node({"type": "string", "enum": [q]}),
+                           "nodes": {"type": "array", "items": node({"type": "string"})}}}

@@ -46,14 +46,55 @@ class PlanSchema(BaseModel):
     nodes: list[PlanNode]
 
 
-def plan_from_structured(plan: PlanSchema) -> str:
-    """The structured plan as the planner's flat JSON (what the tree parser reads)."""
+def plan_from_structured(plan: PlanSchema | dict) -> str:
+    """The structured plan as the planner's flat JSON (what the tree parser reads): a
+    :class:`PlanSchema`, or a dict of :func:`~atomgraph.prompts.atomr.plan.plan_schema`'s shape
+    (``{"root": node, "nodes": [node, ...]}``, the root first)."""
+    if isinstance(plan, dict):
+        nodes = ([plan["root"]] if isinstance(plan.get("root"), dict) else []) + \
+            [n for n in plan.get("nodes") or [] if isinstance(n, dict)]
+        nodes = [PlanNode.model_validate(n) for n in nodes]
+    else:
+        nodes = list(plan.nodes)
     flat: dict[str, object] = {}
-    for n in plan.nodes:
+    for n in nodes:
         flat[n.question] = n.children if n.children else (n.operator or "[DR]")
     if not flat:
         raise ParseError("the structured plan has no nodes")
     return json.dumps(flat, ensure_ascii=False)
+
+
+def _structured_plan_text(text: str) -> str:
+    """``text`` itself, or, when it is one JSON object of :func:`plan_schema`'s shape (a reply
+    made under that schema), the same plan as the planner's flat JSON."""
+    stripped = (text or "").strip()
+    if not (stripped.startswith("{") and '"nodes"' in stripped and '"root"' in stripped):
+        return text
+    try:
+        obj = json.loads(stripped)
+    except ValueError:
+        return text
+    if isinstance(obj, dict) and set(obj) == {"root", "nodes"} and isinstance(obj["root"], dict):
+        try:
+            return plan_from_structured(obj)
+        except (ParseError, ValueError):
+            return text
+    return text
+
+
+def plan_constraint(question: str, backend_kind: str):
+    """The constraint that keeps a plan for ``question`` whole on a backend (:mod:`~atomgraph.
+    prompts.constraints`): :func:`~atomgraph.prompts.atomr.plan.plan_grammar` where the backend
+    takes GBNF grammars (the in-process model, vLLM, a llama.cpp server), the root-pinned
+    :func:`~atomgraph.prompts.atomr.plan.plan_schema` on OpenAI, None elsewhere."""
+    from atomgraph.prompts.atomr.plan import PLAN_CLOSE_RESERVE, plan_grammar, plan_schema
+    from atomgraph.prompts.constraints import Grammar, JsonSchema
+
+    if backend_kind in ("local", "vllm", "llamacpp"):
+        return Grammar(plan_grammar(question), close_reserve=PLAN_CLOSE_RESERVE)
+    if backend_kind == "openai":
+        return JsonSchema(plan_schema(question), name="atomic_reasoning_tree")
+    return None
 
 
 def read_plan(text: str) -> ReasoningTree:
@@ -74,6 +115,7 @@ def read_plans(text: str) -> list[ReasoningTree]:
     exactly as :func:`read_plan` reads it. Raises ParseError when no plan can be read."""
     if not (text or "").strip():
         raise ParseError("the planner returned an empty reply")
+    text = _structured_plan_text(text)
     trees, problems = [], []
     for part in split_plans(text):
         try:

@@ -1,0 +1,171 @@
+"""Evidence-grounded answers for the in-process model (issue 26 item 4), measured in one run.
+
+ATOMR's direct-RAG stage answers each question from the evidence shown, with the bundled
+Gemma-3-270M (completion-style prompt, general pack), two ways:
+
+- ``free``: the stage's reply as the model writes it (text mode, the stage's stop sequences,
+  the stage's parser);
+- ``chat`` (``--chat``, demo questions only): the free reply prompted in chat turns, as before
+  the base model was prompted as a completion;
+- ``grounded``: the same free reasoning and paraphrase, then the Answer List decoded by
+  constrained beam search over a token trie of the evidence's n-grams, or "Unknown"
+  (:func:`atomgraph.local.grounded.grounded_reply`).
+
+Questions and evidence: the 8 demo questions with the 4 demo passages that share the most content
+words with the question (a lexical retriever, no embedding model); the first N HotpotQA and N
+MuSiQue questions of ``../shared/data/retrieval`` (HippoRAG's splits; prompt demonstrations left
+out) with their gold passages. EM/F1 are the evaluation's (``evaluation/metrics.py``); cost is
+seconds and output tokens per question. Every reply goes to the JSONL next to the results.
+
+    nice python -m benchmarks.bench_local_grounded --n 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RETRIEVAL = REPO.parent / "shared" / "data" / "retrieval"
+
+
+def demo_rows() -> list[dict]:
+    from atomgraph.demo_pack import load_passages, load_questions
+    from atomgraph.text import content_words
+
+    passages = load_passages()
+    words = [content_words(p["title"] + " " + p["text"]) for p in passages]
+    rows = []
+    for q in load_questions():
+        qw = content_words(q["question"])
+        ranked = sorted(range(len(passages)), key=lambda i: (-len(qw & words[i]), i))[:4]
+        rows.append({"set": "demo", "question": q["question"], "answers": q["answers"],
+                     "passages": [passages[i] for i in ranked]})
+    return rows
+
+
+def dataset_rows(name: str, n: int) -> list[dict]:
+    from benchmarks.bench_local_prompting import demo_questions
+
+    folder = RETRIEVAL / name
+    if not folder.is_dir():
+        return []
+    objects = {}
+    for line in (folder / "objects.jsonl").open(encoding="utf-8"):
+        o = json.loads(line)
+        objects[o["id"]] = o
+    skip = demo_questions()
+    rows = []
+    for line in (folder / "questions.jsonl").open(encoding="utf-8"):
+        q = json.loads(line)
+        if " ".join(q["question"].split()).lower() in skip or not q.get("answers"):
+            continue
+        rows.append({"set": name, "question": q["question"], "answers": q["answers"],
+                     "passages": [objects[i] for i in q["gold_ids"] if i in objects]})
+        if len(rows) >= n:
+            break
+    return rows
+
+
+def knowledge(passages: list[dict]) -> str:
+    return "Wikipedia Passages:\n" + "\n".join(f"[{i}] {p['title']} | {p['text']}" for i, p in enumerate(passages, 1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=10, help="HotpotQA and MuSiQue questions each (default 10)")
+    ap.add_argument("--cap", type=int, default=96, help="output tokens of the free part (default 96)")
+    ap.add_argument("--beam-width", type=int, default=2, help="beam width of the grounded list (default 2)")
+    ap.add_argument("--max-items", type=int, default=3, help="answers in a grounded list at most (default 3)")
+    ap.add_argument("--chat", action="store_true", help="also the free reply in chat turns, on the demo questions")
+    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "local_grounded.json"))
+    args = ap.parse_args(argv)
+
+    from atomgraph.evaluation.metrics import answer_scores
+    from atomgraph.local.chat import _turns
+    from atomgraph.local.engine import load_engine
+    from atomgraph.local.grounded import grounded_reply
+    from atomgraph.prompts.atomr.stages import DIRECT_RAG_STAGE
+
+    engine = load_engine()
+    rows = demo_rows() + dataset_rows("hotpotqa", args.n) + dataset_rows("musique", args.n)
+    stage = DIRECT_RAG_STAGE
+    totals: dict[str, dict] = {}
+    t_all = time.perf_counter()
+    out_path = Path(args.out)
+    with out_path.with_suffix(".jsonl").open("w", encoding="utf-8") as log:
+        for row in rows:
+            q = " ".join(row["question"].split())
+            msgs = stage.messages({"question": q, "knowledge": knowledge(row["passages"])})
+            prompt = engine.prompt(_turns(msgs))
+            modes = ("free", "grounded", "chat") if row["set"] == "demo" and args.chat else ("free", "grounded")
+            for mode in modes:
+                engine.reset_cache()  # each reply from the same (empty) KV-cache history
+                t0 = time.perf_counter()
+                if mode in ("free", "chat"):  # chat: the same free reply, prompted in chat turns (before item 2)
+                    gen = engine.generate(prompt if mode == "free" else engine.chat_prompt(_turns(msgs)),
+                                          max_tokens=args.cap, stop=list(stage.stop))
+                    text, n_out = gen.text, len(gen.tokens)
+                else:
+                    rep = grounded_reply(engine, prompt, [p["title"] + " | " + p["text"] for p in row["passages"]],
+                                         stop=list(stage.stop), max_tokens=args.cap, beam_width=args.beam_width,
+                                         max_items=args.max_items)
+                    text, n_out = rep.text, rep.output_tokens
+                secs = time.perf_counter() - t0
+                try:
+                    parsed = stage.parse(text)
+                    answers, err = ([] if parsed.unknown else list(parsed.answers)), None
+                except ValueError as exc:
+                    answers, err = [], str(exc)[:200]
+                pred = answers[0] if answers else ""
+                sc = answer_scores(pred, row["answers"])
+                key = f"{row['set']}:{mode}"
+                t = totals.setdefault(key, {"n": 0, "em": 0.0, "f1": 0.0, "parsed": 0, "answered": 0,
+                                            "seconds": 0.0, "output_tokens": 0})
+                t["n"] += 1
+                t["em"] += sc["em"]
+                t["f1"] += sc["f1"]
+                t["parsed"] += err is None
+                t["answered"] += bool(pred)
+                t["seconds"] += secs
+                t["output_tokens"] += n_out
+                log.write(json.dumps({"set": row["set"], "mode": mode, "question": q, "gold": row["answers"],
+                                      "predicted": pred, "em": sc["em"], "f1": sc["f1"], "error": err,
+                                      "reply": text, "seconds": round(secs, 2)}, ensure_ascii=False) + "\n")
+                log.flush()
+                print(f"{key}: {pred!r} gold={row['answers'][0]!r} f1={sc['f1']:.2f} {secs:.1f}s",
+                      file=sys.stderr, flush=True)
+                write_summary(out_path, args, engine, rows, totals, t_all)
+    return write_summary(out_path, args, engine, rows, totals, t_all, final=True)
+
+
+def write_summary(out_path, args, engine, rows, totals, t_all, final: bool = False) -> int:
+    """The results so far (``complete`` false until every question ran: a bounded run that was
+    stopped still leaves its numbers)."""
+    summary = {}
+    for key, t in totals.items():
+        n = t["n"]
+        summary[key] = {"n": n, "em": round(100 * t["em"] / n, 1), "f1": round(100 * t["f1"] / n, 1),
+                        "parsed": t["parsed"], "answered": t["answered"],
+                        "seconds_per_question": round(t["seconds"] / n, 2),
+                        "output_tokens_per_question": round(t["output_tokens"] / n, 1)}
+    res = {"benchmark": "local_grounded", "model": engine.name, "stage": "direct_rag", "prompt_format": "completion",
+           "evidence": {"demo": "4 passages by content-word overlap", "hotpotqa": "gold passages",
+                        "musique": "gold passages"},
+           "n": {"demo": len([r for r in rows if r["set"] == "demo"]), "hotpotqa": len([r for r in rows if r["set"] == "hotpotqa"]),
+                 "musique": len([r for r in rows if r["set"] == "musique"])},
+           "cap": args.cap, "beam_width": args.beam_width, "max_items": args.max_items, "complete": final,
+           "results": summary, "wall_s": round(time.perf_counter() - t_all, 1),
+           "command": f"python -m benchmarks.bench_local_grounded --n {args.n} --cap {args.cap} "
+                      f"--beam-width {args.beam_width} --max-items {args.max_items}" + (" --chat" if args.chat else "")}
+    out_path.write_text(json.dumps(res, indent=2) + "\n")
+    if final:
+        print(json.dumps(res, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
