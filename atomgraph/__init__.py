@@ -27,7 +27,6 @@ _LAZY = {
     "register_source": ("atomgraph.tools.registry", "register_source"),
     "build_sources": ("atomgraph.tools.registry", "build_sources"),
     "Evidence": ("atomgraph.state.evidence", "Evidence"),
-    "ScriptedChatModel": ("atomgraph.testing", "ScriptedChatModel"),
     "ArmRetriever": ("atomgraph.retrievers", "ArmRetriever"),
     "Kar3Retriever": ("atomgraph.retrievers", "Kar3Retriever"),
     "as_source": ("atomgraph.tools.langchain_sources", "as_source"),

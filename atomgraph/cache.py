@@ -17,14 +17,29 @@ and it is attached only to models sampling at temperature 0. Unlike them:
 - **no blocking I/O on the event loop**: the file is opened on first use, in LangChain's
   executor thread (``alookup``/``aupdate``), never while a graph is being built or in an async node.
 
+Rows cannot poison a run:
+
+- **keyed by what answered**: model name and base URL (a view per model: :meth:`ReplyCache.view`)
+  as well as LangChain's prompt and parameters key; a reply of another server under the same
+  model name is never replayed;
+- **a checksum per row** (SHA-256 of the key and the reply): a row whose checksum does not match
+  (damaged, or written by hand) is ignored — asked again — and reported (a warning, counted in
+  ``ReplyCache.rejected``); rows of files written before checksums are ignored the same way;
+- **cut replies stay cut**: a reply kept after being cut at the output cap is stored cut, marked
+  with its original length (``response_metadata["atomgraph_cut_from"]``), so a replay is recorded
+  as cut again; a reply the server ended for length keeps its ``finish_reason``;
+- **an unopenable cache is no failure**: a path that cannot be opened (a directory, a read-only
+  folder) gives one warning and the run goes on uncached.
+
 The table is the one langchain-community's ``SQLiteCache`` writes (``full_llm_cache``:
-prompt, llm, idx, response), so cache files written before keep working as they are.
+prompt, llm, idx, response) plus a ``checksum`` column.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import logging
 import sqlite3
 import threading
@@ -38,7 +53,10 @@ from langchain_core.load import loads as _loads
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, Generation
 
-from atomgraph.nodes.recorder import CACHE_HIT_KEY
+# Response-metadata keys (the call recorder reads them): a replayed reply carries CACHE_HIT_KEY
+# (LLMCall.cached); a reply cut at the cap, and cached cut, carries CUT_FROM_KEY (its length before the cut).
+CACHE_HIT_KEY = "atomgraph_cache_hit"
+CUT_FROM_KEY = "atomgraph_cut_from"
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +72,16 @@ _REFRESH: contextvars.ContextVar[bool] = contextvars.ContextVar("atomgraph_cache
 _ALLOWED = [ChatGeneration, Generation, AIMessage]
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS full_llm_cache (prompt VARCHAR NOT NULL, llm VARCHAR NOT NULL, "
-           "idx INTEGER NOT NULL, response VARCHAR, PRIMARY KEY (prompt, llm, idx))")
+           "idx INTEGER NOT NULL, response VARCHAR, checksum VARCHAR, PRIMARY KEY (prompt, llm, idx))")
+
+
+def checksum(prompt: str, llm_string: str, idx: int, response: str) -> str:
+    """A row's checksum: SHA-256 over its key and its reply."""
+    h = hashlib.sha256()
+    for part in (prompt, llm_string, str(idx), response):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()
 
 
 class ReplyCache(BaseCache):
@@ -65,31 +92,59 @@ class ReplyCache(BaseCache):
         self.refresh = refresh
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self.unusable: str | None = None  # why the file cannot be used (the run goes on uncached)
+        self.rejected = 0  # rows ignored: checksum missing or wrong, or unreadable
 
     # --- storage ------------------------------------------------------------------------------
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            file = Path(self.path).expanduser().resolve()
-            file.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(file), check_same_thread=False, timeout=30)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(_SCHEMA)
-            conn.commit()
-            self._conn = conn
+    def _db(self) -> sqlite3.Connection | None:
+        """The open database, or None when it cannot be opened (said once, then uncached)."""
+        if self._conn is None and self.unusable is None:
+            try:
+                file = Path(self.path).expanduser().resolve()
+                file.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(str(file), check_same_thread=False, timeout=30)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(_SCHEMA)
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(full_llm_cache)")}
+                if "checksum" not in columns:  # a file written before checksums: its rows stay unverified
+                    conn.execute("ALTER TABLE full_llm_cache ADD COLUMN checksum VARCHAR")
+                conn.commit()
+                self._conn = conn
+            except (sqlite3.Error, OSError) as exc:
+                self.unusable = f"{type(exc).__name__}: {exc}"
+                log.warning("the response cache at %s cannot be used (%s); the run goes on uncached",
+                            self.path, self.unusable)
         return self._conn
+
+    def view(self, namespace: str) -> "CacheView":
+        """This cache for one model and server: every key carries ``namespace`` (model name and base URL)."""
+        return CacheView(self, namespace)
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         if self.refresh or _REFRESH.get():
             return None
         with self._lock:
-            rows = self._db().execute(
-                "SELECT response FROM full_llm_cache WHERE prompt = ? AND llm = ? ORDER BY idx",
-                (prompt, llm_string)).fetchall()
+            db = self._db()
+            if db is None:
+                return None
+            try:
+                rows = db.execute(
+                    "SELECT idx, response, checksum FROM full_llm_cache WHERE prompt = ? AND llm = ? ORDER BY idx",
+                    (prompt, llm_string)).fetchall()
+            except sqlite3.Error as exc:  # a damaged file: a miss, said
+                log.warning("cache lookup failed (%s): asked again", exc)
+                return None
         if not rows:
             return None
+        if any(r[2] != checksum(prompt, llm_string, r[0], r[1] or "") for r in rows):
+            self.rejected += 1
+            log.warning("ignoring a cache row whose checksum does not match its reply (damaged, forged, or "
+                        "written before checksums) in %s: the model is asked again", self.path)
+            return None
         try:
-            generations = [loads(r[0], allowed_objects=_ALLOWED) for r in rows]
+            generations = [loads(r[1], allowed_objects=_ALLOWED) for r in rows]
         except Exception as exc:  # noqa: BLE001 - an unreadable entry is a miss, asked again
+            self.rejected += 1
             log.warning("ignoring an unreadable cache entry (%s)", exc)
             return None
         for gen in generations:
@@ -106,21 +161,59 @@ class ReplyCache(BaseCache):
         self.store(prompt, llm_string, return_val)
 
     def store(self, prompt: str, llm_string: str, return_val: Sequence[Any]) -> None:
-        rows = [(prompt, llm_string, i, dumps(gen)) for i, gen in enumerate(return_val)]
+        rows = []
+        for i, gen in enumerate(return_val):
+            text = dumps(gen)
+            rows.append((prompt, llm_string, i, text, checksum(prompt, llm_string, i, text)))
         with self._lock:
             db = self._db()
+            if db is None:
+                return
             db.execute("DELETE FROM full_llm_cache WHERE prompt = ? AND llm = ?", (prompt, llm_string))
-            db.executemany("INSERT INTO full_llm_cache (prompt, llm, idx, response) VALUES (?, ?, ?, ?)", rows)
+            db.executemany("INSERT INTO full_llm_cache (prompt, llm, idx, response, checksum) VALUES (?, ?, ?, ?, ?)",
+                           rows)
             db.commit()
 
     def clear(self, **kwargs: Any) -> None:
         with self._lock:
-            self._db().execute("DELETE FROM full_llm_cache")
-            self._db().commit()
+            db = self._db()
+            if db is not None:
+                db.execute("DELETE FROM full_llm_cache")
+                db.commit()
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._db().execute("SELECT COUNT(*) FROM full_llm_cache").fetchone()[0])
+            db = self._db()
+            return 0 if db is None else int(db.execute("SELECT COUNT(*) FROM full_llm_cache").fetchone()[0])
+
+
+class CacheView(BaseCache):
+    """A :class:`ReplyCache` for one model and server: its keys carry the namespace (model name and
+    base URL), so a reply is only replayed to the model and server that gave it."""
+
+    def __init__(self, cache: ReplyCache, namespace: str):
+        self.cache = cache
+        self.namespace = namespace
+
+    def _key(self, llm_string: str) -> str:
+        return f"{self.namespace}\n{llm_string}"
+
+    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        return self.cache.lookup(prompt, self._key(llm_string))
+
+    def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        pending = _PENDING.get()
+        if pending is not None:
+            pending.append((self.cache, prompt, self._key(llm_string), return_val))
+            return
+        self.cache.store(prompt, self._key(llm_string), return_val)
+
+    def clear(self, **kwargs: Any) -> None:
+        self.cache.clear(**kwargs)
+
+    @property
+    def path(self) -> str:
+        return self.cache.path
 
 
 @contextlib.contextmanager
@@ -133,14 +226,28 @@ def holding() -> Iterator[list]:
         _PENDING.reset(token)
 
 
-def keep(pending: list) -> None:
-    """Write held-back cache entries (the stage read their reply)."""
-    for cache, prompt, llm_string, value in pending:
+def keep(pending: list, reply: Any = None) -> None:
+    """Write held-back cache entries (the stage read their reply). ``reply``: the reply as the stage
+    read it — cut at the output cap (then stored cut, with its original length) — for the entry of
+    the call that gave it (the last one)."""
+    for n, (cache, prompt, llm_string, value) in enumerate(pending):
+        if reply is not None and n == len(pending) - 1:
+            value = _as_read(value, reply)
         try:
             cache.store(prompt, llm_string, value)
-        except sqlite3.Error as exc:  # a full disk or locked file costs a cache entry, not the run
+        except (sqlite3.Error, OSError) as exc:  # a full disk or locked file costs a cache entry, not the run
             log.warning("cache write failed: %s", exc)
     pending.clear()
+
+
+def _as_read(value: Sequence[Any], reply: Any) -> Sequence[Any]:
+    """``value`` (the generations to store) with its first message replaced by ``reply`` where the
+    stage read a cut copy of it (the cut copy is what a replay gives)."""
+    cut_from = (getattr(reply, "response_metadata", None) or {}).get(CUT_FROM_KEY)
+    if not cut_from or not value or getattr(value[0], "message", None) is None:
+        return value
+    first = value[0]
+    return [ChatGeneration(message=reply, generation_info=getattr(first, "generation_info", None)), *value[1:]]
 
 
 @contextlib.contextmanager

@@ -223,27 +223,22 @@ def render_record(i: int, record: dict) -> str:
 
 
 def fallback_reasons(record: dict) -> list[str]:
-    """Why parts of one question's tree fell back: the plan's reason and each node's (short)."""
-    trace = record.get("trace") or {}
-    out = []
-    if trace.get("plan_fallback"):
-        out.append("plan: " + _reason(trace["plan_fallback"]))
-    for n in trace.get("nodes") or []:
-        if isinstance(n, dict) and n.get("fallback"):
-            out.append("node: " + _reason(n["fallback"]))
-    return out
+    """Each fallback of one question, by kind (:mod:`atomgraph.evaluation.fallbacks`: plan
+    failure, node → direct RAG by reason, closed-book root, budget, KAR³ closed-book)."""
+    from atomgraph.evaluation.fallbacks import fallbacks_in
 
-
-def _reason(text: str) -> str:
-    head = str(text).split(":", 1)[0].strip()
-    return head[:60] or "unknown"
+    return [f["kind"] for f in fallbacks_in(record.get("trace") or {})]
 
 
 def render_summary(result: DemoResult) -> str:
     u = result.usage()
     by_source = ", ".join(f"{k} {v}" for k, v in sorted(u.retriever_calls_by_source.items())) or "none"
     n = len(result.records)
-    lines = [
+    from atomgraph.evaluation.fallbacks import count_fallbacks, headline
+
+    first = headline(count_fallbacks([{**r, "predicted": r.get("predicted", r.get("answer"))} for r in result.records]))
+    lines = [first] if first and first.startswith("WARNING") else []
+    lines += [
         f"Demo summary: {n} questions: {result.answered} answered, {n - result.answered - result.errors} "
         f"without an answer, {result.errors} with errors, {result.fallbacks} fell back; "
         f"mean F1 {result.mean_f1:.1f}, EM {result.mean_em:.1f}",

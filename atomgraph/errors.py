@@ -27,3 +27,7 @@ class SourceError(AtomgraphError, RuntimeError):
 
 class ParseError(AtomgraphError, ValueError):
     """Model output that cannot be read in the expected shape."""
+
+
+class DeadlineExceeded(TimeoutError):
+    """A node ran past the run's deadline plus its grace (``atomgraph.nodes.sync.DEADLINE_GRACE_S``)."""

@@ -4,11 +4,18 @@ command that reads JSON, JSON lines or text.
 Every failure is one :class:`~atomgraph.errors.ParseError` (or the caller's own error class,
 ``error=``) whose message names the file and, where there is one, the line:
 
-- a path that does not exist, is a directory, or cannot be read (:func:`check_file`);
+- a path that does not exist, is a directory, is no regular file (a FIFO, a device such as
+  ``/dev/zero``, a socket: reading one could block forever or never end), or cannot be read
+  (:func:`check_file`);
+- a file larger than :func:`max_file_bytes` (read whole) or a line longer than
+  :func:`max_line_bytes` (read line by line) — both configurable (``ATOMGRAPH_MAX_FILE_MB``,
+  ``ATOMGRAPH_MAX_LINE_MB``, or the functions' ``max_bytes``/``max_line`` arguments); a file
+  read line by line (a corpus) is bounded by ``ATOMGRAPH_MAX_STREAM_MB`` (default 64 GB);
 - text that is not in the file's encoding (UTF-8 unless the caller passes another; the message
   says how: fix the file or pass ``--encoding``) — never replaced silently;
 - a line (or document) that is not JSON, a number of more than 4,300 digits, nesting deeper
-  than Python can parse (:func:`loads_strict`);
+  than Python can parse, a non-finite number (``NaN``, ``Infinity``, ``1e999999``) or a lone
+  surrogate (``"\\ud800"``: valid JSON escapes, no text) (:func:`loads_strict`);
 - a line that is not a JSON object where objects are expected.
 
 Blank lines are not records. What a caller skips on purpose it counts in a
@@ -24,7 +31,10 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -33,6 +43,41 @@ from atomgraph.errors import ConfigError, ParseError
 
 ENCODING_HINT = "fix the file or pass its --encoding"
 UTF8_ONLY = "fix the file: it must be UTF-8"  # for files no option can give another encoding (TOML, run records)
+
+
+DEFAULT_MAX_FILE_MB = 1024  # a file read whole into memory
+DEFAULT_MAX_LINE_MB = 64  # one line of a file read line by line
+DEFAULT_MAX_STREAM_MB = 64 * 1024  # a file read line by line (a corpus): 64 GB
+
+
+def _limit(env: str, default_mb: float) -> int:
+    value = os.environ.get(env, "").strip()
+    try:
+        mb = float(value) if value else default_mb
+    except ValueError:
+        raise ConfigError(f"{env}={value!r} is not a number of megabytes") from None
+    if not math.isfinite(mb) or mb <= 0:
+        raise ConfigError(f"{env}={value!r} must be a positive number of megabytes")
+    return int(mb * 1024 * 1024)
+
+
+def max_file_bytes() -> int:
+    """The most bytes a file read whole may hold: ``$ATOMGRAPH_MAX_FILE_MB`` megabytes (default 1024)."""
+    return _limit("ATOMGRAPH_MAX_FILE_MB", DEFAULT_MAX_FILE_MB)
+
+
+def max_line_bytes() -> int:
+    """The most bytes one line of a file read line by line may hold: ``$ATOMGRAPH_MAX_LINE_MB`` (default 64)."""
+    return _limit("ATOMGRAPH_MAX_LINE_MB", DEFAULT_MAX_LINE_MB)
+
+
+def max_stream_bytes() -> int:
+    """The most bytes a file read line by line may hold: ``$ATOMGRAPH_MAX_STREAM_MB`` (default 65536, 64 GB)."""
+    return _limit("ATOMGRAPH_MAX_STREAM_MB", DEFAULT_MAX_STREAM_MB)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1024 / 1024:,.0f} MB" if n >= 1024 * 1024 else f"{n:,} bytes"
 
 
 def check_encoding(encoding: str) -> str:
@@ -45,14 +90,19 @@ def check_encoding(encoding: str) -> str:
 
 
 def check_file(path: str | os.PathLike, *, what: str = "file", error: type[Exception] = ParseError) -> Path:
-    """``path`` as a Path when it is a readable file; ``error`` saying what it is otherwise (no
-    such file, a directory, not readable)."""
+    """``path`` as a Path when it is a readable regular file; ``error`` saying what it is
+    otherwise (no such file, a directory, a FIFO, a device or a socket, not readable)."""
     p = Path(path)
     try:
         if not p.exists():
             raise error(f"{p}: no such file" + (f" (the {what})" if what != "file" else ""))
         if p.is_dir():
             raise error(f"{p} is a directory, not a {what}")
+        mode = p.stat().st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+            raise error(f"{p} is {kind}, not a regular {what}: it could block or never end")
         if not os.access(p, os.R_OK):
             raise error(f"{p}: cannot read it (permission denied)")
     except OSError as exc:  # a name too long, a loop of links, ...
@@ -71,12 +121,63 @@ def decode_line(raw: bytes | str, where: str, encoding: str = "utf-8", *, error:
         raise error(f"{where}: not {encoding} text ({exc.reason} at byte {exc.start} of the line); {hint}") from None
 
 
+class _NotText(ValueError):
+    pass
+
+
+def _constant(name: str) -> Any:
+    raise _NotText(f"a non-finite number ({name})")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotText(f"a number too large for a float ({text[:40]})")
+    return value
+
+
+def json_loads(text: str, **kwargs: Any) -> Any:
+    """``json.loads`` that refuses ``NaN``, ``Infinity`` and numbers that overflow to infinity."""
+    return json.loads(text, parse_constant=_constant, parse_float=_finite, **kwargs)
+
+
+# text that may hold a non-finite number or a surrogate escape (what a custom ``loads`` must be checked for)
+_SUSPECT = re.compile(r"NaN|Infinity|[eE][+-]?\d{3,}|\d{300,}|\\u[dD][89a-fA-F]")
+
+
+def _check_value(value: Any, depth: int = 0, surrogates: bool = False) -> None:
+    """_NotText for a lone surrogate in any string (unless ``surrogates``), or a non-finite float, of a parsed value."""
+    if isinstance(value, str):
+        if surrogates:
+            return
+        for ch in value:
+            if "\ud800" <= ch <= "\udfff":
+                raise _NotText(f"a lone surrogate (\\u{ord(ch):04x}), not text")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotText(f"a non-finite number ({value})")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_value(k, depth + 1, surrogates)
+            _check_value(v, depth + 1, surrogates)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_value(v, depth + 1, surrogates)
+
+
 def loads_strict(text: str, where: str, *, error: type[Exception] = ParseError,
-                 loads: Callable[[str], Any] = json.loads) -> Any:
-    """``loads(text)`` with every failure (bad JSON, a number of over 4,300 digits, nesting too
-    deep) as ``error`` naming ``where``."""
+                 loads: Callable[[str], Any] | None = None, surrogates: bool = False) -> Any:
+    """``loads(text)`` (default :func:`json_loads`) with every failure (bad JSON, a number of
+    over 4,300 digits, nesting too deep, a non-finite number, a lone surrogate) as ``error``
+    naming ``where``. ``surrogates=True`` lets lone surrogates through (files atomgraph wrote
+    itself, which record a model's reply as it came, escaped)."""
     try:
-        return loads(text)
+        value = (loads or json_loads)(text)
+        if _SUSPECT.search(text):
+            _check_value(value, surrogates=surrogates)
+        return value
+    except _NotText as exc:
+        raise error(f"{where}: {exc}") from None
     except json.JSONDecodeError as exc:
         line = f" line {exc.lineno}," if exc.lineno > 1 else ""
         raise error(f"{where}: not valid JSON ({exc.msg} at{line} column {exc.colno})") from None
@@ -86,12 +187,41 @@ def loads_strict(text: str, where: str, *, error: type[Exception] = ParseError,
         raise error(f"{where}: unreadable JSON value ({str(exc)[:160]})") from None
 
 
-def read_bytes(path: str | os.PathLike, *, what: str = "file", error: type[Exception] = ParseError) -> bytes:
+def read_bytes(path: str | os.PathLike, *, what: str = "file", error: type[Exception] = ParseError,
+               max_bytes: int | None = None) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (default :func:`max_file_bytes`)."""
     p = check_file(path, what=what, error=error)
+    limit = max_bytes or max_file_bytes()
     try:
-        return p.read_bytes()
+        with open(p, "rb") as fh:
+            data = fh.read(limit + 1)
     except OSError as exc:
         raise error(f"{p}: cannot read it ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise error(f"{p}: the {what} is larger than {_mb(limit)} (the limit: set ATOMGRAPH_MAX_FILE_MB to raise it)")
+    return data
+
+
+def bounded_lines(fh, where: str, *, error: type[Exception] = ParseError,
+                  max_line: int | None = None) -> Iterator[bytes]:
+    """The lines of a binary file object, each of at most ``max_line`` bytes (default
+    :func:`max_line_bytes`); a longer line is ``error`` naming ``where`` and the line, read no
+    further than the limit (a file of one endless line costs ``max_line`` bytes of memory)."""
+    limit = max_line or max_line_bytes()
+    total_limit = max_stream_bytes()
+    lineno = total = 0
+    while True:
+        raw = fh.readline(limit + 1)
+        if not raw:
+            return
+        lineno += 1
+        total += len(raw)
+        if total > total_limit:
+            raise error(f"{where}:{lineno}: the file is larger than {_mb(total_limit)} (the limit: set "
+                        "ATOMGRAPH_MAX_STREAM_MB to raise it)")
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            raise error(f"{where}:{lineno}: a line longer than {_mb(limit)} (the limit: set ATOMGRAPH_MAX_LINE_MB to raise it)")
+        yield raw
 
 
 def read_text(path: str | os.PathLike, *, encoding: str = "utf-8", what: str = "file",
@@ -109,18 +239,24 @@ def read_text(path: str | os.PathLike, *, encoding: str = "utf-8", what: str = "
 
 
 def read_json(path: str | os.PathLike, *, encoding: str = "utf-8", what: str = "file",
-              error: type[Exception] = ParseError, loads: Callable[[str], Any] = json.loads,
+              error: type[Exception] = ParseError, loads: Callable[[str], Any] | None = None,
               hint: str = ENCODING_HINT) -> Any:
     """One JSON document, read strictly; errors name the file and line."""
     text = read_text(path, encoding=encoding, what=what, error=error, hint=hint)
     if not text.strip():
         raise error(f"{path}: the {what} is empty")
     try:
-        return loads(text)
+        value = (loads or json_loads)(text)
     except json.JSONDecodeError as exc:
         raise error(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     except (ValueError, RecursionError):
         return loads_strict(text, str(path), error=error, loads=loads)  # raises the error that says why
+    if _SUSPECT.search(text):
+        try:
+            _check_value(value)
+        except _NotText as exc:
+            raise error(f"{path}: {exc}") from None
+    return value
 
 
 def iter_json_objects(
@@ -128,14 +264,19 @@ def iter_json_objects(
     where: str,
     *,
     error: type[Exception] = ParseError,
-    loads: Callable[[str], Any] = json.loads,
+    loads: Callable[[str], Any] | None = None,
     encoding: str = "utf-8",
     hint: str = ENCODING_HINT,
+    max_line: int | None = None,
 ) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for each non-blank line; a line that is not ``encoding`` text,
-    not JSON or not a JSON object raises ``error("WHERE:N: ...")``."""
+    not JSON, not a JSON object or longer than ``max_line`` bytes (default :func:`max_line_bytes`;
+    characters for text lines) raises ``error("WHERE:N: ...")``."""
+    limit = max_line or max_line_bytes()
     for lineno, raw in enumerate(lines, 1):
         at = f"{where}:{lineno}"
+        if len(raw) > limit:
+            raise error(f"{at}: a line longer than {_mb(limit)} (the limit: set ATOMGRAPH_MAX_LINE_MB to raise it)")
         line = decode_line(raw, at, encoding, error=error, hint=hint)
         if not line.strip():
             continue
@@ -147,14 +288,15 @@ def iter_json_objects(
 
 def iter_json_lines(path: str | os.PathLike, *, encoding: str = "utf-8", what: str = "file",
                     error: type[Exception] = ParseError,
-                    loads: Callable[[str], Any] = json.loads) -> Iterator[tuple[int, dict]]:
+                    loads: Callable[[str], Any] | None = None) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for each non-blank line of a JSON-lines file, read strictly
-    (see :func:`iter_json_objects`)."""
+    (see :func:`iter_json_objects`), each line bounded (:func:`bounded_lines`)."""
     check_encoding(encoding)
     p = check_file(path, what=what, error=error)
     try:
         with open(p, "rb") as fh:
-            yield from iter_json_objects(fh, str(p), error=error, loads=loads, encoding=encoding)
+            yield from iter_json_objects(bounded_lines(fh, str(p), error=error), str(p), error=error, loads=loads,
+                                         encoding=encoding)
     except OSError as exc:
         raise error(f"{p}: cannot read it ({exc.strerror or exc})") from None
 
@@ -206,5 +348,5 @@ def check_out_file(path: str | os.PathLike, *, what: str = "output file", error:
     return p
 
 
-__all__ = ["ENCODING_HINT", "UTF8_ONLY", "check_encoding", "check_file", "check_out_dir", "check_out_file", "decode_line",
-           "iter_json_lines", "iter_json_objects", "loads_strict", "read_bytes", "read_json", "read_text"]
+__all__ = ["DEFAULT_MAX_FILE_MB", "DEFAULT_MAX_LINE_MB", "ENCODING_HINT", "UTF8_ONLY", "bounded_lines", "check_encoding", "check_file", "check_out_dir", "check_out_file", "decode_line",
+           "iter_json_lines", "iter_json_objects", "json_loads", "loads_strict", "max_file_bytes", "max_line_bytes", "max_stream_bytes", "read_bytes", "read_json", "read_text"]

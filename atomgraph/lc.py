@@ -25,7 +25,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 
-from atomgraph.errors import ConfigError
+from atomgraph.errors import ConfigError, DeadlineExceeded
 
 
 class MethodToolInput(BaseModel):
@@ -79,8 +79,100 @@ def tool_content(out: dict, with_evidence: bool) -> str:
     return answer + "\n\nEvidence:\n" + ("\n".join(lines) if lines else "(none)")
 
 
+def check_door(graph: Any, input: Any, context: Any = None) -> None:
+    """Input validation at the door of every method graph (Python, CLI and Studio alike, since
+    each runs ``stream``/``astream``): a new run's input (of a graph whose input schema names
+    one) needs a ``question`` (a non-empty
+    string, :func:`~atomgraph.state.output.check_question`) and no key the graph's input schema
+    does not name; its ``context`` is validated as the graph's context schema (unknown
+    parameters, a bad value, an unknown ``prompt_pack``) and its ``models`` name known roles.
+    Each failure is one :class:`~atomgraph.errors.AtomgraphError` naming what is accepted. A
+    resume (``None``, a ``Command``) passes."""
+    import dataclasses
+    from collections.abc import Mapping
+
+    from atomgraph.state.output import InvalidQuestion, check_question  # noqa: F401
+
+    if isinstance(input, Mapping):
+        accepted = _input_keys(graph)
+        asks = not accepted or "question" in accepted  # an index graph takes no question
+        if asks and "question" not in input:
+            raise InvalidQuestion(f"the input has no 'question' (got {sorted(map(str, input)) or 'no keys'}); "
+                                  f"accepted: {', '.join(accepted) if accepted else 'question'}")
+        if asks and not isinstance(input["question"], str):
+            check_question(input["question"])  # not text: an error here; an empty one is the method's output error
+        unknown = sorted(str(k) for k in input if accepted and k not in accepted)
+        if unknown:
+            raise ConfigError(f"unknown input key(s) {unknown}; accepted: {', '.join(accepted)}")
+    if isinstance(context, Mapping):
+        models = context.get("models")
+        if models:
+            from atomgraph.methods import known_roles
+
+            roles = known_roles()
+            if not isinstance(models, Mapping):
+                raise ConfigError(f"context 'models' must map a role to a model (roles: {', '.join(roles)})")
+            bad = sorted(str(k) for k in models if k not in roles)
+            if bad:
+                raise ConfigError(f"unknown model role(s) {bad} in the context's 'models'; roles are {', '.join(roles)}")
+        schema = getattr(graph, "context_schema", None)
+        if schema is not None and dataclasses.is_dataclass(schema):
+            from atomgraph.state.context import validate_params
+
+            validate_params(schema, context)  # unknown parameters, bad values, an unknown prompt pack
+
+
+def _input_keys(graph: Any) -> list[str]:
+    """The keys the graph's input schema names ([] when it cannot tell)."""
+    try:
+        return sorted((graph.get_input_jsonschema() or {}).get("properties") or {})
+    except Exception:  # noqa: BLE001 - a schema that cannot be drawn: no key check
+        return []
+
+
 class MethodGraph(CompiledStateGraph):
-    """A method's compiled graph with LangChain's ``as_tool`` / ``as_retriever`` made to fit it."""
+    """A method's compiled graph with LangChain's ``as_tool`` / ``as_retriever`` made to fit it, its
+    input and context checked at the door (:func:`check_door`), and a default bound per question: a
+    run that sets no ``configurable["deadline"]`` gets one at its start plus the settings'
+    ``question_timeout`` (question-answering graphs)."""
+
+    default_bound_s: Any = None  # () -> seconds or None (set from the method's runtime)
+
+    def _with_deadline(self, config: Any) -> Any:
+        conf = (config or {}).get("configurable") or {}
+        if conf.get("deadline") is not None or self.default_bound_s is None:
+            return config
+        seconds = self.default_bound_s()
+        if not seconds:
+            return config
+        import time
+
+        from langchain_core.runnables.config import merge_configs
+
+        return merge_configs(config, {"configurable": {"deadline": time.time() + seconds}})
+
+    def stream(self, input: Any, config: Any = None, **kwargs: Any):  # noqa: A002 - LangGraph's name
+        check_door(self, input, kwargs.get("context"))
+        return super().stream(input, self._with_deadline(config), **kwargs)
+
+    def astream(self, input: Any, config: Any = None, **kwargs: Any):  # noqa: A002
+        check_door(self, input, kwargs.get("context"))
+        return super().astream(input, self._with_deadline(config), **kwargs)
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        """``graph.invoke``; a run stopped at its deadline plus grace (a node still running then)
+        returns the output contract with the reason instead of raising."""
+        try:
+            return super().invoke(input, config, **kwargs)
+        except DeadlineExceeded as exc:
+            return _stopped_at_deadline(exc)
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        """``graph.ainvoke``, stopped at the deadline as :meth:`invoke` is."""
+        try:
+            return await super().ainvoke(input, config, **kwargs)
+        except DeadlineExceeded as exc:
+            return _stopped_at_deadline(exc)
 
     def as_tool(self, args_schema: Any = None, *, name: str | None = None, description: str | None = None,
                 arg_types: Any = None, evidence: bool = False, context: dict | None = None) -> BaseTool:
@@ -118,8 +210,14 @@ class MethodGraph(CompiledStateGraph):
         return cls(graph=self, search_kwargs=dict(search_kwargs or {}), **kwargs)
 
 
+def _stopped_at_deadline(exc: BaseException) -> dict:
+    from atomgraph.state.output import output_of
+
+    return output_of({"error": str(exc), "stopped": "deadline"})
+
+
 def _description(method: str) -> str:
-    from atomgraph.graphs.registry import method_descriptions
+    from atomgraph.methods import method_descriptions
 
     line = method_descriptions().get(method) or f"the {method} method"
     return (f"Answers a knowledge-intensive question with {line}. Input: a self-contained question; "
@@ -131,5 +229,6 @@ class MethodStateGraph(StateGraph):
 
     def compile(self, *args: Any, **kwargs: Any) -> MethodGraph:  # type: ignore[override]
         compiled = super().compile(*args, **kwargs)
-        compiled.__class__ = MethodGraph  # same object, two more methods
+        compiled.__class__ = MethodGraph  # same object, two more methods and a default question bound
+        compiled.default_bound_s = getattr(self, "default_bound_s", None)
         return compiled  # type: ignore[return-value]

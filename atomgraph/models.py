@@ -40,11 +40,14 @@ MISSING_MODEL_HELP = (
     f"{', '.join(r.upper() for r in ROLES)}. The same keys work in atomgraph.toml."
 )
 
-def llm_cache(settings: Settings):
-    """The shared response cache at ``settings.cache_path`` (:mod:`atomgraph.cache`; opens nothing yet)."""
+def llm_cache(settings: Settings, model: str | None = None, base_url: str | None = None):
+    """The shared response cache at ``settings.cache_path`` (:mod:`atomgraph.cache`; opens nothing yet),
+    as seen by ``model`` at ``base_url``: its rows are keyed by both (a reply of another server under
+    the same model name is never replayed)."""
     from atomgraph.cache import reply_cache
 
-    return reply_cache(settings.cache_path, refresh=settings.cache_refresh)
+    return reply_cache(settings.cache_path, refresh=settings.cache_refresh).view(
+        f"model={model or ''} base_url={(base_url or '').rstrip('/')}")
 
 
 _LIMITERS: dict[tuple[str, float, int], Any] = {}
@@ -131,7 +134,9 @@ def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatMod
 
     model = loop_safe(model)  # its async connections follow the event loop (a second asyncio.run works)
     if settings.cache and not settings.temperature:  # sampled replies are not replayed
-        model.cache = llm_cache(settings)
+        server = (settings.openai_base_url if prefix in (None, "openai") and not is_local(name)
+                  else (prefix or "local"))
+        model.cache = llm_cache(settings, name, server)
     limiter = rate_limiter(settings, name)
     if limiter is not None:
         model.rate_limiter = limiter
@@ -143,7 +148,7 @@ def is_local(model: "str | BaseChatModel | None") -> bool:
     ``local:/path/to/model.gguf`` or a :class:`~atomgraph.local.chat.ChatLocalLlama`."""
     if isinstance(model, str):
         return model.strip() == "local" or model.strip().startswith("local:")
-    from atomgraph.prompts.constraints import is_local as in_process
+    from atomgraph.backends import is_local as in_process
 
     return model is not None and in_process(model)
 

@@ -1,12 +1,15 @@
-"""Readable terminal renderings of results and traces."""
+"""Readable terminal renderings of results and traces. Every text a model or a source wrote is
+shown escaped (:func:`atomgraph.safe_text.escape`): a rendering printed anywhere — the CLI, a
+notebook, a log — cannot steer a terminal."""
 
 from __future__ import annotations
 
+from atomgraph.safe_text import escape
 from atomgraph.state.usage import add_usage, summarize_usage
 
 
 def _short(text: str, n: int = 100) -> str:
-    text = " ".join(str(text).split())
+    text = escape(" ".join(str(text).split()))
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
@@ -52,7 +55,7 @@ def render_atomr_trace(trace: dict) -> str:
     roots = [i for i, n in nodes.items() if n.get("parent") is None]
     for r in roots:
         walk(r, 0)
-    return "\n".join(lines)
+    return escape("\n".join(lines))
 
 
 def render_kar3_trace(trace: dict) -> str:
@@ -72,7 +75,7 @@ def render_kar3_trace(trace: dict) -> str:
             lines.append(f"    note: {_short(note, 120)}")
         if r.get("ended"):
             lines.append(f"    loop ended: {r['ended']}")
-    return "\n".join(lines)
+    return escape("\n".join(lines))
 
 
 def render_arm_trace(trace: dict) -> str:
@@ -88,7 +91,7 @@ def render_arm_trace(trace: dict) -> str:
         lines.append(f"    vote {v.get('id')}: {v.get('votes')} votes, confidence {float(v.get('confidence', 0)):.3f}")
     for p in trace.get("problems") or []:
         lines.append(f"note: {_short(p, 120)}")
-    return "\n".join(lines)
+    return escape("\n".join(lines))
 
 
 def render_steps(trace: dict) -> str:
@@ -98,7 +101,7 @@ def render_steps(trace: dict) -> str:
         detail = {k: v for k, v in step.items() if k not in ("kind", "response", "hits", "stage") and v}
         text = "; ".join(f"{k}: {_short(v if isinstance(v, str) else str(v), 90)}" for k, v in detail.items())
         lines.append(f"{i}. {step.get('kind', 'step')}" + (f" — {text}" if text else ""))
-    return "\n".join(lines)
+    return escape("\n".join(lines))
 
 
 def render_trace(trace: dict) -> str:

@@ -14,8 +14,15 @@ confidence), the drafts that held it and the verifications that selected it, and
 keywords and aligned n-grams. ``Kar3Retriever`` runs the ``kar3`` loop (propose → retrieve
 atoms → select) and stops before the answer; each chunk's metadata holds the atomic question
 that led to it, its score, the retrieval tier, the round it was chosen in, and why the loop
-ended. ``search_kwargs={"k": n}`` (or ``k=``): the number of objects (ARM's ``k``) or chunks
-(KAR³'s N, ``max_chunks``). Model calls run as child runs of the retriever's run.
+ended. ``k`` (the constructor's, ``search_kwargs={"k": n}``, or ``invoke(q, k=n)``, the last
+winning) is the number of documents returned, as LangChain's retriever contract has it (fewer
+only when the collection holds fewer): ARM's vote keeps only the objects its verifier kept
+(the paper), so the retriever tops the vote up to ``k`` from the drafts (ARM's ``fill_to_k``,
+on by default here; ``context={"fill_to_k": False}`` gives the paper's vote, ``k`` then an upper
+bound) and each document's metadata says whether it was ``verified``; KAR³'s loop may stop
+before N chunks, and the retriever tops its chosen chunks up with the best-scored chunks its
+atom retrieval found (``metadata["chosen"]`` False). Model calls run as child runs of the
+retriever's run.
 """
 
 from __future__ import annotations
@@ -48,9 +55,10 @@ class _MethodRetriever(BaseRetriever):
     graph: Any = None
     search_kwargs: dict = Field(default_factory=dict)
     context: dict = Field(default_factory=dict)  # run parameters for every call
+    k: int | None = None  # documents returned (over search_kwargs["k"]; a call's k wins)
 
     def _k(self, k: int | None) -> int:
-        return _k(self.search_kwargs, k, self.default_k)
+        return _k(self.search_kwargs, k if k is not None else self.k, self.default_k)
 
     default_k: int = 5
 
@@ -61,6 +69,21 @@ class ArmRetriever(_MethodRetriever):
     """The ``arm`` graph, retrieval only, as a retriever (default ``k`` = 5)."""
 
     index: Any = None  # the ArmIndex whose objects the documents show (resolved from settings if None)
+    objects: Any = None  # ArmRetriever(objects=..., model=...): an ArmIndex, DataObjects or an objects.jsonl path
+    model: Any = None
+    settings: Any = None
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.graph is None and self.objects is not None:
+            from atomgraph.graphs.arm import build_arm_graph
+            from atomgraph.nodes.arm.collection import Collection
+
+            self.index = Collection(self.objects).index()
+            self.graph = build_arm_graph(model=self.model, settings=self.settings, objects=self.index)
+        elif self.graph is None:
+            from atomgraph.graphs.arm import build_arm_graph
+
+            self.graph = build_arm_graph(model=self.model, settings=self.settings)
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document], *, model: Any = None, settings: Any = None,
@@ -85,7 +108,7 @@ class ArmRetriever(_MethodRetriever):
         return cls(graph=graph, index=index, search_kwargs={"k": k}, context=context)
 
     def _run_context(self, k: int | None) -> dict:
-        return {**self.context, "k": self._k(k), "answer": False}
+        return {"fill_to_k": True, **self.context, "k": self._k(k), "answer": False}
 
     def _index(self, ctx: dict):
         if self.index is None:
@@ -133,6 +156,7 @@ def arm_documents(out: dict, index: Any) -> list[Document]:
             "in_drafts": [n for n, d in enumerate(drafts) if oid in (d.get("ids") or [])],
             "verified_in": [v.get("draft") for v in verdicts if oid in (v.get("selected") or [])],
             "keywords": keywords, "aligned_ngrams": aligned,
+            "verified": oid in votes,  # False: topped up to k from the drafts (fill_to_k)
         }
         if obj.is_table:
             meta.update(columns=list(obj.columns), database=obj.database)
@@ -197,7 +221,7 @@ class Kar3Retriever(_MethodRetriever):
         try:
             graph.invoke({"question": query}, {**config, "callbacks": run_manager.get_child()}, context=ctx,
                          interrupt_before=["answer"])
-            return kar3_documents(graph.get_state(config).values)
+            return kar3_documents(graph.get_state(config).values, k=ctx["max_chunks"])
         finally:
             graph.checkpointer.delete_thread(config["configurable"]["thread_id"])
 
@@ -206,13 +230,14 @@ class Kar3Retriever(_MethodRetriever):
         try:
             await graph.ainvoke({"question": query}, {**config, "callbacks": run_manager.get_child()}, context=ctx,
                                 interrupt_before=["answer"])
-            return kar3_documents((await graph.aget_state(config)).values)
+            return kar3_documents((await graph.aget_state(config)).values, k=ctx["max_chunks"])
         finally:
             await graph.checkpointer.adelete_thread(config["configurable"]["thread_id"])
 
 
-def kar3_documents(state: dict) -> list[Document]:
-    """The chunks one ``kar3`` loop chose, in order, with the atom that led to each."""
+def kar3_documents(state: dict, k: int | None = None) -> list[Document]:
+    """The chunks one ``kar3`` loop chose, in order, with the atom that led to each; with ``k``,
+    topped up to ``k`` with the best-scored other chunks its rounds retrieved (``chosen`` False)."""
     rounds = list(state.get("rounds") or [])
     exit_reason = state.get("exit") or (_get(rounds[-1], "ended") if rounds else None)
     if exit_reason in ("no_index", "invalid_question"):
@@ -230,21 +255,38 @@ def kar3_documents(state: dict) -> list[Document]:
                 "atom": _get(hit, "atom") or "", "score": _get(hit, "score"), "via": _get(hit, "via"),
                 "query": _get(hit, "query"), "round": chosen_round.get(cid), "rounds": len(rounds),
                 "exit": exit_reason}
-        docs.append(Document(page_content=_get(hit, "text") or "", metadata={k: v for k, v in meta.items() if v is not None},
+        meta["chosen"] = True
+        docs.append(Document(page_content=_get(hit, "text") or "", metadata={x: v for x, v in meta.items() if v is not None},
                              id=cid))
+    if k is not None and len(docs) < k:  # the loop stopped early: the best other chunks it retrieved
+        seen = {d.id for d in docs}
+        offered = [(h, _get(r, "number")) for r in rounds for h in (_get(r, "hits") or [])]
+        offered.sort(key=lambda x: -(_get(x[0], "score") or 0.0))
+        for hit, number in offered:
+            cid = _get(hit, "chunk_id")
+            if len(docs) >= k:
+                break
+            if cid in seen:
+                continue
+            seen.add(cid)
+            meta = {"id": cid, "title": _get(hit, "title") or "", "source": "kar3", "rank": len(docs) + 1,
+                    "atom": _get(hit, "atom") or "", "score": _get(hit, "score"), "via": _get(hit, "via"),
+                    "query": _get(hit, "query"), "round": number, "rounds": len(rounds), "exit": exit_reason,
+                    "chosen": False}
+            docs.append(Document(page_content=_get(hit, "text") or "",
+                                 metadata={x: v for x, v in meta.items() if v is not None}, id=cid))
     return docs
 
 
 def atomize_documents(documents: Sequence[Document], index: Any, *, model: Any = None, settings: Any = None) -> dict:
     """Atomize LangChain documents into ``index`` (an AtomIndex): the chunks not yet atomized
     go to the atomizer; returns the statistics (atomized, atoms, failed, skipped)."""
-    from atomgraph.nodes.kar3.common import Kar3IndexRuntime
     from atomgraph.nodes.kar3.index import atomize_chunks
-    from atomgraph.nodes.runtime import run_sync
+    from atomgraph.nodes.runtime import MethodRuntime, run_sync
     from atomgraph.tools.langchain_sources import documents_to_chunks
 
     chunks = documents_to_chunks(documents)
-    rt = Kar3IndexRuntime(model, settings)
+    rt = MethodRuntime.for_method("kar3_index", model, [], settings)
     index.open(create=True)
     done = index.atomized([c.id for c in chunks])
     pending = [c for c in chunks if c.id not in done]

@@ -23,7 +23,7 @@ import contextvars
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, ValidationError, create_model, field_validator, model_validator
 from pydantic_settings import (
@@ -81,8 +81,14 @@ class _Settings(BaseSettings):
                            "declares a schema; off: plain-text prompts with tolerant parsers (any model). "
                            "Unset, it is on when a configured model is local (grammar-constrained decoding).",
     )
-    request_timeout: float = 120.0
+    request_timeout: float = Field(
+        120.0, gt=0, description="Seconds one model request may take, whole (a server that answers a byte at a time "
+                                 "is cut too); with retries, a call may take (1 + max_retries) times this.")
     max_retries: int = 2
+    question_timeout: float = Field(
+        900.0, ge=0, description="A question's bound when the run sets no deadline (seconds; 0: none): the run's "
+                                 "deadline is then its start plus this. --deadline / configurable['deadline'] "
+                                 "replaces it.")
     openai_api_key: str | None = Field(None, validation_alias=_env("openai_api_key", "OPENAI_API_KEY"))
     openai_base_url: str | None = Field(None, validation_alias=_env("openai_base_url", "OPENAI_BASE_URL"))
 

@@ -21,6 +21,7 @@ carrying tool calls — :func:`tool_call` writes one:
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import threading
 import time
@@ -253,3 +254,20 @@ def kg_program_reply(text: str) -> str:
 
 # The ATOMR stages that answer in ATOMR's answer format.
 ATOMR_ANSWER_STAGES = ("search", "relate", "filter", "child_reasoning", "sibling_reasoning", "direct_rag", "closed_book")
+
+
+def notebook_banner(scripted: bool, model: str | None = None, why: str | None = None) -> str:
+    """The first thing a notebook prints: which model answers, and, when it is the scripted one,
+    that its figures are not results (its replies are written for the notebook's questions, some
+    from the gold answers, so every score shows the pipeline working, not a method's quality)."""
+    if not scripted:
+        return f"model: {model}"
+    why = why or ("ATOMGRAPH_NOTEBOOK_SCRIPTED=1" if os.environ.get("ATOMGRAPH_NOTEBOOK_SCRIPTED") == "1"
+                  else "no chat model is configured")
+    return (
+        f"NOT RESULTS — scripted model ({why}).\n"
+        "A ScriptedChatModel (atomgraph.testing) plays every role with fixed replies written for these questions, "
+        "some from their gold answers:\nevery answer, F1 and cost below shows the pipeline at work, not a method's "
+        "quality.\nFor results set ATOMGRAPH_MODEL (ATOMGRAPH_MODEL=local runs the bundled Gemma-3-270M in process; "
+        "or an OpenAI-compatible model) and rerun."
+    )

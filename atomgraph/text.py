@@ -13,8 +13,6 @@ set, word n-grams and entity-list splitting.
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from typing import Sequence
 
@@ -60,15 +58,15 @@ def ngrams(tokens: Sequence[str], n_max: int, n_min: int = 1) -> list[tuple[str,
 
 
 def as_list(text: str) -> list | None:
-    """``text`` read as a JSON or Python list literal, or None."""
-    for load in (json.loads, ast.literal_eval):
-        try:
-            value = load(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-        if isinstance(value, (list, tuple)):
-            return list(value)
-    return None
+    """``text`` read as a JSON or Python list literal, or None (the one reader of model JSON,
+    :func:`atomgraph.prompts.json_reader.loads`: no textual rewriting)."""
+    from atomgraph.prompts.json_reader import loads
+
+    try:
+        value = loads(text)
+    except ValueError:
+        return None
+    return list(value) if isinstance(value, (list, tuple)) else None
 
 
 _AND_RE = re.compile(r"\s*,?\s+and\s+", re.I)

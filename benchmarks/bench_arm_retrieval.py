@@ -28,7 +28,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval"
 def main(argv: list[str] | None = None) -> int:
     from atomgraph.commands.retrieve import _parse_sets
     from atomgraph.evaluation.retrieval import evaluate, summarize
-    from atomgraph.nodes.arm.retrieval import retrieve
+    from atomgraph.graphs.arm import retrieve
     from atomgraph.state.arm import ArmContext
     from atomgraph.tools.arm_index import ArmIndex
     from atomgraph.tools.objects import load_objects, load_questions
@@ -88,9 +88,10 @@ def main(argv: list[str] | None = None) -> int:
                 distinct = [r["trace"]["distinct_drafts"] for r in run.records if "trace" in r]
                 entry["drafts"] = {"mean_distinct": round(statistics.mean(distinct), 2),
                                    "histogram": {n: distinct.count(n) for n in sorted(set(distinct))}}
-                entry["seconds_per_question"] = {
-                    stage: round(statistics.mean(r["trace"]["stage_seconds"][stage] for r in run.records if "trace" in r), 4)
-                    for stage in ("align", "drafts")}
+                stages = sorted({s for r in run.records for s in (r.get("trace") or {}).get("stage_seconds") or {}})
+                entry["seconds_per_question"] = {  # per graph stage (align, retrieve, structure, ...)
+                    stage: round(statistics.mean(r["trace"]["stage_seconds"].get(stage, 0.0) for r in run.records
+                                                 if "trace" in r), 4) for stage in stages}
                 entry["keyword_sources"] = {s: sum(r["trace"]["keyword_source"] == s for r in run.records)
                                             for s in {r["trace"]["keyword_source"] for r in run.records}}
             ds["methods"][method] = entry

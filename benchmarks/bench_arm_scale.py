@@ -185,8 +185,8 @@ def _lat(ms: list[float]) -> dict:
 
 
 def phase_open(n: int, cache: Path, queries: int, full_queries: int, exact_queries: int) -> dict:
-    from atomgraph.nodes.arm.pool import Scores, base_pool
-    from atomgraph.nodes.arm.retrieval import arm_retrieve
+    from atomgraph.nodes.arm.information_alignment import Scores, base_pool
+    from atomgraph.graphs.arm import arm_retrieve
     from atomgraph.state.arm import ArmContext
     from atomgraph.tools.arm_index import ArmIndex, normalize_ngram
 
@@ -209,7 +209,7 @@ def phase_open(n: int, cache: Path, queries: int, full_queries: int, exact_queri
     def candidates(q, kws):
         groups = [[normalize_ngram(k)] for k in kws]
         t = time.perf_counter()
-        scores = Scores.of(index, q, groups, ctx.bm25_weight)
+        scores = Scores.of(index, q, groups, ctx.keyword_bm25_weight)
         t1 = time.perf_counter()
         base_pool(index, scores, ctx)
         t2 = time.perf_counter()

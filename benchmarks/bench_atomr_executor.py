@@ -27,7 +27,8 @@ figure to compare across machines; the milliseconds depend on the machine's load
 
     python -m benchmarks.bench_atomr_executor [--trees 60] [--latency 0.05] [--out FILE]
 
-Sources: two in-memory text sources and an in-memory knowledge graph that answers query
+Each Search answers with two entities (``--search-answers``), so the nodes that reference one
+fan out. Sources: two in-memory text sources and an in-memory knowledge graph that answers query
 programs, so source selection is a real model call (three sources) and Relate leaves make
 program calls.
 """
@@ -54,7 +55,7 @@ from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.settings import Settings
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.tree import TreeParseError
-from atomgraph.testing import atomr_scripted_model
+from atomgraph.testing import answer_reply, atomr_scripted_model
 from atomgraph.tools.memory_source import InMemorySource
 
 RELEASED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "atomr" / "released"
@@ -222,9 +223,14 @@ async def main_async(args) -> dict:
     settings = Settings(cache=False)
     reply = "Wikipedia, Google, Wikidata"  # source selection keeps every source (Relate gets the KG)
     L = args.latency
+    # a Search answers with ``--search-answers`` entities, so the nodes that reference it fan out
+    several = answer_reply(*["ok", "fine", "good", "well"][: args.search_answers])
+
+    def answer(stage: str, text: str) -> str:
+        return several if stage == "search" else answer_reply("ok")
 
     # (a) the same calls at a fixed latency, concurrent and one step at a time
-    model = atomr_scripted_model(plans, latency_s=L, sources_reply=reply)
+    model = atomr_scripted_model(plans, answer=answer, latency_s=L, sources_reply=reply)
     graph = build_atomr_graph(model=model, sources=sources(), settings=settings)
     await execute(graph, model, trees[0][0], None)  # warm-up: models and sources resolve on first use
     rows = []
@@ -247,7 +253,7 @@ async def main_async(args) -> dict:
 
     # (b) per-step overhead: the ATOMR graph with a zero-latency model vs a bare LangGraph graph
     # of the same shape, interleaved question by question in the same run
-    fast_model = atomr_scripted_model(plans, sources_reply=reply)
+    fast_model = atomr_scripted_model(plans, answer=answer, sources_reply=reply)
     fast = build_atomr_graph(model=fast_model, sources=sources(), settings=settings)
     bare = bare_graph()
     warm = await execute(fast, fast_model, trees[0][0], None)
@@ -270,6 +276,7 @@ async def main_async(args) -> dict:
     summary = {
         "trees": len(rows),
         "latency_s": L,
+        "search_answers": args.search_answers,
         "plans_refused": sum(1 for r in rows if not r["planned"]),
         "mean_llm_calls": statistics.mean(r["calls"] for r in rows),
         "mean_steps": statistics.mean(r["steps"] for r in rows),
@@ -305,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trees", type=int, default=60)
     p.add_argument("--latency", type=float, default=0.05, help="simulated seconds per model call")
     p.add_argument("--repeats", type=int, default=3, help="passes over the trees for the overhead figure")
+    p.add_argument("--search-answers", type=int, default=2, choices=range(1, 5),
+                   help="answers of each Search (its dependents fan out over them)")
     p.add_argument("--out", help="write the JSON result here")
     args = p.parse_args(argv)
     if not RELEASED.is_dir():

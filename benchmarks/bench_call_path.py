@@ -1,10 +1,11 @@
 """The kit's call path: the cost of one stage call through ``rt.ask`` against a bare model call.
 
-One call through :meth:`MethodRuntime.ask` formats the stage's prompt, calls the capped model
+One call through :meth:`MethodRuntime.ask` (:func:`atomgraph.nodes.call.call_stage`) formats the stage's prompt, calls the capped model
 under the stage's tags with the kit's call recorder attached, reads the reply with the
 stage's parser and returns the record; the bare call is ``model.ainvoke(messages)`` on the
 same scripted model (no latency). Both run alternately in one process; the figures are the
-median per-call time over rounds, and their difference is the kit's overhead per call.
+median per-call wall time over rounds and the least per-call CPU time (``time.process_time``:
+steadier on a shared machine), and their difference is the kit's overhead per call.
 
     python -m benchmarks.bench_call_path [--calls 300] [--rounds 7] [--out FILE]
 """
@@ -27,11 +28,12 @@ from benchmarks.stats import write_result
 QUESTION = "Who was the doctoral advisor of Werner Heisenberg?"
 
 
-async def _per_call(fn, n: int) -> float:
-    t0 = time.perf_counter()
+async def _per_call(fn, n: int) -> tuple[float, float]:
+    """(wall, CPU) seconds per call."""
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(n):
         await fn()
-    return (time.perf_counter() - t0) / n
+    return (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
 
 
 async def measure(calls: int, rounds: int) -> dict:
@@ -53,10 +55,13 @@ async def measure(calls: int, rounds: int) -> dict:
     for _ in range(rounds):
         kit_s.append(await _per_call(kit, calls))
         bare_s.append(await _per_call(bare, calls))
-    k, b = statistics.median(kit_s), statistics.median(bare_s)
+    k, b = statistics.median(w for w, _ in kit_s), statistics.median(w for w, _ in bare_s)
+    kc, bc = min(c for _, c in kit_s), min(c for _, c in bare_s)
     return {"calls_per_round": calls, "rounds": rounds, "rt_ask_ms": round(1e3 * k, 3),
             "bare_model_ms": round(1e3 * b, 3), "overhead_ms": round(1e3 * (k - b), 3),
-            "ratio_rt_ask_to_bare": round(k / b, 2)}
+            "ratio_rt_ask_to_bare": round(k / b, 2),
+            "rt_ask_cpu_ms": round(1e3 * kc, 3), "bare_model_cpu_ms": round(1e3 * bc, 3),
+            "overhead_cpu_ms": round(1e3 * (kc - bc), 3), "ratio_cpu": round(kc / bc, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from atomgraph.nodes.kar3.common import Kar3IndexRuntime  # noqa: E402
+from atomgraph.nodes.runtime import MethodRuntime  # noqa: E402
 from atomgraph.nodes.kar3.index import atomize_chunks  # noqa: E402
 from atomgraph.settings import Settings  # noqa: E402
 from atomgraph.state.kar3 import Kar3IndexContext  # noqa: E402
@@ -76,7 +76,7 @@ class NullIndex:
 async def atomize(folder: Path, name: str, chunks: list[Chunk], concurrency: int, latency: float,
                   store: bool = True) -> dict:
     settings = Settings(cache=False, chroma_path=str(folder))
-    rt = Kar3IndexRuntime(kar3_scripted_model(atomize=ten_atoms, latency_s=latency), settings)
+    rt = MethodRuntime.for_method("kar3_index", kar3_scripted_model(atomize=ten_atoms, latency_s=latency), [], settings)
     index = AtomIndex(name, settings=settings) if store else NullIndex()
     if store:
         index.open(create=True)

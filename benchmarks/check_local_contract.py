@@ -37,7 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from atomgraph.prompts.answer_contract import AnswerRefused, check_answer, refusal_reason  # noqa: E402
+from atomgraph.prompts.answer_contract import AnswerRefused, check_answer, check_debris, refusal_reason  # noqa: E402
 
 # Small caps for every stage: enough for a short answer or a small plan, so a question costs
 # seconds rather than minutes on a CPU. A stage not named keeps its own cap.
@@ -86,8 +86,9 @@ def demo_sources(method: str, work: Path):
     return [wiki]
 
 
-def violations(out: dict) -> list[str]:
-    """Every answer text of a run's output that breaks the answer contract, with why."""
+def violations(out: dict, question: str = "") -> list[str]:
+    """Every answer text of a run's output that breaks the answer contract, with why (debris
+    against ``question`` included: :func:`check_debris`)."""
     found = []
     texts = [out.get("answer") or ""] + [a for a in out.get("answers") or []]
     for text in texts:
@@ -95,6 +96,7 @@ def violations(out: dict) -> list[str]:
             continue
         try:
             check_answer(str(text))
+            check_debris(str(text), question)
         except AnswerRefused as exc:
             found.append(f"{str(text)[:120]!r}: {exc}")
     return found
@@ -155,7 +157,7 @@ async def check(methods: list[str], n: int, caps: str, work: Path) -> dict:
             rows.append({"id": q["id"], "seconds": round(time.perf_counter() - t, 1), "answer": out.get("answer") or "",
                          "gold": q["answers"][0], "error": (out.get("error") or None) and str(out["error"])[:300],
                          "llm_calls": len(out.get("llm_calls") or []), "refused": dict(refusals(out)),
-                         "violations": violations(out),
+                         "violations": violations(out, q["question"]),
                          "copied_demonstration_answer": copied_demonstration(out, q["answers"], demos)})
             print(json.dumps({"method": method, **rows[-1]}, ensure_ascii=False), flush=True)
         refused = Counter()

@@ -81,7 +81,12 @@ def cover_em(prediction: Answer, gold: Answer) -> float:
 
 
 def answer_scores(prediction: Answer, gold: Answer) -> dict[str, float]:
-    """``{"em", "f1", "cover_em"}`` for one example."""
+    """``{"em", "f1", "cover_em"}`` for one example. No answer (an empty or blank prediction,
+    what an errored example records) scores 0 whatever the gold: a gold that normalises to
+    nothing ("The The" in hotpotqa-dev-100) would otherwise match it."""
+    preds = [prediction] if isinstance(prediction, str) else list(prediction or [])
+    if not any(str(p).strip() for p in preds):
+        return {"em": 0.0, "f1": 0.0, "cover_em": 0.0}
     return {
         "em": exact_match(prediction, gold),
         "f1": f1_score(prediction, gold),

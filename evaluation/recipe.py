@@ -8,9 +8,16 @@ A recipe (``evaluation/recipes/NAME.toml``, or any ``.toml`` path) names the pap
 row, the method, the dataset (a named dataset, or a path under the shared data folder), the
 metric and the paper's value(s) (``[paper_values]``), what must be set up first (``needs``),
 and the settings the paper used (``[settings]``: models, embeddings, sources, and the method's
-run parameters as ``[settings.<method>]``). Recipe settings override the environment and
-``atomgraph.toml`` for that run; paths in ``[settings.arm] objects`` are read under the shared
-data folder too. A recipe whose dataset (or objects file) is missing is refused before anything
+run parameters as ``[settings.<method>]``).
+
+A recipe is sealed: its run starts from atomgraph's defaults and the recipe's values alone.
+``ATOMGRAPH_*`` variables and ``atomgraph.toml`` change it only through explicit
+``--set key=value`` (``atomr.prompt_pack=musique``, ``temperature=0.2``), each listed in
+``run.json`` and printed at start; what the environment would have changed is printed as not
+applied. Only access settings come from the environment (:data:`ACCESS_FIELDS`: API keys and the
+OpenAI-compatible base URL, where the Chroma store and the reply cache live), as they choose no
+part of the method's setting. Paths in
+``[settings.arm] objects`` are read under the shared data folder too. A recipe whose dataset (or objects file) is missing is refused before anything
 runs, with a :class:`ConfigError` naming the file.
 """
 
@@ -117,14 +124,111 @@ def resolve_dataset(recipe: Recipe) -> str:
     return _under_data(recipe.dataset, "dataset", recipe)
 
 
-def recipe_settings(recipe: Recipe, base: Any = None):
-    """The settings of a recipe run: ``base`` (default: the environment and atomgraph.toml)
-    with the recipe's values over them, each method section merged field by field."""
-    from dataclasses import asdict, is_dataclass
+# Settings a sealed recipe still takes from the environment: access and where local stores live
+# (keys, the OpenAI-compatible server, the Chroma folder/server, the reply cache's file), not the
+# method's setting.
+ACCESS_FIELDS = ("openai_api_key", "openai_base_url", "serpapi_api_key", "cache_path", "chroma_path", "chroma_host",
+                 "chroma_port")
+SECRET_ACCESS = ("openai_api_key", "serpapi_api_key")
 
+
+def sealed_defaults():
+    """atomgraph's defaults, read from no environment variable and no config file, with only
+    :data:`ACCESS_FIELDS` taken from the environment."""
     from atomgraph.settings import Settings, get_settings
 
-    base = base or get_settings()
+    env = get_settings()
+    access = {k: getattr(env, k) for k in ACCESS_FIELDS if getattr(env, k, None)}
+    sealed = _sealed_class()(**access)
+    return Settings.model_validate(sealed.model_dump())  # every key given: the environment loses
+
+
+_SEALED: list = []
+
+
+def _sealed_class():
+    if not _SEALED:
+        from atomgraph.settings import Settings
+
+        class SealedSettings(Settings):  # type: ignore[misc, valid-type]
+            @classmethod
+            def settings_customise_sources(cls, settings_cls, init_settings, *rest, **kw):
+                return (init_settings,)
+
+        _SEALED.append(SealedSettings)
+    return _SEALED[0]
+
+
+def parse_sets(items: list[str] | tuple[str, ...] | None) -> dict[str, Any]:
+    """``["atomr.prompt_pack=musique", "temperature=0.2"]`` → ``{"atomr.prompt_pack": "musique", ...}``
+    (a value is read as a TOML value — numbers, booleans, lists, quoted strings — else as text).
+    An unknown key or a malformed item is a one-line ConfigError."""
+    from dataclasses import fields, is_dataclass
+
+    from atomgraph.settings import Settings
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, eq, raw = str(item).partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE (e.g. atomr.prompt_pack=musique)")
+        head, _, sub = key.partition(".")
+        if head not in Settings.model_fields:
+            raise ConfigError(f"--set {key}: unknown setting {head!r}")
+        if sub:
+            section = Settings.model_fields[head].default_factory() if Settings.model_fields[head].default_factory \
+                else None
+            names = {f.name for f in fields(section)} if is_dataclass(section) else set()
+            if sub not in names:
+                raise ConfigError(f"--set {key}: {head!r} has no setting {sub!r}"
+                                  + (f" (it has {', '.join(sorted(names))})" if names else ""))
+        try:
+            value = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()
+        out[key] = value
+    return out
+
+
+def _dotted(data: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if isinstance(v, dict) and v and all(isinstance(x, str) for x in v) and not prefix and k not in (
+                "stage_max_tokens", "rate_limits"):
+            out.update(_dotted(v, f"{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def effective_config(settings: Any) -> dict[str, Any]:
+    """The settings as dotted keys (``atomr.prompt_pack``), secrets left out: what a resumed run
+    must match."""
+    data = settings.model_dump(mode="json")
+    for k in SECRET_ACCESS:
+        data.pop(k, None)
+    return _dotted(data)
+
+
+def not_applied(sets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the environment and atomgraph.toml would have changed in a recipe run and did not
+    (dotted key → their value), less what ``--set`` gave explicitly."""
+    from atomgraph.settings import get_settings
+
+    env, pristine = effective_config(get_settings()), effective_config(sealed_defaults())
+    return {k: v for k, v in env.items() if pristine.get(k) != v and k not in (sets or {}) and k not in ACCESS_FIELDS}
+
+
+def recipe_settings(recipe: Recipe, base: Any = None, sets: dict[str, Any] | None = None):
+    """The settings of a recipe run: ``base`` (default: :func:`sealed_defaults`, never the
+    environment) with the recipe's values over them, each method section merged field by field,
+    then the explicit ``sets`` (:func:`parse_sets`)."""
+    from dataclasses import asdict, is_dataclass
+
+    from atomgraph.settings import Settings
+
+    base = base or sealed_defaults()
     merged = base.model_dump()
     for key, value in recipe.settings.items():
         if isinstance(value, dict) and key in merged:
@@ -134,10 +238,46 @@ def recipe_settings(recipe: Recipe, base: Any = None):
             if key == "arm" and value.get("objects"):
                 value["objects"] = _under_data(str(value["objects"]), "objects file", recipe)
         merged[key] = value
+    _merge_sets(merged, sets)
     try:
         return Settings.model_validate(merged)
     except Exception as exc:  # pydantic's ValidationError names the field
-        raise ConfigError(f"recipe {recipe.name!r} has invalid settings: {exc}") from None
+        raise ConfigError(f"recipe {recipe.name!r} has invalid settings: {_first_error(exc)}") from None
+
+
+def _first_error(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        return f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
+    return str(exc).splitlines()[0][:300]
+
+
+def _merge_sets(merged: dict, sets: dict[str, Any] | None) -> None:
+    from dataclasses import asdict, is_dataclass
+
+    for key, value in (sets or {}).items():
+        head, _, sub = key.partition(".")
+        if sub:
+            current = merged.get(head)
+            current = asdict(current) if is_dataclass(current) else dict(current or {})
+            merged[head] = {**current, sub: value}
+        else:
+            merged[head] = value
+
+
+def apply_sets(settings: Any, sets: dict[str, Any] | None):
+    """``settings`` with the explicit ``--set`` values over them (a ConfigError names a bad one)."""
+    from atomgraph.settings import Settings
+
+    if not sets:
+        return settings
+    merged = settings.model_dump()
+    _merge_sets(merged, sets)
+    try:
+        return Settings.model_validate(merged)
+    except Exception as exc:
+        raise ConfigError(f"--set: invalid value: {_first_error(exc)}") from None
 
 
 def describe(recipe: Recipe) -> str:

@@ -77,6 +77,70 @@ class RecordError(DatasetError):
     """A record file that cannot be used as it is; the message names the file and the line."""
 
 
+# The full schema of a run record, nested fields included: each known field, *when present*,
+# must have its type (a field RUN_RECORD_FIELDS requires must also be present). A number is a
+# finite int or float, never a bool; a count is a whole number >= 0.
+_NUM, _COUNT, _STR, _OPT_STR = "number", "count", "string", "string or null"
+RECORD_SCHEMA: dict[str, Any] = {
+    "id": "id", "question": _STR, "question_type": _OPT_STR, "predicted": _STR, "answers": [_STR],
+    "gold": [_STR], "gold_titles": [_STR], "gold_ids": ["id"], "retrieved_titles": [_STR], "retrieved_ids": ["id"],
+    "metrics": {"em": _NUM, "f1": _NUM, "cover_em": _NUM,
+                "retrieval": ("optional", {"*": _NUM}), "retrieval_ids": ("optional", {"*": _NUM})},
+    "usage": {"llm_calls": _COUNT, "prompt_tokens": _COUNT, "completion_tokens": _COUNT, "retriever_calls": _COUNT,
+              "llm_errors": _COUNT, "retriever_errors": _COUNT, "cost_usd": _NUM, "cached_calls": _COUNT,
+              "llm_calls_by_role": {"*": _COUNT}, "retriever_calls_by_source": {"*": _COUNT},
+              "tokens_by_role": {"*": [_COUNT]}, "tokens_by_model": {"*": [_COUNT]}, "unpriced_models": [_STR],
+              "usage_flagged": _COUNT},
+    "latency_s": _NUM, "stopped": _OPT_STR, "error": _OPT_STR, "fallbacks": [dict], "trace": dict,
+    "method": _STR, "dataset": _STR, "finished_at": _STR,
+}
+
+
+def _type_problem(value: Any, spec: Any, path: str) -> str | None:
+    """Why ``value`` at ``path`` does not fit ``spec`` (None when it does)."""
+    import math
+
+    def bad(expected: str) -> str:
+        shown = json.dumps(value, ensure_ascii=True, default=str)
+        return f"field {path!r} is {shown[:60]} (a {type(value).__name__}), not {expected}"
+
+    if isinstance(spec, tuple) and spec and spec[0] == "optional":
+        return None if value is None else _type_problem(value, spec[1], path)
+    if spec == "id":
+        return None if isinstance(value, (str, int)) and not isinstance(value, bool) else bad("a string or an integer")
+    if spec == _STR:
+        return None if isinstance(value, str) else bad("a string")
+    if spec == _OPT_STR:
+        return None if value is None or isinstance(value, str) else bad("a string or null")
+    if spec in (_NUM, _COUNT):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return bad("a number")
+        if spec == _COUNT and (value < 0 or value != int(value)):
+            return bad("a whole number >= 0")
+        return None
+    if spec is dict:
+        return None if isinstance(value, dict) else bad("an object")
+    if isinstance(spec, list):
+        if not isinstance(value, list):
+            return bad("a list")
+        for i, item in enumerate(value):
+            why = _type_problem(item, spec[0], f"{path}[{i}]")
+            if why:
+                return why
+        return None
+    if isinstance(spec, dict):
+        if not isinstance(value, dict):
+            return bad("an object")
+        for k, v in value.items():
+            sub = spec.get(k, spec.get("*"))
+            if sub is not None:
+                why = _type_problem(v, sub, f"{path}.{k}")
+                if why:
+                    return why
+        return None
+    return None
+
+
 def _key(rec: dict) -> str | None:
     for k in ("id", "index", "_id"):
         if rec.get(k) is not None:
@@ -98,7 +162,9 @@ def _example_key(rec: dict) -> tuple[str, str | None] | None:
 def check_record(rec: dict, where: str, *, method: str | None = None,
                  fields: tuple[str, ...] = tuple(RUN_RECORD_FIELDS)) -> None:
     """RecordError unless ``rec`` is a whole run record (every field of :data:`RUN_RECORD_FIELDS`,
-    or of ``fields``, with its type, a numeric F1) of ``method`` (when given and recorded)."""
+    or of ``fields``, with its type, a numeric F1) of ``method`` (when given and recorded), and
+    every field it holds fits :data:`RECORD_SCHEMA` (nested fields too: ``usage.cost_usd: "lots"``
+    is refused, naming the field)."""
     missing = [k for k in fields if k not in rec]
     if missing:
         stub = " (a stub: its prediction is lost)" if "id" in rec and (len(missing) >= 3 or set(rec) <= {"id"}) else ""
@@ -107,6 +173,11 @@ def check_record(rec: dict, where: str, *, method: str | None = None,
         t = RUN_RECORD_FIELDS[k]
         if not isinstance(rec[k], t) or isinstance(rec[k], bool):
             raise RecordError(f"{where}: field {k!r} is a {type(rec[k]).__name__}, not the expected type")
+    for k, spec in RECORD_SCHEMA.items():  # every known field present, nested ones too
+        if k in rec:
+            why = _type_problem(rec[k], spec, k)
+            if why:
+                raise RecordError(f"{where}: {why}")
     f1 = rec["metrics"].get("f1")
     if not isinstance(f1, (int, float)) or isinstance(f1, bool):
         raise RecordError(f"{where}: the record has no numeric metrics.f1")
@@ -167,7 +238,8 @@ def read_records(path: str | os.PathLike, *, repair: bool = False, validate: str
         if raw.strip():
             at = f"{path}: line {lineno}"
             try:
-                rec = loads_strict(decode_line(raw, at, encoding, error=RecordError, hint=hint), at, error=RecordError)
+                rec = loads_strict(decode_line(raw, at, encoding, error=RecordError, hint=hint), at, error=RecordError,
+                                   surrogates=validate != "predictions")  # a run's own records keep text as it came
                 if not isinstance(rec, dict):
                     raise RecordError(f"{at}: not a JSON record (a {type(rec).__name__}, not an object)")
             except RecordError:

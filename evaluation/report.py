@@ -77,6 +77,7 @@ def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tupl
         "by_type": {t: v["f1"] for t, v in scores["by_type"].items()},
         "retrieval": scores.get("retrieval"),
         "llm_calls": mean((r.get("usage") or {}).get("llm_calls", 0) for r in records),
+        "cached_calls": sum(int((r.get("usage") or {}).get("cached_calls", 0) or 0) for r in records),
         "retriever_calls": {s: c / n for s, c in sorted(by_source.items())} if n else {},
         "tokens_in": mean((r.get("usage") or {}).get("prompt_tokens", 0) for r in records),
         "tokens_out": mean((r.get("usage") or {}).get("completion_tokens", 0) for r in records),
@@ -86,7 +87,15 @@ def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tupl
         "latency_s": mean(r.get("latency_s", 0.0) for r in records),
         "errors": sum(1 for r in records if r.get("error")),
         "stopped": sum(1 for r in records if r.get("stopped")),
+        **_fallback_counts(records),
     }
+
+
+def _fallback_counts(records: Sequence[dict]) -> dict:
+    from atomgraph.evaluation.fallbacks import count_fallbacks
+
+    c = count_fallbacks(records)
+    return {"fallbacks": c["by_kind"], "answered_by_fallback": c["answered_by_fallback"], "answered": c["answered"]}
 
 
 def _with_id_retrieval(rec: dict) -> dict:
@@ -121,9 +130,14 @@ def markdown_tables(rows: Sequence[dict]) -> str:
         head = ["method", "n", "EM", "F1", *[f"F1 {t}" for t in types]]
         if has_retrieval:
             head += ["ret. P", "ret. R", "perfect R"]
-        head += ["LLM calls", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s", "errors",
-                 "stopped"]
-        lines = [f"### {dataset}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        head += ["LLM calls", "cached", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s",
+                 "errors", "stopped", "by fallback", "fallbacks"]
+        lines = [f"### {dataset}", ""]
+        for r in rs:  # a run answered only by fallbacks says so before its table
+            if r.get("answered") and r.get("answered_by_fallback") == r.get("answered"):
+                lines += [f"**{r['method']}: every answer ({r['answered']}) came from a fallback, none from the "
+                          "method itself.**", ""]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in rs:
             cells = [str(r["method"]), str(r["n"]), _fmt(r["em"]), _fmt(r["f1"])]
             cells += [_fmt(r["by_type"][t]) if t in r["by_type"] else "–" for t in types]
@@ -132,9 +146,13 @@ def markdown_tables(rows: Sequence[dict]) -> str:
                 cells += [_fmt(ret["precision"]), _fmt(ret["recall"]), _fmt(ret["perfect_recall"])] if ret else ["–"] * 3
             sources = ", ".join(f"{s} {c:.2f}" for s, c in r["retriever_calls"].items()) or "0"
             cost = f"{r['cost_usd']:.4f}" + (" *" if r["unpriced_models"] else "")
-            cells += [_fmt(r["llm_calls"]), sources, f"{r['tokens_in']:.0f}", f"{r['tokens_out']:.0f}",
+            cells += [_fmt(r["llm_calls"]), str(r.get("cached_calls", 0)), sources, f"{r['tokens_in']:.0f}", f"{r['tokens_out']:.0f}",
                       cost, f"{r['cost_per_question']:.5f}", _fmt(r["latency_s"]), str(r["errors"]),
                       str(r.get("stopped", 0))]
+            by = r.get("answered_by_fallback", 0)
+            all_by = bool(by) and by == r.get("answered")
+            cells += [f"{by} of {r.get('answered', 0)}" + (" (ALL)" if all_by else ""),
+                      "; ".join(f"{n} {k}" for k, n in (r.get("fallbacks") or {}).items()) or "0"]
             lines.append("| " + " | ".join(cells) + " |")
         unpriced = sorted({m for r in rs for m in r["unpriced_models"]})
         if unpriced:

@@ -71,17 +71,22 @@ def evaluate(
     k: int,
     out_dir: str | Path | None = None,
     keep_trace: bool = True,
+    progress: bool = False,
 ) -> EvalRun:
     """Score ``retrieve`` (question → :class:`~atomgraph.nodes.arm.retrieval.RetrievalResult`)
     on every question; with ``out_dir``, write ``results.jsonl`` (one line per question) and
     ``summary.json``. A question whose retrieval raises is scored as retrieving nothing, with
-    the error recorded."""
+    the error recorded. ``progress``: a bar on a terminal, periodic lines with rate and ETA
+    elsewhere (:mod:`atomgraph.progress`)."""
+    from atomgraph.progress import progress as progress_reporter
+
     kinds = {o.id: o.kind for o in objects}
     records: list[dict] = []
     fh = None
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         fh = open(Path(out_dir) / "results.jsonl", "w", encoding="utf-8")
+    bar = progress_reporter(len(questions), f"retrieve {method}", "questions", enabled=progress)
     try:
         for q in questions:
             error = None
@@ -106,7 +111,11 @@ def evaluate(
             records.append(rec)
             if fh:
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            bar.update(1)
+            if error:
+                bar.set_postfix_str(f"{sum(1 for r in records if 'error' in r)} errors", refresh=False)
     finally:
+        bar.close()
         if fh:
             fh.close()
     summary = summarize(records)

@@ -26,8 +26,8 @@ import datetime as _dt
 import fcntl
 import json
 import os
-import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -54,7 +54,9 @@ MODEL_FIELDS = ("model", "planner_model", "executor_model", "answerer_model", "a
                 "selector_model", "decoder_model", "temperature", "structured_output", "stage_max_tokens")
 # errors worth running again on a rerun: the provider, not the method, failed
 TRANSIENT = ("model call failed", "circuit breaker", "deadline", "timed out", "every model call failed",
-             "connection", "rate limit", "Timeout", "APIError", "APIConnectionError")
+             "connection", "rate limit", "Timeout", "APIError", "APIConnectionError",
+             # a knowledge source failed (store, server, network): the source, not the method
+             "every source call failed", "SourceError", "SourceUnavailable", "Could not connect")
 
 
 @dataclass
@@ -69,6 +71,7 @@ class RunResult:
     records: list[dict] = field(default_factory=list, repr=False)
     retried: int = 0  # errored examples of an earlier run that this run ran again
     outcome: dict = field(default_factory=dict)  # outcomes(records of this run)
+    kept_errors: int = 0  # errored records of an earlier run left as they were (not transient, no retry_errors)
 
     @property
     def all_failed(self) -> bool:
@@ -133,11 +136,27 @@ def model_identity(model: Any, settings: Settings) -> dict:
     return {k: snap.get(k) for k in MODEL_FIELDS if snap.get(k) not in (None, {}, [])}
 
 
-def run_fingerprint(method: str, dataset: str, model: Any, settings: Settings) -> dict:
-    """What makes two runs comparable: method, dataset, model(s) and the method's parameters
-    (its settings section). A rerun into a directory must match it."""
+# Settings that may differ between a run and its resumption: where things are kept, how fast
+# it goes, not what it computes.
+RESUMABLE = frozenset({"cache", "cache_path", "cache_refresh", "requests_per_second", "rate_limits", "rate_limit_burst",
+                       "request_timeout", "max_retries", "chroma_path", "chroma_host", "chroma_port",
+                       "embedding_device", "embedding_batch_size", "atomr.max_parallel"})
+
+
+def effective_config(settings: Settings) -> dict:
+    """The run's settings as dotted keys without secrets (``evaluation.recipe.effective_config``)."""
+    from atomgraph.evaluation.recipe import effective_config as dotted
+
+    return dotted(settings)
+
+
+def run_fingerprint(method: str, dataset: str, model: Any, settings: Settings, recipe: str | None = None) -> dict:
+    """What makes two runs comparable: method, dataset, model(s), the server they are asked at
+    (``base_url``: the same model name at another server is another model), the recipe and the
+    method's parameters (its settings section). A rerun into a directory must match it."""
     params = settings.model_dump(mode="json").get(method)
     return {"method": method, "dataset": dataset, "models": model_identity(model, settings),
+            "base_url": settings.openai_base_url, "recipe": recipe,
             "temperature": settings.temperature, "params": params if isinstance(params, dict) else {}}
 
 
@@ -156,24 +175,23 @@ def failure_kind(text: object) -> str:
                          ("timed out", "timed out"), ("never searched", "never searched"),
                          ("every model call failed", "every model call failed"),
                          ("model call failed", "model call failed"), ("unreadable", "unreadable reply"),
-                         ("step limit", "step limit"), ("limit reached", "step limit")):
+                         ("step limit", "step limit"), ("limit reached", "step limit"),
+                         ("every source call failed", "no evidence (every source call failed)"),
+                         ("knowledge source unavailable", "source unavailable"),
+                         ("knowledge sources unavailable", "source unavailable"),
+                         ("no knowledge source is available", "source unavailable")):
         if needle in low:
             return kind
     return "other"
 
 
 def fallbacks_of(trace: dict) -> list[dict]:
-    """The fallbacks a method recorded in its trace: ``trace["fallbacks"]`` (``{"stage", "reason"}``
-    items; the baselines' and comparison methods' convention) and ATOMR's ``plan_fallback``."""
-    out: list[dict] = []
-    if not isinstance(trace, dict):
-        return out
-    for f in trace.get("fallbacks") or []:
-        if isinstance(f, dict) and f.get("reason"):
-            out.append({"stage": str(f.get("stage") or ""), "reason": str(f["reason"])[:500]})
-    if trace.get("plan_fallback"):
-        out.append({"stage": "plan", "reason": str(trace["plan_fallback"])[:500]})
-    return out
+    """The fallbacks a method recorded in its trace, by kind (:mod:`atomgraph.evaluation.fallbacks`:
+    ``trace["fallbacks"]``, ATOMR's plan failure, node → direct RAG, closed-book root, budget;
+    KAR³'s closed-book answer)."""
+    from atomgraph.evaluation.fallbacks import fallbacks_in
+
+    return fallbacks_in(trace)
 
 
 def outcomes(records: Sequence[dict]) -> dict:
@@ -191,11 +209,16 @@ def outcomes(records: Sequence[dict]) -> dict:
             kinds.append(failure_kind(r["error"]))
             errors[kinds[-1]] += 1
         for f in r.get("fallbacks") or fallbacks_of(r.get("trace") or {}):
+            kind = f.get("kind") or failure_kind(f.get("reason"))
             kinds.append(failure_kind(f.get("reason")))
-            fallbacks[kinds[-1]] += 1
+            fallbacks[kind] += 1
         refused += any(k.startswith("answer refused") for k in kinds)
+    from atomgraph.evaluation.fallbacks import answered_by_fallback
+
     return {"examples": len(records), "answered": sum(1 for r in records if not r.get("error")),
-            "errors": dict(errors.most_common()), "fallbacks": dict(fallbacks.most_common()), "refused": refused}
+            "answered_by_fallback": sum(1 for r in records if answered_by_fallback(r)),
+            "errors": dict(errors.most_common()), "fallbacks": dict(fallbacks.most_common()), "refused": refused,
+            "usage_flagged": sum(int((r.get("usage") or {}).get("usage_flagged") or 0) for r in records)}
 
 
 def describe_outcome(o: dict) -> str:
@@ -203,12 +226,20 @@ def describe_outcome(o: dict) -> str:
     def counts(d: dict) -> str:
         return ", ".join(f"{v} {k}" for k, v in d.items())
 
-    parts = [f"{o['answered']} of {o['examples']} answered"]
+    by = o.get("answered_by_fallback", 0)
+    if by and by == o["answered"]:
+        parts = [f"{o['answered']} of {o['examples']} answered, ALL by fallbacks (none by the method itself)"]
+    elif by:
+        parts = [f"{o['answered']} of {o['examples']} answered ({by} by fallbacks)"]
+    else:
+        parts = [f"{o['answered']} of {o['examples']} answered"]
     if o["errors"]:
         parts.append(f"{sum(o['errors'].values())} failed ({counts(o['errors'])})")
     if o["fallbacks"]:
         parts.append(f"{sum(o['fallbacks'].values())} fallbacks ({counts(o['fallbacks'])})")
     parts.append(f"{o['refused']} with a refused answer")
+    if o.get("usage_flagged"):
+        parts.append(f"{o['usage_flagged']} calls whose server-reported usage no tokenizer could give (flagged)")
     return "; ".join(parts)
 
 
@@ -239,6 +270,10 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
         first = failed_calls[0]
         why = getattr(first, "error", None) or (first.get("error") if isinstance(first, dict) else None)
         error = f"every model call failed ({len(llm_calls)} of {len(llm_calls)}; first: {why})"[:1000]
+    if not error and not values.get("error"):  # any method: evidence from no source, every call failed
+        from atomgraph.tools.base import retrieval_failure
+
+        error = retrieval_failure(retriever_calls)
     retrieved = [str(t) for t in values["retrieved_titles"]]
     retrieved_ids = [str(t) for t in values["retrieved_ids"]]
     metrics: dict[str, Any] = answer_scores(predicted, example.answers)
@@ -258,6 +293,7 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
         "metrics": metrics,
         "usage": {
             "llm_calls": usage.llm_calls,
+            "cached_calls": usage.cached_calls,  # answered from the response cache (no tokens, no dollars)
             "llm_calls_by_role": usage.llm_calls_by_role,
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
@@ -269,6 +305,9 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
             "retriever_errors": sum(1 for c in retriever_calls if getattr(c, "error", None) or (isinstance(c, dict) and c.get("error"))),
             "cost_usd": cost,
             "unpriced_models": unpriced,
+            # calls whose server-reported usage no tokenizer could give (counted as reported, flagged)
+            "usage_flagged": sum(1 for c in llm_calls if (getattr(c, "usage_flag", None)
+                                                          or (isinstance(c, dict) and c.get("usage_flag")))),
         },
         "latency_s": latency_s,
         "stopped": values.get("stopped"),
@@ -309,6 +348,22 @@ async def _run_one(graph, example: Example, *, method: str, dataset: str, prices
                           prices=prices, error=error)
     if not durable:  # a durable run keeps each finished thread (Studio can open and time-travel it)
         await _forget_thread(graph, config)
+    return record
+
+
+async def _run_remote(remote, example: Example, *, method: str, dataset: str, prices: dict,
+                      timeout_s: float | None, deadline_s: float | None, fresh: bool) -> dict:
+    """One example as a server run (:mod:`atomgraph.evaluation.remote`), recorded as locally."""
+    t0 = time.perf_counter()
+    info: dict = {"url": remote.url}
+    try:
+        values, error, info = await remote.run(example.question, example.id, fresh=fresh, timeout_s=timeout_s,
+                                               deadline_s=deadline_s)
+    except Exception as exc:  # the server went away: a transient error, retried on a rerun
+        values, error = {}, f"server connection failed ({type(exc).__name__}: {exc})"[:1000]
+    record = build_record(example, values, method=method, dataset=dataset, latency_s=time.perf_counter() - t0,
+                          prices=prices, error=error)
+    record["server"] = info
     return record
 
 
@@ -360,9 +415,15 @@ def _read_meta(out_dir: Path) -> dict | None:
 
 
 def _check_meta(out_dir: Path, meta: dict) -> None:
-    """ConfigError when the directory holds a different run (method, dataset, model, parameters)."""
+    """ConfigError when the directory holds a different run (method, dataset, model, base URL,
+    recipe, parameters), or records without the ``run.json`` that says whose they are."""
     old = _read_meta(out_dir)
     if old is None:
+        pred = out_dir / PREDICTIONS
+        if pred.exists() and pred.stat().st_size > 0:
+            raise ConfigError(f"{out_dir} holds records ({PREDICTIONS}) but no {RUN_META} saying which method, model, "
+                              "server and parameters made them; they cannot be resumed as this run. Use another "
+                              "--out, or --force-new to move them aside")
         return
     for key in ("method", "dataset"):
         if old.get(key) != meta[key]:
@@ -373,10 +434,26 @@ def _check_meta(out_dir: Path, meta: dict) -> None:
     before, now = old.get("fingerprint"), meta["fingerprint"]
     if isinstance(before, dict):
         diff = [k for k in ("models", "temperature", "params") if before.get(k) != now.get(k)]
+        # a run.json from before base_url/recipe were recorded is compared on what it holds
+        diff += [k for k in ("base_url", "recipe") if k in before and before.get(k) != now.get(k)]
         if diff:
-            detail = "; ".join(f"{k}: {before.get(k)!r} then, {now.get(k)!r} now" for k in diff)
+            def changed(k):
+                a, b = before.get(k), now.get(k)
+                if isinstance(a, dict) and isinstance(b, dict):  # name the differing keys
+                    return "; ".join(f"{k}.{x}: {a.get(x)!r} then, {b.get(x)!r} now"
+                                     for x in sorted(set(a) | set(b)) if a.get(x) != b.get(x))
+                return f"{k}: {a!r} then, {b!r} now"
+            detail = "; ".join(changed(k) for k in diff)
             raise ConfigError(f"{out_dir} holds a run with other {', '.join(diff)} ({detail[:600]}); its records "
                               "would mix with these. Use another --out, or --force-new to move the old run aside")
+    if isinstance(old.get("config"), dict) and isinstance(meta.get("config"), dict):
+        a, b = old["config"], meta["config"]
+        differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k not in RESUMABLE]
+        if differ:
+            detail = "; ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in differ)
+            raise ConfigError(f"{out_dir} holds a run under another configuration ({', '.join(differ)}: "
+                              f"{detail[:600]}); resuming would mix them. Use the same settings (--set), another "
+                              "--out, or --force-new to move the old run aside")
 
 
 def _move_aside(out_dir: Path) -> Path | None:
@@ -436,6 +513,11 @@ async def arun_eval(
     on_record: Callable[[dict], None] | None = None,
     checkpoint: str | os.PathLike | None = None,
     encoding: str = "utf-8",
+    recipe: str | None = None,
+    run_info: dict | None = None,
+    server: str | None = None,
+    server_api_key: str | None = None,
+    server_context: dict | None = None,
     _saver: Any = None,
 ) -> RunResult:
     """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
@@ -454,10 +536,23 @@ async def arun_eval(
     ``checkpoint``: an SQLite file saving every step of every question (:mod:`atomgraph.checkpoint`),
     so a killed run resumes its unfinished questions from their last completed step.
     A dataset file is read strictly as ``encoding`` before anything is created.
+    ``recipe``: the name of the recipe the run follows (recorded; a rerun under another is refused).
+    ``run.json`` is written before the first record; a directory with records and no
+    ``run.json``, or one of another model, base URL, recipe or parameters, is refused unless
+    ``force_new``.
+    ``server``: the URL of a LangGraph Server deployment (``langgraph dev``/``langgraph up``)
+    that runs each question (:mod:`atomgraph.evaluation.remote`); ``server_context`` is sent
+    with every run (the method's parameters, ``model``, ``sources``), ``server_api_key`` as
+    its ``x-api-key``. Records, resume and the summary are this process's, as for a local run.
     """
     if isinstance(dataset, (str, os.PathLike)):  # read (strictly) before anything is created
         dataset_name = dataset_name or str(dataset)
         dataset = load_dataset(dataset, limit=limit, encoding=encoding)
+    if server is not None and (checkpoint is not None or graph is not None or isinstance(model, BaseChatModel)
+                               or sources is not None):
+        raise ConfigError("with --server the server runs the graph with its own models, sources and checkpointer: "
+                          "name the model and sources by name (--model NAME, --sources a,b), without --checkpoint "
+                          "or a model/sources factory")
     if checkpoint is not None:
         from atomgraph.checkpoint import open_checkpointer
 
@@ -466,7 +561,7 @@ async def arun_eval(
                                    sources=sources, settings=settings, graph=graph, dataset_name=dataset_name,
                                    timeout_s=timeout_s, deadline_s=deadline_s, progress=progress, resume=resume,
                                    retry_errors=retry_errors, force_new=force_new, on_record=on_record,
-                                   _saver=saver)
+                                   recipe=recipe, run_info=run_info, _saver=saver)
     from atomgraph.checkpoint import serializer
     from atomgraph.graphs.registry import build_method
     from langgraph.checkpoint.memory import InMemorySaver
@@ -487,16 +582,34 @@ async def arun_eval(
         "total": len(examples),
         "settings": settings_snapshot(settings),
         "model": type(model).__name__ if isinstance(model, BaseChatModel) else None,
-        "fingerprint": run_fingerprint(method, name, model, settings),
+        "recipe": recipe,
+        "fingerprint": run_fingerprint(method, name, model, settings, recipe),
+        "config": effective_config(settings),
+        **({"run": run_info} if run_info else {}),
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     run_context: dict[str, Any] = {}
-    if method == "atomr":  # the dataset's prompt pack, unless the settings name one
-        from atomgraph.evaluation.datasets import prompt_pack_for
+    if dataset_name:
+        # the dataset's declared setting (sources; ATOMR's prompt pack) unless the settings say otherwise
+        from atomgraph.evaluation.datasets import apply_dataset_setting
 
-        pack = prompt_pack_for(name)
-        if pack and getattr(settings.section("atomr"), "prompt_pack", "general") == "general":
-            run_context["prompt_pack"] = meta["prompt_pack"] = pack
+        settings, run_context, applied = apply_dataset_setting(method, name, settings, sources_given=sources is not None)
+        meta["dataset_setting"] = applied
+        meta["settings"] = settings_snapshot(settings)
+        meta["fingerprint"] = run_fingerprint(method, name, model, settings, recipe)
+        meta["config"] = effective_config(settings)
+        if "prompt_pack" in run_context:
+            meta["prompt_pack"] = run_context["prompt_pack"]
+    if server is not None:  # what runs is what the server is sent: that is the fingerprint
+        server_context = dict(server_context or {})
+        meta["fingerprint"] = {"method": method, "dataset": name,
+                               "models": {"server": server.rstrip("/"), "model": server_context.get("model")
+                                          or "the server's configured model"},
+                               "base_url": None, "recipe": recipe,
+                               "temperature": server_context.get("temperature"),
+                               "params": {k: v for k, v in server_context.items()
+                                          if k not in ("model", "temperature")}}
+        meta["server"] = server.rstrip("/")
     with _exclusive(out):
         if force_new:
             _move_aside(out)
@@ -504,6 +617,15 @@ async def arun_eval(
         pred_path = out / PREDICTIONS
         if not resume and pred_path.exists():
             pred_path.unlink()
+        remote = None
+        if server is not None:
+            from atomgraph.evaluation.remote import ServerRunner
+
+            old = _read_meta(out) if resume and not force_new else None
+            meta["server_run_id"] = (old or {}).get("server_run_id") or str(uuid.uuid4())
+            remote = ServerRunner(server, method, run_id=meta["server_run_id"], api_key=server_api_key,
+                                  context=server_context, configurable=run_context)
+            await remote.check()
         existing = read_records(pred_path, validate="run", method=method)  # refuses a damaged file, changes nothing
         existing = read_records(pred_path, repair=True, validate="run", method=method)  # now cut a killed last line
         wanted = {e.id for e in examples}
@@ -514,7 +636,7 @@ async def arun_eval(
         done = {str(r.get("id")) for r in existing}
         todo = [e for e in examples if e.id not in done]
         skipped = len(examples) - len(todo)
-        if graph is None and todo:
+        if graph is None and todo and remote is None:
             graph = _build(build_method, method, model=model, sources=sources, settings=settings,
                            checkpointer=_saver or InMemorySaver(serde=serializer()))
         (out / RUN_META).write_text(json.dumps(jsonable(meta), indent=2), encoding="utf-8")
@@ -524,11 +646,18 @@ async def arun_eval(
         sem = asyncio.Semaphore(concurrency)
         bar = _progress_bar(len(examples), skipped, method, name) if progress else None
 
+        retried_ids = {str(r["id"]) for r in retry}
+
         async def worker(ex: Example) -> None:
             async with sem:
-                rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices, timeout_s=timeout_s,
-                                     deadline_s=deadline_s, run_context=run_context,
-                                     durable=_saver is not None)
+                if remote is not None:
+                    rec = await _run_remote(remote, ex, method=method, dataset=name, prices=prices,
+                                            timeout_s=timeout_s, deadline_s=deadline_s,
+                                            fresh=ex.id in retried_ids)
+                else:
+                    rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices,
+                                         timeout_s=timeout_s, deadline_s=deadline_s, run_context=run_context,
+                                         durable=_saver is not None)
             writer.write(rec)
             records.append(rec)
             new.append(rec)
@@ -548,8 +677,9 @@ async def arun_eval(
         out_dir=out, total=len(examples), skipped=skipped, finished=len(new),
         errors=sum(1 for r in new if r.get("error")),
         f1=100 * mean(r["metrics"]["f1"] for r in records),
-        cost_usd=sum(r["usage"]["cost_usd"] for r in records), records=records,
+        cost_usd=sum(r["usage"].get("cost_usd") or 0.0 for r in records), records=records,
         retried=len(retry), outcome=outcomes(new),
+        kept_errors=sum(1 for r in existing if str(r.get("id")) in wanted and r.get("error")),
     )
 
 
@@ -569,15 +699,15 @@ def run_eval(method: str, dataset: str | Sequence[Example], out_dir: str | os.Pa
 
 
 def _progress_bar(total: int, initial: int, method: str, dataset: str):
-    from tqdm.auto import tqdm
+    """A bar on a terminal, else a line with rate and ETA every 30 s (:mod:`atomgraph.progress`)."""
+    from atomgraph.progress import progress
 
-    return tqdm(total=total, initial=initial, desc=f"{method} on {dataset}", unit="q", file=sys.stderr,
-                dynamic_ncols=True)
+    return progress(total, f"{method} on {dataset}", "questions", initial=initial)
 
 
 def _postfix(records: list[dict]) -> str:
     f1 = 100 * mean(r["metrics"]["f1"] for r in records)
-    cost = sum(r["usage"]["cost_usd"] for r in records)
+    cost = sum(r["usage"].get("cost_usd") or 0.0 for r in records)
     errors = sum(1 for r in records if r.get("error"))
     return f"F1 {f1:.1f} | ${cost:.4f}" + (f" | {errors} errors" if errors else "")
 

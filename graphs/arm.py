@@ -4,10 +4,10 @@ decompose → align → retrieve → structure → draft → verify → aggregat
 
 | paper | nodes | module (``nodes/arm/``) | stages (``prompts/arm/``) |
 |---|---|---|---|
-| §3.2.1 information alignment | decompose, align | ``information_alignment`` | ``alignment`` |
-| §3.2.1 (end) search objects | retrieve | ``retrieve`` | — |
-| §3.2.2 structure alignment | structure, draft | ``structure_alignment`` | ``verification`` (draft) |
-| §3.2.3 self-verification, aggregation | verify, aggregate | ``verification`` | ``verification`` (verify) |
+| §3.2.1 information alignment | decompose, align | ``information_alignment`` (``ngrams``: n-gram matching) | ``alignment`` |
+| §3.2.1 (end) the base search objects | retrieve | ``information_alignment`` | — |
+| §3.2.2 structure alignment: R_i, expansion, drafts | structure, draft | ``structure_alignment`` (``compatibility``: C_ij, ``mip``: the MIP) | ``verification`` (draft) |
+| §3.3 self-verification, aggregation | verify, aggregate | ``self_verification`` (Appendix C: ``verbalize``) | ``verification`` (verify) |
 | answer | answer (and the trace) | ``answer`` | ``answer`` |
 
 >>> graph = build_arm_graph(model=my_model, objects="objects.jsonl")
@@ -16,12 +16,14 @@ decompose → align → retrieve → structure → draft → verify → aggregat
 
 The data collection is ``objects`` (a path, a list of DataObject or an ArmIndex), or the
 ``sources`` argument when it is one of those, or the run's ``objects`` parameter
-(``ATOMGRAPH_ARM__OBJECTS``). Run parameters: :class:`~atomgraph.state.arm_graph.ArmGraphContext`.
+(``ATOMGRAPH_ARM__OBJECTS``). Run parameters: :class:`~atomgraph.state.arm.ArmContext`.
 A question that carries ``"keywords"`` replays them as the information-alignment output
 (no model call for decomposition or alignment).
 
-:func:`arm_llm_retriever` runs the graph without its answer stage as a retriever
-``Question -> RetrievalResult``, for ``atomgraph retrieve --method arm`` with a model.
+:func:`arm_retriever` runs the graph without its answer stage as a retriever
+``Question -> RetrievalResult``, for ``atomgraph retrieve --method arm`` with or without a model
+(``llm=False``: the same stages, no model; :func:`arm_retrieve` for one question). There is
+one ARM pipeline: a replayed decomposition is an input, not another code path.
 """
 
 from __future__ import annotations
@@ -37,13 +39,13 @@ from atomgraph.models import ModelsArg
 from atomgraph.nodes.arm.answer import make_answer_node
 from atomgraph.nodes.arm.collection import Collection
 from atomgraph.nodes.arm.common import ArmRuntime
-from atomgraph.nodes.arm.information_alignment import make_align_node, make_decompose_node
-from atomgraph.nodes.arm.retrieve import make_retrieve_node
+from atomgraph.nodes.arm.information_alignment import make_align_node, make_decompose_node, make_retrieve_node
 from atomgraph.nodes.arm.structure_alignment import make_draft_node, make_structure_node
-from atomgraph.nodes.arm.verification import make_aggregate_node, make_verify_node
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.arm.self_verification import make_aggregate_node, make_verify_node
+from atomgraph.nodes.runtime import dual
 from atomgraph.settings import Settings
-from atomgraph.state.arm_graph import ArmGraphContext, ArmInput, ArmState
+from atomgraph.state.arm import ArmContext
+from atomgraph.state.arm_graph import ArmInput, ArmState
 
 STEPS = ("decompose", "align", "retrieve", "structure", "draft", "verify", "aggregate", "answer")
 
@@ -64,9 +66,8 @@ def _objects_arg(objects: Any, sources: Any) -> Any:
 def build_arm_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
                     checkpointer: Any = None, *, objects: Any = None, embeddings: Any = None) -> CompiledStateGraph:
     """The ``arm`` graph. Building needs no model, objects or network; a run resolves them."""
-    rt = MethodRuntime.for_method("arm", model, [], settings)
-    art = ArmRuntime(rt, Collection(_objects_arg(objects, sources), embeddings))
-    g = rt.state_graph(ArmState, ArmInput)
+    art = ArmRuntime.for_method("arm", model, [], settings, collection=Collection(_objects_arg(objects, sources), embeddings))
+    g = art.state_graph(ArmState, ArmInput)
     makers = {"decompose": make_decompose_node, "align": make_align_node, "retrieve": make_retrieve_node,
               "structure": make_structure_node, "draft": make_draft_node, "verify": make_verify_node,
               "aggregate": make_aggregate_node, "answer": make_answer_node}
@@ -80,27 +81,28 @@ def build_arm_graph(model: ModelsArg = None, sources: Any = None, settings: Sett
     return g.compile(checkpointer=checkpointer, name="arm")
 
 
-def arm_llm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
-                      settings: Settings | None = None) -> Callable:
-    """A retriever ``Question -> RetrievalResult`` running the ``arm`` graph up to the vote
-    (no answer): LLM decomposition and constrained alignment, or the question's replayed
-    keywords; MIP drafts; the decoder's changes and verification; the weighted vote.
+def arm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
+                  settings: Settings | None = None) -> Callable:
+    """A retriever ``Question -> RetrievalResult`` running the ``arm`` graph up to the vote (no
+    answer). The one ARM pipeline: with ``ctx.llm`` (default) LLM decomposition and constrained
+    alignment (or the question's replayed keywords), MIP drafts, verification and the weighted
+    vote; with ``llm=False`` the same stages without a model (keywords replayed, else the
+    question's corpus n-grams; the drafts' own votes). ``atomgraph retrieve --method arm`` runs it.
 
-    ``ctx`` is an ``ArmContext`` (or ``ArmGraphContext``) whose fields become the run's
-    context. For ``atomgraph retrieve --method arm`` when a model is configured.
+    ``ctx`` is an ``ArmContext`` (or a dict of its fields) whose fields become the run's context.
     """
     from dataclasses import asdict, fields
 
     from atomgraph.nodes.arm.retrieval import RetrievalResult
 
-    graph = build_arm_graph(model=model, settings=settings, objects=index)
-    names = {f.name for f in fields(ArmGraphContext)}
-    base = {k: v for k, v in (asdict(ctx) if ctx is not None else {}).items() if k in names}
-    context = {**base, "answer": False}
+    graph = _graph_for(index, model, settings)
+    names = {f.name for f in fields(ArmContext)}
+    given = ctx if isinstance(ctx, dict) else asdict(ctx) if ctx is not None else {}
+    context = {**{k: v for k, v in given.items() if k in names}, "answer": False}
 
-    def retrieve(question) -> RetrievalResult:
+    def retrieve(question, keywords: Any = None) -> RetrievalResult:
         inp: dict[str, Any] = {"question": getattr(question, "question", question)}
-        kws = getattr(question, "keywords", None)
+        kws = keywords if keywords is not None else getattr(question, "keywords", None)
         if kws:
             inp["keywords"] = list(kws)
         out: dict[str, Any] = {}
@@ -115,10 +117,14 @@ def arm_llm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
             for node in chunk or {}:
                 seconds[node] = round(seconds.get(node, 0.0) + now - t, 4)
             t = now
-        trace = out.get("trace") or {}
+        trace = dict(out.get("trace") or {})
+        if out.get("error") and not trace.get("problems"):
+            trace["problems"] = [str(out["error"])]
         conf = {v["id"]: v["confidence"] for v in trace.get("votes") or []}
         ids = list(out.get("retrieved_ids") or [])
-        result = RetrievalResult("arm", ids, [float(conf.get(i, 0.0)) for i in ids], trace)
+        rel = {i: r for d in trace.get("drafts") or [] for i, r in (d.get("relevance") or {}).items()}
+        score = (lambda i: float(conf.get(i, 0.0))) if conf else (lambda i: float(rel.get(i, 0.0)))
+        result = RetrievalResult("arm", ids, [score(i) for i in ids], trace)
         calls = out.get("llm_calls") or []
         result.trace["llm_calls"] = len(calls)
         result.trace["stage_seconds"] = seconds
@@ -127,6 +133,48 @@ def arm_llm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
         return result
 
     return retrieve
+
+
+def arm_llm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
+                      settings: Settings | None = None) -> Callable:
+    """:func:`arm_retriever` (the name kept)."""
+    return arm_retriever(index, ctx, model=model, settings=settings)
+
+
+def _graph_for(index: Any, model: ModelsArg, settings: Settings | None) -> CompiledStateGraph:
+    """The ``arm`` graph over ``index``; without a model or settings, built once per index."""
+    if model is not None or settings is not None or not hasattr(index, "__dict__"):
+        return build_arm_graph(model=model, settings=settings, objects=index)
+    graph = index.__dict__.get("_arm_graph")
+    if graph is None:
+        graph = index.__dict__["_arm_graph"] = build_arm_graph(objects=index)
+    return graph
+
+
+def arm_retrieve(question: Any, index: Any, ctx: Any = None, *, keywords: Any = None) -> Any:
+    """ARM retrieval of one question without a model (``llm=False``): the ``arm`` graph's stages,
+    keywords given, replayed from the question, else the question's own corpus n-grams."""
+    from dataclasses import asdict
+
+    given = ctx if isinstance(ctx, dict) else asdict(ctx) if ctx is not None else {}
+    return arm_retriever(index, {**given, "llm": False})(question, keywords=keywords)
+
+
+def retrieve(method: str, question: Any, index: Any, k: int = 5, ctx: Any = None) -> Any:
+    """Dispatch to ``dense``, ``bm25`` or ``arm`` retrieval (``arm``: the graph without a model
+    without a model here; :func:`arm_retriever` runs it with one)."""
+    from dataclasses import asdict
+
+    from atomgraph.nodes.arm.retrieval import METHODS, bm25_retrieve, dense_retrieve
+
+    if method == "dense":
+        return dense_retrieve(question, index, k)
+    if method == "bm25":
+        return bm25_retrieve(question, index, k)
+    if method == "arm":
+        given = ctx if isinstance(ctx, dict) else asdict(ctx) if ctx is not None else {}
+        return arm_retrieve(question, index, {**given, "k": k})
+    raise ValueError(f"unknown retrieval method {method!r}; expected one of {', '.join(METHODS)}")
 
 
 def call_stats(calls: list) -> dict[str, dict]:

@@ -2,7 +2,7 @@
 paper): retrieval-generation rounds.
 
 ``retrieve`` → ``generate`` → ``retrieve`` (question + that generation) → … for at most
-``rounds`` rounds; with ``stop_when_stable`` a round that repeats the previous round's
+``rounds`` rounds (all of them, as the paper); with ``stop_when_stable`` (ours) a round that repeats the previous round's
 answer ends the run, and running out of rounds first sets ``stopped``. The answer is the
 last round's. Bad model output ends the run in ``finish`` with ``error`` set.
 

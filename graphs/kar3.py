@@ -34,7 +34,7 @@ from atomgraph.nodes.kar3.answer import make_answer_node
 from atomgraph.nodes.kar3.common import Kar3Runtime
 from atomgraph.nodes.kar3.propose import make_propose_node
 from atomgraph.nodes.kar3.retrieve import make_retrieve_node
-from atomgraph.nodes.kar3.routing import after_propose, after_retrieve, after_select
+from atomgraph.nodes.kar3.loop import after_propose, after_retrieve, after_select
 from atomgraph.nodes.kar3.select import make_select_node
 from atomgraph.nodes.runtime import dual
 from atomgraph.settings import Settings
@@ -50,7 +50,7 @@ def build_kar3_graph(model: ModelsArg = None, sources: Any = None, settings: Set
     used); None: the collection ``settings.kar3.collection`` (else ``chroma_collection``).
     A run's ``collection`` parameter overrides both.
     """
-    rt = Kar3Runtime(model, sources, settings)
+    rt = Kar3Runtime.for_method("kar3", model, sources, settings)
     g = rt.state_graph(Kar3State)
     g.add_node("propose", dual(make_propose_node(rt)))
     g.add_node("retrieve", dual(make_retrieve_node(rt)))

@@ -21,9 +21,8 @@ from typing import Any
 from langgraph.graph import END, START
 
 from atomgraph.models import ModelsArg
-from atomgraph.nodes.kar3.common import Kar3IndexRuntime
 from atomgraph.nodes.kar3.index import make_atomize_node, make_load_node
-from atomgraph.nodes.runtime import dual
+from atomgraph.nodes.runtime import MethodRuntime, dual
 from atomgraph.settings import Settings
 from atomgraph.state.kar3 import Kar3IndexInput, Kar3IndexOutput, Kar3IndexState
 
@@ -32,7 +31,7 @@ def build_kar3_index_graph(model: ModelsArg = None, settings: Settings | None = 
                            embeddings: Any = None, progress: bool = False):
     """Compile the atomizing graph (``model``: the atomizer, or a role map with ``atomizer``;
     ``embeddings``: an Embeddings object, default from settings; ``progress``: a progress bar)."""
-    rt = Kar3IndexRuntime(model, settings)
+    rt = MethodRuntime.for_method("kar3_index", model, [], settings)
     g = rt.state_graph(Kar3IndexState, Kar3IndexInput, Kar3IndexOutput)
     g.add_node("load", dual(make_load_node(rt, embeddings)))
     g.add_node("atomize", dual(make_atomize_node(rt, embeddings, progress)))

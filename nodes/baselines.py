@@ -8,11 +8,12 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.compare.common import shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.prompts.answer_contract import hold_to_question, refusal_reason
-from atomgraph.prompts.baselines import examples, without_restated_question
+from atomgraph.prompts.baselines import examples
 from atomgraph.prompts.stage import Stage
 from atomgraph.state.evidence import Evidence, render_evidence
 from atomgraph.state.output import check_question
+from atomgraph.state.baselines import BaselineState
+from atomgraph.tools.base import retrieval_failure
 
 
 def make_retrieve_node(rt: MethodRuntime) -> Callable:
@@ -21,9 +22,10 @@ def make_retrieve_node(rt: MethodRuntime) -> Callable:
     A failing source is recorded on its RetrieverCall; the others still contribute.
     """
 
-    async def retrieve(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def retrieve(state: BaselineState, config: RunnableConfig) -> dict[str, Any]:
         k = rt.params(config).top_k
-        evidence, calls, _ = await rt.retrieve(list(rt.sources().available), query=state["question"], k=k)
+        sources = await rt.asources()  # a requested source that cannot be used raises here
+        evidence, calls, _ = await rt.retrieve(list(sources.available), query=state["question"], k=k)
         return {"evidence": evidence, "retriever_calls": calls}
 
     return retrieve
@@ -32,22 +34,24 @@ def make_retrieve_node(rt: MethodRuntime) -> Callable:
 def make_answer_node(rt: MethodRuntime, stage: Stage[str], *, with_reasoning: bool = False) -> Callable:
     """A node that answers with one call of ``stage`` ('So the answer is: ...')."""
 
-    async def answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def answer(state: BaselineState, config: RunnableConfig) -> dict[str, Any]:
         question = check_question(state.get("question"))
         evidence: list[Evidence] = state.get("evidence") or []
         values = {"question": question,
                   "examples": examples(rt.params(config).demonstrations, with_reasoning=with_reasoning)}
         if "evidence" in stage.prompt.input_variables:
             values["evidence"] = render_evidence(evidence) or "(nothing was retrieved)"
-        result = await rt.ask(stage, values, config)
-        if not result.ok and result.text and refusal_reason(result.call.parse_error) == "demonstration":
-            rest = without_restated_question(result.text, question)  # the model restated OUR question first
-            if rest is not None:
-                try:
-                    result.value = hold_to_question(stage.parse(rest), values, stage.demonstrations, rest)  # as rt.ask
-                    result.call.parse_error = None
-                except ValueError as exc:
-                    result.call.parse_error = str(exc)
+        if "evidence" in values:  # retrieval-augmented: no evidence because every source failed is an error
+            failed = retrieval_failure(state.get("retriever_calls") or [])
+            if failed is None and not rt.sources().available:
+                failed = "no evidence: no knowledge source is available" + "".join(
+                    f"; {name}: {why}" for name, why in rt.sources().unavailable.items())
+            if failed:
+                trace = {"method": stage.name, "response": "", "evidence": [],
+                         "unavailable_sources": dict(rt.sources().unavailable)}
+                return {"llm_calls": [], "trace": trace, "stopped": None, "retrieved_titles": [],
+                        "retrieved_ids": [], "answer": "", "answers": [], "error": failed}
+        result = await rt.ask(stage, values, config)  # a restated question is read past there (Stage.reread)
         trace = {
             "method": stage.name,
             "response": shown_reply(result) or "",

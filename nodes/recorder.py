@@ -10,6 +10,10 @@ or every step of an agent loop — from what LangChain reports of the call:
 - the model: LangChain's ``ls_model_name`` metadata; the cap: ``atomgraph_cap`` metadata;
 - tokens: the reply's ``usage_metadata``; latency: start to end of the call;
 - a failed call: the error (after the client's own retries);
+- server-reported usage checked (:func:`usage_problem`): a count no tokenizer can give for the
+  text sent or received (more tokens than UTF-8 bytes, or fewer than one per 32 characters) is
+  kept as reported and flagged in ``usage_flag``;
+- why the reply ended: the server's ``finish_reason`` (``"length"``: cut for length);
 - a cache hit: the reply carries ``response_metadata["atomgraph_cache_hit"]`` (set by
   :mod:`atomgraph.cache`); such a call is recorded ``cached=True`` and counts no tokens
   or dollars in reports.
@@ -26,9 +30,8 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from atomgraph.cache import CACHE_HIT_KEY, CUT_FROM_KEY  # set on replayed and cut replies
 from atomgraph.state.usage import LLMCall
-
-CACHE_HIT_KEY = "atomgraph_cache_hit"
 
 
 def stage_from_tags(tags: list[str] | None) -> str:
@@ -47,6 +50,7 @@ class CallRecorder(BaseCallbackHandler):
         self.defaults = {"role": role, "stage": stage, "model": model, "max_tokens": cap}
         self.calls: list[LLMCall] = []
         self._open: dict[UUID, tuple[LLMCall, float]] = {}
+        self._sent: dict[UUID, str] = {}  # the text of each open call's messages (for the usage check)
         self._lock = threading.Lock()
 
     # --- LangChain callbacks ----------------------------------------------------------------
@@ -54,6 +58,8 @@ class CallRecorder(BaseCallbackHandler):
                             tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
                             **kwargs: Any) -> None:
         self._start(run_id, tags, metadata, kwargs.get("invocation_params") or {})
+        with self._lock:
+            self._sent[run_id] = "\n".join(_text(m) for batch in messages for m in batch)
 
     def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID,
                      tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -71,8 +77,17 @@ class CallRecorder(BaseCallbackHandler):
                      "output_tokens": token_usage.get("completion_tokens", 0)}
         rec.prompt_tokens = int(usage.get("input_tokens", 0) or 0)
         rec.completion_tokens = int(usage.get("output_tokens", 0) or 0)
+        if usage:
+            reasoning = int(((usage.get("output_token_details") or {}).get("reasoning") or 0))
+            with self._lock:
+                sent = self._sent.pop(run_id, "")
+            rec.usage_flag = usage_problem(sent, _text(msg), rec.prompt_tokens, rec.completion_tokens - reasoning)
         meta = getattr(msg, "response_metadata", None) or {}
         rec.cached = bool(meta.get(CACHE_HIT_KEY))
+        if meta.get(CUT_FROM_KEY):  # a replayed reply that was cut at the cap when it was kept
+            rec.capped, rec.reply_chars = True, int(meta[CUT_FROM_KEY])
+        reason = meta.get("finish_reason") or meta.get("stop_reason") or _generation_reason(response)
+        rec.finish_reason = str(reason)[:40] if reason else None
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         rec = self._close(run_id)
@@ -83,6 +98,8 @@ class CallRecorder(BaseCallbackHandler):
         """The record of a call that just ended, with its latency (None for a call not seen starting)."""
         with self._lock:
             opened = self._open.pop(run_id, None)
+            if opened is None:
+                self._sent.pop(run_id, None)
         if opened is None:
             return None
         rec, t0 = opened
@@ -124,9 +141,46 @@ class CallRecorder(BaseCallbackHandler):
         return self.calls[-1] if self.calls else None
 
 
+# any tokenizer in use (byte-level BPE, SentencePiece with byte fallback) gives at most one token
+# per UTF-8 byte (plus a few per message for the chat template) and at least one per 32 characters
+TEMPLATE_TOKENS_PER_CALL = 64
+CHARS_PER_TOKEN_MAX = 32
+
+
+def usage_problem(sent: str, reply: str, prompt_tokens: int, completion_tokens: int) -> str | None:
+    """Why server-reported usage cannot be the tokenizer's count of ``sent`` / ``reply`` (None
+    when it can): the bounds any tokenizer keeps, with a tolerance for the chat template."""
+    problems = []
+    for what, text, n, slack in (("prompt", sent, prompt_tokens, TEMPLATE_TOKENS_PER_CALL),
+                                 ("completion", reply, completion_tokens, 8)):
+        if not text:
+            continue
+        most = len(text.encode("utf-8", "surrogatepass")) + slack
+        least = len(text) // CHARS_PER_TOKEN_MAX
+        if n > most or n < least:
+            problems.append(f"{what} tokens {n} for {len(text)} characters (a tokenizer gives {least} to {most})")
+    return "; ".join(problems) or None
+
+
+def _text(message: Any) -> str:
+    content = getattr(message, "content", message)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p if isinstance(p, str) else str((p or {}).get("text", "")) for p in content)
+    return "" if content is None else str(content)
+
+
 def describe_error(error: BaseException) -> str:
     text = str(error) or type(error).__name__
     return f"{type(error).__name__}: {text}"[:500]
+
+
+def _generation_reason(response: Any) -> Any:
+    """The finish reason an LLM (not a chat model) reports in its first generation's info."""
+    gens = getattr(response, "generations", None) or []
+    info = getattr(gens[0][0], "generation_info", None) if gens and gens[0] else None
+    return (info or {}).get("finish_reason")
 
 
 def _first_message(response: Any) -> Any:

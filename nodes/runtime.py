@@ -1,4 +1,10 @@
-"""The method kit: what every method's nodes share.
+"""The method runtime: what every method's nodes share, used the same way by every method.
+
+Every graph builds its runtime from its method's declaration (:mod:`atomgraph.methods`):
+``MethodRuntime.for_method(name, model, sources, settings)``, or a subclass's ``for_method``
+where a method holds one resource more (KAR³'s atom index, ARM's data collection). Every node
+reaches the model through :meth:`~MethodRuntime.ask` and the sources through
+:meth:`~MethodRuntime.retrieve`.
 
 :class:`MethodRuntime` holds a method's models by role, its knowledge sources and settings
 (each resolved on first use, so a graph compiles where no model is configured; the first
@@ -7,51 +13,46 @@ call then reports a ``ConfigError`` naming the missing setting), and offers
 - :meth:`~MethodRuntime.params`: the run's parameters (the method's context dataclass:
   settings section < the run's ``context`` (read through LangGraph's ``get_runtime()``) <
   ``config["configurable"]``);
-- :meth:`~MethodRuntime.ask`: **the one call path to a model**. It runs a prompt
-  :class:`~atomgraph.prompts.stage.Stage` with its role's model (the run's choice of model
-  and temperature where it makes one) under the stage's output cap and stop sequences, with
-  an optional :mod:`constraint <atomgraph.prompts.constraints>`; the call is recorded by
-  :class:`~atomgraph.nodes.recorder.CallRecorder`; a reply longer than the cap allows is cut
-  there client-side (:func:`cut_reply`, the record marked ``capped``); the reply is read by the stage's parser,
-  and only a readable reply is written to the response cache. A failed call, a refused
-  constraint or an unreadable reply is data (:class:`StageResult`), never an exception.
-  Bounds: the run's ``deadline`` and the circuit breaker (``max_consecutive_failures``
-  failed calls in a row end the question's model calls);
-- :meth:`~MethodRuntime.retrieve`: query knowledge sources concurrently, each call recorded;
-- :func:`dual`: an async node usable from ``graph.invoke`` as well as ``graph.ainvoke`` (sync runs
-  share one event loop, :func:`sync_loop`, so pooled async clients keep working).
+- :meth:`~MethodRuntime.ask`: **the one call path to a model**: the stage's role's model (the
+  run's choice of model and temperature where it makes one) under the stage's output cap and
+  stop sequences, with an optional :mod:`constraint <atomgraph.prompts.constraints>`, called by
+  :func:`~atomgraph.nodes.call.call_stage` (stage → model → recorder → parser). Bounds: the
+  run's ``deadline`` and the circuit breaker (:class:`~atomgraph.nodes.call.RunBounds`);
+- :meth:`~MethodRuntime.sources` / :meth:`~MethodRuntime.retrieve`: the run's knowledge
+  sources (:mod:`atomgraph.nodes.sources`), queried concurrently, each call recorded.
+
+Elsewhere: the sync/async bridge (:func:`dual`, :func:`run_sync`, :func:`call_model`) in
+:mod:`atomgraph.nodes.sync`; reply cutting (:func:`cut_reply`) in :mod:`atomgraph.nodes.replies`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
-import os
-import threading
-import time
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from typing import Any, Generic, Iterable, Mapping, TypeVar
 
-from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.runnables.config import merge_configs
+from langchain_core.runnables import RunnableConfig
 
-from atomgraph import cache as reply_cache
 from atomgraph.errors import ConfigError
 from atomgraph.methods import Method, declaration
-from atomgraph.models import (ModelsArg, chat_model_named, is_model_like, message_text, model_name, resolve_models,
-                              with_temperature)
-from atomgraph.nodes.recorder import CallRecorder, describe_error
-from atomgraph.prompts.answer_contract import AnswerRefused, cut_note, hold_to_question, reply_limit
-from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local, unwrap_reply
+from atomgraph.models import ModelsArg, chat_model_named, is_model_like, model_name, resolve_models, with_temperature
+from atomgraph.nodes.call import RunBounds, StageResult, call_stage, deadline_of
+from atomgraph.nodes.recorder import CallRecorder
+from atomgraph.nodes.replies import cut_message, cut_reply, reply_chars
+from atomgraph.nodes.sources import RunSources, retrieve_from
+from atomgraph.nodes.sync import call_model, dual, in_sync_run, run_sync, sync_loop
+from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.context import RunChoices, context_with_defaults, resolve_params, run_context
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.output import MethodInput, MethodOutput
-from atomgraph.state.usage import LLMCall, RetrieverCall
-from atomgraph.tools.base import KnowledgeSource, recorded_retrieval
-from atomgraph.tools.registry import SourceSet, as_source_set, build_sources
+from atomgraph.state.usage import RetrieverCall
+from atomgraph.tools.base import KnowledgeSource
+from atomgraph.tools.registry import SourceSet
+
+__all__ = ["MethodRuntime", "StageResult", "call_model", "cut_message", "cut_reply", "dual", "in_sync_run",
+           "reply_chars", "run_sync", "sync_loop"]
 
 C = TypeVar("C")
 
@@ -59,42 +60,10 @@ _NO_CHOICES = RunChoices()
 _CHOICE_FIELDS = tuple(f.name for f in fields(RunChoices))
 
 
-@dataclass
-class StageResult:
-    """One stage call: the parsed value (None when unusable), the raw text, the usage record,
-    the reply message and how its constraint applied."""
-
-    value: Any
-    text: str | None
-    call: LLMCall
-    message: Any = None
-    applied: Applied | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.value is not None
-
-    @property
-    def problem(self) -> str | None:
-        """Why the value is unusable: the call failed, or its output could not be read."""
-        if self.call.error:
-            return f"the model call failed ({self.call.error})"
-        if self.call.parse_error:
-            return f"unreadable model output ({self.call.parse_error})"
-        return None if self.value is not None else "no value"
-
-
-@dataclass
-class _RunBounds:
-    """Per-run failure count for the circuit breaker (one per graph run's context object)."""
-
-    failures: int = 0
-    tripped: str | None = None
-    keep: Any = field(default=None, repr=False)  # the context object, so its id stays unique
-
-
 class MethodRuntime(Generic[C]):
     """Models by role, sources, settings and run parameters of one method's graph."""
+
+    kind: str = "qa"  # the declaration's kind: a question-answering graph gets a default question bound
 
     def __init__(
         self,
@@ -118,23 +87,24 @@ class MethodRuntime(Generic[C]):
         self._models_arg = models
         self._models: dict[str, Any] | None = None
         self._named_models: dict[tuple[str, float | None], Any] = {}
-        self._sources_arg = sources
         self._settings = settings
-        self._sources: SourceSet | None = None
-        self._named_sources: dict[tuple[str, ...], SourceSet] = {}
-        self._sources_lock = threading.RLock()  # sources are opened once, whichever question asks first
+        self._sourcing = RunSources(sources, self.settings)
         self._chains: dict[tuple, Any] = {}  # (stage, role, model, cap, mode, temperature) -> capped model
-        self._bounds: dict[int, _RunBounds] = {}
+        self._bounds: dict[int, RunBounds] = {}
 
     @classmethod
     def for_method(cls, method: "Method | str", models: ModelsArg = None,
                    sources: SourceSet | Iterable[KnowledgeSource] | None = None,
-                   settings: Settings | None = None) -> "MethodRuntime":
+                   settings: Settings | None = None, **resources: Any):
         """The runtime of a declared method (:mod:`atomgraph.methods`): its context dataclass and
-        settings section come from the declaration."""
+        settings section come from the declaration; ``resources`` are a subclass's own (KAR³'s
+        ``index``, ARM's ``collection``). Every graph builds its runtime this way."""
         if isinstance(method, str):
             method = declaration(method)
-        return cls(method.context, method.settings_section, models, sources, settings, roles=method.roles)
+        rt = cls(method.context, method.settings_section, models, sources, settings, roles=method.roles,
+                 **resources)
+        rt.kind = method.kind
+        return rt
 
     # --- lazily resolved ----------------------------------------------------------------
     # Methods, not properties: LangGraph inspects node closures' attribute reads at compile
@@ -173,37 +143,14 @@ class MethodRuntime(Generic[C]):
 
     async def asources(self) -> SourceSet:
         """:meth:`sources`, opening the sources (indexes, stores) off the event loop the first time."""
-        if self._sources is None or self.run_choices().sources:
-            return await asyncio.to_thread(self.sources)
-        return self.sources()
+        return await self._sourcing.apick(self.run_choices().sources)
 
     def sources(self) -> SourceSet:
         """The knowledge sources of this run: the run's choice (context ``sources``), else what
-        the graph was built with, else the settings' sources."""
-        names = self.run_choices().sources
-        if names:
-            key = tuple(names)
-            if key in self._named_sources:
-                return self._named_sources[key]
-            with self._sources_lock:
-                if key in self._named_sources:
-                    return self._named_sources[key]
-                own = self._base_sources()
-                if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
-                    self._named_sources[key] = SourceSet(
-                        available={n: own.available[n] for n in names if n in own.available},
-                        unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
-                else:  # sources the graph was not built with: built from the settings by name
-                    self._named_sources[key] = build_sources(self.settings(), names)
-                return self._named_sources[key]
-        return self._base_sources()
-
-    def _base_sources(self) -> SourceSet:
-        if self._sources is None:
-            with self._sources_lock:
-                if self._sources is None:
-                    self._sources = as_source_set(self._sources_arg, self.settings())
-        return self._sources
+        the graph was built with, else the settings' sources. Sources the user asked for (the run's
+        choice, the graph's ``sources=``) are required: one that cannot be used raises
+        :class:`~atomgraph.errors.SourceUnavailable` (see :mod:`atomgraph.nodes.sources`)."""
+        return self._sourcing.pick(self.run_choices().sources)
 
     def context_schema(self) -> type:
         """The graph's context schema: the method's dataclass with the settings' values as its
@@ -220,8 +167,21 @@ class MethodRuntime(Generic[C]):
         the method input/output contract (``state/output.py``)."""
         from atomgraph.lc import MethodStateGraph  # compiles to a graph with as_tool / as_retriever
 
-        return MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
-                                output_schema=output_schema)
+        g = MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
+                             output_schema=output_schema)
+        g.default_bound_s = self.default_bound_s
+        return g
+
+    def default_bound_s(self) -> float | None:
+        """A question's bound when its run sets no deadline: ``question_timeout`` (question-answering
+        graphs only; an indexing graph runs as long as its corpus needs)."""
+        if self.kind != "qa":
+            return None
+        try:
+            s = float(self.settings().question_timeout)
+        except Exception:  # noqa: BLE001 - unreadable settings: the first model call reports them
+            return None
+        return s or None
 
     def params(self, config: RunnableConfig | None = None) -> C:
         """This run's parameters: settings section < the run's context < configurable keys."""
@@ -242,21 +202,29 @@ class MethodRuntime(Generic[C]):
         return resolve_params(RunChoices, None, chosen, None)
 
     # --- bounds -------------------------------------------------------------------------
-    def _run_bounds(self) -> _RunBounds:
+    def _run_bounds(self) -> RunBounds:
         ctx = run_context()
         key = id(ctx)
         bounds = self._bounds.get(key)
         if bounds is None or bounds.keep is not ctx:
             if len(self._bounds) > 4096:
                 self._bounds.clear()
-            bounds = self._bounds[key] = _RunBounds(keep=ctx)
+            bounds = self._bounds[key] = RunBounds(keep=ctx)
         return bounds
 
     @staticmethod
     def deadline(config: RunnableConfig | None) -> float | None:
         """The run's deadline (``configurable["deadline"]``, a ``time.time()`` value), if any."""
-        value = ((config or {}).get("configurable") or {}).get("deadline")
-        return float(value) if isinstance(value, (int, float)) else None
+        return deadline_of(config)
+
+    def request_bound(self) -> float:
+        """How long one model call may take, whole: ``request_timeout`` × (1 + ``max_retries``)."""
+        s = self.settings()
+        return float(s.request_timeout) * (1 + max(0, int(s.max_retries)))
+
+    def tripped(self) -> str | None:
+        """Why this run's model calls were stopped (the circuit breaker), if they were."""
+        return self._run_bounds().tripped
 
     # --- calls --------------------------------------------------------------------------
     async def ask(self, stage: Stage, variables: dict[str, Any], config: RunnableConfig | None,
@@ -276,67 +244,23 @@ class MethodRuntime(Generic[C]):
         cap = settings.stage_cap(stage.name, stage.max_tokens)
         recorder = CallRecorder(role=role, stage=stage.name, cap=cap)
         bounds = self._run_bounds()
-        if bounds.tripped:
-            return StageResult(None, None, recorder.refused(bounds.tripped))
-        deadline = self.deadline(config)
-        if deadline is not None and time.time() >= deadline:
-            return StageResult(None, None, recorder.refused("deadline: the question's time ran out before this call"))
+        refusal = bounds.refusal(deadline_of(config))
+        if refusal:
+            return StageResult(None, None, recorder.refused(refusal))
         model = await self.amodel(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
-        if self._sources is None:  # nodes read rt.sources() synchronously: open them off the loop first
-            await self.asources()
+        # Nodes read rt.sources() synchronously: open them off the loop first. A source the user
+        # asked for that cannot be used raises here, before the call.
+        await self.asources()
         recorder.defaults["model"] = model_name(model)
         if temperature is None:
             temperature = self.run_choices().temperature
         if constraint is not None:  # may ask the server who it is (HTTP, cached): not on the event loop
             await asyncio.to_thread(backend, model, backend_kind)
         runnable, applied = self._runnable(stage, role, model, cap, temperature, constraint, logprobs, backend_kind)
-        run_config = merge_configs(config, {"tags": stage.tags, "run_name": stage.name, "callbacks": [recorder],
-                                            "metadata": {"atomgraph_role": role, "atomgraph_cap": cap}})
-        timeout = None if deadline is None else max(0.0, deadline - time.time())
-        refresh = bool(((config or {}).get("configurable") or {}).get("refresh_cache"))
-        with reply_cache.holding() as pending, reply_cache.refreshing(refresh):
-            try:
-                messages = stage.messages(variables)
-                call = call_model(runnable, messages, run_config)
-                out = await (asyncio.wait_for(call, timeout) if timeout is not None else call)
-            except Exception as exc:  # network, auth, rate limits after the client's retries, deadline
-                if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and timeout is not None:
-                    exc = TimeoutError("deadline: the question's time ran out during this call")
-                recorder.fail_open(exc)
-                rec = recorder.last or recorder.refused(describe_error(exc))  # failed before reaching the model
-                rec.error = rec.error or describe_error(exc)
-                self._count_failure(bounds, settings)
-                return StageResult(None, None, rec, applied=applied)
-            rec = recorder.last or recorder.refused("no model call was made")
-            out, over = cut_reply(out, cap)  # before any parser reads it
-            if over is not None:
-                rec.capped, rec.reply_chars = True, over
-            raw, value, rec.parse_error = stage.read(out)
-            text = message_text(raw) if raw is not None else None
-            if constraint is not None and text is not None and rec.parse_error and applied is not None:
-                # an OpenAI enum reply {"value": x}: the stage reads x
-                inner = unwrap_reply(constraint, applied, text)
-                if inner != text:
-                    text = inner
-                    try:
-                        value, rec.parse_error = stage.parse(inner), None
-                    except ValueError as exc:
-                        value, rec.parse_error = None, str(exc)
-            if stage.answers and value is not None and rec.parse_error is None:
-                try:  # a restated question or a copied demonstration answer is no answer (the contract)
-                    hold_to_question(value, variables, stage.demonstrations, text or "")
-                except AnswerRefused as exc:
-                    value, rec.parse_error = None, str(exc)
-            if over is not None and rec.parse_error:
-                rec.parse_error = f"{cut_note(over, cap)}: {rec.parse_error}"
-            if rec.parse_error is None and value is not None:
-                await asyncio.to_thread(reply_cache.keep, pending)  # SQLite, off the event loop
-        if applied is not None and constraint is not None and not applied.constrained:
-            rec.constraint = applied.describe()
-        elif applied is not None and applied.constrained:
-            rec.constraint = applied.form
-        bounds.failures = 0
-        return StageResult(value, text, rec, message=raw, applied=applied)
+        result = await call_stage(stage, variables, runnable, config, recorder, cap, constraint=constraint,
+                                  applied=applied, bound_s=self.request_bound())
+        bounds.settle(result.call, settings.max_consecutive_failures)
+        return result
 
     def _runnable(self, stage: Stage, role: str, model: Any, cap: int, temperature: float | None,
                   constraint: Constraint | None, logprobs: bool, backend_kind: str) -> tuple[Any, Applied | None]:
@@ -361,16 +285,6 @@ class MethodRuntime(Generic[C]):
             capped = capped.bind(logprobs=True)
         return capped, applied
 
-    def _count_failure(self, bounds: _RunBounds, settings: Settings) -> None:
-        bounds.failures += 1
-        if bounds.failures >= settings.max_consecutive_failures:
-            bounds.tripped = (f"circuit breaker: {bounds.failures} model calls in a row failed; "
-                              "no further calls this question")
-
-    def tripped(self) -> str | None:
-        """Why this run's model calls were stopped (the circuit breaker), if they were."""
-        return self._run_bounds().tripped
-
     async def retrieve(
         self,
         source_names: list[str],
@@ -383,148 +297,5 @@ class MethodRuntime(Generic[C]):
     ) -> tuple[list[Evidence], list[RetrieverCall], list[str]]:
         """Query the named sources concurrently (an operator call, or a plain search).
         Failures become records and notes; the others' evidence is kept."""
-        sources = await self.asources()
-
-        async def one(name: str) -> tuple[list[Evidence], RetrieverCall]:
-            source = sources.get(name)
-            if source is None:
-                label = f"{operator}({', '.join(args or [])})" if operator else query
-                return [], RetrieverCall(source=name, query=label, error="source unavailable")
-            return await recorded_retrieval(source, query, k, operator=operator, args=args, question=question)
-
-        results = await asyncio.gather(*(one(n) for n in source_names))
-        evidence: list[Evidence] = []
-        calls: list[RetrieverCall] = []
-        notes: list[str] = []
-        for hits, call in results:
-            evidence.extend(hits)
-            calls.append(call)
-            if call.error:
-                notes.append(f"retrieval failed — {call.source}: {call.error}")
-        return evidence, calls, notes
-
-
-def reply_chars(message: Any) -> int:
-    """The length of a reply: its text plus its tool calls' arguments."""
-    n = len(message_text(message)) if message is not None else 0
-    for tc in getattr(message, "tool_calls", None) or []:
-        n += len(str(tc.get("args", "")))
-    return n
-
-
-def cut_message(message: Any, max_tokens: int | None) -> tuple[Any, int | None]:
-    """``(message, None)`` when the reply fits the output cap (:func:`reply_limit` characters),
-    else a copy whose text is cut at the limit, and the reply's original length."""
-    limit = reply_limit(max_tokens)
-    if limit is None or message is None or not hasattr(message, "content"):
-        return message, None
-    n = reply_chars(message)
-    if n <= limit:
-        return message, None
-    return message.model_copy(update={"content": message_text(message)[:limit]}), n
-
-
-def cut_reply(out: Any, max_tokens: int | None) -> tuple[Any, int | None]:
-    """What a stage's model returned (a message, or structured output's ``{"raw", "parsed",
-    "parsing_error"}``), cut at the output cap before a parser reads it: a message's text is cut;
-    a structured reply over the cap is not read at all (a server honouring the cap would have
-    cut its JSON short). Returns the reply's original length when it was over the cap."""
-    if isinstance(out, dict):
-        raw, over = cut_message(out.get("raw"), max_tokens)
-        if over is None:
-            return out, None
-        return {"raw": raw, "parsed": None, "parsing_error": "the structured reply is over the output cap"}, over
-    return cut_message(out, max_tokens)
-
-
-# --- sync calls of async nodes -------------------------------------------------------------
-# A sync ``graph.invoke`` / ``batch`` / ``stream`` runs every async node on ONE event loop that
-# lives as long as the process (in a daemon thread), never a fresh loop per node: pooled async
-# clients (ChatOpenAI's httpx pool, kept-alive connections) are bound to the loop that first
-# used them, and a loop per node closed those under the next call ("Event loop is closed").
-#
-# Model calls in a sync run go through the model's own sync call (``invoke``, in a worker
-# thread: :func:`call_model`), so a sync run never binds the async client's pool to its loop;
-# a later ``await graph.ainvoke`` on the caller's own loop (the next notebook cell) finds the
-# pool as it left it.
-_SYNC_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar("atomgraph_sync_run", default=False)
-_SYNC_LOOP: asyncio.AbstractEventLoop | None = None
-_SYNC_LOOP_PID: int | None = None
-_SYNC_LOOP_LOCK = threading.Lock()
-
-
-def sync_loop() -> asyncio.AbstractEventLoop:
-    """The event loop that runs async nodes for sync graph calls (started on first use)."""
-    global _SYNC_LOOP, _SYNC_LOOP_PID
-    with _SYNC_LOOP_LOCK:
-        # a forked child has the parent's loop object but not its thread: it starts its own
-        if _SYNC_LOOP is None or _SYNC_LOOP.is_closed() or _SYNC_LOOP_PID != os.getpid():
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="atomgraph-sync-loop", daemon=True).start()
-            _SYNC_LOOP, _SYNC_LOOP_PID = loop, os.getpid()
-        return _SYNC_LOOP
-
-
-def run_sync(coro):
-    """Run a coroutine to completion from synchronous code, on :func:`sync_loop`, in the
-    caller's context (LangGraph's run config and ``get_runtime()`` travel in context
-    variables). Works where an event loop is already running in the calling thread (a
-    notebook cell calling ``graph.invoke``); from the sync loop's own thread (a sync call
-    nested in an async node) it runs the coroutine on a loop of its own in a helper thread,
-    as waiting on the loop from inside it would never end."""
-    loop = sync_loop()
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    ctx = contextvars.copy_context()
-    ctx.run(_SYNC_RUN.set, True)
-    if running is loop:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(ctx.run, asyncio.run, coro).result()
-    done: concurrent.futures.Future = concurrent.futures.Future()
-    tasks: list[asyncio.Task] = []
-
-    def copy_outcome(task: asyncio.Task) -> None:
-        if task.cancelled():
-            done.cancel()
-        elif task.exception() is not None:
-            done.set_exception(task.exception())
-        else:
-            done.set_result(task.result())
-
-    def start() -> None:
-        task = loop.create_task(coro, context=ctx)
-        tasks.append(task)
-        task.add_done_callback(copy_outcome)
-
-    loop.call_soon_threadsafe(start)
-    try:
-        return done.result()
-    except BaseException:  # the caller gave up (KeyboardInterrupt, a cancelled sync run): stop the node too
-        if tasks and not tasks[0].done():
-            loop.call_soon_threadsafe(tasks[0].cancel)
-        raise
-
-
-def in_sync_run() -> bool:
-    """Whether the current node runs for a sync graph call (``invoke`` / ``batch`` / ``stream``)."""
-    return _SYNC_RUN.get()
-
-
-async def call_model(runnable: Any, inp: Any, config: RunnableConfig | None = None) -> Any:
-    """Call a model (or a Runnable around one): ``ainvoke`` in an async run; in a sync run its
-    sync ``invoke`` in a worker thread (the model's sync client, bound to no event loop)."""
-    if _SYNC_RUN.get():
-        return await asyncio.to_thread(runnable.invoke, inp, config)
-    return await runnable.ainvoke(inp, config=config)
-
-
-def dual(afunc) -> RunnableLambda:
-    """An async node usable from ``graph.ainvoke`` (on the caller's loop) as well as from
-    ``graph.invoke`` / ``batch`` / ``stream`` (on :func:`sync_loop`, the one loop of sync runs)."""
-
-    def func(inp, config: RunnableConfig):
-        return run_sync(afunc(inp, config))
-
-    return RunnableLambda(func, afunc=afunc, name=afunc.__name__)
+        return await retrieve_from(await self.asources(), source_names, query=query, k=k, operator=operator,
+                                   args=args, question=question)

@@ -130,7 +130,8 @@ _ASKS_NUMBER = re.compile(
     r"\bhow\s+(?:many|much|old|long|far|tall|high|big|large|deep|wide|heavy|often)\b|\bwhen\b|"
     r"\b(?:years?|dates?|numbers?|population|age|decades?|centur(?:y|ies)|percent(?:age)?|scores?|count|"
     r"amount|total|sum|rank(?:ing)?|height|length|distance|weight|area|capacity|price|cost|born|died|founded|"
-    r"established|released|published|opened|elevation|digits?|figures?|times|seasons?|episodes?|goals?|points?)\b",
+    r"established|released|published|opened|elevation|digits?|figures?|times|seasons?|episodes?|goals?|points?)\b"
+    r"|\d\s*[-+*/×÷^]\s*\d|\b(?:plus|minus|multiplied|divided|squared)\b",  # arithmetic
     re.I)
 
 
@@ -195,10 +196,10 @@ def check_answer(answer: object, *, max_chars: int = MAX_ANSWER_CHARS, max_words
 def check_debris(answer: object, question: object) -> str:
     """``answer`` unless it is a chat-role word that can be an answer (``model``, ``human``) to a
     question that asks for no kind or profession, or a bare number or list of numbers that
-    ``question`` does not ask for:
-    AnswerRefused ``debris`` for a list of two or more numbers (``1, 100000``) when the question
-    asks for no number (a count, a year, a date, a measure: :data:`_ASKS_NUMBER`), and for any
-    bare number when it asks who, whom, whose or where, or is a yes/no question."""
+    ``question`` does not ask for: AnswerRefused ``debris`` for a bare number or a list of
+    numbers (``1``, ``1, 100000``) when the question asks for no number (a count, a year, a date,
+    a measure: :data:`_ASKS_NUMBER`), and whatever it asks when it asks who, whom, whose or
+    where, or is a yes/no question."""
     text = str(answer or "").strip()
     q = str(question or "").strip()
     if _norm(text) in _ROLE_WORDS_ASKED and not _ASKS_KIND.search(q):
@@ -207,10 +208,9 @@ def check_debris(answer: object, question: object) -> str:
         return text
     if not q:
         return text
-    numbers = re.findall(r"\d+(?:[.,]\d+)*", text)
     entity = re.match(r"\s*(?:who|whom|whose|where)\b", q, re.I)
     yes_no = re.match(r"\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", q, re.I)
-    if entity or yes_no or (len(numbers) >= 2 and not _ASKS_NUMBER.search(q)):
+    if entity or yes_no or not _ASKS_NUMBER.search(q):
         raise AnswerRefused("debris", f"{_show(text)}: numbers the question does not ask for")
     return text
 

@@ -165,7 +165,8 @@ def _stage(name: str, max_tokens: int) -> Stage[str]:
     parser = answer_parser([system], DEMONSTRATION_PAIRS, require_marker=(name == "cot"))
     return Stage(name=name, role="answerer", prompt=PROMPTS[name], parser=parser, schema=FinalAnswer,
                  from_structured=_structured_answer, max_tokens=max_tokens, stop=FEW_SHOT_STOPS, answers=True,
-                 demonstrations=tuple(DEMONSTRATIONS))
+                 demonstrations=tuple(DEMONSTRATIONS),
+                 reread=lambda text, inputs: without_restated_question(text, str(inputs.get("question") or "")))
 
 
 STAGES: dict[str, Stage[str]] = {"standard": _stage("standard", 128), "cot": _stage("cot", 512), "rag": _stage("rag", 256)}

@@ -10,7 +10,7 @@ output-token cap.
 >>> tree_json = chain.invoke({"question": "..."})
 >>> PLAN_STAGE.parse(reply_text)                # the same parser on its own: text -> typed value
 
-Nodes call stages through the method runtime (:meth:`MethodRuntime.ask`): the same prompt,
+Nodes call stages through the method runtime (:meth:`MethodRuntime.ask`, :func:`atomgraph.nodes.call.call_stage`): the same prompt,
 capped model and parser under the same tags, run as three plain calls rather than a
 RunnableSequence (a sequence costs about 1.5 ms a call in run managers and a thread for the
 parser), keeping the raw reply and a usage record, and turning a failed call or an
@@ -77,6 +77,9 @@ class Stage(Generic[T]):
     answers: bool = False  # its value answers the ``question`` variable: rt.ask holds it to check_answer_to
     # its few-shot demonstrations, (question, [worked text,] answer): rt.ask refuses a copied answer (check_not_copied)
     demonstrations: tuple[tuple[str, ...], ...] = ()
+    # a second reading of a reply refused as a copied demonstration: (reply, inputs) -> the text
+    # to read instead, or None (the baselines: the model restated *our* question before answering)
+    reread: Callable[[str, dict[str, Any]], str | None] | None = None
 
     @property
     def tags(self) -> list[str]:

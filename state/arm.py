@@ -1,11 +1,16 @@
-"""ARM run parameters: one dataclass, the ``arm`` graph's LangGraph ``context_schema``.
+"""ARM run parameters: one dataclass, the ``arm`` graph's LangGraph ``context_schema`` and the
+``[arm]`` settings section (``ATOMGRAPH_ARM__OBJECTS=objects.jsonl``); the LLM-free
+``atomgraph retrieve`` runs the same graph under it (``llm=False``).
 
-Paper by default (issue 15): graded compatibility (Appendix B), per-keyword n-gram-list
-queries, drafts from l = 1, 2, 3 expansion steps of every base object, no top-up to k, no
-draft add/drop stage. The project additions on by default are ``database_weight`` and
-``coverage_weight`` (measured extensions listed in the README's ARM deviation table; 0 is
-the paper); ``compatibility="rules"``, ``links="forest"``, ``fill_to_k`` and
-``max_draft_changes`` are named switches, off.
+Paper by default (issues 15, 30): R_i the cosine similarity of question and object,
+graded compatibility (Appendix B), per-keyword n-gram-list queries, drafts from l = 1, 2, 3
+expansion steps of every base object, served models decoding the n-gram list under a
+grammar, no top-up to k, no draft add/drop stage. The project additions on by default are
+``database_weight`` and ``coverage_weight`` (measured extensions listed in the deviation
+table; 0 is the paper); ``relevance="mix"``, ``compatibility="rules"``, ``links="forest"``,
+``served_alignment="shortlist"``, ``fill_to_k`` and ``max_draft_changes`` are named
+switches, off. ``paper=True`` sets every one of them to the paper's value at once
+(:data:`PAPER`); :meth:`ArmContext.extensions` lists what a run has on.
 
 ``coverage_weight`` was chosen on every 5th Bird dev question (JAR's release, 307; README)
 from 0.5/1/2 (PR 88.3/88.6/87.6, off 86.0), then measured on another fifth (off 87.6 → 88.9)
@@ -25,7 +30,7 @@ numbers as tuned, not held-out.
 ``database_weight`` (issue 9 follow-up) was tuned with a split: only on the Spider questions
 at even positions of ``spider/questions.jsonl``, then measured once on the odd positions.
 Rule: a table's R_i gets ``database_weight`` × the best R_i among the candidate tables of its
-``database`` (:func:`atomgraph.nodes.arm.retrieval.database_relevance`), because a schema
+``database`` (:func:`atomgraph.nodes.arm.structure_alignment.database_relevance`), because a schema
 question is answered inside one database; objects without a database (passages) are
 untouched, so hotpotqa/musique cannot change. Grid on the even half (multi-table PR, k = 5):
 off 93.9; a flat bonus to the top table's database 0.1/0.2/0.3/0.5/1.0 → 96.9/97.4/97.8/
@@ -37,7 +42,7 @@ before → after: ARM all R/PR 98.7/97.7 → 99.6/99.4, multi-table (230) 98.0/9
 unchanged (measured with the rule on and off in one process: the same 36.0, every MIP
 optimal, also at a 5 s limit; the 37.0 recorded before came from a run in which one musique
 MIP stopped at the 0.5 s limit under CPU load, so that question's answer varies by run). The ``arm`` graph's drafts
-(``nodes/arm/pool.py``) apply the same rule.
+(``nodes/arm/structure_alignment.py``) apply the same rule.
 """
 
 from __future__ import annotations
@@ -66,10 +71,11 @@ class ArmContext:
     ] = 4
     served_alignment: Annotated[
         Literal["shortlist", "grammar"],
-        Field(description="served vLLM / llama.cpp models: 'shortlist' = one n-gram of a lexical shortlist per keyword; "
-                          "'grammar' (switch) = a list (a, b, ...) of corpus n-grams under a prefix-factored grammar of "
-                          "every corpus n-gram, token-level, as the paper decodes it"),
-    ] = "shortlist"
+        Field(description="served vLLM / llama.cpp models: 'grammar' (paper) = a list (a, b, ...) of corpus n-grams under "
+                          "a prefix-factored grammar of every corpus n-gram, token-level, as the paper decodes it; where "
+                          "the server takes no grammar (OpenAI) or the collection is over grammar_max_ngrams, the "
+                          "shortlist, recorded in problems; 'shortlist' (switch) = one n-gram of a lexical shortlist per keyword"),
+    ] = "grammar"
     grammar_max_ngrams: Annotated[
         int, Field(description="served_alignment='grammar': collections with more corpus n-grams keep the shortlist "
                                "(the trace says so)", ge=1)
@@ -99,12 +105,27 @@ class ArmContext:
         int, Field(description="nearest objects by embedding scored for compatibility when expanding one object", ge=1)
     ] = 20
     max_candidates: Annotated[
-        int, Field(description="cap on one draft's search objects (base kept, then most relevant)", ge=1)
+        int, Field(description="cap on one draft's search objects (ours: the paper has none; expansion_keep says what stays)", ge=1)
     ] = 40
+    expansion_keep: Annotated[
+        Literal["relevance", "newest"],
+        Field(description="past max_candidates: 'relevance' = the base objects, then the most relevant expanded ones "
+                          "(a large base leaves every draft the same set); 'newest' = half the cap reserved for "
+                          "expanded objects, the draft's last step first (drafts that differ)"),
+    ] = "relevance"
 
     # -- relevance R_i and compatibility C_ij (§3.2.2, Appendix B) ---------------------------
+    relevance: Annotated[
+        Literal["cosine", "mix"],
+        Field(description="R_i: 'cosine' (paper: cosine similarity of the question and the object) or 'mix' "
+                          "(extension: min-max normalised BM25 over the aligned n-grams and cosine, mixed by bm25_weight)"),
+    ] = "cosine"
     bm25_weight: Annotated[
-        float, Field(description="share of BM25 (vs embedding similarity) in R_i and per-keyword scores, min-max normalised", ge=0, le=1)
+        float, Field(description="relevance='mix': share of BM25 (vs cosine similarity) in R_i, min-max normalised", ge=0, le=1)
+    ] = 0.3
+    keyword_bm25_weight: Annotated[
+        float, Field(description="share of BM25 (exact match, vs embedding similarity) in each keyword's n-gram-list "
+                                 "query for the base search objects (§3.2.1), min-max normalised", ge=0, le=1)
     ] = 0.3
     database_weight: Annotated[
         float, Field(description="measured extension (README): R_i bonus of a table, this share of the best R_i in its database (0 = paper)", ge=0)
@@ -156,6 +177,46 @@ class ArmContext:
     ] = 0.5
     max_keywords: Annotated[int, Field(description="keywords taken from the model's decomposition", ge=1)] = 12
 
+    # -- the run (what the graph reads besides the method's parameters) -----------------------
+    llm: Annotated[
+        bool, Field(description="False: the LLM-free pipeline (keywords replayed, else the question's own corpus "
+                                "n-grams; no verification, drafts aggregated by their votes); the trace says so"),
+    ] = True
+    objects: Annotated[
+        str | None,
+        Field(description="the data collection: an objects.jsonl file, or a folder holding objects.jsonl"),
+    ] = None
+    index_cache: Annotated[
+        str | None,
+        Field(description="folder caching the object index (default: $ATOMGRAPH_ARM_CACHE or ~/.cache/atomgraph/arm-index)"),
+    ] = None
+    logprobs: Annotated[
+        bool, Field(description="ask the server for token log-probabilities to weight verification votes"),
+    ] = True
+    answer: Annotated[bool, Field(description="write an answer from the retrieved objects (off: retrieval only)")] = True
+    fill_to_k: Annotated[
+        bool, Field(description="extension: top the voted objects up to k with the best draft objects (retrieval at exactly k)"),
+    ] = False
+    max_draft_changes: Annotated[
+        int, Field(description="extension: objects the decoder may add to or drop from one MIP draft (0 = no such stage)", ge=0),
+    ] = 0
+
+    paper: Annotated[
+        bool, Field(description="True: the paper's setting, every extension off at once (relevance='cosine', "
+                                "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
+                                "compatibility_scale=1, max_links=k-1, served_alignment='grammar', fill_to_k=False, "
+                                "max_draft_changes=0); these fields then take the paper's values whatever else is set"),
+    ] = False
+
+    def __post_init__(self) -> None:
+        if self.paper:
+            for name, value in PAPER.items():
+                setattr(self, name, value)
+
+    def extensions(self) -> dict:
+        """The fields that differ from the paper's setting (:data:`PAPER`), with their values."""
+        return {k: getattr(self, k) for k, v in PAPER.items() if getattr(self, k) != v}
+
     @classmethod
     def validated(cls, **values) -> "ArmContext":
         """An ``ArmContext`` with every bound checked (pydantic ``ValidationError`` otherwise;
@@ -166,3 +227,11 @@ class ArmContext:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+PAPER: dict = {
+    "relevance": "cosine", "database_weight": 0.0, "coverage_weight": 0.0, "compatibility": "graded",
+    "links": "pairs", "compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
+    "fill_to_k": False, "max_draft_changes": 0,
+}
+"""The paper's values of every field where the project has an extension or a switch (``paper=True``)."""

@@ -1,53 +1,29 @@
 """The ``arm`` graph's run parameters, state and the typed values its stages pass on.
 
-:class:`ArmGraphContext` is :class:`~atomgraph.state.arm.ArmContext` (retrieval, alignment,
-MIP, drafts and voting parameters) plus what only the graph needs: where the objects are,
-where their index is cached, whether to ask for token log-probabilities, and whether to
-write an answer (off for retrieval-only runs). It is the ``[arm]`` settings section
-(``ATOMGRAPH_ARM__OBJECTS=objects.jsonl``) and the graph's LangGraph ``context_schema``.
+:class:`ArmGraphContext` is :class:`~atomgraph.state.arm.ArmContext`, the one context of ARM
+runs (the ``[arm]`` settings section and the graph's LangGraph ``context_schema``).
 
 The values between stages are TypedDicts — plain JSON as the graph returns them and as a
 checkpointer stores them: :class:`Aligned` and :class:`KeywordAlignment` (§3.2.1),
 :class:`Candidate` (the base search objects), :class:`Draft` (§3.2.2, from
-:func:`atomgraph.nodes.arm.pool.solve_drafts`), :class:`Verdict` and :class:`Vote` (§3.2.3,
-:func:`atomgraph.nodes.arm.voting.aggregate`), :class:`Decoding` (how the model was constrained).
+:func:`atomgraph.nodes.arm.structure_alignment.solve_drafts`), :class:`Verdict` and :class:`Vote` (§3.3,
+:func:`atomgraph.nodes.arm.self_verification.aggregate_votes`), :class:`Decoding` (how the model was constrained).
 """
 
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from typing import Annotated
 
-from pydantic import Field
 from typing_extensions import TypedDict
 
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.output import MethodInput, MethodOutput
 
 
-@dataclass(kw_only=True)
-class ArmGraphContext(ArmContext):
-    """Parameters of one run of the ``arm`` graph (ArmContext's, and the ones below)."""
-
-    objects: Annotated[
-        str | None,
-        Field(description="the data collection: an objects.jsonl file, or a folder holding objects.jsonl"),
-    ] = None
-    index_cache: Annotated[
-        str | None,
-        Field(description="folder caching the object index (default: $ATOMGRAPH_ARM_CACHE or ~/.cache/atomgraph/arm-index)"),
-    ] = None
-    logprobs: Annotated[
-        bool, Field(description="ask the server for token log-probabilities to weight verification votes"),
-    ] = True
-    answer: Annotated[bool, Field(description="write an answer from the retrieved objects (off: retrieval only)")] = True
-    fill_to_k: Annotated[
-        bool, Field(description="extension: top the voted objects up to k with the best draft objects (retrieval at exactly k)"),
-    ] = False
-    max_draft_changes: Annotated[
-        int, Field(description="extension: objects the decoder may add to or drop from one MIP draft (0 = no such stage)", ge=0),
-    ] = 0
+ArmGraphContext = ArmContext
+"""The graph's run parameters: :class:`~atomgraph.state.arm.ArmContext` (one context for the graph
+and the LLM-free path; the old name kept)."""
 
 
 # --- the values between stages ------------------------------------------------------------------
@@ -124,7 +100,7 @@ class _VerdictReading(TypedDict, total=False):
 
 
 class Verdict(_VerdictReading):
-    """The decoder's verification of one draft (§3.2.3): the objects it kept (None: unreadable
+    """The decoder's verification of one draft (§3.3): the objects it kept (None: unreadable
     or failed, left out of the vote), each one's mean token log-probability where returned."""
 
     draft: int

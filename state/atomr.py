@@ -13,12 +13,21 @@ from typing import Annotated, Literal
 
 from typing_extensions import TypedDict  # pydantic (JSON schemas for Studio) needs this one on 3.11
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from atomgraph.state.evidence import Evidence
 from atomgraph.state.output import MethodInput, MethodOutput
 from atomgraph.state.tree import ReasoningTree
 from atomgraph.state.usage import CallRecords
+
+
+def _known_pack(name: str) -> str:
+    """``name`` when it is a prompt pack; ValueError naming the packs otherwise (the settings
+    section, the run's context and Studio's form are all validated by it)."""
+    from atomgraph.prompts.atomr.packs import get_pack
+
+    get_pack(name)  # ValueError: unknown prompt pack 'x'; packs are general, hotpotqa, ...
+    return name
 
 
 @dataclass(kw_only=True)
@@ -33,12 +42,13 @@ class AtomRContext:
     max_parallel: Annotated[int | None, Field(ge=1, description="Tree nodes run at once (empty: no limit; 1: strictly sequential post-order).")] = None
     review_plan: Annotated[bool, Field(description="Pause after planning so the tree can be reviewed and edited before it runs (needs a checkpointer).")] = False
     fanout_cap: Annotated[int | None, Field(ge=1, description="Sub-calls one node makes at most when it fans out over the answers of the nodes it references (one retrieval and one model call per answer, per answer pair for two references). Empty: no cap, as the authors run it.")] = None
-    prompt_pack: Annotated[str, Field(description="Few-shot prompt pack: general, hotpotqa, 2wiki, musique (eval run picks the dataset's pack).")] = "general"
+    prompt_pack: Annotated[str, AfterValidator(_known_pack), Field(description="Few-shot prompt pack: general, hotpotqa, 2wiki, musique (eval run picks the dataset's pack).")] = "general"
     closed_book_root: Annotated[bool, Field(description="When the root ends with no answer, answer the question closed-book (the authors' direct answer).")] = True
     unknown_leaf_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): an operator that answers Unknown also falls back to direct RAG.")] = False
     dr_unknown_rag: Annotated[bool, Field(description="Switch (ours, off in the paper): a [DR] node that answers Unknown falls back to direct RAG.")] = False
     kg_program_by_model: Annotated[bool, Field(description="The executor fills a typed query program (entity, relation path, constraint; JSON-schema constrained) for each Relate sub-question sent to a knowledge graph, one model call each, as the authors parse each sub-question into a KoPL program; an unusable program gives way to the one read off the operator's arguments, with the reason recorded. Off (atomgraph's earlier behaviour): every program is read off the operator's arguments.")] = True
     plan_constraint: Annotated[Literal["auto", "on", "off"], Field(description="Switch (ours; the paper's planner writes free text): the plan is decoded under a grammar (in-process model, vLLM, llama.cpp server) or a JSON schema (OpenAI) whose root is the question asked and whose leaves are operator calls or [DR], so a copied demonstration cannot be the plan. auto: on for in-process models and wherever structured_output is set; on: wherever the backend can; off: the planner's free text (or the stage's PlanSchema under structured_output).")] = "auto"
+    keep_raw_reply: Annotated[bool, Field(description="Switch (the authors' reading, off: ours): an answer reply our reader cannot read, and that the answer contract does not refuse, is read as the authors read every reply (the text after 'answer is:', its last [...] list, else the paraphrase, else the text) instead of counting as an operator/reasoning failure that goes to direct RAG. A refused reply is a failure either way.")] = False
     plan_failure_rag: Annotated[bool, Field(description="Switch (ours; the authors score an unreadable plan empty): an unreadable plan is answered by direct RAG on the question.")] = False
 
 Step = Literal["select", "operate", "children", "siblings", "rag", "closed_book"]

@@ -51,7 +51,7 @@ class IterRetGenContext:
 
     rounds: Annotated[int, Field(ge=1, le=10, description="Retrieval-generation rounds at most; round t retrieves with the question plus round t-1's generation.")] = 3
     top_k: Annotated[int, Field(ge=1, description=_TOP_K + " (per round)")] = 3
-    stop_when_stable: Annotated[bool, Field(description="End early when a round gives the same answer as the round before (off: always run every round, as the paper does).")] = True
+    stop_when_stable: Annotated[bool, Field(description="Switch (ours; the paper runs every round): end early when a round gives the same answer as the round before, and say so in `stopped` when the round limit ends a run whose answers still changed.")] = False
 
 
 @dataclass(kw_only=True)

@@ -25,7 +25,7 @@ class Kar3Context:
     """KAR³'s QA run parameters (settings section ``[kar3]``; the ``kar3`` graph's context
     schema). Defaults are the paper's (§4.1, appendix A.3) and its authors' code
     (microsoft/PIKE-RAG, ``examples/*/configs/atomic_decompose.yml``); each field marked
-    *switch* restores a behaviour of ours (README: KAR³ deviations)."""
+    *switch* restores a behaviour of ours (docs: KAR³ deviations)."""
 
     max_chunks: Annotated[int, Field(ge=1, description="N: rounds of propose → retrieve → select, so at most N chunks reach the answer (paper: 5).")] = 5
     atom_top_k: Annotated[int, Field(ge=1, description="Atomic questions retrieved per proposal when there are several proposals (paper: k = 4; authors' atom_retrieve_k).")] = 4
@@ -37,9 +37,10 @@ class Kar3Context:
     collection: Annotated[str, Field(description="Chroma chunk collection (atoms in '<name>_atoms'); empty: the 'atoms' source given to the graph, else settings.chroma_collection.")] = ""
     # --- switches: our earlier behaviour, off by default -----------------------------------
     allow_reject: Annotated[bool, Field(description="Switch: the selector may answer 0 ('no candidate helps'); the authors' selector must pick 1..N.")] = False
-    max_proposals: Annotated[int | None, Field(ge=1, description="Switch: keep at most this many proposals per round (authors: no cap; empty = no cap; ours was 8).")] = None
+    max_proposals: Annotated[int | None, Field(ge=1, description="Switch: keep at most this many proposals per round (authors: no cap; empty = no cap).")] = None
     dedupe_candidates: Annotated[bool, Field(description="Switch: merge duplicate atoms and sort all candidates by score (authors: proposal order, duplicates kept).")] = False
     show_titles: Annotated[bool, Field(description="Switch: show each candidate atom with its chunk's title (authors: atoms only).")] = False
+    proposer_question_fallback: Annotated[bool, Field(description="Switch (ours; the authors end the loop): an unreadable proposer reply makes the question itself that round's proposal and the loop goes on.")] = False
     short_answers: Annotated[bool, Field(description="Switch: the answerer is asked for the shortest answer, rationale first (authors: a neutral answer, answer first).")] = False
 
 
@@ -53,7 +54,8 @@ class Kar3IndexContext:
     write_batch: Annotated[int, Field(ge=1, description="Atomized chunks embedded and written together (a kill loses at most one batch of work).")] = 32
     split_chunks: Annotated[bool, Field(description="Switch: split passages longer than max_tokens before atomizing (authors: whole paragraphs).")] = False
     max_tokens: Annotated[int, Field(ge=16, description="With split_chunks: passages are split into chunks of at most this many tokens.")] = 256
-    max_atom_words: Annotated[int, Field(ge=3, description="Atomizer lines longer than this many words are rejected (not atomic questions).")] = 40
+    atom_question_filter: Annotated[bool, Field(description="Switch (ours; the authors keep every line of the atomizer's reply): keep only lines that end in '?', have 3..max_atom_words words and do not copy the chunk.")] = False
+    max_atom_words: Annotated[int, Field(ge=3, description="With atom_question_filter: atomizer lines longer than this many words are rejected (not atomic questions).")] = 40
     format: Annotated[Literal["auto", "jsonl", "hipporag", "hotpot-bz2", "tsv"],
                       Field(description="Input format ('auto' reads it from the file).")] = "auto"
     encoding: Annotated[str, Field(description="Text encoding of the input files (read strictly).")] = "utf-8"
@@ -82,6 +84,7 @@ class Round(BaseModel):
     number: int
     proposals: list[str] = Field(default_factory=list)
     enough: bool = False  # the proposer gave an empty list of sub-questions
+    proposer_unreadable: bool = False  # the proposer's reply could not be read
     proposer_thinking: str = ""
     tiers: list[dict] = Field(default_factory=list)  # [{"via", "queries", "hits"}] in the order tried
     hits: list[AtomHit] = Field(default_factory=list)  # the candidates the selector was offered
@@ -92,16 +95,10 @@ class Round(BaseModel):
     notes: list[str] = Field(default_factory=list)  # recovered problems, in order
 
 
-ExitReason = Literal["max_chunks", "enough", "nothing_retrieved", "selector_none", "no_index", "invalid_question"]
+ExitReason = Literal["max_chunks", "enough", "proposer_unreadable", "nothing_retrieved", "selector_none", "no_index",
+                     "invalid_question"]
 
-EXIT_TEXT: dict[str, str] = {
-    "max_chunks": "N chunks chosen",
-    "enough": "the proposer gave an empty list of sub-questions",
-    "nothing_retrieved": "nothing retrieved (proposals, then the backups)",
-    "selector_none": "no readable pick, neither among the atomic questions nor among the same candidates as paragraphs",
-    "no_index": "no atom index to retrieve from (no answer: KAR³ does not fall back to closed-book)",
-    "invalid_question": "the question cannot be asked",
-}
+# Each exit's text and the decision itself: nodes/kar3/loop.py (EXIT_TEXT, loop_exit).
 
 
 class Kar3State(MethodInput, MethodOutput, total=False):

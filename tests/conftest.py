@@ -23,14 +23,48 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def _session_caches(tmp_path_factory) -> Path:
+    """Build caches (ARM unit caches, token tries) shared by the tests of one session (one xdist
+    worker), never the developer's ``~/.cache``: a test's outcome cannot depend on what an earlier
+    run, or another worker at the same moment, left there."""
+    return tmp_path_factory.mktemp("caches")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_settings(tmp_path, monkeypatch):
+def _isolated_settings(tmp_path, monkeypatch, _session_caches):
     """No test reads the developer's own model keys, config file or caches."""
     for key in list(os.environ):
         if key.startswith("ATOMGRAPH_") and key != "ATOMGRAPH_SHARED_DATA":
             monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("ATOMGRAPH_ARM_CACHE", str(_session_caches / "arm-index"))
+    monkeypatch.setenv("ATOMGRAPH_TRIE_DIR", str(_session_caches / "tries"))
     for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SERPAPI_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("ATOMGRAPH_CACHE_PATH", str(tmp_path / "llm_cache.sqlite"))
     monkeypatch.setenv("ATOMGRAPH_CHROMA_PATH", str(tmp_path / "chroma"))
     monkeypatch.chdir(tmp_path)
+
+
+def reset_local_history(engine) -> None:
+    """Empty an in-process engine's KV cache and its saved prompt-prefix states: the next call
+    evaluates its prompt from scratch, as in a fresh process. Greedy replies of the local model
+    depend on what the context held before (llama.cpp evaluates a prompt in other batches when a
+    prefix is reused), so a test that needs a fixed reply must not inherit the previous test's."""
+    with engine.lock:
+        engine._states.clear()
+        engine.llm.n_tokens = 0
+        engine.llm._ctx.kv_cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_local_model_history():
+    """Every test starts with the local model's history empty, whichever tests ran before it in
+    this process (or this xdist worker): the engine stays loaded, its cached states do not."""
+    import sys
+
+    module = sys.modules.get("atomgraph.local.engine")
+    if module is not None:
+        for engine in list(getattr(module, "_ENGINES", {}).values()):
+            reset_local_history(engine)
+    yield

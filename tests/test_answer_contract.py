@@ -247,6 +247,8 @@ async def test_self_ask_and_ircot_refuse_their_example_answer_without_support():
     ("1, 100000", "Who directed the film Jaws?"), ("1, 100000", "What is the capital of France?"),
     ("3", "Who was Werner Heisenberg's doctoral advisor?"), ("12", "Where did Arnold Sommerfeld die?"),
     ("2", "Is Paris the capital of France?"), ("model", "Who was the doctoral advisor of Heisenberg?"),
+    # the bundled model's reply to the demo's first question (benchmarks/results/local_contract.json)
+    ("1", "What is the name of the church in Albert Einstein's birthplace whose steeple is the tallest?"),
 ])
 def test_numbers_and_role_words_the_question_does_not_ask_for_are_debris(answer, question):
     from atomgraph.prompts.answer_contract import check_debris, hold_to_question
@@ -262,7 +264,7 @@ def test_numbers_and_role_words_the_question_does_not_ask_for_are_debris(answer,
     ("1998, 2002", "In which years did Brazil win the World Cup?"), ("42", "How many moons does Jupiter have?"),
     ("1791", "When was Charles Babbage born?"), ("3 March 1847", "What is the birth date of Bell?"),
     ("model", "What was Twiggy's profession?"), ("Munich", "Where did Sommerfeld die?"), ("1, 2", ""),
-    ("7", "What number did Pelé wear?"),
+    ("7", "What number did Pelé wear?"), ("4", "What is 2 + 2?"),
 ])
 def test_numbers_asked_for_and_entities_are_answers(answer, question):
     from atomgraph.prompts.answer_contract import check_debris

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from atomgraph.nodes.arm.alignment import (
+from atomgraph.nodes.arm.ngrams import (
     align_keyword,
     alignment_request,
     extract_keywords,

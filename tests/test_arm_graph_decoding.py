@@ -9,7 +9,7 @@ import pytest
 
 from atomgraph.graphs.arm import build_arm_graph
 from atomgraph.nodes.arm.common import decoding_mode
-from atomgraph.prompts.constraints import probe_server
+from atomgraph.backends import probe_server
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.arm_index import ArmIndex
 
@@ -47,7 +47,8 @@ def test_aligned_keywords_are_corpus_ngrams_on_every_path(index, mode, reply):
     model = ScriptedChatModel(stages={"arm_decompose": '["Heisenberg advisor", "death place", "singer"]',
                                       "arm_align": reply}, default="")
     out = build_arm_graph(model=model, objects=index).invoke(
-        {"question": QUESTION}, context={"decoding": mode, "answer": False, "max_draft_changes": 0})
+        {"question": QUESTION}, context={"decoding": mode, "answer": False, "max_draft_changes": 0,
+                                              "served_alignment": "shortlist"})
     aligned = out["trace"]["aligned"]
     assert all(index.has_ngram(a["ngram"]) for a in aligned), aligned
     assert out["trace"]["decoding"]["mode"] == mode
@@ -60,7 +61,7 @@ def test_the_constraint_is_bound_to_the_model_call(index, mode, key):
     model = RecordingModel(stages={"arm_decompose": '["singers"]', "arm_align": "singer"}, default="")
     model.seen = []
     build_arm_graph(model=model, objects=index).invoke(
-        {"question": "Which singers come from France?"}, context={"decoding": mode, "answer": False})
+        {"question": "Which singers come from France?"}, context={"decoding": mode, "answer": False, "served_alignment": "shortlist"})
     align_kwargs = [kw for stage, kw in model.seen if stage == "arm_align"]
     assert align_kwargs
     kw = align_kwargs[0]
@@ -104,7 +105,8 @@ def test_auto_detects_the_server_and_sends_its_constraint(index, owned_by, mode,
     server = LoopbackServer(owned_by, reply)
     try:
         probe_server.cache_clear()
-        out = build_arm_graph(model=server.model(), objects=index).invoke({"question": QUESTION}, context={"k": 2})
+        out = build_arm_graph(model=server.model(), objects=index).invoke({"question": QUESTION},
+                                                                                    context={"k": 2, "served_alignment": "shortlist"})
     finally:
         server.close()
     trace = out["trace"]

@@ -15,7 +15,8 @@ import pytest
 
 from atomgraph.graphs.arm import build_arm_graph
 from atomgraph.prompts.arm.alignment import ALIGN_LIST, ngram_list_grammar, parse_ngram_list
-from atomgraph.prompts.constraints import list_grammar, probe_server
+from atomgraph.backends import probe_server
+from atomgraph.prompts.constraints import list_grammar
 from atomgraph.tools.arm_index import ArmIndex
 from tests.arm_graph_fixtures import OBJECTS, QUESTION, LoopbackServer
 

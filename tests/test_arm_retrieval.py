@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from atomgraph.cli import main
 from atomgraph.evaluation.retrieval import id_scores, question_groups
-from atomgraph.nodes.arm.retrieval import arm_retrieve, bm25_retrieve, dense_retrieve, retrieve
+from atomgraph.graphs.arm import arm_retrieve, retrieve
+from atomgraph.nodes.arm.retrieval import bm25_retrieve, dense_retrieve
 from atomgraph.state.arm import ArmContext
 from atomgraph.tools.arm_index import ArmIndex, object_fields, tokens
 from atomgraph.tools.objects import load_objects, load_questions, parse_object
@@ -49,7 +50,7 @@ def test_replayed_and_given_keywords(index, files):
     assert {a["ngram"] for a in res.trace["aligned"]} >= {"singer", "name"}
     assert set(res.ids) == set(qs[2].gold_ids)  # joinable tables of one database
     given = arm_retrieve("How many pets?", index, ArmContext(k=1), keywords=["pets:pet age", 7])
-    assert given.trace["keyword_source"] == "given" and given.ids == ["pets_1#sep#Pets"]
+    assert given.trace["keyword_source"] == "replayed" and given.ids == ["pets_1#sep#Pets"]
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\x00", '"; DROP TABLE x', "🤖" * 50, "zzzz qqqq"])
@@ -57,7 +58,11 @@ def test_hostile_questions_still_return_k_objects(index, text):
     for method in ("dense", "bm25", "arm"):
         res = retrieve(method, text, index, 2)
         assert len(res.ids) <= 2 and all(isinstance(i, str) for i in res.ids)
-    assert len(arm_retrieve(text, index, ArmContext(k=2)).ids) == 2
+    res = arm_retrieve(text, index, ArmContext(k=2))
+    if res.trace["problems"] and res.trace["problems"][0].startswith("question:"):
+        assert not res.ids and not text.strip("\x00 ")  # refused with its reason (an empty question), not a crash
+    else:
+        assert len(res.ids) == 2
 
 
 def test_baselines(index):
@@ -188,7 +193,7 @@ def test_cli_retrieve_arm_uses_the_graph_when_a_model_is_given(files, tmp_path, 
 
 
 def test_database_relevance_lifts_the_tables_of_the_best_database():
-    from atomgraph.nodes.arm.retrieval import database_relevance
+    from atomgraph.nodes.arm.structure_alignment import database_relevance
 
     objs = [parse_object(o, "fixture") for o in OBJECTS]
     by_id = {o.id: o for o in objs}
@@ -217,3 +222,48 @@ def test_cli_retrieve_bm25_builds_no_embeddings(files, tmp_path, capsys, monkeyp
     assert main(["retrieve", "--method", "bm25", "--objects", str(objects), "--questions", str(questions),
                  "--no-cache", "--limit", "2"]) == 0
     assert "method bm25, k = 5" in capsys.readouterr().out
+
+
+# --- issue 30.4: the paper's setting is one switch; nothing silent ---------------------------------
+
+def test_paper_switch_turns_every_extension_off_at_once():
+    from atomgraph.state.arm import PAPER
+
+    assert ArmContext().extensions() == {"database_weight": 1.0, "coverage_weight": 1.0}  # the measured extensions on
+    ctx = ArmContext.validated(paper=True, coverage_weight=2.0, relevance="mix", served_alignment="shortlist")
+    assert ctx.extensions() == {} and all(getattr(ctx, k) == v for k, v in PAPER.items())
+    assert ArmContext().relevance == "cosine" and ArmContext().served_alignment == "grammar"  # the paper's by default
+
+
+def test_relevance_is_the_cosine_by_default_and_mix_is_a_switch(index):
+    q = "Where was the composer of the film Inception born?"
+    cos = arm_retrieve(q, index, ArmContext(k=3))
+    dense = {index.objects[i].id: float(s) for i, s in enumerate(index.dense_scores(q))}
+    assert cos.trace["candidates"] and all(c["relevance"] == pytest.approx(dense[c["id"]], abs=1e-3)
+                                           for c in cos.trace["candidates"])
+    mix = arm_retrieve(q, index, ArmContext(k=3, relevance="mix"))
+    mixed = {c["id"]: c["relevance"] for c in mix.trace["candidates"]}
+    assert all(0 <= r <= 1 for r in mixed.values()) and any(  # min-max normalised BM25 and cosine
+        abs(mixed[c["id"]] - c["relevance"]) > 1e-3 for c in cos.trace["candidates"] if c["id"] in mixed)
+    # the per-keyword queries have their own weight: R_i's does not move the base set
+    a = arm_retrieve(q, index, ArmContext(k=3, relevance="mix", bm25_weight=0.0))
+    assert [c["id"] for c in a.trace["candidates"]] == [c["id"] for c in mix.trace["candidates"]]
+
+
+def test_unaligned_keywords_and_a_dense_only_base_set_are_recorded(index):
+    res = arm_retrieve("How many pets?", index, ArmContext(k=2), keywords=["qqqxzzv"])
+    problems = " | ".join(res.trace["problems"])
+    assert "'qqqxzzv': no corpus n-gram" in problems and "embedding alone" in problems
+    assert len(res.ids) == 2 and res.trace["llm"] is False
+
+
+def test_retrieve_without_a_model_says_so_first(files, tmp_path, capsys, monkeypatch):
+    objects, questions = files
+    for var in ("ATOMGRAPH_MODEL", "ATOMGRAPH_DECODER_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--json",
+                 "--cache", str(tmp_path / "cache"), "--limit", "1", "--no-llm"]) == 0
+    got = capsys.readouterr()
+    assert got.err.lstrip().startswith("ARM without a model (--no-llm)")
+    payload = json.loads(got.out)
+    assert payload["llm"] is False and payload["llm_free_because"] == "--no-llm" and payload["context"]["llm"] is False

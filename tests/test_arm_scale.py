@@ -7,6 +7,7 @@ limit refused, progress lines and the build summary. Speed and memory live in
 from __future__ import annotations
 
 import io
+import re
 import logging
 import shutil
 
@@ -241,4 +242,5 @@ def test_progress_reports_within_a_long_stage():
     text = out.getvalue()
     assert "embeddings (4,096 chunks) ..." in text and "embeddings 1,024/4,096 chunks 25%" in text
     assert "embeddings 2,048/4,096 chunks 50%" in text and "embeddings done in" in text
+    assert re.search(r"embeddings 1,024/4,096 chunks 25%, [\d.e+]+ chunks/s, ETA \d+", text), text  # rate and ETA
     assert "embeddings" in p.seconds

@@ -6,15 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from atomgraph.nodes.arm.structure import (
+from atomgraph.nodes.arm.compatibility import column_compatibility, compatibility_matrix, table_compatibility
+from atomgraph.nodes.arm.mip import (
     brute_force,
     build_model,
-    column_compatibility,
-    compatibility_matrix,
     greedy,
     selection_value,
     solve_structure,
-    table_compatibility,
 )
 from atomgraph.tools.arm_index import ArmIndex
 from atomgraph.tools.objects import parse_object
@@ -171,7 +169,8 @@ def test_graded_compatibility_follows_appendix_b(tmp_path):
     """Appendix B: best sentence pair for passages, best column pair for tables (weighted
     semantic + exact-value similarity), nothing across databases; symmetric, zero diagonal."""
     from atomgraph.nodes.arm.compatibility import graded_matrix, sentences
-    from atomgraph.nodes.arm.pool import expanded_pools, Scores, base_pool
+    from atomgraph.nodes.arm.information_alignment import Scores, base_pool
+    from atomgraph.nodes.arm.structure_alignment import expanded_pools
     from atomgraph.state.arm import ArmContext
 
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
@@ -192,3 +191,22 @@ def test_graded_compatibility_follows_appendix_b(tmp_path):
     sets = expanded_pools(idx, base_pool(idx, scores, ctx), scores, ctx, 3)
     assert [s for s, _ in sets][0] == 1 and len({frozenset(p) for _, p in sets}) == len(sets)
     assert all(len(p) >= len(base_pool(idx, scores, ctx)) for _, p in sets)
+
+
+def test_a_capped_expansion_keeps_each_drafts_own_hop_with_expansion_keep_newest(tmp_path):
+    """issue 30.1: a base set at the cap leaves every draft the same set under 'relevance';
+    'newest' reserves half the cap for expanded objects, the draft's last step first."""
+    from atomgraph.nodes.arm.information_alignment import Scores, base_pool
+    from atomgraph.nodes.arm.structure_alignment import expanded_pools
+    from atomgraph.state.arm import ArmContext
+
+    idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
+    scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
+    common = dict(k=2, keyword_pool=2, bm25_pool=4, dense_pool=4, expansion_per_seed=2, max_candidates=4)
+    base = base_pool(idx, scores, ArmContext(**common))
+    assert len(base) >= 4
+    flat = expanded_pools(idx, base, scores, ArmContext(**common, expansion_keep="relevance"), 3)
+    assert len(flat) == 1 and set(flat[0][1]) <= set(base)  # the base fills the cap: no expanded object, one draft
+    newest = expanded_pools(idx, base, scores, ArmContext(**common, expansion_keep="newest"), 3)
+    assert len({frozenset(p) for _, p in newest}) == len(newest)  # every set a different one
+    assert all(len(p) <= 4 and any(q not in base for q in p) for _, p in newest)  # each holds expanded objects

@@ -50,7 +50,7 @@ EXPECTED_VARS = {
     "filter": {"question", "knowledge", "condition"} | PACKED,
     "child": {"question", "qa_pairs"} | PACKED,
     "sibling": {"question", "qa_pairs"} | PACKED,
-    "direct_rag": {"question", "knowledge"} | PACKED,
+    "direct_rag": {"question", "knowledge", "unknown_rule"} | PACKED,
     "source_selection": {"question", "n_sources", "source_list"},
 }
 STAGE_OF = {"plan": "plan", "search": "search", "relate": "relate", "filter": "filter", "child": "child_reasoning",
@@ -61,7 +61,7 @@ def stage_messages(name: str, pack: str | None = None, **values):
     """The messages stage ``name`` sends for ``values`` (its pack's examples and rules rendered in)."""
     from atomgraph.prompts.atomr.stages import STAGES
 
-    inputs = {v: values.get(v, "x") for v in EXPECTED_VARS[name] - PACKED}
+    inputs = {v: values.get(v, "x") for v in EXPECTED_VARS[name] - PACKED - {"unknown_rule"}}
     if pack:
         inputs["pack"] = pack
     return STAGES[STAGE_OF[name]].messages(inputs)
@@ -82,7 +82,7 @@ def test_templates_have_the_contract_variables(name):
 @pytest.mark.parametrize("name", list(ALL_PROMPTS))
 @pytest.mark.parametrize("value", ["Who directed Wild Strawberries?", *HOSTILE], ids=["normal", "braces", "injection", "unicode", "long"])
 def test_templates_format_normal_and_hostile_values(name, value):
-    values = {v: f"{v}: {value}" for v in EXPECTED_VARS[name] - PACKED}
+    values = {v: f"{v}: {value}" for v in EXPECTED_VARS[name] - PACKED - {"unknown_rule"}}
     messages = stage_messages(name, **values)
     assert isinstance(messages[0], SystemMessage)
     text = prompt_text(messages)

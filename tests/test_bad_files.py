@@ -94,12 +94,23 @@ def _bad(kind: str, first: str, second: str) -> bytes | None:
         "deep": a + b"\n" + b[:-1] + b', "n": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
         "empty": b"",
         "directory": None,
+        # issue 29.6: no text, no number, no regular file, no bound
+        "surrogate": a + b"\n" + b[:-1] + b', "note": "\\ud800"}\n',
+        "nan": a + b"\n" + b[:-1] + b', "n": NaN}\n',
+        "infinite": a + b"\n" + b[:-1] + b', "n": 1e999999}\n',
+        "longline": a + b"\n" + b[:-1] + b', "note": "' + b"x" * 4096 + b'"}\n',
+        "toolarge": a + b"\n" + b[:-1] + b', "note": "' + b"x" * 4096 + b'"}\n',
+        "fifo": None,
+        "device": None,
     }[kind]
 
 
 MESSAGES = {"latin": r"(:| line )2: not utf-8 text", "truncated": r"(:| line )2: not valid JSON",
             "digits": r"unreadable JSON value", "deep": r"JSON nested too deeply",  # (a whole document: no line)
-            "empty": r"empty|no \w+|holds no", "directory": "directory"}
+            "empty": r"empty|no \w+|holds no", "directory": "directory",
+            "surrogate": r"lone surrogate", "nan": r"non-finite number", "infinite": r"too large for a float|non-finite",
+            "longline": r"longer than 2,048 bytes|larger than 2,048 bytes", "toolarge": r"larger than 3,072 bytes",
+            "fifo": r"is a FIFO", "device": r"is a device"}
 
 
 def _commands(tmp_path, f, rules):
@@ -133,15 +144,29 @@ COMMANDS = ["eval run --dataset", "eval score", "eval score --dataset", "tree st
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_reads_its_files_strictly(tmp_path, capsys, monkeypatch, command, kind):
     """A non-UTF-8 byte, a truncated JSON line, a 5,000-digit number, deep nesting, an empty file,
-    a directory: exit 2, one line naming the file (and the line), no traceback, nothing created."""
+    a directory, a lone surrogate, NaN, 1e999999, a line or a file over the configured bound, a
+    FIFO, /dev/zero: exit 2, one line naming the file (and the line), no traceback, nothing
+    created, nothing blocked."""
     monkeypatch.chdir(tmp_path)
+    if kind == "longline":
+        monkeypatch.setenv("ATOMGRAPH_MAX_LINE_MB", str(2048 / 1024 / 1024))
+        monkeypatch.setenv("ATOMGRAPH_MAX_FILE_MB", str(2048 / 1024 / 1024))  # documents read whole: the file bound
+    if kind == "toolarge":
+        monkeypatch.setenv("ATOMGRAPH_MAX_FILE_MB", str(3072 / 1024 / 1024))
+        monkeypatch.setenv("ATOMGRAPH_MAX_STREAM_MB", str(3072 / 1024 / 1024))
     rules = tmp_path / "rules.json"
     rules.write_text('{"default": "So the answer is: x"}')
 
     def f(input_kind: str):
         path = tmp_path / f"{input_kind}.{kind}.jsonl"
         content = _bad(kind, *ROWS[input_kind])
-        if content is None:
+        if os.path.lexists(path):
+            return path
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "device":
+            path.symlink_to("/dev/zero")
+        elif content is None:
             path.mkdir(exist_ok=True)
         else:
             path.write_bytes(content)

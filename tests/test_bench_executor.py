@@ -16,7 +16,7 @@ async def test_bound_is_the_executed_trees_and_never_beaten(shared_data, monkeyp
     if not (released / bench.FILES[0]).exists():
         pytest.skip(f"{released} holds no released trees")
     monkeypatch.setattr(bench, "RELEASED", released)
-    result = await bench.main_async(argparse.Namespace(trees=2, latency=0.01, repeats=1))
+    result = await bench.main_async(argparse.Namespace(trees=2, latency=0.01, repeats=1, search_answers=2))
     s = result["summary"]
     assert s["trees"] == 2 and s["plans_refused"] == 0
     # every executed call sleeps L: no schedule beats the dependency chain of the executed tree

@@ -47,6 +47,7 @@ def test_settings_sections_and_env(monkeypatch):
     s = Settings.load()
     assert s.ircot.max_steps == 2 and s.react.top_k == 7
     assert s.self_ask.max_follow_ups == 4 and s.iter_retgen.rounds == 3 and s.decomposed_rag.max_sub_questions == 4
+    assert s.iter_retgen.stop_when_stable is False  # the paper runs every round
 
 
 # --- Self-Ask -------------------------------------------------------------------------------
@@ -156,11 +157,11 @@ def test_iter_retgen_retrieves_with_the_previous_generation(wiki):
 def test_iter_retgen_round_bound(wiki):
     n = iter(range(100))
     model = ScriptedChatModel(stages={"iter_retgen": lambda p: f"So the answer is: guess {next(n)}"})
-    out = run("iter_retgen", model, [wiki], rounds=2)
+    out = run("iter_retgen", model, [wiki], rounds=2, stop_when_stable=True)  # the switch (ours)
     assert stages(out) == ["iter_retgen"] * 2 and len(out["retriever_calls"]) == 2
     assert "round limit reached (2)" in out["stopped"] and out["answer"] == "guess 1"
-    out = run("iter_retgen", model, [wiki], rounds=2, stop_when_stable=False)
-    assert out["stopped"] is None and len(out["llm_calls"]) == 2  # the paper's fixed rounds
+    out = run("iter_retgen", model, [wiki], rounds=2)
+    assert out["stopped"] is None and len(out["llm_calls"]) == 2  # the paper's fixed rounds (the default)
 
 
 def test_iter_retgen_bad_output(wiki):
@@ -210,8 +211,8 @@ def test_decomposed_rag_sub_question_bound_and_bad_output(wiki):
 # --- shared behaviour --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", ["self_ask", "ircot", "iter_retgen", "decomposed_rag"])
-async def test_no_sources_still_runs_and_says_why(method):
-    from atomgraph.state.evidence import Evidence  # noqa: F401
+async def test_an_unusable_source_asked_for_is_an_error_before_any_model_call(method):
+    from atomgraph.errors import SourceUnavailable
     from atomgraph.tools.memory_source import InMemorySource as M
 
     empty = M([], name="wikipedia")  # unavailable: the collection is empty
@@ -219,9 +220,9 @@ async def test_no_sources_still_runs_and_says_why(method):
         "self_ask_step": "So the final answer is: Munich", "ircot_step": "So the answer is: Munich",
         "decomposed_rag_plan": "1. Who?"})
     graph = build_method(method, model=model, sources=[empty], settings=Settings(cache=False))
-    out = await graph.ainvoke({"question": Q})
-    assert out["answer"] == "Munich" and out["error"] is None
-    assert out["trace"]["unavailable_sources"] == {"wikipedia": "the collection is empty"}
+    with pytest.raises(SourceUnavailable, match="wikipedia: the collection is empty"):
+        await graph.ainvoke({"question": Q})
+    assert model.calls == []  # never a silent closed-book answer
 
 
 def test_configurable_overrides_context(wiki):

@@ -102,14 +102,15 @@ def test_react_needs_a_tool_calling_model(wiki):
     assert out["llm_calls"] == []
 
 
-async def test_react_async_and_no_sources():
+async def test_react_async_and_an_unusable_source_asked_for():
+    from atomgraph.errors import SourceUnavailable
+
     model = ScriptedChatModel(stages={"react": "I know this one.\nSo the answer is: Munich"})
     graph = build_method("react", model=model, sources=[InMemorySource([], name="wikipedia")],
                          settings=Settings(cache=False))
-    out = await graph.ainvoke({"question": Q})
-    assert out["answer"] == "Munich" and out["trace"]["tools"] == []
-    assert out["trace"]["unavailable_sources"] == {"wikipedia": "the collection is empty"}
-    assert "tools" not in model.calls[0]
+    with pytest.raises(SourceUnavailable, match="wikipedia: the collection is empty"):
+        await graph.ainvoke({"question": Q})
+    assert model.calls == []
 
 
 def test_react_that_never_searched_says_so(wiki):

@@ -58,7 +58,7 @@ def test_summary_rows_and_markdown(runs):
     md = markdown_tables(rows)
     assert "### toy" in md
     assert "| method | n | EM | F1 | F1 bridge | F1 comparison | ret. P | ret. R | perfect R |" in md
-    assert "| rag | 2 | 50.00 | 75.00 | 100.00 | 50.00 | 50.00 | 100.00 | 100.00 | 2.00 | google 0.50, wikipedia 1.00 |" in md
+    assert "| rag | 2 | 50.00 | 75.00 | 100.00 | 50.00 | 50.00 | 100.00 | 100.00 | 2.00 | 0 | google 0.50, wikipedia 1.00 |" in md
     assert "| mystery | 1 | 0.00 | 0.00 | 0.00 | – |" in md
     assert "no price for model(s) my-local-model" in md
 

@@ -122,7 +122,7 @@ def test_outcomes_count_fallbacks_and_refusals():
             {"error": None, "trace": {"plan_fallback": "the planner call failed (deadline: ...)"}}]
     o = outcomes(recs)
     assert o["answered"] == 2 and o["errors"] == {"circuit breaker": 1}
-    assert o["fallbacks"] == {"answer refused (echo)": 1, "deadline": 1} and o["refused"] == 1
+    assert o["fallbacks"] == {"answer refused (echo)": 1, "plan failure (deadline)": 1} and o["refused"] == 1
 
 
 def _cli(*args, cwd):
@@ -167,3 +167,111 @@ def test_score_and_report_refuse_duplicates_and_stubs(tmp_path):
     (run / "predictions.jsonl").write_text('{"id": "q0"}\n')
     with pytest.raises(RecordError, match="line 1: the record lacks .*a stub"):
         load_run(run)
+
+
+# --- records that cannot lie (issue 29.5) ----------------------------------------------------
+
+@pytest.mark.parametrize("field,value,message", [
+    ("usage.cost_usd", "lots", "'usage.cost_usd' is \"lots\""),
+    ("usage.prompt_tokens", -3, "'usage.prompt_tokens'"),
+    ("usage.llm_calls_by_role.answerer", "two", "'usage.llm_calls_by_role.answerer'"),
+    ("metrics.em", None, "'metrics.em'"),
+    ("metrics.retrieval.recall", "high", "'metrics.retrieval.recall'"),
+    ("latency_s", True, "'latency_s'"),
+    ("answers", ["x", 3], "'answers[1]'"),
+])
+async def test_a_nested_wrong_type_is_refused_on_read_naming_the_line(tmp_path, capsys, field, value, message):
+    from atomgraph.cli import main
+
+    await _run(tmp_path, ScriptedChatModel(default=_answer), n=2)
+    pred = tmp_path / "predictions.jsonl"
+    recs = [json.loads(x) for x in pred.read_text().splitlines()]
+    node = recs[0]
+    *parents, last = field.split(".")
+    for k in parents:
+        if not isinstance(node.get(k), dict):
+            node[k] = {}
+        node = node[k]
+    node[last] = value
+    pred.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    before = pred.read_bytes()
+    with pytest.raises(RecordError) as exc:
+        await _run(tmp_path, ScriptedChatModel(default=_answer), n=3)
+    assert f"{pred}: line 1" in str(exc.value) and message in str(exc.value), str(exc.value)
+    assert pred.read_bytes() == before
+    # eval report: one line, exit 2, no traceback
+    assert main(["eval", "report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "line 1" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+async def test_records_without_run_json_are_refused_unless_force_new(tmp_path):
+    await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="model-a"), n=2)
+    (tmp_path / "run.json").unlink()
+    with pytest.raises(ConfigError, match="no run.json"):
+        await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="model-b"), n=2)
+    assert not (tmp_path / "run.json").exists()  # nothing claims the old records for the new model
+    res = await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="model-b"), n=2, force_new=True)
+    assert res.finished == 2 and json.loads((tmp_path / "run.json").read_text())["fingerprint"]["models"] == {
+        "model": "model-b"}
+
+
+async def test_run_json_is_written_before_the_first_record(tmp_path):
+    seen = []
+
+    def on_record(rec):
+        seen.append((tmp_path / "run.json").exists())
+
+    await _run(tmp_path, ScriptedChatModel(default=_answer), n=2, on_record=on_record)
+    assert seen == [True, True]
+
+
+async def test_another_base_url_or_recipe_is_refused(tmp_path):
+    a = Settings(cache=False, openai_base_url="http://127.0.0.1:9/a/v1")
+    await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="m"), n=1, settings=a)
+    b = Settings(cache=False, openai_base_url="http://127.0.0.1:9/b/v1")
+    with pytest.raises(ConfigError, match="other base_url"):
+        await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="m"), n=1, settings=b)
+    with pytest.raises(ConfigError, match="other recipe"):
+        await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="m"), n=1, settings=a, recipe="atomr-hotpotqa")
+
+
+async def test_an_errored_empty_prediction_scores_zero_whatever_the_gold(tmp_path):
+    from atomgraph.evaluation.metrics import answer_scores
+
+    assert answer_scores("", ["The The"]) == {"em": 0.0, "f1": 0.0, "cover_em": 0.0}
+    assert answer_scores("  ", ["a"]) == {"em": 0.0, "f1": 0.0, "cover_em": 0.0}
+    assert answer_scores("The The", ["The The"])["em"] == 1.0  # an answer still scores as the official script does
+    ex = [Example(id="t", question="Which band recorded Soul Mining?", answers=["The The"])]
+    down = ScriptedChatModel(default=RuntimeError("HTTP 503 from the provider"))
+    res = await arun_eval("standard", ex, tmp_path, model=down, settings=SETTINGS, progress=False, dataset_name="toy")
+    assert res.errors == 1 and res.f1 == 0.0 and res.records[0]["metrics"]["em"] == 0.0
+
+
+def test_server_usage_no_tokenizer_could_give_is_flagged():
+    from atomgraph.nodes.recorder import usage_problem
+
+    assert usage_problem("What is the capital of France?", "Paris", 12, 2) is None
+    assert "completion tokens 100000" in usage_problem("What is the capital?", "Paris", 10, 100000)
+    assert "prompt tokens 0" in usage_problem("x" * 4000, "Paris", 0, 1)
+    assert usage_problem("", "", 5, 5) is None  # nothing to count against
+
+
+async def test_flagged_usage_reaches_the_record_and_the_summary(tmp_path):
+    from langchain_core.messages import AIMessage
+
+    from atomgraph.evaluation.runner import describe_outcome
+
+    class LyingUsage(ScriptedChatModel):
+        def _result(self, reply, prompt):
+            result = super()._result(reply, prompt)
+            msg = result.generations[0].message
+            result.generations[0].message = AIMessage(content=msg.content, response_metadata=msg.response_metadata,
+                                                      usage_metadata={"input_tokens": 3, "output_tokens": 999_999,
+                                                                      "total_tokens": 1_000_002})
+            return result
+
+    res = await _run(tmp_path, LyingUsage(default=_answer), n=1)
+    rec = res.records[0]
+    assert rec["usage"]["usage_flagged"] >= 1 and rec["usage"]["completion_tokens"] >= 999_999  # kept as reported
+    assert "usage no tokenizer could give" in describe_outcome(res.outcome)

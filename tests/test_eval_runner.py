@@ -115,7 +115,7 @@ def test_killed_cli_run_resumes_with_each_example_exactly_once(tmp_path):
     data = _dataset_file(tmp_path / "toy.jsonl", 24)
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps({"rules": [[f"item number {i}\\?\\s*\\nAnswer", f"So the answer is: item {i}"]
-                                           for i in range(24)], "default": "So the answer is: ?", "latency_s": 0.15}))
+                                           for i in range(24)], "default": "So the answer is: ?", "latency_s": 0.3}))
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "atomgraph.cli", "eval", "run", "--method", "cot", "--dataset", str(data),
            "--model", f"scripted:{rules}", "--concurrency", "2", "--out", str(out), "--no-progress"]

@@ -1,7 +1,9 @@
 """Every registered method (KAR³ over a small real atom index) against a hostile OpenAI-compatible server on 127.0.0.1
 (tests/hostile_server.py): no exception, no hostile text in any answer, a bounded wall time,
-and the failure recorded with its reason. Client timeouts are short (the settings' request
-timeout), retries off, so the matrix stays fast."""
+and the failure recorded with its reason. Retries are off, so the matrix stays fast. The client
+timeout is generous (``TIMEOUT_S``: a loaded machine must not turn a hostile reply into a
+timeout) except against ``hang``, where the timeout *is* the behaviour under test and the
+server stays silent ``HANG_S`` (30 s), 15 times the ``HANG_TIMEOUT_S`` the client waits."""
 
 from __future__ import annotations
 
@@ -18,15 +20,20 @@ from atomgraph.tools.memory_source import InMemorySource
 from tests.hostile_server import MARKERS, MODES, UNSAFE, HostileServer
 
 Q = "In which city did Werner Heisenberg's doctoral advisor die?"
-TIMEOUT_S = 1.0
+TIMEOUT_S = 30.0  # a reply from the loopback server takes well under 1 s; a shared machine can stall seconds
+HANG_TIMEOUT_S = 2.0  # against `hang` only: the server answers nothing for HANG_S = 30 s
 WALL_S = 25.0  # per method and mode: the circuit breaker ends a question after a few failed calls
+
+
+def timeout_for(mode: str) -> float:
+    return HANG_TIMEOUT_S if mode == "hang" else TIMEOUT_S
 # where the recorded reason must say what went wrong (in the error, or in a call's error/parse error)
 REASON = {
     "empty": r"empty|unreadable|no value", "huge": r"too_long|unreadable|cut", "truncated": r"markup|unreadable",
     "truncated_body": r"failed|error", "wrong_types": r"failed|error|unreadable", "wrong_protocol": r"failed|error",
     "injection": r"injection|unreadable", "prompt_echo": r"echo|demonstration|unreadable",
     "demo_echo": r"demonstration|unreadable", "429": r"429|rate", "500": r"500|server", "reset": r"connection|failed",
-    "hang": r"time|failed", "slow": None,
+    "hang": r"time|failed", "slow": None, "cut": r"cut", "drip": r"longer than its bound|time|failed",
     "escape": r"control_chars", "bidi": r"control_chars", "nul": r"control_chars", "surrogate": r"control_chars",
 }
 
@@ -77,7 +84,7 @@ async def test_method_against_hostile_server(server, sources, method, mode):
     # test runs on its own event loop
     srcs = sources(method)
     settings = Settings(model="hostile", openai_base_url=server.url(mode, method), openai_api_key="x", cache=False,
-                        request_timeout=TIMEOUT_S, max_retries=0)
+                        request_timeout=timeout_for(mode), max_retries=0)
     graph = build_method(method, settings=settings, sources=srcs)
     t0 = time.monotonic()
     out = await graph.ainvoke({"question": Q})
@@ -108,10 +115,13 @@ def test_cli_ask_against_hostile_server(server, tmp_path, mode):
     import sys
 
     env = {**os.environ, "ATOMGRAPH_MODEL": "hostile", "OPENAI_BASE_URL": server.url(mode, "cli"), "OPENAI_API_KEY": "x",
-           "ATOMGRAPH_CACHE": "false", "ATOMGRAPH_REQUEST_TIMEOUT": str(TIMEOUT_S), "ATOMGRAPH_MAX_RETRIES": "0",
+           "ATOMGRAPH_CACHE": "false", "ATOMGRAPH_REQUEST_TIMEOUT": str(timeout_for(mode)), "ATOMGRAPH_MAX_RETRIES": "0",
            "ATOMGRAPH_SOURCES": "wikipedia", "ATOMGRAPH_CHROMA_PATH": str(tmp_path / "db")}
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "atomgraph.cli", "ask", Q, "--method", "rag", "--json", "--deadline", "60"],
+    # closed-book standard prompting: rag over a store that does not exist stops before the model
+    # ("no evidence: no knowledge source is available"), and this test is about the model's server
+    p = subprocess.run([sys.executable, "-m", "atomgraph.cli", "ask", Q, "--method", "standard", "--json",
+                        "--deadline", "60"],
                        cwd=tmp_path, env=env, capture_output=True, timeout=120)
     assert time.monotonic() - t0 < 90
     assert p.returncode == 1 and b"Traceback" not in p.stderr, p.stderr[-2000:]
@@ -217,3 +227,75 @@ def test_cli_ask_prints_no_raw_control_bytes(server, tmp_path, mode):
         assert raw not in p.stdout + p.stderr, (mode, p.stdout[-500:], p.stderr[-500:])
     assert b"control_chars" in p.stdout, p.stdout[-800:]
     p.stdout.decode("utf-8")  # valid UTF-8
+
+
+# --- one deadline for everything (issue 29.3) ---------------------------------------------------
+DEADLINE_S = 2.0
+
+
+def _bounded_settings(server, mode: str, tag: str, **kw) -> Settings:
+    # a long per-request timeout, so only the deadline (or the bound under test) can end the run
+    return Settings(**{"model": "hostile", "openai_base_url": server.url(mode, tag), "openai_api_key": "x",
+                       "cache": False, "request_timeout": 120.0, "max_retries": 0, **kw})
+
+
+def _ended_in_time(out: dict, wall: float, bound: float, what: str) -> None:
+    from atomgraph.nodes.sync import DEADLINE_GRACE_S
+
+    assert wall < bound + DEADLINE_GRACE_S + 3.0, f"{what} took {wall:.1f} s (bound {bound:g} s + grace)"
+    assert not out.get("answer") and out.get("error"), (what, out.get("answer"), out.get("error"))
+
+
+@pytest.mark.parametrize("mode", ["hang", "drip"])
+@pytest.mark.parametrize("method", sorted(method_names()))
+async def test_every_method_ends_within_its_deadline(server, sources, method, mode):
+    graph = build_method(method, settings=_bounded_settings(server, mode, f"deadline-{method}"), sources=sources(method))
+    t0 = time.monotonic()
+    out = await graph.ainvoke({"question": Q}, config={"configurable": {"deadline": time.time() + DEADLINE_S}})
+    _ended_in_time(out, time.monotonic() - t0, DEADLINE_S, f"{method} × {mode}")
+
+
+@pytest.mark.parametrize("method", ["react", "kar3", "arm", "atomr"])
+def test_sync_runs_end_within_their_deadline(server, sources, method):
+    """graph.invoke: model calls in worker threads, the agent loop in a thread; the same bound."""
+    graph = build_method(method, settings=_bounded_settings(server, "drip", f"sync-{method}"), sources=sources(method))
+    t0 = time.monotonic()
+    out = graph.invoke({"question": Q}, config={"configurable": {"deadline": time.time() + DEADLINE_S}})
+    _ended_in_time(out, time.monotonic() - t0, DEADLINE_S, f"sync {method}")
+
+
+@pytest.mark.parametrize("method", ["rag", "react"])
+def test_a_question_is_bounded_without_a_deadline(server, sources, method):
+    """No deadline given: the settings' question_timeout is the question's bound."""
+    settings = _bounded_settings(server, "hang", f"default-{method}", question_timeout=DEADLINE_S)
+    graph = build_method(method, settings=settings, sources=sources(method))
+    t0 = time.monotonic()
+    out = graph.invoke({"question": Q})
+    _ended_in_time(out, time.monotonic() - t0, DEADLINE_S, f"{method} without a deadline")
+
+
+def test_a_dripping_server_is_cut_by_the_request_timeout(server):
+    """request_timeout bounds a whole request: a server sending a byte every half second is cut."""
+    settings = _bounded_settings(server, "drip", "request-bound", request_timeout=1.0, max_consecutive_failures=1)
+    graph = build_method("standard", settings=settings)
+    t0 = time.monotonic()
+    out = graph.invoke({"question": Q})
+    assert time.monotonic() - t0 < 10.0
+    assert out["answer"] == "" and "longer than its bound" in out["llm_calls"][0]["error"]
+
+
+# --- cut is not an answer (issue 29.2) ------------------------------------------------------------
+@pytest.mark.parametrize("method", ["standard", "cot"])
+def test_a_whole_answer_inside_a_cut_reply_is_kept_and_recorded_cut(server, method):
+    settings = _bounded_settings(server, "cut_after", f"cut-after-{method}")
+    out = build_method(method, settings=settings).invoke({"question": Q})
+    call = out["llm_calls"][0]
+    assert call["finish_reason"] == "length" and call["cut"] is True
+    assert out["answer"] == "Munich", out
+
+
+def test_a_reply_cut_inside_its_answer_is_no_answer(server):
+    settings = _bounded_settings(server, "cut", "cut-inside")
+    out = build_method("standard", settings=settings).invoke({"question": Q})
+    call = out["llm_calls"][0]
+    assert out["answer"] == "" and call["cut"] is True and "cut reply" in call["parse_error"]

@@ -149,6 +149,11 @@ def test_atomizer_lines_that_are_not_atomic_questions_are_rejected_and_counted(t
     rules.write_text(json.dumps([["stage:atomize", reply]]))
     args = ["index", "atoms", str(PASSAGES), "--collection", "demo", "--persist", str(tmp_path / "db"),
             "--model", f"scripted:{rules}", "--limit", "3"]
+    # the authors' atomizer (the default): every line is an atom, none rejected
+    assert main([*args, "--collection", "every", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["atoms"] == 18 and stats["rejected_lines"] == 0
+    args.append("--atom-question-filter")  # ours, a switch
     assert main([*args, "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["atomized"] == 3 and stats["atoms"] == 6 and stats["rejected_lines"] == 12

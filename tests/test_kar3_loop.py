@@ -75,9 +75,14 @@ def test_exit_only_on_an_empty_list(index_dir):
     assert stages(model) == ["propose", "answer"] and "(none yet)" in model.calls[-1]["prompt"]
 
 
-def test_a_prose_not_enough_is_no_stop(index_dir):
+def test_a_prose_not_enough_is_no_enough_stop(index_dir):
     model = kar3_scripted_model(lambda p: "The passages are not enough to answer this.", answer="Munich")
     out = run(index_dir, model, max_chunks=1)
+    r = out["trace"]["rounds"][0]
+    # unreadable, not "enough": the authors' loop ends on it
+    assert out["trace"]["exit"] == "proposer_unreadable" and not r["enough"]
+    model = kar3_scripted_model(lambda p: "The passages are not enough to answer this.", answer="Munich")
+    out = run(index_dir, model, max_chunks=1, proposer_question_fallback=True)
     r = out["trace"]["rounds"][0]
     assert out["trace"]["exit"] == "max_chunks" and not r["enough"]
     assert r["proposals"] == [QUESTION] and any(n.startswith("proposer: unreadable") for n in r["notes"])
@@ -251,9 +256,19 @@ def test_show_titles_and_short_answers_switches(index_dir):
     assert "(from: " not in model.calls[1]["prompt"] and "as short as possible" not in model.calls[-1]["prompt"]
 
 
-def test_unreadable_output_at_every_stage(index_dir):
+def test_an_unreadable_proposer_reply_ends_the_loop_as_the_authors(index_dir):
     model = ScriptedChatModel(default="")
     out = run(index_dir, model, max_chunks=2)
+    trace = out["trace"]
+    assert trace["exit"] == "proposer_unreadable" and stages(model) == ["propose", "answer"]
+    assert any(n.startswith("proposer: unreadable model output") and "loop ends" in n for n in trace["rounds"][0]["notes"])
+    # the answer that follows had nothing chosen: a closed-book answer, recorded as a fallback
+    assert trace["fallbacks"] and trace["fallbacks"][0]["kind"] == "KAR³ closed-book" and trace["fallbacks"][0]["final"]
+
+
+def test_unreadable_output_at_every_stage(index_dir):
+    model = ScriptedChatModel(default="")
+    out = run(index_dir, model, max_chunks=2, proposer_question_fallback=True)
     trace = out["trace"]
     assert out["answer"] == "" and out["error"].startswith("answer: unreadable model output")
     assert trace["exit"] == "selector_none"  # never a silently taken top hit
@@ -269,7 +284,7 @@ def test_unreadable_output_at_every_stage(index_dir):
 
 def test_failing_model_calls_are_recorded_not_raised(index_dir):
     model = ScriptedChatModel(default=ConnectionError("server down"))
-    out = run(index_dir, model, max_chunks=1)
+    out = run(index_dir, model, max_chunks=1, proposer_question_fallback=True)
     assert out["answer"] == "" and "model call failed" in out["error"]
     assert out["trace"]["usage"]["failed"] == 4  # propose, select, select_paragraph, answer
 
@@ -341,13 +356,15 @@ async def test_atomizer_temperature_is_bound_only_for_the_atomizer_call():
 
     from atomgraph.models import with_temperature
     from atomgraph.nodes.kar3.common import Kar3Runtime
+    from atomgraph.nodes.runtime import MethodRuntime
     from atomgraph.prompts.kar3.stages import ATOMIZE_STAGE, PROPOSE_STAGE
 
     hot = with_temperature(ChatOpenAI(model="gpt-4o", api_key="x", temperature=0), 0.7)
     assert hot.temperature == 0.7
     model = kar3_scripted_model()
-    rt = Kar3Runtime(model, [])
-    await rt.ask(ATOMIZE_STAGE, {"title": "T", "text": "text"}, None, temperature=0.7)
+    atomizing = MethodRuntime.for_method("kar3_index", model, [])  # the atomizer is the indexing graph's role
+    rt = Kar3Runtime.for_method("kar3", model, [])
+    await atomizing.ask(ATOMIZE_STAGE, {"title": "T", "text": "text"}, None, temperature=0.7)
     await rt.ask(PROPOSE_STAGE, {"question": "q?", "chosen": []}, None)
     assert [c.get("temperature") for c in model.calls] == [0.7, None]
 

@@ -399,3 +399,101 @@ def test_a_run_picks_its_sources(langgraph_server):
     answered(record, out, ANSWER, langgraph_server)
     used = {c["source"] for c in out["retriever_calls"]} | set(out["trace"].get("unavailable_sources") or {})
     assert used == {"wikipedia"}, (out["retriever_calls"], out["trace"].get("unavailable_sources"))
+
+
+# --- eval run --server: each question a server run, records and resume in the client ---------------
+
+def _server_dataset(tmp: Path, n: int) -> Path:
+    data = tmp / "questions.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"{QUESTION} (variant {i})",
+                                        "answers": [ANSWER]}) + "\n" for i in range(n)))
+    return data
+
+
+def _records(out: Path) -> list[dict]:
+    path = out / "predictions.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def _runs_per_thread(server: httpx.Client, records: list[dict]) -> dict[str, int]:
+    client = sdk(server)
+    return {r["id"]: len(client.runs.list(r["server"]["thread_id"], limit=10)) for r in records}
+
+
+def test_eval_run_on_the_server_resumes_after_kill_9(langgraph_server, tmp_path):
+    """`eval run --server`: the client is killed (-9) mid-run and started again; every example is
+    recorded once, and run once on the server (an in-flight run is joined or read back, not redone)."""
+    data, out = _server_dataset(tmp_path, 6), tmp_path / "run"
+    cmd = [sys.executable, "-m", "atomgraph.cli", "eval", "run", "--method", "standard", "--dataset", str(data),
+           "--out", str(out), "--server", str(langgraph_server.base_url), "--model", MODEL, "--concurrency", "2",
+           "--no-progress"]
+    env = server_env(tmp_path)
+    first = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while not _records(out) and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.kill()  # SIGKILL: no cleanup in the client
+    first.wait(timeout=30)
+    killed_with = len(_records(out))
+    assert killed_with >= 1, first.stderr.read()[-2000:]
+    again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    records = _records(out)
+    assert sorted(r["id"] for r in records) == [f"q{i}" for i in range(6)]  # each once
+    assert all(r["error"] is None and r["predicted"] == ANSWER for r in records), [r["error"] for r in records]
+    assert f"{6 - killed_with} run now, {killed_with} already done, 0 with errors" in again.stdout
+    assert all(r["server"]["url"] == str(langgraph_server.base_url) and r["server"]["run_id"] for r in records)
+    assert set(_runs_per_thread(langgraph_server, records).values()) == {1}, "an example ran twice on the server"
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["server"] == str(langgraph_server.base_url) and meta["fingerprint"]["models"]["model"] == MODEL
+
+
+async def test_server_runs_in_flight_or_finished_are_joined_or_read_back(langgraph_server, tmp_path):
+    """A question the server already ran (the client died before recording it) is read back, one
+    still running is joined; an errored record retried gets a fresh run; --force-new starts afresh."""
+    from langgraph_sdk import get_client
+
+    from atomgraph.evaluation.remote import server_thread_id
+    from atomgraph.evaluation.runner import arun_eval
+
+    data, out = _server_dataset(tmp_path, 3), tmp_path / "run"
+    url = str(langgraph_server.base_url)
+    kw = dict(server=url, server_context={"model": MODEL}, progress=False, concurrency=2)
+    first = await arun_eval("standard", str(data), out, limit=1, **kw)
+    assert first.finished == 1 and first.errors == 0
+    run_id = json.loads((out / "run.json").read_text())["server_run_id"]
+    client = get_client(url=url)
+    tids = {f"q{i}": server_thread_id(run_id, "standard", f"q{i}") for i in range(3)}
+    for qid in ("q1", "q2"):  # submitted by a client that then died
+        run = await client.runs.create(tids[qid], "standard", input={"question": f"{QUESTION} (variant {qid})"},
+                                       context={"model": MODEL}, if_not_exists="create")
+        if qid == "q1":
+            await client.runs.join(tids[qid], run["run_id"])
+    result = await arun_eval("standard", str(data), out, **kw)
+    by_id = {r["id"]: r for r in result.records}
+    assert result.skipped == 1 and result.finished == 2 and result.errors == 0
+    assert by_id["q1"]["server"]["reused"] and by_id["q1"]["predicted"] == ANSWER
+    assert by_id["q2"]["server"]["joined"] or by_id["q2"]["server"]["reused"]
+    for qid in ("q1", "q2"):
+        assert len(await client.runs.list(tids[qid])) == 1
+    # a new run id with --force-new: nothing of the earlier server run is reused
+    fresh = await arun_eval("standard", str(data), out, force_new=True, **kw)
+    assert fresh.finished == 3 and not any(r["server"]["reused"] or r["server"]["joined"] for r in fresh.records)
+    assert json.loads((out / "run.json").read_text())["server_run_id"] != run_id
+
+
+async def test_server_mode_refuses_what_it_cannot_send_and_a_dead_server(langgraph_server, tmp_path):
+    from atomgraph.errors import ConfigError
+    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.testing import ScriptedChatModel
+
+    data = _server_dataset(tmp_path, 1)
+    with pytest.raises(ConfigError, match="server runs the graph with its own models"):
+        await arun_eval("standard", str(data), tmp_path / "a", server=str(langgraph_server.base_url),
+                        model=ScriptedChatModel(default="x"), progress=False)
+    with pytest.raises(ConfigError, match="serves no graph 'nope'"):
+        await arun_eval("nope", str(data), tmp_path / "b", server=str(langgraph_server.base_url), progress=False)
+    with pytest.raises(ConfigError, match="cannot be reached"):
+        await arun_eval("standard", str(data), tmp_path / "c", server=f"http://127.0.0.1:{free_port()}",
+                        progress=False)
+    assert not (tmp_path / "c" / "predictions.jsonl").exists()

@@ -31,6 +31,9 @@ def run_notebook(name: str, tmp_path: Path, monkeypatch, timeout: int = 300, scr
     NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors
+    # the first thing shown says the figures come from a scripted model and are not results
+    first = next(o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert first.get("text", "").startswith("NOT RESULTS — scripted model ("), first
     return "\n".join(
         o.get("text", "") + str(o.get("data", {}).get("text/markdown", "")) + str(o.get("data", {}).get("text/plain", ""))
         for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
@@ -66,7 +69,7 @@ def test_arm_notebook(tmp_path, monkeypatch):
     """Run as a new user would, with no model configured (it stopped with "no chat model is
     configured"): the notebook picks the scripted model itself and says so."""
     text = run_notebook("arm.ipynb", tmp_path, monkeypatch, timeout=180, scripted_env=False)
-    assert "scripted model" in text and "answer: Munich" in text
+    assert "NOT RESULTS — scripted model (no chat model is configured)" in text and "answer: Munich" in text
     aligned = [ln for ln in text.splitlines() if " -> " in ln and "(snapped" in ln or "(constrained" in ln]
     assert aligned and all(ln.rstrip().endswith("True") for ln in aligned)  # every one a corpus n-gram
     assert "draft 0" in text and "vote:" in text and "replayed" in text

@@ -50,13 +50,16 @@ def registry(monkeypatch):
 
 
 def test_public_names_import():
-    from atomgraph import (KnowledgeSource, ScriptedChatModel, build_atomr_graph, build_method,  # noqa: F401
-                           graph, register_source)
+    from atomgraph import KnowledgeSource, build_atomr_graph, build_method, graph, register_source  # noqa: F401
+    from atomgraph.testing import ScriptedChatModel  # test doubles: imported by name, not by the package
     from langgraph.graph.state import CompiledStateGraph
 
     assert isinstance(graph, CompiledStateGraph)
     assert {"plan", "schedule", "run_operator", "finalize"} <= set(graph.nodes)
     assert build_method("atomr", model=ScriptedChatModel(default="x")).nodes.keys() == graph.nodes.keys()
+    import atomgraph
+
+    assert not hasattr(atomgraph, "ScriptedChatModel")
 
 
 class FilmNotes:

@@ -74,3 +74,35 @@ def test_a_recipe_runs_end_to_end_with_a_scripted_model(shared_data, tmp_path, c
     assert meta["method"] == "cot" and meta["dataset"] == "hotpotqa-test-500"
     assert meta["settings"]["model"] == "gpt-4o-2024-08-06" and meta["settings"]["cot"]["demonstrations"] == 2
     assert len((out / "predictions.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_recipe_is_sealed_against_the_environment(shared_data, tmp_path, capsys, monkeypatch):
+    """ATOMGRAPH_* variables and atomgraph.toml do not leak into a recipe run; --set does, listed
+    in run.json and printed; resuming under another configuration names the differing keys."""
+    monkeypatch.setenv("ATOMGRAPH_TEMPERATURE", "0.7")
+    monkeypatch.setenv("ATOMGRAPH_COT__DEMONSTRATIONS", "0")
+    monkeypatch.setenv("ATOMGRAPH_STRUCTURED_OUTPUT", "true")
+    (tmp_path / "atomgraph.toml").write_text('max_tokens = 77\n')
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"default": "So the answer is: Paris"}))
+    out = tmp_path / "run"
+    args = ["eval", "run", "--recipe", "atomr-t2-cot-hotpotqa", "--model", f"scripted:{rules}", "--limit", "1",
+            "--out", str(out), "--no-progress"]
+    assert main([*args, "--set", "max_tokens=64"]) == 0
+    err = capsys.readouterr().err
+    assert "--set max_tokens=64" in err
+    assert "not applied" in err and "temperature=0.7" in err and "cot.demonstrations=0" in err
+    assert "structured_output=True" in err and "max_tokens" not in err.split("not applied", 1)[1]
+    meta = json.loads((out / "run.json").read_text())
+    s = meta["settings"]
+    assert (s["temperature"], s["cot"]["demonstrations"], s["structured_output"], s["max_tokens"]) == (0.0, 2, False, 64)
+    assert meta["run"]["set"] == {"max_tokens": 64} and meta["run"]["recipe"] == "atomr-t2-cot-hotpotqa"
+    assert meta["run"]["not_applied"]["temperature"] == 0.7
+    # resuming under another effective configuration is refused, naming the keys
+    assert main([*args, "--set", "max_tokens=65"]) != 0
+    assert "max_tokens: 64 then, 65 now" in capsys.readouterr().err
+    # an unknown key or a malformed item is one line
+    assert main([*args, "--set", "atomr.nope=1"]) != 0
+    assert "'atomr' has no setting 'nope'" in capsys.readouterr().err
+    assert main([*args, "--set", "oops"]) != 0
+    assert "expected KEY=VALUE" in capsys.readouterr().err

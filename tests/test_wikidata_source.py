@@ -309,7 +309,7 @@ def test_unreachable_endpoint_is_a_source_error_within_bounded_time():
     start = time.monotonic()
     with pytest.raises(SourceError, match=r"failed after 3 attempts: connection failed"):
         source.find_entities("Barack Obama")
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 20  # refused at once; 0.3 s of backoff; the bound is for a loaded machine
 
 
 def test_retry_after_is_honoured_by_the_endpoint_backend(monkeypatch):

@@ -208,9 +208,14 @@ class BuildProgress:
         now = time.perf_counter()
         if self.mode is False or now - self._last < self.every_s or not self.active:
             return
+        from atomgraph.progress import duration
+
         of = f"/{self._total:,}" if self._total else ""
         pct = f" {100 * done / self._total:.0f}%" if self._total else ""
-        self.say(f"{self._stage} {done:,}{of} {self._unit}{pct} ({now - self._stage_t:.0f} s)")
+        took = now - self._stage_t
+        rate = done / took if took > 0 else 0.0
+        eta = f", ETA {duration((self._total - done) / rate)}" if self._total and rate > 0 and done < self._total else ""
+        self.say(f"{self._stage} {done:,}{of} {self._unit}{pct}, {rate:.3g} {self._unit}/s{eta} ({took:.0f} s)")
 
     def iterate(self, items: Sequence, every: int = 1024) -> Iterator:
         for i, x in enumerate(items):

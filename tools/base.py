@@ -192,3 +192,23 @@ async def recorded_retrieval(
             hits = hits[:k]
         run.end(hits)
     return hits, RetrieverCall(source=source.name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0)
+
+
+def _call_error(call: Any) -> str | None:
+    return getattr(call, "error", None) or (call.get("error") if isinstance(call, dict) else None)
+
+
+def retrieval_failure(calls: Iterable[Any]) -> str | None:
+    """Why a question got no evidence from its sources, when every source call it made failed
+    (``None`` when it made none, or one succeeded, even with no hits): the one line a method
+    puts in ``error`` instead of answering closed-book as if nothing happened."""
+    calls = list(calls)
+    failed = [c for c in calls if _call_error(c)]
+    if not calls or len(failed) < len(calls):
+        return None
+    by_source: dict[str, str] = {}
+    for c in failed:
+        source = getattr(c, "source", None) or (c.get("source") if isinstance(c, dict) else None) or "?"
+        by_source.setdefault(str(source), str(_call_error(c)))
+    listed = "; ".join(f"{name}: {why}" for name, why in by_source.items())
+    return f"no evidence: every source call failed ({len(failed)} of {len(calls)}; {listed})"[:1000]

@@ -14,7 +14,9 @@ Formats (``detect_format`` picks one from the extension and first bytes):
 Input is read strictly: text that is not in the given encoding (UTF-8 unless told
 otherwise), a line that is not JSON (a 5,000-digit number and nesting deeper than Python can
 parse included) or a record of the wrong shape raises :class:`~atomgraph.errors.ParseError`
-naming the file and line. Records that hold no text are skipped and counted in ``skips``
+naming the file and line; so does a file that is no regular file (a FIFO, a device), a file
+read whole over ``ATOMGRAPH_MAX_FILE_MB``, a line over ``ATOMGRAPH_MAX_LINE_MB``, a non-finite
+number or a lone surrogate (:mod:`atomgraph.jsonl`). Records that hold no text are skipped and counted in ``skips``
 (a Counter, reason -> records) where the caller passes one.
 """
 
@@ -30,7 +32,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from atomgraph.errors import ConfigError, ParseError
-from atomgraph.jsonl import ENCODING_HINT, check_encoding, decode_line, loads_strict  # the shared strict reading
+from atomgraph.jsonl import (bounded_lines, check_encoding, check_file, decode_line, loads_strict,  # the shared strict reading
+                             read_json)
 
 FORMATS = ("jsonl", "hipporag", "hotpot-bz2", "tsv")
 
@@ -87,24 +90,12 @@ def _json_lines(lines, name: str, encoding: str = "utf-8", skips: Counter | None
 
 
 def read_jsonl(path: Path, encoding: str = "utf-8", skips: Counter | None = None) -> Iterator[Passage]:
-    with open(path, "rb") as f:
-        yield from _json_lines(f, str(path), encoding, skips)
+    with open(check_file(path, what="corpus file"), "rb") as f:
+        yield from _json_lines(bounded_lines(f, str(path)), str(path), encoding, skips)
 
 
 def read_hipporag(path: Path, encoding: str = "utf-8", skips: Counter | None = None) -> Iterator[Passage]:
-    raw = path.read_bytes()
-    try:
-        text = raw.decode(encoding)
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise ParseError(f"{path}:{line}: not {encoding} text ({exc.reason} at byte {exc.start}); "
-                         f"{ENCODING_HINT}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except (ValueError, RecursionError):
-        data = loads_strict(text, str(path))  # raises the ParseError that says why
+    data = read_json(path, encoding=encoding, what="corpus file")  # bounded, strict, errors name the line
     if isinstance(data, list):
         for i, obj in enumerate(data):
             p = _kept(_record(obj, f"{path}#{i}"), skips)
@@ -131,20 +122,20 @@ def _bz2_files(path: Path) -> list[Path]:
 def read_hotpot_bz2(path: Path, encoding: str = "utf-8", skips: Counter | None = None) -> Iterator[Passage]:
     for file in _bz2_files(path):
         try:
-            with bz2.open(file, "rb") as f:
-                yield from _json_lines(f, str(file), encoding, skips)
+            with bz2.open(check_file(file, what="corpus file"), "rb") as f:
+                yield from _json_lines(bounded_lines(f, str(file)), str(file), encoding, skips)
         except (OSError, EOFError) as exc:
             raise ParseError(f"{file}: cannot decompress ({exc})") from None
 
 
 def _decoded_lines(f, name: str, encoding: str) -> Iterator[str]:
-    for lineno, raw in enumerate(f, 1):
+    for lineno, raw in enumerate(bounded_lines(f, name), 1):
         yield decode_line(raw, f"{name}:{lineno}", encoding)
 
 
 def read_tsv(path: Path, encoding: str = "utf-8", skips: Counter | None = None) -> Iterator[Passage]:
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    with open(path, "rb") as f:
+    with open(check_file(path, what="corpus file"), "rb") as f:
         reader = csv.reader(_decoded_lines(f, str(path), encoding), delimiter="\t")
         try:
             header = [h.strip().lower() for h in next(reader)]
@@ -211,6 +202,8 @@ def read_passages(path: str | Path, fmt: str = "auto", *, encoding: str = "utf-8
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such file or directory")
+    if not path.is_dir():
+        check_file(path, what="corpus file", error=ConfigError)  # a FIFO or a device: an error, not a hang
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt not in READERS:

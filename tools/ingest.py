@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -268,9 +267,10 @@ def ingest(
     elif limit is not None:
         total = limit
 
-    from tqdm import tqdm
+    from atomgraph.progress import progress as progress_reporter
 
-    bar = tqdm(total=total, unit="rec", desc=f"indexing {collection}", disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    # a bar on a terminal, else a line with rate and ETA every 30 s (a log is never silent)
+    bar = progress_reporter(total, f"index wikipedia {collection}", "records", enabled=progress)
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chroma-writer")
     pending: Future | None = None
 

@@ -69,6 +69,16 @@ class SourceSet:
     def get(self, name: str) -> KnowledgeSource | None:
         return self.available.get(name)
 
+    def require(self, names: Iterable[str] | None = None) -> "SourceSet":
+        """This set, when every source asked for (``names``, default: all of them) can be used;
+        else a :class:`SourceUnavailable` naming each one that cannot, and why. A source the
+        user named is required: it is never quietly dropped."""
+        wanted = list(names) if names is not None else list(self.unavailable)
+        missing = {n: self.unavailable[n] for n in wanted if n in self.unavailable}
+        if missing:
+            raise SourceUnavailable(unavailable_message(missing))
+        return self
+
     @classmethod
     def of(cls, sources: Iterable[Any], settings: Settings | None = None) -> "SourceSet":
         """The given sources: knowledge sources, LangChain retrievers or vector stores,
@@ -94,6 +104,13 @@ class SourceSet:
             else:
                 out.available[s.name] = s
         return out
+
+
+def unavailable_message(missing: Mapping[str, str]) -> str:
+    """One line naming the requested sources that cannot be used, and why."""
+    listed = "; ".join(f"{name}: {why}" for name, why in missing.items())
+    noun = "source" if len(missing) == 1 else "sources"
+    return f"requested knowledge {noun} unavailable — {listed}"
 
 
 def build_sources(settings: Settings, names: Iterable[str] | None = None) -> SourceSet:

@@ -60,10 +60,14 @@ def add_model_source_args(parser) -> None:
                         help="ask the model again instead of replaying cached replies (new replies replace old ones)")
 
 
-def model_and_sources(args, require_model: bool = True, base: Settings | None = None) -> tuple[Settings, object, object]:
+def model_and_sources(args, require_model: bool = True, base: Settings | None = None,
+                      require_sources: bool = True) -> tuple[Settings, object, object]:
     """(settings, model(s), sources) from the shared options; ``None`` model/sources mean
     "from settings". With ``require_model``, a missing model fails here, naming the setting.
-    ``base``: settings to start from (a recipe's) instead of the environment's."""
+    ``base``: settings to start from (a recipe's) instead of the environment's. Sources named
+    with ``--sources`` are asked for, so required: with ``require_sources`` they are opened
+    here, and one that cannot be used (a misspelt collection, a dead server) is an error before
+    any model call."""
     from atomgraph.evaluation.runner import import_object, model_from_spec
     from atomgraph.models import resolve_models
 
@@ -83,4 +87,12 @@ def model_and_sources(args, require_model: bool = True, base: Settings | None = 
     if args.sources_factory:
         fn = import_object(args.sources_factory)
         sources = fn(settings) if callable(fn) else fn
+        if require_sources:
+            from atomgraph.tools.registry import as_source_set
+
+            sources = as_source_set(sources, settings).require()
+    elif args.sources and require_sources:
+        from atomgraph.tools.registry import build_sources
+
+        sources = build_sources(settings, overrides["sources"]).require()
     return settings, model, sources

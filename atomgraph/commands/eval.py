@@ -2,6 +2,7 @@
 
     atomgraph eval score PREDICTIONS.jsonl [--dataset NAME] [--json]
     atomgraph eval run --method rag --dataset hotpotqa-dev-100 [--limit N] [--concurrency C] --out DIR
+    atomgraph eval run ... --server http://127.0.0.1:2024   (each question a run on a LangGraph Server)
     atomgraph eval report DIR... [--out FILE] [--plots DIR] [--usage-plots]
     atomgraph eval methods [--json]
 
@@ -16,6 +17,7 @@ and tests. Sources likewise: ``--sources wikipedia,google`` or ``--sources-facto
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -47,6 +49,9 @@ def register(sub) -> None:
                    help="a paper setting (models, embeddings, parameters, dataset) from evaluation/recipes; "
                         "'--recipe --list' lists them with the paper's numbers")
     r.add_argument("--list", action="store_true", help="with --recipe: list the recipes")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE", default=None,
+                   help="set one setting explicitly (repeatable; atomr.prompt_pack=musique, temperature=0.2): the only "
+                        "way the environment's or atomgraph.toml's values reach a recipe run; listed in run.json")
     r.add_argument("--limit", type=int, help="first N examples only")
     r.add_argument("--concurrency", type=_concurrency, default=4,
                    help=f"examples in flight at once, 1 to {MAX_CONCURRENCY} (default 4)")
@@ -55,7 +60,8 @@ def register(sub) -> None:
     add_deadline_arg(r)
     r.add_argument("--retry-errors", action="store_true",
                    help="run again every example whose record holds an error (by default only those that "
-                        "failed for the provider or a time bound: failed calls, circuit breaker, deadline)")
+                        "failed for the provider, a knowledge source or a time bound: failed calls, source failures, circuit "
+                        "breaker, deadline); without it a rerun that leaves other errored examples exits 1")
     r.add_argument("--force-new", action="store_true",
                    help="move an earlier run in --out aside (into --out/previous-TIME/) and start afresh, "
                         "instead of refusing a run with another model or other parameters")
@@ -63,6 +69,10 @@ def register(sub) -> None:
     r.add_argument("--checkpoint", metavar="PATH",
                    help="SQLite file saving every step of every question (a thread each); a killed run resumes "
                         "its unfinished questions from their last completed step")
+    r.add_argument("--server", metavar="URL",
+                   help="run each question on a LangGraph Server deployment (langgraph dev / langgraph up) at URL, "
+                        "through langgraph_sdk; records, resume and summary stay here (see docs: Scaling out)")
+    r.add_argument("--server-api-key", metavar="KEY", help="the deployment's API key (default $LANGGRAPH_API_KEY)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
 
@@ -133,7 +143,10 @@ def _apply_recipe(args):
     from atomgraph.errors import ConfigError
     from atomgraph.evaluation.recipe import load_recipe, recipe_settings, resolve_dataset
 
+    from atomgraph.evaluation.recipe import not_applied, parse_sets
+
     recipe = load_recipe(args.recipe)
+    sets = parse_sets(getattr(args, "set", None))
     for opt in ("method", "dataset"):
         given = getattr(args, opt)
         if given and given != getattr(recipe, opt):
@@ -145,7 +158,16 @@ def _apply_recipe(args):
     print(f"recipe {recipe.name}: {recipe.title} — paper: {values}", file=sys.stderr)
     for need in recipe.needs:
         print(f"  needs: {need}", file=sys.stderr)
-    return recipe, recipe_settings(recipe)
+    settings = recipe_settings(recipe, sets=sets)
+    for k, v in sets.items():
+        print(f"  --set {k}={v!r}", file=sys.stderr)
+    ignored = not_applied(sets)
+    if ignored:
+        print("  not applied (the environment or atomgraph.toml; a recipe is sealed, use --set KEY=VALUE): "
+              + ", ".join(f"{k}={v!r}" for k, v in ignored.items()), file=sys.stderr)
+    args.run_info = {"recipe": recipe.name, "set": {k: v for k, v in sets.items()},
+                     "not_applied": {k: ("***" if "key" in k else v) for k, v in ignored.items()}}
+    return recipe, settings
 
 
 def cmd_run(args) -> int:
@@ -162,15 +184,40 @@ def cmd_run(args) -> int:
     missing = [f"--{o}" for o in ("method", "dataset", "out") if not getattr(args, o)]
     if missing:
         raise ConfigError(f"eval run needs {', '.join(missing)} (or --recipe NAME)")
+    if recipe is None and getattr(args, "set", None):
+        from atomgraph.evaluation.recipe import apply_sets, parse_sets
+        from atomgraph.settings import get_settings
+
+        sets = parse_sets(args.set)
+        recipe_base = apply_sets(get_settings(), sets)
+        args.run_info = {"set": sets}
+        for k, v in sets.items():
+            print(f"  --set {k}={v!r}", file=sys.stderr)
     settings, model, sources = model_and_sources(args, require_model=False,
-                                                 base=recipe_base if recipe is not None else None)
+                                                 base=recipe_base if recipe is not None or getattr(args, "set", None)
+                                                 else None,
+                                                 require_sources=not args.server)  # a server opens its own
+    from atomgraph.evaluation.datasets import apply_dataset_setting, describe_applied
+
+    _, _, applied = apply_dataset_setting(args.method, args.dataset, settings, sources_given=sources is not None)
+    print(f"{args.method} on {args.dataset}: {describe_applied(applied)}", file=sys.stderr)
+    server = {}
+    if args.server:
+        server = {"server": args.server, "server_context": server_context(args, settings),
+                  "server_api_key": args.server_api_key or os.environ.get("LANGGRAPH_API_KEY")}
     result = run_eval(
         args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
         progress=not args.no_progress, dataset_name=args.dataset, retry_errors=args.retry_errors,
         force_new=args.force_new, checkpoint=args.checkpoint, encoding=args.encoding,
+        recipe=recipe.name if recipe is not None else None,
+        run_info=getattr(args, "run_info", None), **server,
     )
     retried = f" ({result.retried} errored examples run again)" if result.retried else ""
+    o = result.outcome or {}
+    if o.get("answered") and o.get("answered_by_fallback") == o.get("answered"):
+        print(f"WARNING: {args.method} on {args.dataset}: every answer of this run ({o['answered']} of "
+              f"{o['examples']}) came from a fallback, none from the method itself: {describe_outcome(o)}")
     print(f"{args.method} on {args.dataset}: {result.finished} run now{retried}, {result.skipped} already done, "
           f"{result.errors} with errors; F1 {result.f1:.2f}, cost ${result.cost_usd:.4f} "
           f"-> {Path(args.out) / 'predictions.jsonl'}")
@@ -183,7 +230,30 @@ def cmd_run(args) -> int:
         print(f"atomgraph: error: every one of the {result.finished} examples run failed "
               f"({', '.join(result.outcome['errors'])})", file=sys.stderr)
         return 1
+    if result.kept_errors:  # the job is not done: say so, and how to finish it
+        print(f"atomgraph: error: {result.kept_errors} example(s) in {args.out} still hold an error from an earlier "
+              "run and were not run again (not a provider, source or time failure); add --retry-errors to run "
+              "them again", file=sys.stderr)
+        return 1
     return 0
+
+
+def server_context(args, settings) -> dict:
+    """What every server run is sent as its context: the method's parameters (the settings' or
+    recipe's section, so the server runs what the run's fingerprint says), and the model and
+    sources when named on the command line."""
+    from atomgraph.errors import ConfigError
+
+    if args.model_factory or args.sources_factory or (args.model or "").startswith("scripted:"):
+        raise ConfigError("--server runs the server's graphs: name the model and sources (--model NAME, "
+                          "--sources a,b); a factory or a scripted model cannot be sent to it")
+    params = settings.model_dump(mode="json").get(args.method)
+    context = dict(params) if isinstance(params, dict) else {}
+    if args.model:
+        context["model"] = args.model
+    if args.sources:
+        context["sources"] = [s.strip() for s in args.sources.split(",") if s.strip()]
+    return context
 
 
 def cmd_report(args) -> int:

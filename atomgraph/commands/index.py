@@ -65,7 +65,7 @@ def _run_wikipedia(args) -> int:
             max_tokens=args.max_tokens,
             limit=args.limit,
             encoding=args.encoding,
-            progress=not args.no_progress and sys.stderr.isatty(),
+            progress=not args.no_progress,  # a bar on a terminal, periodic lines in a log
         )
     except KeyboardInterrupt as exc:
         stats = getattr(exc, "stats", None)

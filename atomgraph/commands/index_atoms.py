@@ -29,6 +29,8 @@ def register(isub) -> None:
     a.add_argument("--encoding", default=None, help="text encoding of the corpus files (default utf-8; read strictly)")
     a.add_argument("--split-chunks", action="store_true", default=None,
                    help="split passages longer than --max-tokens (default: atomize whole paragraphs, as the authors do)")
+    a.add_argument("--atom-question-filter", action="store_true", default=None,
+                   help="keep only atomizer lines that are atomic questions (ours; the authors keep every line)")
     a.add_argument("--max-tokens", type=int, default=None, help="with --split-chunks: the chunk size in tokens (default 256)")
     a.add_argument("--limit", type=int, default=None, help="read at most N records (or chunks)")
     a.add_argument("--concurrency", type=int, default=None, help="chunks atomized at once (default 8)")
@@ -61,7 +63,7 @@ def run(args) -> int:
         raise ConfigError("give corpus file(s) or --from-collection NAME")
     if args.inputs and args.from_collection:
         raise ConfigError("give corpus file(s) or --from-collection, not both")
-    settings, model, _ = model_and_sources(args)
+    settings, model, _ = model_and_sources(args, require_sources=False)
     if args.persist:
         settings = settings.model_copy(update={"chroma_path": args.persist, "chroma_host": None})
     if not settings.chroma_host:  # the store's folder: a file, or unwritable, is one clear line (nothing created)
@@ -69,11 +71,12 @@ def run(args) -> int:
 
         check_out_dir(settings.chroma_path, what="Chroma folder", create=False)
     context = {k: v for k, v in {
-        "format": args.format, "encoding": args.encoding, "split_chunks": args.split_chunks, "max_tokens": args.max_tokens, "limit": args.limit,
+        "format": args.format, "encoding": args.encoding, "split_chunks": args.split_chunks,
+        "atom_question_filter": args.atom_question_filter, "max_tokens": args.max_tokens, "limit": args.limit,
         "atomizer_concurrency": args.concurrency, "atomizer_temperature": args.temperature,
         "write_batch": args.write_batch}.items() if v is not None}
     graph = build_kar3_index_graph(model=model, settings=settings,
-                                   progress=not args.no_progress and sys.stderr.isatty())
+                                   progress=not args.no_progress)  # a bar on a terminal, periodic lines in a log
     inp = {"inputs": list(args.inputs), **({"from_collection": args.from_collection} if args.from_collection else {}),
            **({"collection": args.collection} if args.collection else {})}
     out = asyncio.run(graph.ainvoke(inp, context=context))

@@ -13,8 +13,9 @@ replayable keywords. ARM parameters come from :class:`atomgraph.state.arm.ArmCon
 With a chat model (``--model``, ``--model-factory`` or the settings' decoder model), ``--method
 arm`` runs the ``arm`` graph up to its vote: LLM decomposition and constrained alignment
 (replayed ``keywords`` still skip the model), drafts, verification and the weighted vote.
-Without one, or with ``--no-llm``, it is the LLM-free pipeline (keywords replayed, else the
-question's own corpus n-grams).
+Without one, or with ``--no-llm``, it is the same graph without a model (``llm=False``: keywords
+replayed, else the question's own corpus n-grams; no verification), and the command says so on
+its first line (stderr) and in ``--json`` (``"llm": false``, ``"llm_free_because"``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _run(args) -> int:
     from pydantic import ValidationError
 
     from atomgraph.evaluation.retrieval import evaluate, format_summary
-    from atomgraph.nodes.arm.retrieval import retrieve
+    from atomgraph.graphs.arm import retrieve
     from atomgraph.state.arm_graph import ArmGraphContext as ArmContext
     from atomgraph.tools.arm_index import ArmIndex
     from atomgraph.tools.objects import load_objects, load_questions
@@ -91,14 +92,29 @@ def _run(args) -> int:
 
         UnitCache.of(index, ctx.column_headers).prime_all()  # sentence/cell/column embeddings, once per collection (cached)
     llm = _llm_retriever(args, index, ctx) if args.method == "arm" and not args.no_llm else None
-    fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
-    run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out)
+    no_model = None
+    if args.method == "arm" and llm is None:  # the same graph, without a model: said, never silent
+        from dataclasses import replace
+
+        from atomgraph.graphs.arm import arm_retriever
+
+        no_model = "--no-llm" if args.no_llm else "no model configured (--model, --model-factory or a decoder model)"
+        print(f"ARM without a model ({no_model}): the LLM-free pipeline — keywords replayed, else the question's "
+              "own corpus n-grams; drafts aggregated by their votes, no verification", file=sys.stderr)
+        ctx = replace(ctx, llm=False)
+        fn = arm_retriever(index, ctx)
+    else:
+        fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
+    run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out,
+                   progress=not getattr(args, "no_progress", False))
     if args.json:
         payload = {"method": args.method, "k": args.k, "objects": len(objects), "questions": len(questions),
                    "groups": run.summary, "errors": sum(1 for r in run.records if "error" in r)}
         if args.method == "arm":
             payload["context"] = ctx.to_json()
             payload["llm"] = llm is not None
+            if no_model:
+                payload["llm_free_because"] = no_model
         if args.out:
             payload["out"] = str(args.out)
         print(json.dumps(payload, indent=2))
@@ -113,7 +129,7 @@ def _llm_retriever(args, index, ctx):
     """The ``arm`` graph as a retriever when a chat model is given or configured, else None."""
     from atomgraph.commands.common import model_and_sources
 
-    settings, model, _ = model_and_sources(args, require_model=False)
+    settings, model, _ = model_and_sources(args, require_model=False, require_sources=False)
     if model is None and not settings.model_for("decoder"):
         return None
     from atomgraph.graphs.arm import arm_llm_retriever
@@ -147,6 +163,8 @@ def register(sub) -> None:
     p.add_argument("--model", help="chat model for ARM's LLM stages (default: settings), or scripted:RULES.json")
     p.add_argument("--model-factory", help="module:function returning the model(s) (default: $ATOMGRAPH_MODEL_FACTORY)")
     p.add_argument("--no-llm", action="store_true", help="ARM without a model, even where one is configured")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress (default: a bar on a terminal, a line with rate and ETA every 30 s in a log)")
     p.set_defaults(func=_run, sources=None, sources_factory=None)
 
 

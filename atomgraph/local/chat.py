@@ -10,6 +10,8 @@
 >>> msg = model.invoke(msgs, ngram_trie=trie, beam_width=4, n_best=3)
 >>> msg.content, msg.response_metadata["beams"]               # "(a, b)", every list with its scores
 >>> model.with_structured_output(PlanSchema, include_raw=True).invoke(msgs)   # always parses
+>>> for chunk in model.stream(msgs): print(chunk.content, end="")  # token by token (astream too)
+>>> model.bind_tools([search, lookup], tool_choice="any").invoke(msgs).tool_calls
 
 **Per-call keyword arguments** (what :mod:`atomgraph.prompts.constraints` binds):
 
@@ -26,6 +28,32 @@
 | ``logprobs: bool`` | token log-probabilities in ``response_metadata["logprobs"]`` (OpenAI's shape) |
 | ``seed: int`` | sampling seed (temperature > 0) |
 
+| ``tools``, ``tool_choice`` | tool calling (what :meth:`ChatLocalLlama.bind_tools` binds; OpenAI-format tools also work as ``invoke(msgs, tools=[...])``) |
+
+**Streaming.** ``stream``/``astream`` (and ``astream_events``, LangGraph's ``messages`` stream
+mode) yield the reply token by token as the decoder produces it: the same tokens as
+``invoke``; a suffix that could begin a stop string is held back until it cannot; the last
+chunk carries ``usage_metadata`` and ``response_metadata`` (``chunk_position="last"``). A
+constrained beam (``ngram_trie``) or a grounded answer is one chunk. Leaving a stream early stops the decoder at
+its next token.
+
+**Tool calling.** ``bind_tools(tools, tool_choice=...)`` lists the tools (name, description,
+JSON schema of the arguments) in a system turn and decodes under a grammar of the tools'
+calls, ``{"name": <a tool>, "arguments": <its arguments' schema>}``: with ``tool_choice``
+``"any"``/``"required"``/a tool's name the reply *is* one call (of that tool); with ``"auto"``
+(the default) the grammar lets the model either call a tool (a reply opening with ``{``) or
+answer in text; ``"none"`` leaves the tools out. A call becomes ``AIMessage.tool_calls``
+(one call per reply: the engine decodes one sequence); a call cut by the output cap is an
+``invalid_tool_calls`` entry saying so. Earlier tool calls and ``ToolMessage`` results in the
+history are shown to the model as the JSON calls and ``Tool result (name): …`` turns.
+
+**Structured output.** ``with_structured_output(schema, method=..., include_raw=..., strict=...)``:
+``"json_schema"`` (default) and ``"json_mode"`` decode under the schema's grammar (JSON mode
+with a schema is held to it as well: the grammar engine makes that free); ``"function_calling"``
+binds the schema as the one tool to call and parses the call's arguments. ``strict`` is
+accepted for any value: a grammar admits only documents of the schema, so output is always
+strict.
+
 A grammar the engine rejects raises :class:`~atomgraph.local.engine.GrammarError` before any
 token is generated. Every reply carries ``usage_metadata`` (input/output tokens) and
 ``response_metadata`` (``model_name``, ``finish_reason``: ``"stop"`` or ``"length"``).
@@ -39,19 +67,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Callable, ClassVar, Literal, Sequence
+import queue
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, ClassVar, Iterator, Literal, Sequence
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import (AIMessage, AIMessageChunk, BaseMessage, SystemMessage, ToolMessage)
+from langchain_core.messages.tool import invalid_tool_call, tool_call, tool_call_chunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableMap, RunnablePassthrough
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from atomgraph.local.engine import DEFAULT_N_CTX, GrammarError, LocalEngine, load_engine
+from atomgraph.local.engine import DEFAULT_N_CTX, Generation, GrammarError, LocalEngine, load_engine
 
 # Keyword arguments LangChain itself passes along to _generate; not ours to act on.
-_IGNORED_KWARGS = {"ls_structured_output_format", "tools", "tool_choice", "response_format"}
+_IGNORED_KWARGS = {"ls_structured_output_format", "response_format"}
+_TOOL_CHOICES = ("auto", "none", "any", "required")
 
 
 def choices_grammar(options: Sequence[str]) -> str:
@@ -62,19 +96,123 @@ def choices_grammar(options: Sequence[str]) -> str:
     return "root ::= " + " | ".join(json.dumps(o, ensure_ascii=False) for o in opts)
 
 
+def _is_pydantic_v1(schema: Any) -> bool:
+    try:
+        from pydantic.v1 import BaseModel as BaseModelV1
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(schema, type) and issubclass(schema, BaseModelV1)
+
+
 def schema_of(schema: Any) -> dict:
-    """A JSON schema from a pydantic model class, a TypedDict / function, or a dict."""
+    """A JSON schema from a pydantic model class (v2 or v1), a TypedDict / function / tool, or a dict."""
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return schema.model_json_schema()
     if isinstance(schema, dict):
         if "parameters" in schema and "name" in schema:  # an OpenAI function / tool schema
             return schema["parameters"]
+        if schema.get("type") == "function" and isinstance(schema.get("function"), dict):
+            return schema["function"].get("parameters", {"type": "object", "properties": {}})
         if schema.get("type") == "json_schema" and "json_schema" in schema:
             return schema["json_schema"].get("schema", {})
         return schema
     from langchain_core.utils.function_calling import convert_to_json_schema
 
     return convert_to_json_schema(schema)
+
+
+def openai_tools(tools: Sequence[Any]) -> list[dict]:
+    """Tools (LangChain tools, functions, pydantic classes, OpenAI dicts) in OpenAI's tool format."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    out = []
+    for t in tools:
+        if isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict):
+            out.append(t)
+        else:
+            out.append(convert_to_openai_tool(t))
+    by_name: dict[str, dict] = {}
+    for t in out:  # the same tool twice (a class and its schema) is one tool
+        name = t["function"]["name"]
+        seen = by_name.setdefault(name, t)
+        if seen is not t and _bare(seen["function"].get("parameters")) != _bare(t["function"].get("parameters")):
+            raise ValueError(f"two different tools are named {name!r}")
+    return list(by_name.values())
+
+
+def _bare(schema: Any) -> Any:
+    """A schema without its titles and descriptions (to tell two spellings of one tool apart from two tools)."""
+    if isinstance(schema, dict):
+        return {k: _bare(v) for k, v in schema.items() if k not in ("title", "description")}
+    if isinstance(schema, list):
+        return [_bare(v) for v in schema]
+    return schema
+
+
+def tool_call_schema(tools: Sequence[dict]) -> dict:
+    """The JSON schema of one call of any of ``tools`` (OpenAI format):
+    ``{"name": <tool name>, "arguments": <its parameters>}``."""
+    alts = []
+    for t in tools:
+        fn = t["function"]
+        params = dict(fn.get("parameters") or {"type": "object", "properties": {}})
+        params.setdefault("type", "object")
+        params.setdefault("properties", {})
+        params.setdefault("additionalProperties", False)
+        alts.append({"type": "object", "properties": {"name": {"const": fn["name"]}, "arguments": params},
+                     "required": ["name", "arguments"], "additionalProperties": False})
+    if not alts:
+        raise ValueError("tool calling needs at least one tool")
+    return alts[0] if len(alts) == 1 else {"anyOf": alts}
+
+
+def _tools_system_text(tools: Sequence[dict], choice: str | None) -> str:
+    lines = ["You can call these tools. To call one, reply with only a JSON object "
+             '{"name": <tool name>, "arguments": {<argument>: <value>, ...}}.']
+    if choice == "required":
+        lines.append("You must call one of them.")
+    elif choice and choice not in _TOOL_CHOICES:
+        lines.append(f"You must call the tool {choice}.")
+    else:
+        lines.append("If no tool is needed, answer in plain text.")
+    lines.append("Tools:")
+    for t in tools:
+        fn = t["function"]
+        params = json.dumps(fn.get("parameters") or {}, ensure_ascii=False)
+        lines.append(f"- {fn['name']}: {fn.get('description') or ''} Arguments (JSON schema): {params}")
+    return "\n".join(lines)
+
+
+def _tool_choice_name(tool_choice: Any, names: Sequence[str]) -> str:
+    """Normalise ``tool_choice`` to ``"auto"``, ``"none"``, ``"required"`` or a tool name."""
+    if tool_choice is None or tool_choice == "auto":
+        return "auto"
+    if tool_choice is True or tool_choice in ("any", "required"):
+        return "required"
+    if tool_choice is False or tool_choice == "none":
+        return "none"
+    if isinstance(tool_choice, dict):  # {"type": "function", "function": {"name": ...}}
+        tool_choice = (tool_choice.get("function") or {}).get("name") or tool_choice.get("name")
+    if isinstance(tool_choice, str) and tool_choice in names:
+        return tool_choice
+    raise ValueError(f"tool_choice {tool_choice!r} is not 'auto', 'none', 'any', 'required' or one of the "
+                     f"bound tools {list(names)}")
+
+
+@dataclass
+class _Call:
+    """One prepared generation: the prompt and the engine's arguments, and how to read the reply."""
+
+    prompt: list[int]
+    gen: dict[str, Any] = field(default_factory=dict)  # engine.generate keyword arguments
+    want_logprobs: bool = False
+    tools: list[dict] | None = None  # the tools offered (OpenAI format), if any
+    forced: bool = False  # the reply must be a tool call
+    trie: Any = None
+    beam: dict = field(default_factory=dict)
+    stops: list[str] = field(default_factory=list)
+    style: str = "chat"  # the prompt format used (engine.prompt_style)
+    grounded: str | None = None  # the knowledge block of a grounded answer (atomgraph.local.grounded)
 
 
 class ChatLocalLlama(BaseChatModel):
@@ -116,6 +254,16 @@ class ChatLocalLlama(BaseChatModel):
     def model_name(self) -> str:
         return self.model
 
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+        params: dict[str, Any] = {"ls_provider": "llamacpp", "ls_model_name": kwargs.get("model") or self.model,
+                                  "ls_model_type": "chat",
+                                  "ls_temperature": kwargs.get("temperature", self.temperature),
+                                  "ls_max_tokens": kwargs.get("max_tokens") or self.max_tokens}
+        ls_stop = stop or kwargs.get("stop") or self.stop
+        if ls_stop:
+            params["ls_stop"] = list(ls_stop)
+        return params
+
     @property
     def engine(self) -> LocalEngine:
         """The process-wide engine of ``model_path`` (loaded on first use)."""
@@ -123,13 +271,13 @@ class ChatLocalLlama(BaseChatModel):
             self._engine = load_engine(self.model_path, n_ctx=self.n_ctx)
         return self._engine
 
-    # --- generation -----------------------------------------------------------------------
+    # --- one call: prepare, decode, read --------------------------------------------------
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    def _prepare(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> _Call:
         engine = self.engine
         for k in _IGNORED_KWARGS:
             kwargs.pop(k, None)
+        kwargs.pop("parallel_tool_calls", None)  # one call per reply either way (see the module docstring)
         max_tokens = int(kwargs.pop("max_tokens", None) or self.max_tokens)
         temperature = float(kwargs.pop("temperature", self.temperature))
         want_logprobs = bool(kwargs.pop("logprobs", False))
@@ -138,104 +286,323 @@ class ChatLocalLlama(BaseChatModel):
         grammar_src, json_schema = kwargs.pop("grammar", None), kwargs.pop("json_schema", None)
         choices, trie = kwargs.pop("choices", None), kwargs.pop("ngram_trie", None)
         close_reserve = kwargs.pop("close_reserve", None)
+        tools, tool_choice = kwargs.pop("tools", None), kwargs.pop("tool_choice", None)
         beam = {k: kwargs.pop(k) for k in ("beam_width", "n_best", "max_items", "trie_open", "trie_close",
                                            "trie_sep") if k in kwargs}
         if kwargs:
             raise TypeError(f"ChatLocalLlama got unknown keyword argument(s): {sorted(kwargs)}")
         if sum(x is not None for x in (grammar_src, json_schema, choices, trie)) > 1:
             raise ValueError("pass at most one of grammar, json_schema, choices, ngram_trie")
-
+        offered: list[dict] | None = None
+        choice = "none"
+        if tools:
+            offered = openai_tools(tools)
+            choice = _tool_choice_name(tool_choice, [t["function"]["name"] for t in offered])
+            if choice != "none" and any(x is not None for x in (grammar_src, json_schema, choices, trie)):
+                raise ValueError("tools cannot be combined with grammar, json_schema, choices or ngram_trie")
+            if choice not in ("auto", "none", "required"):
+                offered = [t for t in offered if t["function"]["name"] == choice]
+        turns = _turns(messages)
+        if offered and choice != "none":
+            turns = _with_system(turns, _tools_system_text(offered, choice))
         style = engine.prompt_style(self.prompt_format)
-        prompt = engine.prompt(_turns(messages), style)
+        call = _Call(prompt=engine.prompt(turns, style), want_logprobs=want_logprobs, trie=trie, beam=beam,
+                     stops=stops, style=style)
         if trie is not None:
-            return self._beam(engine, prompt, trie, beam, max_tokens)
-        if self.grounded_answers and grammar_src is None and json_schema is None and choices is None and messages:
+            call.gen = {"max_tokens": max_tokens}
+            return call
+        if (self.grounded_answers and not (offered and choice != "none") and grammar_src is None
+                and json_schema is None and choices is None and messages):
             from atomgraph.local.grounded import knowledge_block
 
-            block = knowledge_block(str(messages[-1].text))
-            if block is not None:
-                return self._grounded(engine, prompt, block, stops, max_tokens, style)
+            call.grounded = knowledge_block(str(messages[-1].text))
+            if call.grounded is not None:
+                call.gen = {"max_tokens": max_tokens}
+                return call
 
-        grammar = None
-        if json_schema is not None:
+        grammar, close_json = None, None
+        if offered and choice != "none":
+            schema = tool_call_schema(offered)
+            call.tools = offered
+            call_gbnf = _json_gbnf(schema)
+            if choice == "auto":
+                # the model opens with "{" (a call under the tools' grammar) or answers in text
+                grammar = engine.grammar(_rename_root(call_gbnf, "call")
+                                         + '\nroot ::= call | text\ntext ::= [^{ \\t\\n] [^\\x00]*\n')
+            else:
+                call.forced = True
+                grammar, close_json = engine.grammar(call_gbnf), schema
+                max_tokens = max(max_tokens, _frame_tokens(engine, schema))
+        elif json_schema is not None:
             json_schema = schema_of(json_schema)
-        if grammar_src is not None:
+        if grammar is not None:
+            pass
+        elif grammar_src is not None:
             grammar = engine.grammar(grammar_src)
         elif json_schema is not None:
-            grammar = engine.json_schema_grammar(json_schema)
+            grammar, close_json = engine.json_schema_grammar(json_schema), json_schema
         elif choices is not None:
             grammar = engine.grammar(choices_grammar(choices))
             longest = max(len(engine.tokenize(c)) for c in choices if isinstance(c, str) and c)
             max_tokens = max(max_tokens, longest + 1)  # a cap must not cut an option in half
-        out = engine.generate(prompt, max_tokens=max_tokens, temperature=temperature, stop=stops,
-                              grammar=grammar, logprobs=want_logprobs, close_json=json_schema,
-                              close_reserve=close_reserve if grammar_src is not None else None,
-                              seed=seed if seed is not None else (self.seed if temperature > 0 else None))
+        call.gen = {"max_tokens": max_tokens, "temperature": temperature, "stop": stops, "grammar": grammar,
+                    "logprobs": want_logprobs, "close_json": close_json,
+                    "close_reserve": close_reserve if grammar_src is not None else None,
+                    "seed": seed if seed is not None else (self.seed if temperature > 0 else None)}
+        return call
+
+    def _meta(self, out: Generation, call: _Call) -> dict[str, Any]:
         meta: dict[str, Any] = {"model_name": self.model, "finish_reason": out.finish_reason,
-                                "seconds": round(out.seconds, 4), "prompt_format": style}
-        if want_logprobs:
+                                "seconds": round(out.seconds, 4), "prompt_format": call.style}
+        if call.want_logprobs:
             meta["logprobs"] = {"content": [{"token": x["token"], "logprob": x["logprob"], "bytes": x["bytes"]}
                                             for x in out.logprobs or []]}
-        msg = AIMessage(content=out.text, response_metadata=meta,
-                        usage_metadata={"input_tokens": out.n_prompt, "output_tokens": len(out.tokens),
-                                        "total_tokens": out.n_prompt + len(out.tokens)})
-        return ChatResult(generations=[ChatGeneration(message=msg)])
+        return meta
 
-    def _beam(self, engine: LocalEngine, prompt: list[int], trie, beam: dict, max_tokens: int) -> ChatResult:
+    @staticmethod
+    def _usage(n_prompt: int, n_out: int) -> dict[str, int]:
+        return {"input_tokens": n_prompt, "output_tokens": n_out, "total_tokens": n_prompt + n_out}
+
+    def _read_call(self, text: str, finish: str) -> tuple[list[dict], list[dict]]:
+        """``(tool_calls, invalid_tool_calls)`` of a reply that opens with ``{`` under the tools' grammar."""
+        cid = f"call_{uuid.uuid4().hex[:24]}"
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            why = "cut by the output cap (max_tokens)" if finish == "length" else "not a complete JSON call"
+            return [], [invalid_tool_call(name=None, args=text, id=cid, error=f"tool call {why}")]
+        return [tool_call(name=doc["name"], args=doc.get("arguments") or {}, id=cid)], []
+
+    def _is_call(self, call: _Call, text: str) -> bool:
+        return call.tools is not None and (call.forced or text.lstrip().startswith("{"))
+
+    def _message(self, call: _Call, out: Generation) -> AIMessage:
+        meta = self._meta(out, call)
+        usage = self._usage(out.n_prompt, len(out.tokens))
+        if self._is_call(call, out.text):
+            calls, invalid = self._read_call(out.text, out.finish_reason)
+            if calls:
+                meta["finish_reason"] = "tool_calls"
+            return AIMessage(content="", tool_calls=calls, invalid_tool_calls=invalid, response_metadata=meta,
+                             usage_metadata=usage)
+        return AIMessage(content=out.text, response_metadata=meta, usage_metadata=usage)
+
+    # --- generation -----------------------------------------------------------------------
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        call = self._prepare(messages, stop, kwargs)
+        if call.trie is not None:
+            return ChatResult(generations=[ChatGeneration(message=self._beam(call))])
+        if call.grounded is not None:
+            return ChatResult(generations=[ChatGeneration(message=self._grounded(call))])
+        out = self.engine.generate(call.prompt, **call.gen)
+        return ChatResult(generations=[ChatGeneration(message=self._message(call, out))])
+
+    def _beam(self, call: _Call) -> AIMessage:
         from atomgraph.local.beam import beam_decode
 
-        res = beam_decode(engine, prompt, trie, beam_width=int(beam.get("beam_width") or self.beam_width),
+        engine, beam, prompt = self.engine, call.beam, call.prompt
+        res = beam_decode(engine, prompt, call.trie, beam_width=int(beam.get("beam_width") or self.beam_width),
                           n_best=beam.get("n_best"), max_items=int(beam.get("max_items") or 8),
-                          max_tokens=max_tokens, open=beam.get("trie_open", "("), close=beam.get("trie_close", ")"),
-                          sep=beam.get("trie_sep", ", "))
+                          max_tokens=call.gen["max_tokens"], open=beam.get("trie_open", "("),
+                          close=beam.get("trie_close", ")"), sep=beam.get("trie_sep", ", "))
         best = res.best
         info = res.as_dict()
         meta = {"model_name": self.model, "finish_reason": best.finish_reason if best else res.stop_reason,
-                "beams": info["beams"], "beam_stop_reason": res.stop_reason, "beam_ended": res.ended,
+                "prompt_format": call.style, "beams": info["beams"], "beam_stop_reason": res.stop_reason, "beam_ended": res.ended,
                 "seconds": round(res.seconds, 4)}
         n_out = len(best.tokens) if best else 0
-        msg = AIMessage(content=best.text if best else "", response_metadata=meta,
-                        usage_metadata={"input_tokens": len(prompt), "output_tokens": n_out,
-                                        "total_tokens": len(prompt) + n_out})
-        return ChatResult(generations=[ChatGeneration(message=msg)])
+        return AIMessage(content=best.text if best else "", response_metadata=meta,
+                         usage_metadata=self._usage(len(prompt), n_out))
 
-    def _grounded(self, engine: LocalEngine, prompt: list[int], block: str, stops: list[str], max_tokens: int,
-                  style: str) -> ChatResult:
+    def _grounded(self, call: _Call) -> AIMessage:
         from atomgraph.local.grounded import grounded_reply
 
-        rep = grounded_reply(engine, prompt, [block], stop=stops, max_tokens=max_tokens)
+        rep = grounded_reply(self.engine, call.prompt, [call.grounded], stop=call.stops,
+                             max_tokens=call.gen["max_tokens"])
         meta = {"model_name": self.model, "finish_reason": rep.finish_reason, "seconds": round(rep.seconds, 4),
-                "prompt_format": style, "grounded": {"strings": rep.strings, "ngrams": rep.n_ngrams,
-                                                     "decoded": rep.grounded, "note": rep.note}}
-        msg = AIMessage(content=rep.text, response_metadata=meta,
-                        usage_metadata={"input_tokens": len(prompt), "output_tokens": rep.output_tokens,
-                                        "total_tokens": len(prompt) + rep.output_tokens})
-        return ChatResult(generations=[ChatGeneration(message=msg)])
+                "prompt_format": call.style, "grounded": {"strings": rep.strings, "ngrams": rep.n_ngrams,
+                                                          "decoded": rep.grounded, "note": rep.note}}
+        return AIMessage(content=rep.text, response_metadata=meta,
+                         usage_metadata=self._usage(len(call.prompt), rep.output_tokens))
 
     async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                          run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         # The decoder is CPU-bound and holds the engine's lock: run it off the event loop.
         return await asyncio.to_thread(self._generate, messages, stop, None, **kwargs)
 
-    # --- structured output ----------------------------------------------------------------
+    # --- streaming ------------------------------------------------------------------------
+
+    def _start(self, call: _Call, put: Callable[[tuple], None], cancelled: threading.Event) -> threading.Thread:
+        """Decode ``call`` in a worker thread; ``put`` receives ``("text", reply so far)`` per
+        token, then ``("done", Generation)`` or ``("error", exception)``."""
+        def on_text(text: str) -> bool:
+            put(("text", text))
+            return cancelled.is_set()
+
+        def work() -> None:
+            try:
+                if call.trie is not None:
+                    put(("message", self._beam(call)))
+                elif call.grounded is not None:
+                    put(("message", self._grounded(call)))
+                else:
+                    put(("done", self.engine.generate(call.prompt, **call.gen, on_text=on_text)))
+            except BaseException as exc:  # handed to the consumer, raised there
+                put(("error", exc))
+
+        thread = threading.Thread(target=work, name="ChatLocalLlama-stream", daemon=True)
+        thread.start()
+        return thread
+
+    def _chunks(self, call: _Call, event: tuple, state: dict) -> list[ChatGenerationChunk]:
+        """The chunks one worker event yields (``state``: what was emitted so far)."""
+        kind, value = event
+        if kind == "text":
+            if self._is_call(call, value) or (call.tools is not None and not value.strip()):
+                return []  # a tool call is read whole at the end; leading blanks wait to see which
+            safe = _safe_prefix(value, call.stops)
+            delta = safe[len(state["sent"]):]
+            if not delta:
+                return []
+            state["sent"] = safe
+            return [ChatGenerationChunk(message=AIMessageChunk(content=delta))]
+        if kind == "message":  # a beam or a grounded answer: one chunk
+            msg: AIMessage = value
+            return [ChatGenerationChunk(message=AIMessageChunk(
+                content=msg.content, response_metadata=msg.response_metadata, usage_metadata=msg.usage_metadata,
+                chunk_position="last"))]
+        out: Generation = value
+        meta = self._meta(out, call)
+        usage = self._usage(out.n_prompt, len(out.tokens))
+        if self._is_call(call, out.text):
+            calls, invalid = self._read_call(out.text, out.finish_reason)
+            if calls:
+                meta["finish_reason"] = "tool_calls"
+                c = calls[0]
+                return [ChatGenerationChunk(message=AIMessageChunk(
+                    content="", tool_call_chunks=[tool_call_chunk(name=c["name"], args=json.dumps(c["args"]),
+                                                                  id=c["id"], index=0)],
+                    response_metadata=meta, usage_metadata=usage, chunk_position="last"))]
+            return [ChatGenerationChunk(message=AIMessageChunk(
+                content="", invalid_tool_calls=invalid, response_metadata=meta, usage_metadata=usage,
+                chunk_position="last"))]
+        rest = out.text[len(state["sent"]):] if out.text.startswith(state["sent"]) else ""
+        state["sent"] = out.text
+        return [ChatGenerationChunk(message=AIMessageChunk(content=rest, response_metadata=meta,
+                                                           usage_metadata=usage, chunk_position="last"))]
+
+    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        call = self._prepare(messages, stop, kwargs)
+        events: queue.Queue = queue.Queue()
+        cancelled = threading.Event()
+        thread = self._start(call, events.put, cancelled)
+        state = {"sent": ""}
+        try:
+            while True:
+                event = events.get()
+                if event[0] == "error":
+                    raise event[1]
+                for chunk in self._chunks(call, event, state):
+                    if run_manager and chunk.message.content:
+                        run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+                    yield chunk
+                if event[0] in ("done", "message"):
+                    return
+        finally:
+            cancelled.set()  # a consumer that left early stops the decoder at its next token
+            thread.join()
+
+    async def _astream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                       run_manager: AsyncCallbackManagerForLLMRun | None = None,
+                       **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        call = await asyncio.to_thread(self._prepare, messages, stop, kwargs)  # may load the model
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue = asyncio.Queue()
+        cancelled = threading.Event()
+        thread = self._start(call, lambda e: loop.call_soon_threadsafe(events.put_nowait, e), cancelled)
+        state = {"sent": ""}
+        try:
+            while True:
+                event = await events.get()
+                if event[0] == "error":
+                    raise event[1]
+                for chunk in self._chunks(call, event, state):
+                    if run_manager and chunk.message.content:
+                        await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+                    yield chunk
+                if event[0] in ("done", "message"):
+                    return
+        finally:
+            cancelled.set()
+            await asyncio.to_thread(thread.join)
+
+    # --- tools and structured output ------------------------------------------------------
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: str | dict | bool | None = None,
+                   strict: bool | None = None, parallel_tool_calls: bool | None = None,
+                   **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        """The model with ``tools`` offered (see the module docstring): ``tool_choice`` is
+        ``"auto"`` (default), ``"none"``, ``"any"``/``"required"``/``True``, or a tool's name.
+        ``strict`` is accepted for any value (calls are decoded under the tools' grammar, so
+        they always match the schemas); ``parallel_tool_calls``: one call per reply."""
+        formatted = openai_tools(tools)
+        choice = _tool_choice_name(tool_choice, [t["function"]["name"] for t in formatted])
+        if choice != "none":
+            self.engine.grammar(_json_gbnf(tool_call_schema(formatted)))  # an unsupported schema fails here
+        return self.bind(tools=formatted, tool_choice=choice, **kwargs)
 
     def with_structured_output(self, schema: Any, *, include_raw: bool = False,
-                               method: Literal["json_schema"] = "json_schema",
+                               method: Literal["json_schema", "function_calling", "json_mode"] = "json_schema",
+                               strict: bool | None = None, tools: Sequence[Any] | None = None,
                                **kwargs: Any) -> Runnable[LanguageModelInput, Any]:
-        """The model generating under ``schema``'s grammar, parsed into the schema (a pydantic
-        instance for a pydantic class, else a dict). The grammar admits only documents of the
-        schema, so a reply that finished within the output cap always parses."""
+        """The model's reply parsed into ``schema`` (a pydantic instance for a pydantic class,
+        else a dict). ``method="json_schema"`` (default) or ``"json_mode"``: decoded under the
+        schema's grammar, so a reply that finished within the output cap always parses;
+        ``"function_calling"``: the schema as the one tool to call, its arguments parsed.
+        ``strict`` is accepted (always strict: see the module docstring)."""
         if kwargs:
             raise TypeError(f"unsupported with_structured_output argument(s): {sorted(kwargs)}")
-        json_schema = schema_of(schema)
-        self.engine.json_schema_grammar(json_schema)  # reject an unsupported schema now, not per call
-        llm = self.bind(json_schema=json_schema)
+        if tools:
+            raise TypeError("with_structured_output(tools=...) is not supported: bind_tools the tools instead")
+        if method not in ("json_schema", "function_calling", "json_mode"):
+            raise ValueError(f"method must be 'json_schema', 'function_calling' or 'json_mode', not {method!r}")
+        if schema is None:
+            raise ValueError("with_structured_output needs a schema (the local model has no schema-less JSON mode)")
+        from langchain_core.utils.function_calling import convert_to_json_schema
+
+        if method != "function_calling":
+            json_schema = schema_of(schema)
+            self.engine.json_schema_grammar(json_schema)  # reject an unsupported schema now, not per call
+        try:  # the schema as LangChain's tracing shows it (what `ls_structured_output_format` carries)
+            shown = convert_to_json_schema(schema)
+        except ValueError:  # a bare JSON schema without a title
+            shown = schema_of(schema)
+        ls_format = {"kwargs": {"method": method, "strict": strict}, "schema": shown}
         parse = _parser_for(schema)
+        if method == "function_calling":
+            name = openai_tools([schema])[0]["function"]["name"]
+            llm = self.bind_tools([schema], tool_choice=name, ls_structured_output_format=ls_format)
+
+            def read(m: AIMessage) -> Any:
+                calls = getattr(m, "tool_calls", None) or []
+                if not calls:
+                    bad = getattr(m, "invalid_tool_calls", None) or []
+                    raise ValueError(bad[0]["error"] if bad else "the reply holds no tool call")
+                return parse(json.dumps(calls[0]["args"]))
+        else:
+            llm = self.bind(json_schema=json_schema, ls_structured_output_format=ls_format)
+
+            def read(m: AIMessage) -> Any:
+                return parse(m.text)
+
         if not include_raw:
-            return llm | RunnableLambda(lambda m: parse(m.content))
+            return llm | RunnableLambda(read)
 
         def _parsed(x: dict) -> Any:
-            return parse(x["raw"].content)
+            return read(x["raw"])
 
         ok = RunnablePassthrough.assign(parsed=RunnableLambda(_parsed), parsing_error=lambda _: None)
         failed = RunnablePassthrough.assign(parsed=lambda _: None)
@@ -245,12 +612,79 @@ class ChatLocalLlama(BaseChatModel):
 def _parser_for(schema: Any) -> Callable[[str], Any]:
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return schema.model_validate_json
+    if _is_pydantic_v1(schema):
+        return lambda text: schema.parse_obj(json.loads(text))
     return json.loads
+
+
+def _json_gbnf(schema: dict) -> str:
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    try:
+        return json_schema_to_gbnf(json.dumps(schema))
+    except (AssertionError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise GrammarError(f"the grammar engine rejects this JSON schema: {exc}") from exc
+
+
+def _rename_root(gbnf: str, name: str) -> str:
+    """``gbnf`` with its ``root`` rule renamed ``name`` (to embed it in a larger grammar)."""
+    import re
+
+    return re.sub(r"(?m)^root(\s*::=)", name + r"\1", gbnf)
+
+
+def _frame_tokens(engine: LocalEngine, schema: dict) -> int:
+    """The smallest output cap at which a document of ``schema`` can still be completed: one
+    token per character of the schema's smallest document (under a grammar the model often
+    spells fixed keys and names a character or two per token) plus 16 tokens for its own words.
+    A smaller cap would cut most calls (as ``choices`` never cuts an option in half, a tool
+    call's cap never cuts the call's frame, which the tools impose, not the caller)."""
+    from atomgraph.local.engine import minimal_instance
+
+    return len(json.dumps(minimal_instance(schema))) + 16
+
+
+def _safe_prefix(text: str, stops: Sequence[str]) -> str:
+    """The part of a growing reply that can be shown: up to a stop string, less a trailing
+    suffix that could begin one, less a trailing incomplete UTF-8 character."""
+    cut = len(text)
+    for s in stops:
+        if not s:
+            continue
+        i = text.find(s)
+        if i >= 0:
+            cut = min(cut, i)
+            continue
+        for n in range(min(len(s) - 1, len(text)), 0, -1):
+            if text.endswith(s[:n]):
+                cut = min(cut, len(text) - n)
+                break
+    text = text[:cut]
+    while text.endswith("\ufffd"):
+        text = text[:-1]
+    return text
+
+
+def _with_system(turns: list[tuple[str, str]], text: str) -> list[tuple[str, str]]:
+    """``turns`` with ``text`` added to the system turn (a system turn first if there is none)."""
+    if turns and turns[0][0] == "system":
+        return [("system", turns[0][1].rstrip() + "\n\n" + text), *turns[1:]]
+    return [("system", text), *turns]
 
 
 def _turns(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
     out = []
     for m in messages:
-        role = "system" if isinstance(m, SystemMessage) else "assistant" if isinstance(m, AIMessage) else "user"
-        out.append((role, str(m.text)))
+        if isinstance(m, SystemMessage):
+            out.append(("system", str(m.text)))
+        elif isinstance(m, AIMessage):
+            text = str(m.text)
+            calls = [json.dumps({"name": c["name"], "arguments": c["args"]}, ensure_ascii=False)
+                     for c in m.tool_calls or []]
+            out.append(("assistant", "\n".join(x for x in (text, *calls) if x)))
+        elif isinstance(m, ToolMessage):
+            status = " (error)" if getattr(m, "status", "success") == "error" else ""
+            out.append(("user", f"Tool result ({m.name or m.tool_call_id}){status}: {m.text}"))
+        else:
+            out.append(("user", str(m.text)))
     return out

@@ -36,7 +36,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -386,6 +386,7 @@ class LocalEngine:
         seed: int | None = None,
         close_json: dict | None = None,
         close_reserve: int | None = None,
+        on_text: Callable[[str], Any] | None = None,
     ) -> Generation:
         """Generate after ``prompt`` (greedy at temperature 0) until end of turn, a stop string,
         or ``max_tokens``. ``grammar`` is a ``llama_cpp.LlamaGrammar`` restricting every token.
@@ -398,7 +399,11 @@ class LocalEngine:
         token length of the schema's smallest document plus ``CLOSE_SLACK`` tokens (the grammar
         lets a model write spaces between JSON tokens). ``close_reserve`` does the
         same for any ``grammar`` whose sentences close with those characters (a JSON-shaped GBNF
-        grammar such as the planner's), steering it to close in the last ``close_reserve`` tokens."""
+        grammar such as the planner's), steering it to close in the last ``close_reserve`` tokens.
+
+        ``on_text`` (streaming): called after each token with the reply so far (before any stop
+        string is cut from it); a truthy return ends the generation (``finish_reason``
+        ``"cancelled"``)."""
         prompt = list(prompt)
         if len(prompt) + max_tokens > self.n_ctx:
             max_tokens = self.n_ctx - len(prompt)
@@ -452,6 +457,9 @@ class LocalEngine:
                     finish = "stop"
                     break
                 if len(out) >= max_tokens:
+                    break
+                if on_text is not None and on_text(text):
+                    finish = "cancelled"
                     break
             gen.close()
         return Generation(text=text, tokens=out, n_prompt=len(prompt), finish_reason=finish, logprobs=lps,

@@ -10,11 +10,12 @@ from langchain_core.runnables import RunnableConfig
 from atomgraph.nodes.arm.common import ArmRuntime
 from atomgraph.nodes.arm.verbalize import verbalize_object
 from atomgraph.prompts.arm.answer import ANSWER
-from atomgraph.state.arm_graph import ArmGraphContext
+from atomgraph.state.arm import ArmContext
+from atomgraph.state.arm_graph import ArmState
 
 
 def make_answer_node(art: ArmRuntime) -> Callable:
-    async def answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def answer(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         out: dict[str, Any] = {"stopped": None}
         problems: list[str] = []
@@ -27,7 +28,7 @@ def make_answer_node(art: ArmRuntime) -> Callable:
             ids = state.get("retrieved_ids") or []
             objects = "\n\n".join(verbalize_object(index, index.objects[index.position(i)], state["question"],
                                                    ctx.verbalize_top_rows) for i in ids) or "(nothing was retrieved)"
-            result = await art.rt.ask(ANSWER, {"question": state["question"], "objects": objects}, config)
+            result = await art.ask(ANSWER, {"question": state["question"], "objects": objects}, config)
             out["llm_calls"] = [result.call]
             if result.ok:
                 out.update(answer=result.value, answers=[result.value], error=None)
@@ -44,10 +45,12 @@ def make_answer_node(art: ArmRuntime) -> Callable:
     return answer
 
 
-def trace(state: dict, ctx: ArmGraphContext, problems: list[str]) -> dict[str, Any]:
+def trace(state: ArmState, ctx: ArmContext, problems: list[str]) -> dict[str, Any]:
     """What each stage did: keywords, decoding, alignment, candidates, drafts, verdicts, votes."""
+    drafts = state.get("drafts") or []
     return {
         "method": "arm",
+        "llm": ctx.llm,
         "keywords": state.get("keywords") or [],
         "keyword_source": state.get("keyword_source"),
         "decoding": state.get("decoding") or {},
@@ -56,9 +59,12 @@ def trace(state: dict, ctx: ArmGraphContext, problems: list[str]) -> dict[str, A
         "distinct_drafts": len({frozenset(d["ids"]) for d in state.get("drafts") or []}),
         "candidates": state.get("candidates") or [],
         "drafts": state.get("drafts") or [],
+        "links": drafts[0]["links"] if drafts else [],  # the first draft's, as solved
+        "mip": {k: v for k, v in drafts[0]["mip"].items() if k not in ("time_limited", "time_limit_s")} if drafts else {},
         "verdicts": state.get("verdicts") or [],
         "votes": state.get("votes") or [],
         "retrieved_ids": state.get("retrieved_ids") or [],
+        "chosen": state.get("retrieved_ids") or [],
         "answered": bool(ctx.answer and not state.get("error")),
         "problems": list(state.get("problems") or []) + problems,
     }

@@ -55,14 +55,28 @@ class Collection:
         self._embeddings = embeddings
         self._index: ArmIndex | None = objects if isinstance(objects, ArmIndex) else None
         self._lock = threading.Lock()
+        self._opened: dict[tuple, ArmIndex] = {}  # (objects path, cache dir) -> the index last opened
+
+    def opened(self, objects_path: str | None = None, cache_dir: str | None = None) -> ArmIndex | None:
+        """The index :meth:`index` last opened for these arguments (None: not opened yet)."""
+        return self._index if self._index is not None else self._opened.get((objects_path, cache_dir))
 
     @property
     def given(self) -> bool:
         return self._given is not None
 
-    def index(self, objects_path: str | None = None, cache_dir: str | None = None) -> ArmIndex:
+    def index(self, objects_path: str | None = None, cache_dir: str | None = None, *, reopen: bool = True) -> ArmIndex:
+        """The index (opened once per run: the run's first stage opens it, checking that a file
+        has not changed; ``reopen=False``, the later stages, reuse what it opened)."""
         if self._index is not None:
             return self._index
+        if not reopen and (objects_path, cache_dir) in self._opened:
+            return self._opened[(objects_path, cache_dir)]
+        found = self._open(objects_path, cache_dir)
+        self._opened[(objects_path, cache_dir)] = found
+        return found
+
+    def _open(self, objects_path: str | None, cache_dir: str | None) -> ArmIndex:
         given = self._given
         if isinstance(given, (str, Path)):
             return index_for_file(given, cache_dir)

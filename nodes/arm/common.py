@@ -1,8 +1,9 @@
-"""What the ``arm`` graph's nodes share: the runtime with the data collection, the decoding
-mode (how the decoder is constrained, decided once, here), and the question's scores.
+"""What the ``arm`` graph's nodes share: the runtime with the data collection (its index opened
+once per run, by the first stage), the decoding mode (how the decoder is constrained, decided
+once, here), and a small memo of per-question values (the question's scores, computed once).
 
-Every node reads the run's :class:`~atomgraph.state.arm_graph.ArmGraphContext`, reaches the
-model only through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>` (a
+Every node reads the run's :class:`~atomgraph.state.arm.ArmContext`, reaches the
+model only through :meth:`ArmRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>` (a
 constraint from :mod:`atomgraph.prompts.constraints` in the backend's own request form), and
 turns a failed call or an unreadable reply into a note in ``problems`` and a documented
 fallback, never into an exception. Only a missing model or data-collection configuration
@@ -12,15 +13,15 @@ raises ``ConfigError``.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
-from langchain_core.runnables import RunnableConfig
+import threading
+from collections import OrderedDict
+from typing import Any, Awaitable, Callable
 
 from atomgraph.nodes.arm.collection import Collection
-from atomgraph.nodes.arm.pool import Scores
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.constraints import backend, is_local
-from atomgraph.state.arm_graph import ArmGraphContext, Decoding
+from atomgraph.state.arm import ArmContext
+from atomgraph.state.arm_graph import ArmState, Decoding
 from atomgraph.tools.arm_index import ArmIndex
 
 # The alignment form each backend gets (the trace's ``decoding.mode``; ``ArmContext.decoding``
@@ -40,39 +41,59 @@ def decoding_mode(model: Any, requested: str = "auto") -> Decoding:
     return Decoding(mode=MODES[kind], backend=kind, why=why)
 
 
-class ArmRuntime:
-    """The method runtime plus the data collection (its index is resolved per run)."""
+class ArmRuntime(MethodRuntime[ArmContext]):
+    """The method runtime plus the data collection (its index is opened once per run): build it
+    with ``ArmRuntime.for_method("arm", model, [], settings, collection=Collection(...))``."""
 
-    def __init__(self, rt: MethodRuntime, collection: Collection):
-        self.rt = rt
+    MEMO_SIZE = 32  # per-question values kept (a batch's questions in flight)
+
+    def __init__(self, context_cls: type[ArmContext], section: str, models: Any = None, sources: Any = None,
+                 settings: Any = None, roles: tuple[str, ...] | None = None, *, collection: Collection):
+        super().__init__(context_cls, section, models, [] if sources is None else sources, settings, roles)
         self.collection = collection
+        self._memo: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
 
-    def params(self, config: RunnableConfig | None) -> ArmGraphContext:
-        return self.rt.params(config)
+    async def memo(self, key: Any, make: Callable[[], Awaitable[Any]]) -> Any:
+        """``await make()`` once per ``key`` (the question's scores: the ``retrieve`` and
+        ``structure`` nodes ask for the same); the last ``MEMO_SIZE`` keys are kept."""
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = await make()
+        with self._lock:
+            self._memo[key] = value
+            while len(self._memo) > self.MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return value
 
-    def index(self, ctx: ArmGraphContext) -> ArmIndex:
-        return self.collection.index(ctx.objects, ctx.index_cache)
+    @property
+    def rt(self) -> "ArmRuntime":
+        """The runtime itself (nodes once reached the kit through ``art.rt``)."""
+        return self
 
-    async def aindex(self, ctx: ArmGraphContext) -> ArmIndex:
-        """:meth:`index` in a thread: the first call reads the objects file and loads the
-        embedding model, which must not block the event loop (``langgraph dev`` forbids it)."""
-        return await asyncio.to_thread(self.index, ctx)
+    def index(self, ctx: ArmContext) -> ArmIndex:
+        """The run's index as the first stage opened it (opened now if no stage has)."""
+        return self.collection.index(ctx.objects, ctx.index_cache, reopen=False)
 
-    async def decoding(self, ctx: ArmGraphContext, state: dict, role: str) -> Decoding:
+    async def aindex(self, ctx: ArmContext) -> ArmIndex:
+        """:meth:`index` without blocking the event loop (a first opening reads the objects file
+        and loads the embedding model: ``langgraph dev`` forbids that on the loop)."""
+        found = self.collection.opened(ctx.objects, ctx.index_cache)
+        return found if found is not None else await asyncio.to_thread(self.index, ctx)
+
+    async def aopen(self, ctx: ArmContext) -> ArmIndex:
+        """The index opened for this run (the first stage: a changed objects file is re-read)."""
+        return await asyncio.to_thread(self.collection.index, ctx.objects, ctx.index_cache)
+
+    async def decoding(self, ctx: ArmContext, state: ArmState, role: str) -> Decoding:
         """The run's decoding (alignment's, from the state), else decided for ``role``'s model now
         (keywords replayed: no alignment call was made). May ask a server who it is: in a thread."""
         known = state.get("decoding") or {}
         if known.get("backend"):
             return known
-        return await asyncio.to_thread(decoding_mode, await self.rt.amodel(role), ctx.decoding)
-
-
-async def question_scores(art: ArmRuntime, ctx: ArmGraphContext, state: dict) -> tuple[ArmIndex, Scores]:
-    """Every object's scores for the question and its aligned n-gram lists."""
-    index = await art.aindex(ctx)
-    groups = [a["ngrams"] for a in state.get("alignment") or []]
-    # embeds the question and each keyword's n-gram list: in a thread, off the event loop
-    return index, await asyncio.to_thread(Scores.of, index, state["question"], groups, ctx.bm25_weight)
+        return await asyncio.to_thread(decoding_mode, await self.amodel(role), ctx.decoding)
 
 
 def titles(index: ArmIndex, ids: list[str]) -> list[str]:

@@ -1,4 +1,10 @@
-"""Graded object–object compatibility C_ij (Appendix B of the ARM paper).
+"""Object–object compatibility C_ij (§3.2.2, Appendix B of the ARM paper): every C in one module.
+
+:func:`compatibility_for` is the run's C over a set of search objects (``compatibility="graded"``,
+the paper's, by default; ``"rules"`` a switch); :func:`neighbours` an object's most compatible
+objects, which §3.2.2's expansion adds.
+
+Graded C (Appendix B):
 
 "Compatibility … is computed based on both semantic similarity (cosine similarity of
 embeddings) and exact-value similarity between contents from both objects":
@@ -29,15 +35,18 @@ pool only (one matrix product, then a block maximum per object pair).
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from rapidfuzz import fuzz
 
+from atomgraph.state.arm import ArmContext
 from atomgraph.tools.arm_index import ArmIndex, _embed, stopwords, tokens
-from atomgraph.tools.objects import split_identifier
+from atomgraph.tools.objects import DataObject, split_identifier
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 MAX_SENTENCES = 40
@@ -260,8 +269,6 @@ def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 
 def neighbour_candidates(index: ArmIndex, p: int, limit: int) -> list[int]:
     """Objects that may be among ``p``'s most compatible: its ``limit`` nearest objects by
     embedding, the passages it mentions or that mention it, and its database's tables."""
-    from atomgraph.nodes.arm.pool import _mentioned_by
-
     out: dict[int, None] = {}
     for q in list(index.mentions[p]) + _mentioned_by(index)[p]:
         out.setdefault(q)
@@ -273,3 +280,163 @@ def neighbour_candidates(index: ArmIndex, p: int, limit: int) -> list[int]:
         out.setdefault(q)
     out.pop(p, None)
     return list(out)
+
+
+# --- rules compatibility (compatibility="rules", a switch) ----------------------------------
+
+_KEYLIKE = ("id", "code", "key", "no", "number", "num")
+_GENERIC = {"id", "name", "description", "date", "type", "title", "details", "year", "age", "other details"}
+
+
+def _singular(w: str) -> str:
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+        return w[:-1]
+    return w
+
+
+def _table_name(obj: DataObject) -> str:
+    name = obj.title.split(".")[-1] if obj.database and obj.title.startswith(obj.database + ".") else obj.title
+    return " ".join(_singular(w) for w in split_identifier(name).split())
+
+
+def column_compatibility(a: DataObject, x: str, b: DataObject, y: str, *, value_weight: float = 0.5) -> float:
+    """Join-ability of column ``x`` of table ``a`` with column ``y`` of table ``b`` in [0, 1]:
+    same key-like name (``singer_id`` = ``singer_id``), a foreign-key pattern (``singer_id`` in
+    one, ``id`` in a table named singer), a close name, and value overlap (Jaccard) when both
+    tables have rows."""
+    wx, wy = split_identifier(x), split_identifier(y)
+    name = 0.0
+    if wx == wy:
+        last = wx.split()[-1] if wx else ""
+        if wx == "id":
+            name = 0.2
+        elif last in _KEYLIKE:
+            name = 1.0
+        elif wx in _GENERIC:
+            name = 0.3
+        else:
+            name = 0.6
+    else:
+        ta, tb = _table_name(a), _table_name(b)
+        if (wy in ("id", f"{tb} id") and wx in (f"{tb} id", f"{tb} code")) or (
+            wx in ("id", f"{ta} id") and wy in (f"{ta} id", f"{ta} code")
+        ):
+            name = 1.0
+        elif wx.split()[-1:] == wy.split()[-1:] and wx.split()[-1:] and wx.split()[-1] in _KEYLIKE[:3]:
+            r = fuzz.ratio(wx, wy) / 100
+            name = 0.5 * r if r >= 0.8 else 0.0
+    if a.rows and b.rows and value_weight > 0:
+        ix, iy = a.columns.index(x), b.columns.index(y)
+        vx = {r[ix].strip().casefold() for r in a.rows if r[ix].strip()}
+        vy = {r[iy].strip().casefold() for r in b.rows if r[iy].strip()}
+        jac = len(vx & vy) / len(vx | vy) if vx and vy else 0.0
+        return (1 - value_weight) * name + value_weight * jac
+    return name
+
+
+def table_compatibility(a: DataObject, b: DataObject) -> float:
+    """The best column pair's join-ability; 0 across two different databases."""
+    if a.database is not None and b.database is not None and a.database != b.database:
+        return 0.0
+    return max((column_compatibility(a, x, b, y) for x in a.columns for y in b.columns), default=0.0)
+
+
+def compatibility_matrix(
+    index: ArmIndex,
+    positions: Sequence[int],
+    *,
+    link_weight: float = 1.0,
+    join_weight: float = 1.0,
+    semantic_weight: float = 0.0,
+    semantic_floor: float = 0.5,
+) -> np.ndarray:
+    """C_ij over the candidates at ``positions`` (object indices of ``index``).
+
+    passage/passage and table/passage: ``link_weight`` when one mentions the other's title;
+    table/table: ``join_weight`` × the best column join-ability; every pair also gets
+    ``semantic_weight`` × (cosine − ``semantic_floor``)₊ of their embeddings.
+    """
+    pos = list(positions)
+    n = len(pos)
+    C = np.zeros((n, n))
+    objs = [index.objects[p] for p in pos]
+    where = {p: a for a, p in enumerate(pos)}
+    if link_weight:
+        for a, p in enumerate(pos):
+            for q in index.mentions[p]:
+                b = where.get(q)
+                if b is not None and b != a:
+                    C[a, b] = C[b, a] = max(C[a, b], link_weight)
+    if join_weight:
+        for a, b in itertools.combinations(range(n), 2):
+            if objs[a].is_table and objs[b].is_table:
+                v = join_weight * table_compatibility(objs[a], objs[b])
+                if v > 0:
+                    C[a, b] = C[b, a] = max(C[a, b], v)
+    if semantic_weight and n:
+        V = index.object_vectors[pos]
+        S = np.clip(V @ V.T - semantic_floor, 0, None) * semantic_weight
+        np.fill_diagonal(S, 0)
+        C = C + S
+    np.fill_diagonal(C, 0)
+    return C
+
+
+# --- the run's C_ij and an object's most compatible objects (§3.2.2's expansion) -------------
+
+def compatibility_for(index: ArmIndex, positions: Sequence[int], ctx: ArmContext) -> np.ndarray:
+    """C_ij over ``positions`` by the run's ``compatibility`` (graded: Appendix B)."""
+    if ctx.compatibility == "rules":
+        return compatibility_matrix(index, positions, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
+                                    semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
+    return graded_matrix(index, positions, weight=ctx.compatibility_weight, column_headers=ctx.column_headers)
+
+
+def _mentioned_by(index: ArmIndex) -> list[list[int]]:
+    if not hasattr(index, "_mentioned_by"):
+        back: list[list[int]] = [[] for _ in index.objects]
+        for i, targets in enumerate(index.mentions):
+            for j in targets:
+                back[j].append(i)
+        index._mentioned_by = back
+    return index._mentioned_by
+
+
+def rule_neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int) -> list[int]:
+    """``compatibility="rules"``: passages linked by a title mention either way; tables
+    joinable with a table by the column rules (same database), best first."""
+    if limit <= 0:
+        return []
+    obj = index.objects[p]
+    scored: dict[int, float] = {}
+    for q in list(index.mentions[p]) + _mentioned_by(index)[p]:
+        if q != p:
+            scored[q] = 1.0
+    if obj.is_table:
+        for q, o in enumerate(index.objects):
+            if q != p and o.is_table and (obj.database is None or o.database == obj.database):
+                v = table_compatibility(obj, o)
+                if v > 0:
+                    scored[q] = max(scored.get(q, 0.0), v)
+    ranked = sorted(scored, key=lambda q: (-scored[q], -float(dense[q])))
+    return ranked[:limit]
+
+
+def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int, ctx: ArmContext | None = None) -> list[int]:
+    """The ``limit`` objects most compatible with object ``p`` (§3.2.2 expansion), by the
+    run's compatibility (Appendix B's graded C by default; cached per object)."""
+    ctx = ctx or ArmContext()
+    if limit <= 0:
+        return []
+    if ctx.compatibility == "rules":
+        return rule_neighbours(index, p, dense, limit)
+    cache = index.__dict__.setdefault("_neighbours", {})
+    key = (p, limit, ctx.compatibility_weight, ctx.neighbour_candidates, ctx.column_headers)
+    if key not in cache:
+        cands = neighbour_candidates(index, p, ctx.neighbour_candidates)
+        C = graded_matrix(index, [p] + cands, weight=ctx.compatibility_weight, column_headers=ctx.column_headers)[0, 1:]
+        order = np.argsort(-C, kind="stable")
+        cache[key] = [cands[i] for i in order if C[i] > 0][:limit]
+    return cache[key]

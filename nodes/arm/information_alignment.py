@@ -1,4 +1,4 @@
-"""§3.2.1 information alignment: the ``decompose`` and ``align`` nodes.
+"""§3.2.1 information alignment: the ``decompose``, ``align`` and ``retrieve`` nodes.
 
 decompose — the question's keywords: replayed from the input (no model), else the decoder's
 decomposition, else (unreadable reply) the question's corpus n-grams.
@@ -12,6 +12,14 @@ align — each keyword rephrased as corpus n-grams, by the path the model allows
 | vLLM / llama.cpp server / OpenAI (default) | one n-gram of a ≤ ``shortlist_size`` lexical shortlist (``Choice``) | ``vllm_choice``, ``llamacpp_grammar``, ``openai_json_schema`` |
 | anything else | free text, snapped to the nearest corpus n-gram | ``free`` |
 
+retrieve — "each list of N-grams decoded is used as a query to search for chunks, considering
+both the exact match and semantic similarity": the base set of search objects
+(:func:`base_pool` over the question's :class:`Scores`, computed once per question and
+shared with §3.2.2). No model call.
+
+Corpus n-gram matching without a model (shortlists, snapping, the question's own n-grams)
+is :mod:`atomgraph.nodes.arm.ngrams`.
+
 INVARIANT: every ``aligned[*]["ngram"]`` is a corpus n-gram of the index, on every path
 (constrained, snapped, LLM-free), whatever the model returned.
 """
@@ -19,61 +27,105 @@ INVARIANT: every ``aligned[*]["ngram"]`` is a corpus n-gram of the index, on eve
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.errors import AtomgraphError
-from atomgraph.nodes.arm.alignment import align_keyword, alignment_request, extract_keywords, keyword_parts, parse_alignment
+from atomgraph.nodes.arm.ngrams import align_keyword, alignment_request, extract_keywords, keyword_parts, parse_alignment
 from atomgraph.nodes.arm.common import ArmRuntime, decoding_mode
 from atomgraph.prompts.arm.alignment import (
     ALIGN, ALIGN_LIST, DECOMPOSE, LIST_CLOSE, LIST_OPEN, LIST_SEP, ngram_list_grammar, shortlist_choice,
 )
 from atomgraph.prompts.constraints import Constraint, Grammar, TokenTrie, unwrap
-from atomgraph.state.arm_graph import Aligned, ArmGraphContext, Decoding, KeywordAlignment
+from atomgraph.state.arm import ArmContext
+from atomgraph.state.arm_graph import Aligned, ArmState, Candidate, Decoding, KeywordAlignment
+from atomgraph.state.evidence import Evidence
+from atomgraph.state.usage import RetrieverCall
+from atomgraph.tools.base import retriever_run
 from atomgraph.state.output import check_question
-from atomgraph.tools.arm_index import ArmIndex, normalize_ngram
+from atomgraph.tools.arm_index import ArmIndex, normalize_ngram, tokens
 
 
 def make_decompose_node(art: ArmRuntime) -> Callable:
-    async def decompose(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def decompose(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         try:
             question = check_question(state.get("question"))
         except AtomgraphError as exc:
             return {"error": str(exc), "problems": [f"question: {exc}"]}
         ctx = art.params(config)
         try:
-            index = await art.aindex(ctx)
+            index = await art.aopen(ctx)  # the run's one opening of the index
         except AtomgraphError as exc:  # no objects file, bad objects: data, not an exception (issue 21)
             return {"question": question, "error": f"ARM data collection: {exc}", "problems": [f"objects: {exc}"]}
         given = state.get("keywords")
         if isinstance(given, list) and any(isinstance(k, str) and k.strip() for k in given):
             kws = [k for k in given if isinstance(k, str) and k.strip()][: ctx.max_keywords]
             return {"question": question, "keywords": kws, "keyword_source": "replayed"}
-        result = await art.rt.ask(DECOMPOSE, {"question": question, "max_keywords": ctx.max_keywords}, config)
+        if not ctx.llm:  # the LLM-free pipeline: the question's own corpus n-grams
+            kws = extract_keywords(question, index)[: ctx.max_keywords]
+            return {"question": question, "keywords": kws, "keyword_source": "question_ngrams"}
+        result = await art.ask(DECOMPOSE, {"question": question, "max_keywords": ctx.max_keywords}, config)
+        problem = result.problem
         if result.ok:
-            return {"question": question, "keywords": result.value[: ctx.max_keywords], "keyword_source": "model",
-                    "llm_calls": [result.call]}
+            kept, dropped = grounded_keywords(result.value, question, index)
+            notes = [f"decompose: dropped {len(dropped)} keyword(s) found in neither the question nor the collection, "
+                     f"or echoing the prompt: {dropped[:5]}"] if dropped else []
+            if kept:
+                return {"question": question, "keywords": kept[: ctx.max_keywords], "keyword_source": "model",
+                        "llm_calls": [result.call], "problems": notes}
+            problem = "no keyword of the reply is in the question or the collection (an echoed prompt?)"
         kws = extract_keywords(question, index)[: ctx.max_keywords]
         return {"question": question, "keywords": kws, "keyword_source": "question_ngrams", "llm_calls": [result.call],
-                "problems": [f"decompose: {result.problem}; keywords taken from the question's corpus n-grams"]}
+                "problems": [f"decompose: {problem}; keywords taken from the question's corpus n-grams"]}
 
     return decompose
 
 
+def _instruction_words() -> frozenset[str]:
+    """The words of the decomposition prompt's own instructions (what an echo repeats)."""
+    text = " ".join(getattr(m, "prompt", None).template for m in DECOMPOSE.prompt.messages
+                    if getattr(getattr(m, "prompt", None), "template", None))
+    return frozenset(tokens(text.replace("{max_keywords}", "").replace("{question}", "")))
+
+
+def grounded_keywords(keywords: Sequence[str], question: str, index: ArmIndex) -> tuple[list[str], list[str]]:
+    """``(kept, dropped)``: a keyword is kept when one of its words is a word of the question or
+    of the collection (a corpus unigram) and it is not made of the prompt's own instruction words
+    alone (a base model echoing "names of entities, attributes, relations" is no decomposition)."""
+    asked = set(tokens(question))
+    instructions = _instruction_words()
+    kept, dropped = [], []
+    for kw in keywords:
+        words = tokens(kw)
+        echo = bool(words) and all(w in instructions and w not in asked for w in words)
+        grounded = any(w in asked or index.has_ngram(w) for w in words)
+        (kept if grounded and not echo else dropped).append(kw)
+    return kept, dropped
+
+
 def make_align_node(art: ArmRuntime) -> Callable:
-    async def align(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def align(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         index = await art.aindex(ctx)
         keywords = state.get("keywords") or []
         problems: list[str] = []
         if state.get("keyword_source") != "model":
-            entries = [Aligned(keyword=a.keyword, ngram=a.ngram, score=round(a.score, 4), path=a.path, mode="none")
-                       for kw in keywords for a in align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword,
-                                                                  min_score=ctx.min_alignment_score)]
-            dec = Decoding(mode="none", why=f"keywords {state.get('keyword_source')}: aligned without a model")
+            entries = []
+            for kw in keywords:
+                got = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=ctx.min_alignment_score)
+                if not got:
+                    problems.append(f"align {kw!r}: no corpus n-gram matches it (score >= min_alignment_score "
+                                    f"{ctx.min_alignment_score}); the keyword is left out")
+                entries += [Aligned(keyword=a.keyword, ngram=a.ngram, score=round(a.score, 4), path=a.path, mode="none")
+                            for a in got]
+            why = "no model (llm=False)" if not ctx.llm else f"keywords {state.get('keyword_source')}"
+            dec = Decoding(mode="none", why=f"{why}: keywords aligned without a model")
             return _aligned(index, entries, [], problems, dec)
-        model = await art.rt.amodel(ALIGN.role)
+        model = await art.amodel(ALIGN.role)
         # may ask the server who it is (HTTP, cached per URL): in a thread, off the event loop
         dec = await asyncio.to_thread(decoding_mode, model, ctx.decoding)
         if dec["backend"] == "local":
@@ -88,12 +140,16 @@ def make_align_node(art: ArmRuntime) -> Callable:
                 dec = Decoding(mode="ngram_grammar", backend=dec["backend"], why=f"{dec['why']}; {note}")
                 return await _align_lists(art, ctx, index, state, config, grammar, dec, "grammar")
             dec["why"] = f"{dec['why']}; served_alignment=grammar: {note}: shortlist instead"
+            out = await _align_shortlists(art, ctx, index, state, config, dec)
+            out["problems"] = [f"align: {note}; one n-gram of a shortlist per keyword instead of the paper's list"] + \
+                out["problems"]
+            return out
         return await _align_shortlists(art, ctx, index, state, config, dec)
 
     return align
 
 
-async def _align_shortlists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmIndex, state: dict,
+async def _align_shortlists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state: ArmState,
                             config: RunnableConfig, dec: Decoding) -> dict[str, Any]:
     """Each keyword part as one n-gram of its lexical shortlist, under the backend's ``Choice``
     (OpenAI: the enum's longest accepted prefix); a reply off the list is snapped."""
@@ -102,7 +158,7 @@ async def _align_shortlists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmInd
     requests = [alignment_request(part, index, shortlist_size=ctx.shortlist_size, max_values=limit) for _, part in parts]
 
     async def one(req):
-        return await art.rt.ask(ALIGN, {"question": state["question"], "keyword": req.keyword, "options": req.allowed},
+        return await art.ask(ALIGN, {"question": state["question"], "keyword": req.keyword, "options": req.allowed},
                                 config, constraint=shortlist_choice(req.allowed), backend_kind=dec["backend"])
 
     results = await asyncio.gather(*(one(req) for req in requests))
@@ -123,14 +179,14 @@ async def _align_shortlists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmInd
     return _aligned(index, entries, [r.call for r in results], problems, dec)
 
 
-async def _align_lists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmIndex, state: dict, config: RunnableConfig,
+async def _align_lists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state: ArmState, config: RunnableConfig,
                        constraint: Constraint, dec: Decoding, path: str) -> dict[str, Any]:
     """§3.2.1 as the paper decodes it: each keyword rephrased as a list ``(a, b, …)`` of corpus
     n-grams under ``constraint`` (a token trie in process: beam search, score = mean logit per
     n-gram; a grammar on a server). One in-process engine decodes one keyword at a time."""
 
     async def one(kw: str):
-        return await art.rt.ask(ALIGN_LIST, {"question": state["question"], "keyword": kw}, config,
+        return await art.ask(ALIGN_LIST, {"question": state["question"], "keyword": kw}, config,
                                 constraint=constraint, backend_kind=dec["backend"])
 
     keywords = state.get("keywords") or []
@@ -151,11 +207,24 @@ async def _align_lists(art: ArmRuntime, ctx: ArmGraphContext, index: ArmIndex, s
                                 mode=dec["mode"]) for g, sc in got]
             continue
         fallback = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=0.0)
-        problems.append(f"align {kw!r}: {result.problem or 'no n-gram list decoded'}; "
+        problems.append(f"align {kw!r}: {_no_list_cause(result, best, index)}; "
                         + (f"aligned without the model to {[a.ngram for a in fallback]}" if fallback else "keyword dropped"))
         entries += [Aligned(keyword=kw, ngram=a.ngram, score=round(a.score, 4), path="fallback", mode=dec["mode"])
                     for a in fallback]
     return _aligned(index, entries, [r.call for r in results], problems, dec)
+
+
+def _no_list_cause(result: Any, best: dict, index: ArmIndex) -> str:
+    """Why a keyword got no corpus n-gram list: an empty collection, an empty list ``()``,
+    a beam search that found no way on, or the call's own problem."""
+    if not len(index.trie):
+        return "the collection has no n-grams to decode"
+    meta = getattr(result.message, "response_metadata", None) or {}
+    if best and not best.get("strings"):
+        return "the decoded list is empty ('()')"
+    if meta.get("beam_stop_reason") and not meta.get("beams"):
+        return f"the beam search ended without a closed list ({meta['beam_stop_reason']})"
+    return result.problem or "no n-gram list decoded"
 
 
 def _aligned(index: ArmIndex, entries: list[Aligned], calls: list, problems: list[str], dec: Decoding) -> dict[str, Any]:
@@ -212,3 +281,122 @@ def served_grammar(index: ArmIndex, backend: str, max_ngrams: int) -> tuple[Gram
     size = len(grammar.gbnf.encode())
     return grammar, (f"the list (a, b, …) under a prefix-factored grammar of {n:,} corpus n-grams "
                      f"({grammar.gbnf.count('::=') - 1:,} rules, {size / 1e6:.2f} MB)")
+
+
+# --- the base set of search objects (§3.2.1, last paragraph) ----------------------------------------
+
+def _top(scores: np.ndarray, k: int, *, positive: bool = False) -> list[int]:
+    if k <= 0 or len(scores) == 0:
+        return []
+    if len(scores) > 4 * k:  # the k-th best first, then a stable sort of those at or above it: same order, no full sort
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        cand = np.flatnonzero(scores >= kth)
+        order = cand[np.argsort(-scores[cand], kind="stable")][:k]
+    else:
+        order = np.argsort(-scores, kind="stable")[:k]
+    return [int(i) for i in order if not positive or scores[i] > 0]
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    if len(x) == 0:
+        return x
+    lo, hi = float(np.min(x)), float(np.max(x))
+    return np.zeros_like(x) if hi - lo < 1e-12 else (x - lo) / (hi - lo)
+
+
+@dataclass
+class Scores:
+    """Every object's scores for one question.
+
+    ``bm25``: BM25 over the bag of all aligned n-grams; ``dense``: cosine similarity to the
+    question; ``keyword``: per keyword, its n-gram list as one query (§3.2.1: "each list of
+    N-grams decoded is used as a query … exact match and semantic similarity"): min-max
+    normalised BM25 over the list's n-grams mixed with the list's embedding similarity.
+    """
+
+    bm25: np.ndarray
+    dense: np.ndarray
+    keyword: list[np.ndarray] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, index: ArmIndex, question: str, groups: Sequence[Sequence[str]], bm25_weight: float = 0.3) -> "Scores":
+        """``bm25_weight``: the share of BM25 in each keyword's query (``keyword_bm25_weight``)."""
+        """``groups``: the aligned n-gram list of each keyword (a flat list of strings is one
+        n-gram per keyword)."""
+        groups = [[g] if isinstance(g, str) else list(g) for g in groups]
+        groups = [g for g in groups if g]
+        query = [t for g in groups for n in g for t in tokens(n)]
+        per_kw = []
+        for g in groups:
+            b = index.bm25_scores([t for n in g for t in tokens(n)])
+            d = index.dense_scores(", ".join(g))
+            per_kw.append(bm25_weight * _minmax(b) + (1 - bm25_weight) * _minmax(d))
+        return cls(index.bm25_scores(query), index.dense_scores(question), per_kw)
+
+    def relevance(self, positions: Sequence[int], how: str = "cosine", bm25_weight: float = 0.3) -> np.ndarray:
+        """R_i over ``positions`` (§3.2.2): ``"cosine"`` (the paper's: the cosine similarity of the
+        question and the object, its best chunk), or ``"mix"`` (a switch: min-max normalised BM25
+        over the aligned n-grams and similarity over ``positions``, mixed by ``bm25_weight``)."""
+        ps = list(positions)
+        if how == "cosine":
+            return np.asarray(self.dense[ps], dtype=float)
+        if how != "mix":
+            raise ValueError(f"unknown relevance {how!r}; expected 'cosine' or 'mix'")
+        return bm25_weight * _minmax(self.bm25[ps]) + (1 - bm25_weight) * _minmax(self.dense[ps])
+
+
+def base_pool(index: ArmIndex, scores: Scores, ctx: ArmContext) -> dict[int, str]:
+    """Position → how it was found: each keyword's best ``keyword_pool`` objects by its
+    n-gram list's combined score (``keyword i``), then the best ``bm25_pool`` by BM25 over all
+    aligned n-grams and the best ``dense_pool`` by similarity to the question."""
+    pool: dict[int, str] = {}
+    for i, s in enumerate(scores.keyword):
+        for p in _top(s, ctx.keyword_pool):
+            pool.setdefault(p, f"keyword {i}")
+    for p in _top(scores.bm25, ctx.bm25_pool, positive=True):
+        pool.setdefault(p, "bm25")
+    for p in _top(scores.dense, ctx.dense_pool):
+        pool.setdefault(p, "dense")
+    return pool
+
+
+async def question_scores(art: ArmRuntime, ctx: ArmContext, state: ArmState) -> tuple[ArmIndex, "Scores"]:
+    """Every object's scores for the question and its aligned n-gram lists, computed once per
+    question and run (the ``retrieve`` and ``structure`` nodes share them: :meth:`ArmRuntime.memo`)."""
+    index = await art.aindex(ctx)
+    groups = tuple(tuple(a["ngrams"]) for a in state.get("alignment") or [])
+    key = ("scores", id(index), state["question"], groups, ctx.keyword_bm25_weight)
+    # embeds the question and each keyword's n-gram list: in a thread, off the event loop
+    return index, await art.memo(key, lambda: asyncio.to_thread(Scores.of, index, state["question"], groups,
+                                                                ctx.keyword_bm25_weight))
+
+
+def make_retrieve_node(art: ArmRuntime) -> Callable:
+    async def retrieve(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
+        ctx = art.params(config)
+        index, scores = await question_scores(art, ctx, state)
+        pool = base_pool(index, scores, ctx)
+        ps = list(pool)
+        rel = scores.relevance(ps, ctx.relevance, ctx.bm25_weight)
+        candidates = [Candidate(id=index.objects[p].id, via=pool[p], bm25=round(float(scores.bm25[p]), 4),
+                                dense=round(float(scores.dense[p]), 4), relevance=round(float(r), 4))
+                      for p, r in zip(ps, rel)]
+        ngrams = list(dict.fromkeys(a["ngram"] for a in state.get("aligned") or []))
+        async with retriever_run("arm_objects", state["question"], tags=["source:arm"],  # a trace span
+                                 metadata={"ngrams": ngrams[:50]}) as span:
+            span.end(Evidence(title=index.objects[p].title, text=index.objects[p].text[:300], source="arm",
+                              id=index.objects[p].id, metadata={"via": pool[p]}) for p in ps)
+        calls = [RetrieverCall(source="arm:bm25", query=" | ".join(ngrams)[:500],
+                               hits=sum(1 for v in pool.values() if v == "bm25")),
+                 RetrieverCall(source="arm:dense", query=state["question"][:500],
+                               hits=sum(1 for v in pool.values() if v == "dense"))]
+        calls += [RetrieverCall(source="arm:keyword", query=", ".join(a["ngrams"])[:500],
+                                hits=sum(1 for v in pool.values() if v == f"keyword {i}"))
+                  for i, a in enumerate(state.get("alignment") or [])]
+        out: dict[str, Any] = {"candidates": candidates, "retriever_calls": calls}
+        if not state.get("alignment"):
+            out["problems"] = ["retrieve: no keyword aligned to a corpus n-gram; the base search objects are the "
+                               "question's nearest objects by embedding alone"]
+        return out
+
+    return retrieve

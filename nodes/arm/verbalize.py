@@ -8,21 +8,15 @@ kept in their original order). Connections follow: joinable columns between tabl
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 import numpy as np
 
-from atomgraph.nodes.arm.structure import column_compatibility
+from atomgraph.nodes.arm.compatibility import column_compatibility, sentences
 from atomgraph.tools.arm_index import ArmIndex, title_key, tokens
 from atomgraph.tools.objects import DataObject, serialize
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 MAX_UNITS = 200  # rows or sentences of one object compared with the question
-
-
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
 
 
 def _encode(index: ArmIndex, texts: list[str]) -> np.ndarray:

@@ -4,7 +4,9 @@ stage's answer into a sub-call, settling a node from its sub-calls."""
 from __future__ import annotations
 
 from atomgraph.nodes.runtime import MethodRuntime, StageResult
-from atomgraph.prompts.atomr.answer_format import answer_text
+from atomgraph.errors import ParseError
+from atomgraph.prompts.answer_contract import refusal_reason
+from atomgraph.prompts.atomr.answer_format import answer_text, read_as_authors
 from atomgraph.state.atomr import AtomRContext, NodeRun, StepInput, SubCall
 from atomgraph.state.tree import substitute_refs
 
@@ -28,14 +30,26 @@ def current_run(inp: StepInput) -> NodeRun:
     return run
 
 
-def read_into(sub: SubCall, result: StageResult) -> SubCall:
+def read_into(sub: SubCall, result: StageResult, keep_raw: bool = False) -> SubCall:
     """Fill ``sub`` from a stage result: answered, empty (the model said Unknown), or failed
-    (the call failed or its reply could not be read)."""
+    (the call failed, its reply could not be read, or the answer contract refused it: Algorithm
+    1's operator execution failure). ``keep_raw`` (the switch ``keep_raw_reply``, the authors'
+    reading): an unreadable reply that was not refused is read as the authors read every reply
+    (:func:`~atomgraph.prompts.atomr.answer_format.read_as_authors`), its items still held to
+    the answer contract; the sub-call's ``problem`` keeps what our reader said."""
     sub.stage = result.call.stage
-    if not result.ok:
-        sub.outcome, sub.problem = "failed", result.problem
-        return sub
     parsed = result.value
+    if not result.ok:
+        error = result.call.parse_error
+        if not (keep_raw and result.text and not result.call.error and error and refusal_reason(error) is None):
+            sub.outcome, sub.problem = "failed", result.problem
+            return sub
+        try:
+            parsed = read_as_authors(result.text)
+        except ParseError as exc:  # an item the contract refuses: still a failure
+            sub.outcome, sub.problem = "failed", f"{result.problem}; the authors' reading: {exc}"
+            return sub
+        sub.problem = f"kept the raw reply as the authors do (keep_raw_reply): {result.problem}"
     sub.paraphrase = parsed.paraphrase if not parsed.unknown else ""
     sub.answers = [a for a in parsed.answers if a.strip()]
     sub.outcome = "answered" if sub.answers else "empty"

@@ -33,7 +33,7 @@ def make_direct_rag_node(rt: AtomRRuntime):
         sub.evidence = len(evidence)
         result = await rt.ask(DIRECT_RAG_STAGE, {"question": question, "knowledge": format_knowledge(evidence),
                                                  "pack": params.prompt_pack}, config)
-        return read_into(sub, result), evidence, rcalls, result.call
+        return read_into(sub, result, params.keep_raw_reply), evidence, rcalls, result.call
 
     async def direct_rag(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
@@ -78,7 +78,7 @@ def make_closed_book_node(rt: AtomRRuntime):
         params = rt.params(config)
         run = current_run(inp)
         result = await rt.ask(CLOSED_BOOK_STAGE, {"question": inp["question"], "pack": params.prompt_pack}, config)
-        sub = read_into(SubCall(question=inp["question"]), result)
+        sub = read_into(SubCall(question=inp["question"]), result, params.keep_raw_reply)
         run.llm_calls += 1
         if sub.outcome == "failed":
             run.notes.append(f"closed-book answer failed: {sub.problem}")

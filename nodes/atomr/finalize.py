@@ -9,6 +9,7 @@ three birthplaces) is never passed off as the answer to the question."""
 from __future__ import annotations
 
 from atomgraph.state.atomr import AtomRState, NodeRun
+from atomgraph.tools.base import retrieval_failure
 
 
 def best_answered(state: AtomRState) -> NodeRun | None:
@@ -99,6 +100,8 @@ def finalize(state: AtomRState) -> dict:
     ids = list(dict.fromkeys(e.id for e in evidence if e.id))
     if chosen is None and not error:
         error = no_answer_error(state, chosen) or failure_reason({**state, "stopped": stopped})
+    if not error:  # every source failed: whatever was answered is closed-book, and says so
+        error = retrieval_failure(state.get("retriever_calls") or [])
     trace = build_trace({**state, "stopped": stopped})
     if partial is not None or cut or (stopped and not root.done):
         trace["partial"] = partial

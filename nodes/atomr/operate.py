@@ -169,7 +169,7 @@ def make_run_operator_node(rt: AtomRRuntime):
         if op_name == "Filter":
             variables["condition"] = args[1] if len(args) > 1 else question
         result: StageResult = await rt.ask(operator_stage(op_name), variables, config)
-        return read_into(sub, result), evidence, rcalls, llm_calls + [result.call]
+        return read_into(sub, result, params.keep_raw_reply), evidence, rcalls, llm_calls + [result.call]
 
     async def run_operator(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)

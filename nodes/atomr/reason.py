@@ -53,7 +53,7 @@ def _make(rt: AtomRRuntime, stage: Stage, step: str, related):
         result = await rt.ask(stage, {"question": run.resolved_question, "qa_pairs": pairs,
                                       "pack": params.prompt_pack}, config)
         run.llm_calls += 1
-        sub = read_into(SubCall(question=run.resolved_question), result)
+        sub = read_into(SubCall(question=run.resolved_question), result, params.keep_raw_reply)
         run.subcalls = [sub]
         collect(run)
         advance(run, step, sub.outcome, params, is_root=run.id == tree.root, problem=sub.problem)

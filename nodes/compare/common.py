@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable
 
 from atomgraph.nodes.runtime import MethodRuntime, StageResult
 from atomgraph.prompts.answer_contract import REPLY_CUT_MARK, cap_reply
+from atomgraph.state.compare import DecomposedRagState, LoopState
 from atomgraph.state.evidence import Evidence, render_evidence
 
 
@@ -90,7 +91,7 @@ def make_finish_node(rt: MethodRuntime, method: str, *, extra: Callable[[dict], 
     sources that could not be used.
     """
 
-    def finish(state: dict) -> dict[str, Any]:
+    def finish(state: LoopState | DecomposedRagState) -> dict[str, Any]:
         evidence = unique_evidence(state.get("evidence") or [])
         error = state.get("error")
         answer = "" if error else (state.get("answer") or "")

@@ -12,6 +12,7 @@ from atomgraph.state.output import check_question
 from atomgraph.nodes.compare.common import failed, hits, passages, source_names, unique_evidence, shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import decomposed_rag as P
+from atomgraph.state.compare import DecomposedRagState, SubQuestionInput
 
 
 def make_decompose_node(rt: MethodRuntime) -> Callable:
@@ -19,7 +20,7 @@ def make_decompose_node(rt: MethodRuntime) -> Callable:
     unreadable decomposition falls back to the question as the one sub-question (recorded in
     the step's ``fallback`` and the trace's ``fallbacks``); a failed call ends the run."""
 
-    async def decompose(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def decompose(state: DecomposedRagState, config: RunnableConfig) -> dict[str, Any]:
         question = check_question(state.get("question"))
         result = await rt.ask(P.PLAN, {"question": question}, config)
         if not result.ok and (result.call.error or not rt.params(config).fallback_to_question):
@@ -42,7 +43,7 @@ def make_decompose_node(rt: MethodRuntime) -> Callable:
     return decompose
 
 
-def fan_out(state: dict) -> list[Send] | str:
+def fan_out(state: DecomposedRagState) -> list[Send] | str:
     """One ``retrieve_sub`` branch per sub-question (or straight to ``finish`` on an error)."""
     if state.get("error") or not state.get("sub_questions"):
         return "finish"
@@ -53,7 +54,7 @@ def fan_out(state: dict) -> list[Send] | str:
 def make_retrieve_sub_node(rt: MethodRuntime) -> Callable:
     """Retrieve for one sub-question from every available source."""
 
-    async def retrieve_sub(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def retrieve_sub(state: SubQuestionInput, config: RunnableConfig) -> dict[str, Any]:
         query = state["sub_question"]
         evidence, calls, notes = await rt.retrieve(source_names(rt), query=query, k=rt.params(config).top_k)
         return {"retriever_calls": calls,
@@ -65,7 +66,7 @@ def make_retrieve_sub_node(rt: MethodRuntime) -> Callable:
 def make_answer_node(rt: MethodRuntime) -> Callable:
     """Merge the sub-questions' passages (in sub-question order, without repeats) and answer."""
 
-    async def answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def answer(state: DecomposedRagState, config: RunnableConfig) -> dict[str, Any]:
         retrievals = sorted(state.get("retrievals") or [], key=lambda r: r["index"])
         merged = unique_evidence(e for r in retrievals for e in r["evidence"])
         steps = [{"kind": "retrieve", "sub_question": r["query"], "hits": hits(r["evidence"]), "notes": r["notes"]}
@@ -82,6 +83,6 @@ def make_answer_node(rt: MethodRuntime) -> Callable:
     return answer
 
 
-def trace_extra(state: dict) -> dict:
+def trace_extra(state: DecomposedRagState) -> dict:
     fallbacks = [{"stage": P.PLAN.name, "reason": s["fallback"]} for s in state.get("steps") or [] if s.get("fallback")]
     return {"sub_questions": list(state.get("sub_questions") or []), "fallbacks": fallbacks}

@@ -12,21 +12,22 @@ from atomgraph.state.output import check_question
 from atomgraph.nodes.compare.common import failed, hits, passages, source_names, unique_evidence, shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import ircot as P
+from atomgraph.state.compare import IrcotState
 
 
-def context(state: dict, limit: int) -> list:
+def context(state: IrcotState, limit: int) -> list:
     """The passages the reasoning sees: the first ``limit`` distinct ones gathered."""
     return unique_evidence(state.get("evidence") or [], limit)
 
 
-def sentences(state: dict) -> list[str]:
+def sentences(state: IrcotState) -> list[str]:
     return [s["sentence"] for s in state.get("steps") or [] if s.get("kind") == "reason" and s.get("sentence")]
 
 
 def make_retrieve_node(rt: MethodRuntime) -> Callable:
     """Retrieve with the question (first) or the latest reasoning sentence."""
 
-    async def retrieve(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def retrieve(state: IrcotState, config: RunnableConfig) -> dict[str, Any]:
         question = check_question(state.get("question"))
         query = state.get("pending") or question
         evidence, calls, notes = await rt.retrieve(source_names(rt), query=query, k=rt.params(config).top_k)
@@ -39,7 +40,7 @@ def make_retrieve_node(rt: MethodRuntime) -> Callable:
 def make_reason_node(rt: MethodRuntime) -> Callable:
     """One more sentence of reasoning; a sentence without the answer is the next query."""
 
-    async def reason(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def reason(state: IrcotState, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
         so_far = sentences(state)
         values = {"question": state["question"], "evidence": passages(context(state, params.max_passages)),
@@ -63,7 +64,7 @@ def make_reason_node(rt: MethodRuntime) -> Callable:
 def make_read_node(rt: MethodRuntime) -> Callable:
     """The reader: answer the question from all gathered passages (chain-of-thought)."""
 
-    async def read_answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def read_answer(state: IrcotState, config: RunnableConfig) -> dict[str, Any]:
         evidence = context(state, rt.params(config).max_passages)
         result = await rt.ask(P.READ, {"question": state["question"], "evidence": passages(evidence)}, config)
         if not result.ok:
@@ -74,7 +75,7 @@ def make_read_node(rt: MethodRuntime) -> Callable:
     return read_answer
 
 
-def after_reason(state: dict) -> str:
+def after_reason(state: IrcotState) -> str:
     if state.get("error"):
         return "finish"
     if state.get("done") or state.get("stopped"):
@@ -82,5 +83,5 @@ def after_reason(state: dict) -> str:
     return "retrieve"
 
 
-def trace_extra(state: dict) -> dict:
+def trace_extra(state: IrcotState) -> dict:
     return {"reasoning": sentences(state)}

@@ -11,16 +11,17 @@ from atomgraph.state.output import check_question
 from atomgraph.nodes.compare.common import failed, hits, passages, same_answer, source_names
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import iter_retgen as P
+from atomgraph.state.compare import IterRetGenState
 
 
-def rounds(state: dict) -> list[dict]:
+def rounds(state: IterRetGenState) -> list[dict]:
     return [s for s in state.get("steps") or [] if s.get("kind") == "generate"]
 
 
 def make_retrieve_node(rt: MethodRuntime) -> Callable:
     """This round's retrieval: the question, then question + previous generation."""
 
-    async def retrieve(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def retrieve(state: IterRetGenState, config: RunnableConfig) -> dict[str, Any]:
         question = check_question(state.get("question"))
         previous = state.get("generation") or ""
         query = f"{question} {previous}".strip() if previous else question
@@ -35,7 +36,7 @@ def make_retrieve_node(rt: MethodRuntime) -> Callable:
 def make_generate_node(rt: MethodRuntime) -> Callable:
     """This round's generation (reasoning and answer) from this round's passages."""
 
-    async def generate(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def generate(state: IterRetGenState, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
         done_rounds = rounds(state)
         n = len(done_rounds) + 1
@@ -58,9 +59,9 @@ def make_generate_node(rt: MethodRuntime) -> Callable:
     return generate
 
 
-def after_generate(state: dict) -> str:
+def after_generate(state: IterRetGenState) -> str:
     return "finish" if state.get("done") else "retrieve"
 
 
-def trace_extra(state: dict) -> dict:
+def trace_extra(state: IterRetGenState) -> dict:
     return {"rounds": len(rounds(state))}

@@ -8,17 +8,20 @@ graph) with this run's parameters:
   :meth:`MethodRuntime.retrieve`, so every call and the evidence ids are recorded;
 - the ``react`` stage's output cap on every model call (a capped model copy, or the cap
   passed through the request's model settings);
-- :class:`OutputCap` middleware: the stage's cap on every model call; the kit's
-  :class:`~atomgraph.nodes.recorder.CallRecorder` (a callback on the agent's run) records
-  every model call the agent makes (tokens, latency, errors, cache hits);
+- :class:`StageCalls` middleware: every model call of the agent goes through the kit's model
+  call (:func:`atomgraph.nodes.call.model_call`, as every stage call does): the stage's cap, the
+  run's deadline, the reply cut at the cap; the kit's :class:`~atomgraph.nodes.recorder.CallRecorder`
+  (a callback on the agent's run) records every model call the agent makes (tokens, latency,
+  errors, cache hits);
 - ``ModelCallLimitMiddleware(run_limit=max_steps)``: the step bound (plus a recursion limit
   as a second fence).
 
-The agent's last message is read with the ``react`` stage's parser.
+The agent's last message is read as every stage's reply is (:func:`atomgraph.nodes.call.read_reply`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -28,15 +31,19 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, StructuredTool
 
-from atomgraph.prompts.answer_contract import cut_note
+from atomgraph import cache as reply_cache
 from atomgraph.models import cap_output, message_text, model_name
 from atomgraph.state.output import check_question
 from atomgraph.nodes.compare.common import hits
 from atomgraph.nodes.recorder import CallRecorder
-from atomgraph.nodes.runtime import MethodRuntime, call_model, cut_message, run_sync
+from atomgraph.nodes.call import Reply, deadline_of, model_call, model_call_sync, read_reply, refresh_of
+from atomgraph.nodes.replies import cut_message
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import call_model, run_sync
 from atomgraph.prompts.compare import react as P
 from atomgraph.state.evidence import Evidence, render_evidence
 from atomgraph.state.usage import RetrieverCall
+from atomgraph.state.compare import ReactState
 
 try:  # langchain 1.x
     from langchain.agents import create_agent
@@ -55,44 +62,82 @@ class Recorded:
     evidence: list[Evidence] = field(default_factory=list)
 
 
-class OutputCap(AgentMiddleware):
-    """Agent middleware: every model call of the agent runs under the stage's output cap, and a
-    reply longer than the cap allows is cut client-side before the agent (or the final-answer
-    parser) reads it, its record marked ``capped`` (as :meth:`MethodRuntime.ask` does)."""
+def cut_response(response: Any, cap: int | None) -> tuple[Any, int | None]:
+    """An agent step's model response with each model message cut at the output cap (as a stage's
+    reply is), and the longest original length of one that was over it."""
+    messages = getattr(response, "result", None)
+    if not isinstance(messages, list):
+        return response, None
+    kept, longest = [], None
+    for m in messages:
+        if isinstance(m, AIMessage):
+            m, over = cut_message(m, cap)
+            if over is not None:
+                longest = max(longest or 0, over)
+        kept.append(m)
+    response.result = kept
+    return response, longest
 
-    def __init__(self, cap_kwargs: dict, cap: int | None = None, recorder: CallRecorder | None = None):
+
+class StageCalls(AgentMiddleware):
+    """Agent middleware: every model call of the agent is a call of the ``react`` stage through the
+    kit's model call (:func:`~atomgraph.nodes.call.model_call`): under the stage's output cap and the
+    run's deadline, recorded by the stage's :class:`CallRecorder`, the reply cut client-side at the
+    cap (its record marked ``capped``) before the agent or the final-answer parser reads it."""
+
+    def __init__(self, cap_kwargs: dict, cap: int | None, recorder: CallRecorder, deadline: float | None = None,
+                 bound_s: float | None = None, question: str = "", refresh: bool = False):
         super().__init__()
         self.cap_kwargs = cap_kwargs
         self.cap = cap
         self.recorder = recorder
+        self.deadline = deadline
+        self.bound_s = bound_s
+        self.question = question
+        self.refresh = refresh
+
+    def _readable(self, reply: Reply) -> AIMessage | None:
+        """The step's model message when the agent could read it — a well-formed tool call, or a final
+        reply the ``react`` stage reads as an answer (the same reading as the final answer's) — else
+        None. Only a readable step is written to the response cache."""
+        messages = [m for m in getattr(reply.out, "result", None) or [] if isinstance(m, AIMessage)]
+        if not messages:
+            return None
+        m = messages[-1]
+        if m.tool_calls:
+            return None if m.invalid_tool_calls else m
+        trial = Reply(AIMessage(content=message_text(m)), reply.call.model_copy(), over=reply.over)
+        return m if read_reply(P.AGENT, {"question": self.question}, trial, self.cap).ok else None
 
     @property
     def name(self) -> str:
-        return "OutputCap"
+        return "StageCalls"
 
     def _capped(self, request):
         return request.override(model_settings={**request.model_settings, **self.cap_kwargs})
 
-    def _cut(self, response):
-        messages = getattr(response, "result", None)
-        if not isinstance(messages, list):
-            return response
-        kept = []
-        for m in messages:
-            if isinstance(m, AIMessage):
-                m, over = cut_message(m, self.cap)
-                if over is not None and self.recorder is not None and self.recorder.calls:
-                    rec = self.recorder.calls[-1]  # the agent's calls run one after another
-                    rec.capped, rec.reply_chars = True, over
-            kept.append(m)
-        response.result = kept
-        return response
-
     def wrap_model_call(self, request, handler):
-        return self._cut(handler(self._capped(request)))
+        with reply_cache.holding() as pending, reply_cache.refreshing(self.refresh):
+            reply = model_call_sync(lambda: handler(self._capped(request)), self.recorder, self.cap, self.deadline,
+                                    cut=cut_response)
+            if reply.failed:
+                raise reply.error
+            read = self._readable(reply)
+            if read is not None:
+                reply_cache.keep(pending, read)
+        return reply.out
 
     async def awrap_model_call(self, request, handler: Callable[[Any], Awaitable[Any]]):
-        return self._cut(await handler(self._capped(request)))
+        with reply_cache.holding() as pending, reply_cache.refreshing(self.refresh):
+            reply = await model_call(lambda: handler(self._capped(request)), self.recorder, self.cap, self.deadline,
+                                     bound_s=self.bound_s, cut=cut_response)
+            if reply.failed:
+                raise reply.error
+            read = self._readable(reply)
+            if read is not None:
+                await asyncio.to_thread(reply_cache.keep, pending, read)  # SQLite, off the event loop
+        return reply.out
+
 
 
 def source_tools(rt: MethodRuntime, k: int, out: Recorded) -> list[BaseTool]:
@@ -145,7 +190,7 @@ def message_steps(messages: list[BaseMessage]) -> list[dict]:
 def make_agent_node(rt: MethodRuntime) -> Callable:
     """Run the ReAct agent on the question; record its calls; read its answer."""
 
-    async def agent(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def agent(state: ReactState, config: RunnableConfig) -> dict[str, Any]:
         from langgraph.errors import GraphRecursionError
 
         question = check_question(state.get("question"))
@@ -167,8 +212,10 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
                     "trace": {"method": "react", **base, "steps": [], "evidence": []},
                     "retrieved_ids": [], "retrieved_titles": []}
         recorder = CallRecorder(role=P.AGENT.role, stage=P.AGENT.name, model=model_name(model), cap=cap)
-        graph = create_agent(agent_model, tools, middleware=[OutputCap(cap_kwargs, cap, recorder), ModelCallLimitMiddleware(
-            run_limit=params.max_steps, exit_behavior="end")], name="react_agent")
+        graph = create_agent(agent_model, tools, middleware=[
+            StageCalls(cap_kwargs, cap, recorder, deadline_of(config), rt.request_bound(), question,
+                       refresh_of(config)),
+            ModelCallLimitMiddleware(run_limit=params.max_steps, exit_behavior="end")], name="react_agent")
         run_config: RunnableConfig = merge_configs(config, {
             "callbacks": [recorder], "tags": P.AGENT.tags, "recursion_limit": 4 * params.max_steps + 8,
             "metadata": {"atomgraph_role": P.AGENT.role, "atomgraph_cap": cap}})
@@ -189,17 +236,14 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
         answer = ""
         if error is None and stopped is None:
             last = model_replies[-1] if model_replies else None
-            text = message_text(last) if last is not None else ""
-            try:
-                answer = P.AGENT.parser.invoke(AIMessage(content=text))
-            except Exception as exc:  # OutputParserException: unreadable final message
-                reason = str(exc).split("\nFor troubleshooting")[0]
-                last_call = recorder.calls[-1] if recorder.calls else None
-                if last_call is not None and last_call.capped:
-                    reason = f"{cut_note(last_call.reply_chars or 0, cap)}: {reason}"
-                if last_call is not None:
-                    last_call.parse_error = reason
-                error = f"final answer: unreadable model output ({reason})"
+            last_call = recorder.calls[-1] if recorder.calls else recorder.refused("no model call was made")
+            final_reply = Reply(AIMessage(content=message_text(last) if last is not None else ""), last_call,
+                                over=last_call.reply_chars if last_call.capped else None)
+            result = read_reply(P.AGENT, {"question": question}, final_reply, cap)  # the stage's parser, as every stage
+            if result.ok:
+                answer = result.value
+            else:
+                error = f"final answer: {result.problem}"
         elif stopped is not None:
             error = "no answer within the step limit"
         if error is None and tools and not rec.retriever_calls:

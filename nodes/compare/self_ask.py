@@ -11,9 +11,10 @@ from atomgraph.state.output import check_question
 from atomgraph.nodes.compare.common import failed, hits, passages, source_names, shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import self_ask as P
+from atomgraph.state.compare import SelfAskState
 
 
-def turns(state: dict) -> list[dict]:
+def turns(state: SelfAskState) -> list[dict]:
     """The answered follow-ups so far: ``{"follow_up", "answer"}`` each."""
     return [s for s in state.get("steps") or [] if s.get("kind") == "intermediate_answer"]
 
@@ -21,7 +22,7 @@ def turns(state: dict) -> list[dict]:
 def make_ask_node(rt: MethodRuntime) -> Callable:
     """The model's next line: a follow-up question (``pending``) or the final answer."""
 
-    async def ask(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def ask(state: SelfAskState, config: RunnableConfig) -> dict[str, Any]:
         question = check_question(state.get("question"))
         result = await rt.ask(P.STEP, {"question": question, "scratchpad": P.scratchpad(turns(state))}, config)
         if not result.ok:
@@ -39,7 +40,7 @@ def make_ask_node(rt: MethodRuntime) -> Callable:
 def make_search_node(rt: MethodRuntime) -> Callable:
     """Retrieve for the pending follow-up question from every available source."""
 
-    async def search(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def search(state: SelfAskState, config: RunnableConfig) -> dict[str, Any]:
         query = state["pending"]
         evidence, calls, notes = await rt.retrieve(source_names(rt), query=query, k=rt.params(config).top_k)
         return {"evidence": evidence, "fresh": evidence, "retriever_calls": calls,
@@ -51,7 +52,7 @@ def make_search_node(rt: MethodRuntime) -> Callable:
 def make_intermediate_node(rt: MethodRuntime) -> Callable:
     """Answer the pending follow-up from the passages just retrieved."""
 
-    async def intermediate_answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def intermediate_answer(state: SelfAskState, config: RunnableConfig) -> dict[str, Any]:
         follow_up = state["pending"]
         result = await rt.ask(P.ANSWER, {"question": follow_up, "evidence": passages(state.get("fresh") or [])}, config)
         if not result.ok:
@@ -69,7 +70,7 @@ def make_intermediate_node(rt: MethodRuntime) -> Callable:
 def make_final_node(rt: MethodRuntime) -> Callable:
     """The final answer, asked for when the follow-up bound ends the loop."""
 
-    async def final_answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def final_answer(state: SelfAskState, config: RunnableConfig) -> dict[str, Any]:
         result = await rt.ask(P.FINAL, {"question": state["question"], "scratchpad": P.scratchpad(turns(state))}, config)
         if not result.ok:
             return failed("final_answer", result)
@@ -79,11 +80,11 @@ def make_final_node(rt: MethodRuntime) -> Callable:
     return final_answer
 
 
-def after_ask(state: dict) -> str:
+def after_ask(state: SelfAskState) -> str:
     return "finish" if state.get("done") else "search"
 
 
-def after_intermediate(state: dict) -> str:
+def after_intermediate(state: SelfAskState) -> str:
     if state.get("done"):
         return "finish"
     return "final_answer" if state.get("stopped") else "ask"

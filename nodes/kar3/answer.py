@@ -1,6 +1,8 @@
 """The ``answer`` node: the question over the chosen chunks; the trace of every round, why
 the loop ended, and the LLM calls and tokens this question used. Without an atom index
-there is no answer (an error, no model call): KAR³ never falls back to closed-book."""
+there is no answer (an error, no model call). With an index but no chunk chosen (nothing
+retrieved, or the loop ended before a selection) the answer is closed-book: recorded in
+``trace["fallbacks"]`` as "KAR³ closed-book", counted in every summary."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.common import Kar3Runtime
 from atomgraph.prompts.kar3.answer import ANSWER_STAGE, SHORT_ANSWER_STAGE
-from atomgraph.state.kar3 import EXIT_TEXT, AtomHit, Round
+from atomgraph.nodes.kar3.loop import EXIT_TEXT
+from atomgraph.state.kar3 import AtomHit, Kar3State, Round
 from atomgraph.state.usage import LLMCall
 
 
@@ -29,7 +32,7 @@ def usage_of(calls: list[LLMCall | dict]) -> dict[str, Any]:
 
 
 def make_answer_node(rt: Kar3Runtime) -> Callable:
-    async def answer(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def answer(state: Kar3State, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
         rounds: list[Round] = list(state.get("rounds") or [])
         chosen: list[AtomHit] = list(state.get("chosen") or [])
@@ -55,8 +58,15 @@ def make_answer_node(rt: Kar3Runtime) -> Callable:
                 out.update(answer=result.value, answers=[result.value], error=None)
             else:
                 out.update(answer="", answers=[], error=f"answer: {result.problem}")
+        fallbacks = []
+        if not chosen and exit_reason not in ("invalid_question", "no_index"):
+            # nothing was chosen (nothing retrieved, or every round ended first): the answer is
+            # closed-book, a fallback the summaries count
+            fallbacks.append({"stage": "answer", "kind": "KAR³ closed-book", "final": True,
+                              "reason": f"closed-book: no chunk was chosen ({EXIT_TEXT.get(exit_reason or '', '') or exit_reason})"})
         out["trace"] = {
             "method": "kar3",
+            "fallbacks": fallbacks,
             "collection": getattr(index, "name", None),
             "params": dataclasses.asdict(params),
             "rounds": [r.model_dump() for r in rounds],

@@ -1,9 +1,11 @@
 """What KAR³'s nodes share: the runtimes and the atom index a run reads.
 
-:class:`Kar3Runtime` is the kit's :class:`~atomgraph.nodes.runtime.MethodRuntime` plus the
-atom index (QA; settings ``[kar3]``); :class:`Kar3IndexRuntime` runs the atomizer
-(indexing; settings ``[kar3_index]``; at its own temperature, 0.7 in the paper, through
-``rt.ask(..., temperature=...)``; every QA step runs at the settings' temperature). How
+Both are built from their method's declaration like every method's runtime:
+``Kar3Runtime.for_method("kar3", ...)`` is the kit's :class:`~atomgraph.nodes.runtime.MethodRuntime`
+plus the atom index (QA; context and settings section from the ``kar3`` declaration);
+``MethodRuntime.for_method("kar3_index", ...)`` (typed :data:`Kar3IndexRuntime`) runs the
+atomizer (at its own temperature, 0.7 in the paper, through ``rt.ask(..., temperature=...)``;
+every QA step runs at the settings' temperature). How
 knowledge is shown to the model lives with the prompts (``prompts/kar3/``).
 """
 
@@ -19,8 +21,12 @@ from atomgraph.tools.registry import SourceSet
 
 
 class Kar3Runtime(MethodRuntime[Kar3Context]):
-    def __init__(self, models: Any = None, sources: Any = None, settings: Any = None, *, index: AtomIndex | None = None):
-        super().__init__(Kar3Context, "kar3", models, [] if sources is None else sources, settings)
+    """The runtime of the ``kar3`` graph: build it with ``Kar3Runtime.for_method("kar3", model, sources,
+    settings[, index=...])``."""
+
+    def __init__(self, context_cls: type[Kar3Context], section: str, models: Any = None, sources: Any = None,
+                 settings: Any = None, roles: tuple[str, ...] | None = None, *, index: AtomIndex | None = None):
+        super().__init__(context_cls, section, models, [] if sources is None else sources, settings, roles)
         self._sources_given = sources
         self._index = index
         self._indexes: dict[str, AtomIndex] = {}
@@ -53,7 +59,5 @@ class Kar3Runtime(MethodRuntime[Kar3Context]):
         return idx, idx.unavailable_reason()
 
 
-
-class Kar3IndexRuntime(MethodRuntime[Kar3IndexContext]):
-    def __init__(self, models: Any = None, settings: Any = None):
-        super().__init__(Kar3IndexContext, "kar3_index", models, [], settings)
+# The atomizer's runtime (the ``kar3_index`` graph): ``MethodRuntime.for_method("kar3_index", model, [], settings)``.
+Kar3IndexRuntime = MethodRuntime[Kar3IndexContext]

@@ -12,7 +12,6 @@ bounded length that do not copy the chunk); rejected lines are counted by reason
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from typing import Any, Callable
 
@@ -21,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from atomgraph.errors import AtomgraphError
 from atomgraph.nodes.kar3.common import Kar3IndexRuntime
 from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE, filter_atoms
-from atomgraph.state.kar3 import Kar3IndexContext
+from atomgraph.state.kar3 import Kar3IndexContext, Kar3IndexState
 from atomgraph.state.usage import LLMCall
 from atomgraph.tools.atom_index import AtomIndex, Chunk, collection_chunks
 
@@ -67,7 +66,7 @@ async def atomize_chunks(rt: Kar3IndexRuntime, index: AtomIndex, chunks: list[Ch
                          config: RunnableConfig | None = None, *, progress: bool = False) -> tuple[dict, list[LLMCall]]:
     """Atomize ``chunks`` (at most ``atomizer_concurrency`` calls at once, at the atomizer's
     temperature) and write them ``write_batch`` at a time. Returns statistics and the calls."""
-    from tqdm import tqdm
+    from atomgraph.progress import progress as progress_reporter
 
     t0 = time.perf_counter()
     sem = asyncio.Semaphore(params.atomizer_concurrency)
@@ -77,8 +76,8 @@ async def atomize_chunks(rt: Kar3IndexRuntime, index: AtomIndex, chunks: list[Ch
     failed: list[dict] = []
     stats: dict[str, Any] = {"atomized": 0, "atoms": 0, "rejected_lines": 0, "rejected_by_reason": {},
                              "chunks_without_atoms": 0}
-    bar = tqdm(total=len(chunks), unit="chunk", desc=f"atomizing {index.name}", disable=not progress,
-               file=sys.stderr, dynamic_ncols=True)
+    # a bar on a terminal, else a line with rate and ETA every 30 s
+    bar = progress_reporter(len(chunks), f"index atoms {index.name}", "chunks", enabled=progress)
 
     async def flush() -> None:
         async with lock:
@@ -95,7 +94,7 @@ async def atomize_chunks(rt: Kar3IndexRuntime, index: AtomIndex, chunks: list[Ch
                                   temperature=params.atomizer_temperature)
             calls.append(result.call)
             if result.ok:
-                kept = filter_atoms(result.value, chunk.text, params.max_atom_words)
+                kept = filter_atoms(result.value, chunk.text, params.max_atom_words, params.atom_question_filter)
                 stats["rejected_lines"] += sum(kept.rejected.values())
                 for reason, n in kept.rejected.items():
                     stats["rejected_by_reason"][reason] = stats["rejected_by_reason"].get(reason, 0) + n
@@ -128,7 +127,7 @@ def usage_stats(calls: list[LLMCall], settings) -> dict:
 
 
 def make_load_node(rt: Kar3IndexRuntime, embeddings: Any = None) -> Callable:
-    async def load(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def load(state: Kar3IndexState, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
         source = state.get("from_collection") or ""
         name = state.get("collection") or source or rt.settings().kar3.collection or rt.settings().chroma_collection
@@ -159,7 +158,7 @@ def make_load_node(rt: Kar3IndexRuntime, embeddings: Any = None) -> Callable:
 
 
 def make_atomize_node(rt: Kar3IndexRuntime, embeddings: Any = None, progress: bool = False) -> Callable:
-    async def atomize(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def atomize(state: Kar3IndexState, config: RunnableConfig) -> dict[str, Any]:
         stats = dict(state.get("stats") or {})
         if state.get("error"):
             return {"stats": stats}

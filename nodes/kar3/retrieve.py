@@ -18,7 +18,8 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.common import Kar3Runtime
-from atomgraph.state.kar3 import AtomHit, Kar3Context, Round
+from atomgraph.nodes.kar3.loop import loop_exit
+from atomgraph.state.kar3 import AtomHit, Kar3Context, Kar3State, Round
 from atomgraph.state.usage import RetrieverCall
 from atomgraph.tools.atom_source import hit_evidence
 from atomgraph.tools.base import retriever_run
@@ -56,7 +57,7 @@ async def timed(fn, *args, **kw) -> tuple[Any, float, str | None]:
 
 
 def make_retrieve_node(rt: Kar3Runtime) -> Callable:
-    async def retrieve(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def retrieve(state: Kar3State, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
         index, _ = rt.atom_index(params)
         rounds = list(state.get("rounds") or [])
@@ -92,10 +93,9 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
             if not hits:
                 r.notes.append(f"backup 2: the question against the chunks ({gate}), each shown with its best atom")
                 hits = await chunk_hits(index, question, params, exclude, r, calls)
-        if not hits:
-            r.ended = "nothing_retrieved"
         r.hits = hits
-        return {"rounds": rounds[:-1] + [r], "retriever_calls": calls, "exit": r.ended}
+        exit_reason = loop_exit("retrieve", r, state.get("chosen") or [], params)
+        return {"rounds": rounds[:-1] + [r], "retriever_calls": calls, "exit": exit_reason}
 
     return retrieve
 

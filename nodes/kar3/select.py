@@ -11,13 +11,14 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.common import Kar3Runtime
+from atomgraph.nodes.kar3.loop import loop_exit
 from atomgraph.prompts.kar3.select import SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE
-from atomgraph.state.kar3 import AtomHit, Round
+from atomgraph.state.kar3 import AtomHit, Kar3State, Round
 from atomgraph.state.usage import LLMCall
 
 
 def make_select_node(rt: Kar3Runtime) -> Callable:
-    async def select(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def select(state: Kar3State, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
         rounds = list(state.get("rounds") or [])
         r: Round = rounds[-1].model_copy(deep=True)
@@ -46,13 +47,10 @@ def make_select_node(rt: Kar3Runtime) -> Callable:
             r.paragraphs_offered = True
             r.notes.append("no readable pick among the atomic questions: the same candidates are shown as paragraphs")
             choice = await pick(SELECT_PARAGRAPH_STAGE, "paragraphs")
-        if choice is None:
-            r.ended = "selector_none"
-        else:
+        if choice is not None:
             r.choice = choice
             chosen.append(choice)
-            if len(chosen) >= params.max_chunks:
-                r.ended = "max_chunks"
-        return {"rounds": rounds[:-1] + [r], "chosen": chosen, "exit": r.ended, "llm_calls": llm}
+        exit_reason = loop_exit("select", r, chosen, params)
+        return {"rounds": rounds[:-1] + [r], "chosen": chosen, "exit": exit_reason, "llm_calls": llm}
 
     return select

@@ -6,31 +6,21 @@ Every ARM parser reads JSON when it finds it and plain lines otherwise, and rais
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
+from atomgraph.prompts.json_reader import read_json
+
 BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\(\d+\))\s*")
 NONE = re.compile(r"^\s*(?:none|no changes?|nothing|n/a|-)\s*\.?\s*$", re.I)
 _MAX_ITEM_CHARS = 200
 
 
 def json_value(text: str) -> Any:
-    """The first JSON object or list in ``text`` (code fences allowed), or None."""
-    fenced = _FENCE.search(text)
-    candidates = [fenced.group(1)] if fenced else []
-    candidates.append(text)
-    decoder = json.JSONDecoder()
-    for cand in candidates:
-        for i, ch in enumerate(cand):
-            if ch in "[{":
-                try:
-                    value, _ = decoder.raw_decode(cand[i:])
-                except (ValueError, RecursionError):
-                    continue
-                return value
-    return None
+    """The JSON object or list of ``text`` (code fences allowed), or None: the one reader of model
+    JSON (:func:`atomgraph.prompts.json_reader.read_json`; a citation marker such as the ``[1]`` of
+    ``'Sure! [1] is the first. Then: ["a", "b"]'`` is not taken for the list)."""
+    return read_json(text)
 
 
 def clean(item: Any) -> str:

@@ -7,7 +7,7 @@ Stage names carry the ``arm_`` prefix (``arm_decompose``, ...): tags, scripted m
 | module | stages |
 |---|---|
 | :mod:`~atomgraph.prompts.arm.alignment` (§3.2.1) | ``arm_decompose`` (keywords), ``arm_align`` (one n-gram of a shortlist), ``arm_align_list`` (a list of corpus n-grams) |
-| :mod:`~atomgraph.prompts.arm.verification` (§3.2.2–3.2.3) | ``arm_draft`` (changes to a solver draft; extension), ``arm_verify`` (the draft objects that answer) |
+| :mod:`~atomgraph.prompts.arm.verification` (§3.2.2, §3.3) | ``arm_draft`` (changes to a solver draft; extension), ``arm_verify`` (the draft objects that answer) |
 | :mod:`~atomgraph.prompts.arm.answer` | ``arm_answer`` |
 
 Every parser reads JSON when it finds it and plain lines otherwise, and raises

@@ -1,5 +1,5 @@
 """ARM's stages over drafts: the decoder's changes to a solver draft (an extension, off by
-default) and self-verification (§3.2.3), each constrained to the draft's own objects.
+default) and self-verification (§3.3), each constrained to the draft's own objects.
 
 | stage | replies with | value | constraint (``rt.ask``) |
 |---|---|---|---|

@@ -16,14 +16,13 @@ echo, a template token, markup, instructions to the reader; the error says ``ans
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 
 from pydantic import BaseModel
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.answer_contract import AnswerRefused, check_answer, reply_problem
+from atomgraph.prompts.json_reader import loads as read_value
 
 ANSWER_FORMAT = 'So the answer is: (1) Paraphrase Answer: <one sentence>; (2) Answer List: ["<item>", ...]'
 
@@ -171,11 +170,10 @@ def _read_list(s: str) -> tuple[list[str], bool] | None:
     if s.startswith("["):
         items, end, quoted = _scan_list(s, 0)
         candidate = s[:end]
-        for loader in (json.loads, ast.literal_eval):
-            try:
-                return _flatten(loader(candidate)), True
-            except Exception:  # noqa: BLE001 - try the next reader
-                pass
+        try:
+            return _flatten(read_value(candidate)), True
+        except (ValueError, TypeError):  # not a whole JSON or Python list: read its items below
+            pass
         if not quoted:
             items = _merge_dates(items)
         return items, True
@@ -344,3 +342,34 @@ def _last_sentence(text: str) -> str:
 def _excerpt(text: str, n: int = 160) -> str:
     flat = re.sub(r"\s+", " ", text or "").strip()
     return repr(flat if len(flat) <= n else flat[: n - 3] + "...")
+
+
+_AUTHORS_SO_RE = re.compile(r"answer is: (.*)", re.I | re.S)
+_AUTHORS_PARA_RE = re.compile(r"Paraphrase Answer:\s*(.*?)\s*(?=; \(2\) Answer List|\n\(2\) Answer List|\(2\) |Answer List)")
+
+
+def read_as_authors(text: str) -> ParsedAnswer:
+    """A reply read the way the ATOMR authors read every reply (``keep_raw_reply``): the text
+    after the first "answer is:" (else the whole reply); its last ``[...]`` read as a list, else
+    the paraphrase, else that text itself, as the one answer. It never fails to give an answer;
+    each item is still held to the answer contract (:class:`AnswerRefused` otherwise)."""
+    raw = text if isinstance(text, str) else ""
+    m = _AUTHORS_SO_RE.search(raw)
+    ans = m.group(1) if m else raw
+    pm = _AUTHORS_PARA_RE.search(ans)
+    para = pm.group(1).strip().rstrip(";") if pm else ans
+    body = ans.replace(", ...", "").replace(",...", "")
+    items: list[str] | None = None
+    start, end = body.rfind("["), body.rfind("]")
+    if 0 <= start < end:
+        try:
+            value = ast.literal_eval(body[start : end + 1])
+            items = [str(v) for v in value] if isinstance(value, (list, tuple)) else None
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            items = None
+    if items is None:
+        items = [para if pm else ans]
+    items = [i.strip() for i in items if str(i).strip()]
+    for item in items:
+        check_answer(item)
+    return ParsedAnswer(paraphrase=para.strip() or "Unknown", answers=items, unknown=not items, raw=raw)

@@ -16,13 +16,13 @@ reads every program off the arguments (atomgraph's earlier behaviour: one model 
 from __future__ import annotations
 
 import json
-import re
 
 from pydantic import ValidationError
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.atomr.templating import chat_prompt, escape_braces
 from atomgraph.prompts.constraints import JsonSchema
+from atomgraph.prompts.json_reader import read_object
 from atomgraph.text import content_words
 from atomgraph.tools.wikidata_source import QueryProgram
 
@@ -82,12 +82,12 @@ ENTITY_MATCH_THRESHOLD = 0.5
 
 def read_program(text: str) -> QueryProgram:
     """The first JSON object of the reply as a :class:`QueryProgram`; ParseError otherwise."""
-    m = re.search(r"\{.*?\}(?=\s*(?:$|\n))", text or "", re.S) or re.search(r"\{.*\}", text or "", re.S)
-    if not m:
+    obj = read_object(text)
+    if obj is None:
         raise ParseError("no JSON object in the query program reply")
     try:
-        return QueryProgram.model_validate(json.loads(m.group(0)))
-    except (json.JSONDecodeError, ValidationError) as exc:
+        return QueryProgram.model_validate(obj)
+    except ValidationError as exc:
         raise ParseError(f"unreadable query program: {str(exc)[:200]}") from None
 
 

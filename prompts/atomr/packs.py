@@ -27,6 +27,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from atomgraph.prompts.atomr.templating import UNKNOWN_RULE
+
 # --- HotpotQA style: bridge and comparison questions over Wikipedia ------------------------------
 HOTPOTQA_PLAN = [
     ("What language were books being translated into during the era of Haymo of Faversham?", {
@@ -589,6 +591,11 @@ class PromptPack:
     plan_examples: list[tuple[str, dict[str, object]]]
     rules: str = ""
     examples: dict[str, list[str]] = field(default_factory=lambda: EXAMPLES)
+    # Whether direct RAG may answer Unknown, as the authors' prompt for the dataset does (their
+    # HotpotQA and 2Wiki direct-RAG prompts offer no Unknown; MuSiQue, CRAG and BlendQA do). The
+    # closed-book answer never offers it (none of theirs does); Relate and child/sibling reasoning
+    # always do, Search and Filter never (the authors' operator prompts).
+    direct_rag_unknown: bool = True
 
     def plan_text(self) -> str:
         return "\n\n".join(
@@ -601,11 +608,15 @@ class PromptPack:
     def rules_text(self) -> str:
         return f"\n{self.rules}" if self.rules else ""
 
+    def unknown_rule(self, stage: str) -> str:
+        """The Unknown option for ``stage``'s instructions ("" where the authors offer none)."""
+        return f" {UNKNOWN_RULE}" if stage == "direct_rag" and self.direct_rag_unknown else ""
+
 
 PACKS: dict[str, PromptPack] = {
     "general": PromptPack("general", GENERAL_PLAN, RULES["general"]),
-    "hotpotqa": PromptPack("hotpotqa", HOTPOTQA_PLAN, RULES["hotpotqa"]),
-    "2wiki": PromptPack("2wiki", TWOWIKI_PLAN, RULES["2wiki"]),
+    "hotpotqa": PromptPack("hotpotqa", HOTPOTQA_PLAN, RULES["hotpotqa"], direct_rag_unknown=False),
+    "2wiki": PromptPack("2wiki", TWOWIKI_PLAN, RULES["2wiki"], direct_rag_unknown=False),
     "musique": PromptPack("musique", MUSIQUE_PLAN, RULES["musique"]),
 }
 DEFAULT_PACK = "general"
@@ -625,6 +636,6 @@ def render_for(stage: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def render(inputs: dict[str, Any]) -> dict[str, Any]:
         pack = get_pack(inputs.get("pack"))
         text = pack.plan_text() if stage == "plan" else pack.examples_text(stage)
-        return {**inputs, "examples": text, "rules": pack.rules_text()}
+        return {**inputs, "examples": text, "rules": pack.rules_text(), "unknown_rule": pack.unknown_rule(stage)}
 
     return render

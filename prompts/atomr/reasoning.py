@@ -70,7 +70,7 @@ Examples.
 
 _DIRECT_RAG_SYSTEM = f"""{DIRECT_RAG_MARKER}.
 
-Answer the question using the knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph. When the knowledge does not answer it, answer from your own knowledge; give your best answer rather than none. {UNKNOWN_RULE}
+Answer the question using the knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph. When the knowledge does not answer it, answer from your own knowledge; give your best answer rather than none.{{unknown_rule}}
 
 {ANSWER_RULES}{{rules}}
 
@@ -88,7 +88,7 @@ DIRECT_RAG_PROMPT = chat_prompt(_DIRECT_RAG_SYSTEM, "Retrieved Knowledge:\n{know
 
 _CLOSED_BOOK_SYSTEM = f"""{CLOSED_BOOK_MARKER}.
 
-Answer the question from your own knowledge. Give your best answer rather than none. {UNKNOWN_RULE}
+Answer the question from your own knowledge. Give your best answer rather than none.
 
 {ANSWER_RULES}{{rules}}
 

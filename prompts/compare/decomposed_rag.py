@@ -4,13 +4,13 @@ splits the question into simple sub-questions, each is retrieved for separately,
 
 from __future__ import annotations
 
-import json
 import re
 
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.answer_contract import clean_reply as contract_reply
+from atomgraph.prompts.json_reader import read_json
 from atomgraph.prompts.compare.common import (ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, final_answer_parser,
                                               instructions_of, strip_label)
 from atomgraph.prompts.stage import Stage, text_parser
@@ -41,13 +41,9 @@ def read_sub_questions(text: str) -> list[str]:
     refused (the answer contract's :func:`clean_reply`). ParseError when there are none."""
     text = contract_reply(clean_reply(text), instructions=instructions_of(PLAN_PROMPT))
     items: list[str] = []
-    start = text.find("[")
-    if start != -1:
-        try:
-            data = json.loads(text[start:text.rfind("]") + 1])
-            items = [str(x.get("question", "") if isinstance(x, dict) else x) for x in data]
-        except (json.JSONDecodeError, ValueError, AttributeError):
-            items = []
+    data = read_json(text, want=list)
+    if data:
+        items = [str(x.get("question", "") if isinstance(x, dict) else x) for x in data if x is not None]
     if not items:
         for line in text.splitlines():
             m = _ITEM.match(line)

@@ -77,12 +77,16 @@ def _words(s: str) -> list[str]:
     return _WORD.findall(s.lower())
 
 
-def filter_atoms(lines: list[str], chunk_text: str, max_words: int = 40) -> AtomFilter:
+def filter_atoms(lines: list[str], chunk_text: str, max_words: int = 40, check: bool = True) -> AtomFilter:
     """Keep the lines that are atomic questions: ending in a question mark, 3..``max_words``
     words, and not a copy of the chunk (a verbatim run of at least 80% of the chunk's words,
     said back with a question mark). Rejected lines are counted by reason: ``not_question``,
-    ``too_short``, ``too_long``, ``copy``."""
+    ``too_short``, ``too_long``, ``copy``. ``check=False`` (the authors' atomizer, the default
+    of indexing: switch ``atom_question_filter``) keeps every non-empty line."""
     out = AtomFilter()
+    if not check:
+        out.kept = [ln.strip() for ln in lines if ln and ln.strip()]
+        return out
     chunk_words = _words(chunk_text)
     chunk = " ".join(chunk_words)
     for line in lines:

@@ -1,59 +1,21 @@
 """Tolerant readers shared by KAR³'s stages: a JSON object anywhere in a reply (code fences,
-prose around it, single quotes, trailing commas), and question lines."""
+prose around it, single quotes, trailing commas; read by :mod:`atomgraph.prompts.json_reader`,
+the reader every stage shares), and question lines."""
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from typing import Any
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+from atomgraph.prompts.json_reader import read_object
+
 _BULLET = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,3}[.)\]:]|\(?[a-zA-Z][.)]|Q\d*[:.)]|#+)\s*")
 
 
 def json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in ``text`` that parses, or None."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text or "")] + [text or ""]
-    for cand in candidates:
-        start = cand.find("{")
-        while start != -1:
-            depth, in_str, esc = 0, None, False
-            for i in range(start, len(cand)):
-                ch = cand[i]
-                if in_str:
-                    if esc:
-                        esc = False
-                    elif ch == "\\":
-                        esc = True
-                    elif ch == in_str:
-                        in_str = None
-                elif ch in "\"'":
-                    in_str = ch
-                elif ch == "{":
-                    depth += 1
-                elif ch == "}":
-                    depth -= 1
-                    if depth == 0:
-                        obj = _load(cand[start:i + 1])
-                        if isinstance(obj, dict):
-                            return obj
-                        break
-            start = cand.find("{", start + 1)
-    return None
-
-
-def _load(s: str) -> Any:
-    for attempt in (s, re.sub(r",\s*([}\]])", r"\1", s)):
-        try:
-            return json.loads(attempt)
-        except ValueError:
-            pass
-        try:
-            return ast.literal_eval(attempt.replace("null", "None").replace("true", "True").replace("false", "False"))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            pass
-    return None
+    """The first JSON object in ``text`` (code fences, prose around it, single quotes, trailing
+    commas), or None: the one reader of model JSON (:func:`atomgraph.prompts.json_reader.read_object`)."""
+    return read_object(text)
 
 
 def clean_line(line: str) -> str:

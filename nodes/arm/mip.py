@@ -1,4 +1,4 @@
-"""Structure alignment as a mixed-integer program (§3.2.2 and Appendix B of the ARM paper).
+"""§3.2.2 structure alignment's mixed-integer program (§3.2.2 and Appendix B of the ARM paper).
 
 Choose k of M candidate objects maximising  Σ_i R_i b_i + Σ_{i<j} C_ij c_ij  subject to
 Σ_i b_i = k, at most ``max_links`` connections (Appendix B's Σ c_ij ≤ 2(k−1) over ordered
@@ -15,10 +15,8 @@ The solver is CBC through python-mip, silenced, warm-started with a greedy solut
 feasible solution found in time is ``feasible``, and when CBC returns nothing usable the
 greedy solution is used (``greedy``). :func:`brute_force` is the reference for tests.
 
-Compatibility C_ij (:func:`compatibility_matrix`): tables are joinable through a pair of
-columns (names; values when rows exist; never across two different ``database`` values);
-passages are linked when one mentions the other's title (the index's title mentions),
-plus a weighted share of embedding similarity above a floor.
+C_ij itself is :mod:`atomgraph.nodes.arm.compatibility`; the sets of search objects the MIP
+runs over, and the drafts, are :mod:`atomgraph.nodes.arm.structure_alignment`.
 """
 
 from __future__ import annotations
@@ -29,10 +27,6 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
-from rapidfuzz import fuzz
-
-from atomgraph.tools.arm_index import ArmIndex
-from atomgraph.tools.objects import DataObject, split_identifier
 
 
 @dataclass
@@ -282,105 +276,3 @@ def solve_structure(
         chosen, v, links, label = start, g_val, g_links, "greedy"
     chosen.sort(key=lambda i: -R[i])
     return StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), formulation, time_limit_s)
-
-
-# --- compatibility C_ij --------------------------------------------------------------------
-
-_KEYLIKE = ("id", "code", "key", "no", "number", "num")
-_GENERIC = {"id", "name", "description", "date", "type", "title", "details", "year", "age", "other details"}
-
-
-def _singular(w: str) -> str:
-    if w.endswith("ies") and len(w) > 4:
-        return w[:-3] + "y"
-    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
-        return w[:-1]
-    return w
-
-
-def _table_name(obj: DataObject) -> str:
-    name = obj.title.split(".")[-1] if obj.database and obj.title.startswith(obj.database + ".") else obj.title
-    return " ".join(_singular(w) for w in split_identifier(name).split())
-
-
-def column_compatibility(a: DataObject, x: str, b: DataObject, y: str, *, value_weight: float = 0.5) -> float:
-    """Join-ability of column ``x`` of table ``a`` with column ``y`` of table ``b`` in [0, 1]:
-    same key-like name (``singer_id`` = ``singer_id``), a foreign-key pattern (``singer_id`` in
-    one, ``id`` in a table named singer), a close name, and value overlap (Jaccard) when both
-    tables have rows."""
-    wx, wy = split_identifier(x), split_identifier(y)
-    name = 0.0
-    if wx == wy:
-        last = wx.split()[-1] if wx else ""
-        if wx == "id":
-            name = 0.2
-        elif last in _KEYLIKE:
-            name = 1.0
-        elif wx in _GENERIC:
-            name = 0.3
-        else:
-            name = 0.6
-    else:
-        ta, tb = _table_name(a), _table_name(b)
-        if (wy in ("id", f"{tb} id") and wx in (f"{tb} id", f"{tb} code")) or (
-            wx in ("id", f"{ta} id") and wy in (f"{ta} id", f"{ta} code")
-        ):
-            name = 1.0
-        elif wx.split()[-1:] == wy.split()[-1:] and wx.split()[-1:] and wx.split()[-1] in _KEYLIKE[:3]:
-            r = fuzz.ratio(wx, wy) / 100
-            name = 0.5 * r if r >= 0.8 else 0.0
-    if a.rows and b.rows and value_weight > 0:
-        ix, iy = a.columns.index(x), b.columns.index(y)
-        vx = {r[ix].strip().casefold() for r in a.rows if r[ix].strip()}
-        vy = {r[iy].strip().casefold() for r in b.rows if r[iy].strip()}
-        jac = len(vx & vy) / len(vx | vy) if vx and vy else 0.0
-        return (1 - value_weight) * name + value_weight * jac
-    return name
-
-
-def table_compatibility(a: DataObject, b: DataObject) -> float:
-    """The best column pair's join-ability; 0 across two different databases."""
-    if a.database is not None and b.database is not None and a.database != b.database:
-        return 0.0
-    return max((column_compatibility(a, x, b, y) for x in a.columns for y in b.columns), default=0.0)
-
-
-def compatibility_matrix(
-    index: ArmIndex,
-    positions: Sequence[int],
-    *,
-    link_weight: float = 1.0,
-    join_weight: float = 1.0,
-    semantic_weight: float = 0.0,
-    semantic_floor: float = 0.5,
-) -> np.ndarray:
-    """C_ij over the candidates at ``positions`` (object indices of ``index``).
-
-    passage/passage and table/passage: ``link_weight`` when one mentions the other's title;
-    table/table: ``join_weight`` × the best column join-ability; every pair also gets
-    ``semantic_weight`` × (cosine − ``semantic_floor``)₊ of their embeddings.
-    """
-    pos = list(positions)
-    n = len(pos)
-    C = np.zeros((n, n))
-    objs = [index.objects[p] for p in pos]
-    where = {p: a for a, p in enumerate(pos)}
-    if link_weight:
-        for a, p in enumerate(pos):
-            for q in index.mentions[p]:
-                b = where.get(q)
-                if b is not None and b != a:
-                    C[a, b] = C[b, a] = max(C[a, b], link_weight)
-    if join_weight:
-        for a, b in itertools.combinations(range(n), 2):
-            if objs[a].is_table and objs[b].is_table:
-                v = join_weight * table_compatibility(objs[a], objs[b])
-                if v > 0:
-                    C[a, b] = C[b, a] = max(C[a, b], v)
-    if semantic_weight and n:
-        V = index.object_vectors[pos]
-        S = np.clip(V @ V.T - semantic_floor, 0, None) * semantic_weight
-        np.fill_diagonal(S, 0)
-        C = C + S
-    np.fill_diagonal(C, 0)
-    return C

@@ -1,41 +1,52 @@
-"""§3.2.3 self-verification and aggregation: the ``verify`` node (the decoder keeps, per draft,
+"""§3.3 self-verification and aggregation: the ``verify`` node (the decoder keeps, per draft,
 the objects that answer the question — only the draft's objects count — with the token
 log-probabilities of their names where the server returns them) and the ``aggregate`` node
-(the confidence-weighted vote over the verified drafts, :func:`atomgraph.nodes.arm.voting.aggregate`)."""
+(the confidence-weighted vote over the verified drafts, :func:`aggregate_votes`; without
+verification, :func:`vote_drafts`).
+
+Aggregation: Each draft's verification votes for the objects it kept. An object's confidence is
+
+    vote_weight × (mean weight of its votes) + (1 − vote_weight) × softmax(vote counts)
+
+where a vote's weight is the probability of the tokens that name the object in the
+verifier's reply (exp of their mean log-probability) when the server returned
+log-probabilities; without any, the confidence is the softmaxed vote count alone
+(frequency). A vote whose name tokens were not found in the returned log-probabilities
+weighs 1.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 from typing import Any, Callable, Sequence
 
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.arm.common import ArmRuntime, titles
-from atomgraph.nodes.arm.pool import vote_drafts
 from atomgraph.nodes.arm.verbalize import verbalize_draft
-from atomgraph.nodes.arm.voting import aggregate as vote
 from atomgraph.prompts.arm.verification import VERIFY, selection_schema
 from atomgraph.prompts.constraints import accepts_logprobs
-from atomgraph.state.arm_graph import Draft, Verdict
+from atomgraph.state.arm_graph import ArmState, Draft, Verdict, Vote
 from atomgraph.tools.arm_index import ArmIndex
 
 
 def make_verify_node(art: ArmRuntime) -> Callable:
-    async def verify(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def verify(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         drafts: list[Draft] = state.get("drafts") or []
-        if not drafts or not ctx.verification:
+        if not drafts or not ctx.verification or not ctx.llm:
             return {"verdicts": []}
         index = await art.aindex(ctx)
         dec = await art.decoding(ctx, state, VERIFY.role)
-        logprobs = ctx.logprobs and accepts_logprobs(await art.rt.amodel(VERIFY.role))
+        logprobs = ctx.logprobs and accepts_logprobs(await art.amodel(VERIFY.role))
         question = state["question"]
 
         async def one(d: Draft):
             inputs = {"question": question, "keywords": state.get("keywords"),
                       "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows)}
-            return await art.rt.ask(VERIFY, inputs, config, constraint=selection_schema(d["ids"]), logprobs=logprobs,
+            return await art.ask(VERIFY, inputs, config, constraint=selection_schema(d["ids"]), logprobs=logprobs,
                                     backend_kind=dec["backend"])
 
         results = await asyncio.gather(*(one(d) for d in drafts))
@@ -60,21 +71,26 @@ def make_verify_node(art: ArmRuntime) -> Callable:
 
 
 def make_aggregate_node(art: ArmRuntime) -> Callable:
-    async def aggregate(state: dict, config: RunnableConfig) -> dict[str, Any]:
+    async def aggregate(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         index = await art.aindex(ctx)
         drafts: list[Draft] = state.get("drafts") or []
         usable = [v for v in state.get("verdicts") or [] if v.get("selected") is not None]
-        votes, how = vote(usable, vote_weight=ctx.vote_weight)
+        votes, how = aggregate_votes(usable, vote_weight=ctx.vote_weight)
         problems = []
         chosen = [v["id"] for v in votes][: ctx.k]
-        if not ctx.verification:
-            how = "draft votes (verification off)"
+        if not ctx.verification or not ctx.llm:
+            how = "draft votes (" + ("no model: llm=False" if not ctx.llm else "verification off") + ")"
             chosen = vote_drafts(drafts, ctx.k)
         elif not usable and drafts:
             how = "first draft (no verification was readable)"
             problems.append("aggregate: no draft was verified; the first draft's objects are used")
             chosen = list(drafts[0]["ids"])[: ctx.k]
+        elif not chosen and drafts:  # every verifier kept nothing: said, and the drafts' own votes used
+            how = "draft votes (every verification kept no object)"
+            problems.append(f"aggregate: all {len(usable)} readable verification(s) kept no object; "
+                            "the drafts' own votes are used")
+            chosen = vote_drafts(drafts, ctx.k)
         if ctx.fill_to_k and len(chosen) < ctx.k:
             for d in drafts:
                 for i in d["ids"]:
@@ -145,3 +161,49 @@ def span_logprobs(tokens: Sequence[tuple[str, float]], names: Sequence[str]) -> 
         if vals:
             out[name] = sum(vals) / len(vals)
     return out
+
+
+# --- aggregation (§3.3) -------------------------------------------------------------------------
+
+def aggregate_votes(verdicts: Sequence[Verdict], *, vote_weight: float) -> tuple[list[Vote], str]:
+    """Votes per object, best first, and the mode (``logprobs`` or ``frequency``).
+
+    ``verdicts``: the verified drafts' verdicts (``selected`` ids, ``weights``: id → mean
+    logprob; drafts whose verification failed are left out by the caller). Ties keep
+    first-vote order.
+    """
+    counts: dict[str, int] = {}
+    weights: dict[str, list[float]] = {}
+    any_logprobs = any(v.get("weights") for v in verdicts)
+    for v in verdicts:
+        lp = v.get("weights") or {}
+        for oid in dict.fromkeys(v.get("selected") or []):
+            counts[oid] = counts.get(oid, 0) + 1
+            weights.setdefault(oid, []).append(math.exp(min(0.0, float(lp[oid]))) if oid in lp else 1.0)
+    if not counts:
+        return [], "logprobs" if any_logprobs else "frequency"
+    top = max(counts.values())
+    z = sum(math.exp(c - top) for c in counts.values())
+    out = []
+    for oid, c in counts.items():
+        share = math.exp(c - top) / z
+        mean_w = sum(weights[oid]) / len(weights[oid])
+        conf = vote_weight * mean_w + (1 - vote_weight) * share if any_logprobs else share
+        out.append(Vote(id=oid, votes=c, weight=round(mean_w, 6), share=round(share, 6), confidence=round(conf, 6)))
+    order = {oid: i for i, oid in enumerate(counts)}
+    out.sort(key=lambda r: (-r["confidence"], order[r["id"]]))
+    return out, "logprobs" if any_logprobs else "frequency"
+
+
+def vote_drafts(drafts: Sequence[Draft], k: int) -> list[str]:
+    """Aggregation without verification (the LLM-free path, ``verification=False``): each
+    draft votes for its objects; most votes first, ties by best relevance, then draft order."""
+    votes: dict[str, int] = {}
+    rel: dict[str, float] = {}
+    order: dict[str, int] = {}
+    for d in drafts:
+        for oid in d["ids"]:
+            votes[oid] = votes.get(oid, 0) + 1
+            rel[oid] = max(rel.get(oid, float("-inf")), float(d.get("relevance", {}).get(oid, 0.0)))
+            order.setdefault(oid, len(order))
+    return sorted(votes, key=lambda o: (-votes[o], -rel[o], order[o]))[:k]

@@ -1,0 +1,120 @@
+"""ARM's Figure 4 ablation without a model, the distinct-draft histogram, and the paper switch,
+on ../shared/data/retrieval/* at k = 5 (issue 30).
+
+    python -m benchmarks.bench_arm_ablation [--datasets hotpotqa,musique,spider] [--every N] \
+        [--configs dense,ia,sa,paper,mix] [--out F.json]
+
+Every configuration runs the one ARM pipeline (the ``arm`` graph, ``llm=False``: keywords
+replayed where the question has them — Spider — else the question's own corpus n-grams; the
+drafts' own votes, no verification) over one index per set:
+
+- ``dense``: the dense baseline (Appendix D.2);
+- ``ia``: information alignment only (``structure_alignment=False``: the k most relevant base
+  search objects, Figure 4's first bar);
+- ``sa``: + structure alignment (the defaults: three expanded sets, one MIP draft each, voted);
+- ``paper``: ``paper=true`` (every extension off: R_i the cosine, no coverage or database term);
+- ``paper_ia``: ``paper=true`` with ``structure_alignment=False``;
+- ``mix``: the defaults with ``relevance=mix`` (R_i as BM25 + cosine, min-max mixed);
+- ``noexp``: the defaults with ``expansion_per_seed=0`` (the base set alone, one draft).
+
+Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
+report adds the distinct drafts per question (histogram and mean), the MIP statuses and the
+seconds per question. ``--every N`` keeps every Nth question of each set (say so when quoting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval"
+
+CONFIGS: dict[str, dict | None] = {
+    "dense": None,
+    "ia": {"structure_alignment": False},
+    "sa": {},
+    "paper": {"paper": True},
+    "paper_ia": {"paper": True, "structure_alignment": False},
+    "mix": {"relevance": "mix"},
+    "noexp": {"expansion_per_seed": 0},
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from atomgraph.commands.retrieve import _parse_sets
+    from atomgraph.evaluation.retrieval import evaluate
+    from atomgraph.graphs.arm import arm_retriever
+    from atomgraph.nodes.arm.compatibility import UnitCache
+    from atomgraph.nodes.arm.retrieval import dense_retrieve
+    from atomgraph.state.arm import ArmContext
+    from atomgraph.tools.arm_index import ArmIndex
+    from atomgraph.tools.objects import load_objects, load_questions
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--datasets", default="hotpotqa,musique,spider")
+    ap.add_argument("--data", default=str(DATA))
+    ap.add_argument("--every", type=int, default=1, help="every Nth question of each set")
+    ap.add_argument("--spider-every", type=int, help="Spider's own --every (default: --every)")
+    ap.add_argument("--configs", default="dense,ia,sa,paper,mix")
+    ap.add_argument("--set", action="append", metavar="NAME=VALUE", help="applied to every ARM configuration")
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    if not Path(args.data).is_dir():
+        print(f"skipped: {args.data} is absent")
+        return 0
+    common = _parse_sets(args.set)
+    results: dict = {"benchmark": "arm_ablation", "k": args.k, "every": args.every, "set": common, "datasets": {}}
+    for name in args.datasets.split(","):
+        folder = Path(args.data) / name
+        objects = load_objects(folder / "objects.jsonl")
+        questions = load_questions(folder / "questions.jsonl", object_ids=[o.id for o in objects])
+        every = args.spider_every if name == "spider" and args.spider_every else args.every
+        questions = questions[::every]
+        t = time.perf_counter()
+        index = ArmIndex.build(objects)
+        index.prime_queries([q.question for q in questions])
+        UnitCache.of(index, ArmContext().column_headers).prime_all()
+        ds: dict = {"objects": len(objects), "questions": len(questions), "every": every,
+                    "index_s": round(time.perf_counter() - t, 1), "configs": {}}
+        for cname in args.configs.split(","):
+            over = CONFIGS[cname]
+            t = time.perf_counter()
+            if over is None:
+                fn = lambda q: dense_retrieve(q, index, args.k)  # noqa: E731
+                ctx = None
+            else:
+                ctx = ArmContext.validated(**{**common, **over, "k": args.k, "llm": False})
+                fn = arm_retriever(index, ctx)
+            run = evaluate(fn, questions, objects, method="dense" if ctx is None else "arm", k=args.k)
+            s = run.summary["all"]
+            entry: dict = {"recall": s["recall"], "perfect_recall": s["perfect_recall"],
+                           "seconds": round(time.perf_counter() - t, 1)}
+            if "multi_table" in run.summary:
+                entry["multi_table_pr"] = run.summary["multi_table"]["perfect_recall"]
+            traces = [r["trace"] for r in run.records if "trace" in r]
+            if ctx is not None and traces:
+                distinct = [int(tr.get("distinct_drafts") or 0) for tr in traces]
+                entry["context_extensions"] = ctx.extensions()
+                entry["distinct_drafts"] = {"mean": round(statistics.mean(distinct), 2),
+                                            "histogram": {n: distinct.count(n) for n in sorted(set(distinct))}}
+                statuses = [d["mip"]["status"] for tr in traces for d in tr.get("drafts") or []]
+                entry["mip_statuses"] = {x: statuses.count(x) for x in sorted(set(statuses))}
+                entry["problems"] = sum(len(tr.get("problems") or []) for tr in traces)
+                entry["seconds_per_question"] = round(statistics.mean(tr.get("seconds", 0.0) for tr in traces), 3)
+            ds["configs"][cname] = entry
+            extra = f"  drafts {entry['distinct_drafts']}" if "distinct_drafts" in entry else ""
+            print(f"{name:9s} {cname:9s} R {entry['recall']:.1f} PR {entry['perfect_recall']:.1f} "
+                  f"(n={len(questions)}, {entry['seconds']} s){extra}", flush=True)
+        results["datasets"][name] = ds
+        if args.out:
+            Path(args.out).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""The sync/async bridge: async nodes run from ``graph.invoke`` as well as ``graph.ainvoke``.
+
+- :func:`dual`: an async node usable from both (sync runs share one event loop, :func:`sync_loop`,
+  so pooled async clients keep working);
+- :func:`run_sync`: a coroutine run to completion from synchronous code;
+- :func:`call_model`: a model (or a Runnable around one) called the way the run calls it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import os
+import threading
+import time
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+# --- sync calls of async nodes -------------------------------------------------------------
+# A sync ``graph.invoke`` / ``batch`` / ``stream`` runs every async node on ONE event loop that
+# lives as long as the process (in a daemon thread), never a fresh loop per node: pooled async
+# clients (ChatOpenAI's httpx pool, kept-alive connections) are bound to the loop that first
+# used them, and a loop per node closed those under the next call ("Event loop is closed").
+#
+# Model calls in a sync run go through the model's own sync call (``invoke``, in a worker
+# thread: :func:`call_model`), so a sync run never binds the async client's pool to its loop;
+# a later ``await graph.ainvoke`` on the caller's own loop (the next notebook cell) finds the
+# pool as it left it.
+_SYNC_RUN: contextvars.ContextVar[bool] = contextvars.ContextVar("atomgraph_sync_run", default=False)
+_SYNC_LOOP: asyncio.AbstractEventLoop | None = None
+_SYNC_LOOP_PID: int | None = None
+_SYNC_LOOP_LOCK = threading.Lock()
+
+
+def sync_loop() -> asyncio.AbstractEventLoop:
+    """The event loop that runs async nodes for sync graph calls (started on first use)."""
+    global _SYNC_LOOP, _SYNC_LOOP_PID
+    with _SYNC_LOOP_LOCK:
+        # a forked child has the parent's loop object but not its thread: it starts its own
+        if _SYNC_LOOP is None or _SYNC_LOOP.is_closed() or _SYNC_LOOP_PID != os.getpid():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="atomgraph-sync-loop", daemon=True).start()
+            _SYNC_LOOP, _SYNC_LOOP_PID = loop, os.getpid()
+        return _SYNC_LOOP
+
+
+def run_sync(coro):
+    """Run a coroutine to completion from synchronous code, on :func:`sync_loop`, in the
+    caller's context (LangGraph's run config and ``get_runtime()`` travel in context
+    variables). Works where an event loop is already running in the calling thread (a
+    notebook cell calling ``graph.invoke``); from the sync loop's own thread (a sync call
+    nested in an async node) it runs the coroutine on a loop of its own in a helper thread,
+    as waiting on the loop from inside it would never end."""
+    loop = sync_loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    ctx = contextvars.copy_context()
+    ctx.run(_SYNC_RUN.set, True)
+    if running is loop:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(ctx.run, asyncio.run, coro).result()
+    done: concurrent.futures.Future = concurrent.futures.Future()
+    tasks: list[asyncio.Task] = []
+
+    def copy_outcome(task: asyncio.Task) -> None:
+        if task.cancelled():
+            done.cancel()
+        elif task.exception() is not None:
+            done.set_exception(task.exception())
+        else:
+            done.set_result(task.result())
+
+    def start() -> None:
+        task = loop.create_task(coro, context=ctx)
+        tasks.append(task)
+        task.add_done_callback(copy_outcome)
+
+    loop.call_soon_threadsafe(start)
+    try:
+        return done.result()
+    except BaseException:  # the caller gave up (KeyboardInterrupt, a cancelled sync run): stop the node too
+        if tasks and not tasks[0].done():
+            loop.call_soon_threadsafe(tasks[0].cancel)
+        raise
+
+
+def in_sync_run() -> bool:
+    """Whether the current node runs for a sync graph call (``invoke`` / ``batch`` / ``stream``)."""
+    return _SYNC_RUN.get()
+
+
+async def call_model(runnable: Any, inp: Any, config: RunnableConfig | None = None) -> Any:
+    """Call a model (or a Runnable around one): ``ainvoke`` in an async run; in a sync run its
+    sync ``invoke`` in a worker thread (the model's sync client, bound to no event loop)."""
+    if _SYNC_RUN.get():
+        return await in_daemon_thread(runnable.invoke, inp, config)
+    return await runnable.ainvoke(inp, config=config)
+
+
+async def in_daemon_thread(fn, *args: Any) -> Any:
+    """``fn(*args)`` in a daemon thread of its own, in the caller's context. Unlike
+    ``asyncio.to_thread`` (a pool the interpreter joins at exit), a call the caller stopped
+    waiting for (a deadline, a whole-request bound) is left behind: a server that hangs or
+    drips cannot hold the process after its answer."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not future.done():
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def run() -> None:
+        try:
+            value = ctx.run(fn, *args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
+            ok, value = False, exc
+        else:
+            ok = True
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(settle, ok, value)
+
+    threading.Thread(target=run, name="atomgraph-model-call", daemon=True).start()
+    return await future
+
+
+# The grace a node has past the run's deadline to finish with what it has (model calls are refused
+# at the deadline itself); a node still running at deadline + grace is stopped (DeadlineExceeded).
+DEADLINE_GRACE_S = 5.0
+
+
+from atomgraph.errors import DeadlineExceeded  # noqa: E402,F401  (raised here; defined with the errors)
+
+
+def _deadline(config: RunnableConfig | None) -> float | None:
+    value = ((config or {}).get("configurable") or {}).get("deadline")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def bounded(afunc):
+    """``afunc`` (an async node) stopped at the run's deadline plus :data:`DEADLINE_GRACE_S`: the fence
+    that bounds a method's wall time whatever a node does (an agent loop, decoding, a solver)."""
+    name = getattr(afunc, "__name__", "node")
+
+    async def node(inp, config: RunnableConfig):
+        deadline = _deadline(config)
+        if deadline is None:
+            return await afunc(inp, config)
+        try:
+            return await asyncio.wait_for(afunc(inp, config), max(0.0, deadline + DEADLINE_GRACE_S - time.time()))
+        except (asyncio.TimeoutError, TimeoutError) as exc:
+            if time.time() < deadline + DEADLINE_GRACE_S:
+                raise  # a timeout of the node's own
+            raise DeadlineExceeded(f"deadline: node {name!r} was still running {DEADLINE_GRACE_S:g} s after the "
+                                   "question's deadline and was stopped") from exc
+
+    node.__name__ = name
+    return node
+
+
+def dual(afunc) -> RunnableLambda:
+    """An async node usable from ``graph.ainvoke`` (on the caller's loop) as well as from
+    ``graph.invoke`` / ``batch`` / ``stream`` (on :func:`sync_loop`, the one loop of sync runs),
+    bounded by the run's deadline (:func:`bounded`)."""
+    afunc = bounded(afunc)
+
+    def func(inp, config: RunnableConfig):
+        return run_sync(afunc(inp, config))
+
+    return RunnableLambda(func, afunc=afunc, name=afunc.__name__)
