@@ -136,4 +136,12 @@ def format_summary(run: EvalRun) -> str:
     errors = sum(1 for r in run.records if "error" in r)
     if errors:
         lines.append(f"{errors} question(s) failed; see 'error' in the results")
+    drafts = [r["trace"]["distinct_drafts"] for r in run.records
+              if isinstance(r.get("trace"), dict) and isinstance(r["trace"].get("distinct_drafts"), int)]
+    if drafts:  # ARM: how many drafts chose a different set of objects (§3.2.2's three drafts)
+        hist = ", ".join(f"{n}: {drafts.count(n)}" for n in sorted(set(drafts)))
+        lines.append(f"distinct drafts per question: mean {sum(drafts) / len(drafts):.2f} ({hist})")
+    problems = sum(1 for r in run.records if isinstance(r.get("trace"), dict) and r["trace"].get("problems"))
+    if problems:
+        lines.append(f"{problems} question(s) recorded problems; see 'problems' in each trace")
     return "\n".join(lines)

@@ -28,7 +28,7 @@ from atomgraph import cache as reply_cache
 from atomgraph.models import message_text
 from atomgraph.nodes.recorder import CallRecorder, describe_error
 from atomgraph.nodes.replies import cut_reply, ended_for_length, whole_inside
-from atomgraph.nodes.sync import call_model
+from atomgraph.nodes.sync import call_model, wait_in_daemon_thread
 from atomgraph.prompts.answer_contract import AnswerRefused, answer_texts, cut_note, hold_to_question, refusal_reason
 from atomgraph.prompts.constraints import Applied, Constraint, unwrap_reply
 from atomgraph.prompts.stage import Stage
@@ -167,17 +167,24 @@ async def model_call(request: Callable[[], Awaitable[Any]], recorder: CallRecord
 
 
 def model_call_sync(request: Callable[[], Any], recorder: CallRecorder, cap: int | None,
-                    deadline: float | None, *, cut: Callable = cut_reply) -> Reply:
+                    deadline: float | None, *, bound_s: float | None = None, cut: Callable = cut_reply) -> Reply:
     """:func:`model_call` for a sync caller (a sync agent loop): a request past the deadline is
-    refused before it starts; a started one is bounded by the client's request timeout."""
+    refused before it starts; a started one is waited for until the deadline or ``bound_s`` (in a
+    daemon thread, left behind when it overruns)."""
     before = len(recorder.calls)
-    if deadline is not None and time.time() >= deadline:
+    left = None if deadline is None else deadline - time.time()
+    if left is not None and left <= 0:
         return _failed(TimeoutError("deadline"), recorder, before,
                        "deadline: the question's time ran out before this call")
+    timeout = min((t for t in (left, bound_s) if t is not None), default=None)
     try:
-        out = request()
+        out = wait_in_daemon_thread(request, timeout)
     except Exception as exc:
-        return _failed(exc, recorder, before)
+        timed_out = None
+        if isinstance(exc, TimeoutError) and timeout is not None and str(exc).startswith("no reply within"):
+            timed_out = ("deadline: the question's time ran out during this call" if timeout == left else
+                         f"the request took longer than its bound ({bound_s:g} s: request_timeout × (1 + max_retries))")
+        return _failed(exc, recorder, before, timed_out)
     return _received(out, recorder, before, cap, cut)
 
 

@@ -101,6 +101,30 @@ async def call_model(runnable: Any, inp: Any, config: RunnableConfig | None = No
     return await runnable.ainvoke(inp, config=config)
 
 
+def wait_in_daemon_thread(fn, timeout: float | None) -> Any:
+    """``fn()`` in a daemon thread of its own, in the caller's context, waited for at most
+    ``timeout`` seconds (then TimeoutError; the call is left behind, as in :func:`in_daemon_thread`)."""
+    if timeout is None:
+        return fn()
+    done = threading.Event()
+    box: dict[str, Any] = {}
+    ctx = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            box["value"] = ctx.run(fn)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            box["error"] = exc
+        done.set()
+
+    threading.Thread(target=run, name="atomgraph-model-call", daemon=True).start()
+    if not done.wait(max(0.0, timeout)):
+        raise TimeoutError(f"no reply within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 async def in_daemon_thread(fn, *args: Any) -> Any:
     """``fn(*args)`` in a daemon thread of its own, in the caller's context. Unlike
     ``asyncio.to_thread`` (a pool the interpreter joins at exit), a call the caller stopped

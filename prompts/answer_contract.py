@@ -125,12 +125,13 @@ _ASKS_KIND = re.compile(r"\b(?:profession|occupation|job|career|trade|role|what\
 _TURN_NAME = re.compile(r"\b(?:start_of_turn|end_of_turn|im_start|im_end|end_header_id|start_header_id|eot_id|"
                         r"endoftext)\b|<\|?/?(?:start|end)_of_turn|<\|?im_(?:start|end)", re.I)
 _NUMBERS_ONLY = re.compile(r"^[\s\d.,;:/%+\-–—()]*\d[\s\d.,;:/%+\-–—()]*$")
-# what a question asking for a number (a count, a year, a date, a measure) says
+# what a question asking for a number (a count, a year, a date, a measure) says; an event verb
+# alone ("Which was founded first?") asks for a thing, "when"/"year" ask for its time
 _ASKS_NUMBER = re.compile(
     r"\bhow\s+(?:many|much|old|long|far|tall|high|big|large|deep|wide|heavy|often)\b|\bwhen\b|"
     r"\b(?:years?|dates?|numbers?|population|age|decades?|centur(?:y|ies)|percent(?:age)?|scores?|count|"
-    r"amount|total|sum|rank(?:ing)?|height|length|distance|weight|area|capacity|price|cost|born|died|founded|"
-    r"established|released|published|opened|elevation|digits?|figures?|times|seasons?|episodes?|goals?|points?)\b"
+    r"amount|total|sum|rank(?:ing)?|height|length|distance|weight|area|capacity|price|cost|"
+    r"elevation|digits?|figures?|times|seasons?|episodes?|goals?|points?)\b"
     r"|\d\s*[-+*/×÷^]\s*\d|\b(?:plus|minus|multiplied|divided|squared)\b",  # arithmetic
     re.I)
 

@@ -111,8 +111,9 @@ class ArmContext:
         Literal["relevance", "newest"],
         Field(description="past max_candidates: 'relevance' = the base objects, then the most relevant expanded ones "
                           "(a large base leaves every draft the same set); 'newest' = half the cap reserved for "
-                          "expanded objects, the draft's last step first (drafts that differ)"),
-    ] = "relevance"
+                          "expanded objects, the draft's last step first (drafts that differ; measured: HotpotQA "
+                          "every 2nd R/PR 88.0/80.0 -> 90.0/82.0, distinct drafts 1.20 -> 1.38; Spider every 10th unchanged)"),
+    ] = "newest"
 
     # -- relevance R_i and compatibility C_ij (§3.2.2, Appendix B) ---------------------------
     relevance: Annotated[

@@ -21,6 +21,8 @@ URL gets the same kind of hostility:
 ``bidi``              HTTP 200, an answer carrying a bidi override (U+202E)
 ``nul``               HTTP 200, an answer carrying NUL and backspaces
 ``surrogate``         HTTP 200, an answer carrying a lone surrogate (``"\\ud800"`` in the JSON body)
+``debris_role``       HTTP 200, the answer ``user`` (a chat-role word: the bundled model's debris)
+``debris_numbers``    HTTP 200, the answer ``1, 100000`` to a question that asks for a city
 ``cut``               HTTP 200, ``finish_reason: "length"``: a reply the server cut inside its answer
 ``cut_after``         HTTP 200, ``finish_reason: "length"``: a reply cut after a whole answer line
 ``drip``              HTTP 200 headers at once, then the body one byte every ``DRIP_S`` seconds
@@ -37,12 +39,15 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODES = ("empty", "huge", "truncated", "truncated_body", "wrong_types", "wrong_protocol", "injection", "prompt_echo",
-         "demo_echo", "429", "500", "reset", "hang", "slow", "escape", "bidi", "nul", "surrogate", "cut", "drip")
+         "demo_echo", "429", "500", "reset", "hang", "slow", "escape", "bidi", "nul", "surrogate", "cut", "drip",
+         "debris_role", "debris_numbers")
 # answers that are not text (issue 29.1): the contract refuses them in every method
 UNSAFE = {"escape": "So the final answer is: Ulm\x1b]0;PWNED\x07\x1b[2J\x1b[1;1H",
           "bidi": "So the final answer is: \u202eUlm",
           "nul": "So the final answer is: Ulm\x00\x08\x08",
           "surrogate": "So the final answer is: Ulm\ud800"}
+# the bundled model's debris (issue 29.7): refused with reason debris in every method
+DEBRIS = {"debris_role": "So the final answer is: user", "debris_numbers": "So the final answer is: 1, 100000"}
 HANG_S = 30.0
 SLOW_S = 0.3
 DRIP_S = 0.5  # a ~300-byte body takes minutes: only a bound on the whole request cuts it
@@ -139,7 +144,7 @@ class HostileServer:
                     time.sleep(SLOW_S)
                 content = {"empty": "", "huge": HUGE, "truncated": '{"answer": "Par', "injection": INJECTION,
                            "prompt_echo": text, "demo_echo": DEMO_ECHO, "slow": "So the answer is: Munich",
-                           **UNSAFE}.get(mode)
+                           **UNSAFE, **DEBRIS}.get(mode)
                 if content is None:
                     self._send(404, b'{"error": {"message": "unknown mode"}}')
                     return

@@ -267,3 +267,6 @@ def test_retrieve_without_a_model_says_so_first(files, tmp_path, capsys, monkeyp
     assert got.err.lstrip().startswith("ARM without a model (--no-llm)")
     payload = json.loads(got.out)
     assert payload["llm"] is False and payload["llm_free_because"] == "--no-llm" and payload["context"]["llm"] is False
+    assert main(["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions),
+                 "--cache", str(tmp_path / "cache"), "--limit", "2", "--no-llm"]) == 0
+    assert "distinct drafts per question: mean" in capsys.readouterr().out  # every ARM run says how many differed

@@ -197,3 +197,15 @@ def test_the_output_contract_is_json_as_returned():
     out = g.invoke({"question": "Capital of France?"})
     back = json.loads(json.dumps(out))
     assert back["llm_calls"][0]["stage"] == "cot" and back["answer"] == "Paris"
+
+
+def test_only_the_recorder_builds_call_records():
+    """One recorder: no module but nodes/recorder.py writes an LLMCall (state/ defines it)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    builders = sorted(str(p.relative_to(root)) for folder in ("atomgraph", "nodes", "graphs", "tools", "prompts",
+                                                                "evaluation")
+                      for p in (root / folder).rglob("*.py") if re.search(r"\bLLMCall\(", p.read_text("utf-8")))
+    assert builders == ["nodes/recorder.py"], builders

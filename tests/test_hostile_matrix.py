@@ -2,8 +2,9 @@
 (tests/hostile_server.py): no exception, no hostile text in any answer, a bounded wall time,
 and the failure recorded with its reason. Retries are off, so the matrix stays fast. The client
 timeout is generous (``TIMEOUT_S``: a loaded machine must not turn a hostile reply into a
-timeout) except against ``hang``, where the timeout *is* the behaviour under test and the
-server stays silent ``HANG_S`` (30 s), 15 times the ``HANG_TIMEOUT_S`` the client waits."""
+timeout) except against ``hang`` and ``drip``, where the bound *is* the behaviour under test: the
+server stays silent ``HANG_S`` (30 s) or drips its body over minutes, 15 times and more the
+``HANG_TIMEOUT_S`` the client waits."""
 
 from __future__ import annotations
 
@@ -17,16 +18,18 @@ from atomgraph.graphs.registry import build_method, method_names
 from atomgraph.prompts.answer_contract import MAX_ANSWER_CHARS
 from atomgraph.settings import Settings
 from atomgraph.tools.memory_source import InMemorySource
-from tests.hostile_server import MARKERS, MODES, UNSAFE, HostileServer
+from tests.hostile_server import DEBRIS, MARKERS, MODES, UNSAFE, HostileServer
 
 Q = "In which city did Werner Heisenberg's doctoral advisor die?"
 TIMEOUT_S = 30.0  # a reply from the loopback server takes well under 1 s; a shared machine can stall seconds
-HANG_TIMEOUT_S = 2.0  # against `hang` only: the server answers nothing for HANG_S = 30 s
+HANG_TIMEOUT_S = 2.0  # against `hang` and `drip` only: nothing for HANG_S = 30 s / a byte every DRIP_S
 WALL_S = 25.0  # per method and mode: the circuit breaker ends a question after a few failed calls
 
 
 def timeout_for(mode: str) -> float:
-    return HANG_TIMEOUT_S if mode == "hang" else TIMEOUT_S
+    return HANG_TIMEOUT_S if mode in ("hang", "drip") else TIMEOUT_S  # a drip is cut by the whole-request bound
+
+
 # where the recorded reason must say what went wrong (in the error, or in a call's error/parse error)
 REASON = {
     "empty": r"empty|unreadable|no value", "huge": r"too_long|unreadable|cut", "truncated": r"markup|unreadable",
@@ -35,6 +38,7 @@ REASON = {
     "demo_echo": r"demonstration|unreadable", "429": r"429|rate", "500": r"500|server", "reset": r"connection|failed",
     "hang": r"time|failed", "slow": None, "cut": r"cut", "drip": r"longer than its bound|time|failed",
     "escape": r"control_chars", "bidi": r"control_chars", "nul": r"control_chars", "surrogate": r"control_chars",
+    "debris_role": r"debris", "debris_numbers": r"debris",
 }
 
 
@@ -101,7 +105,7 @@ async def test_method_against_hostile_server(server, sources, method, mode):
     reasons = _reasons(out)
     assert answer == "" and out.get("error"), (method, mode, answer, out.get("error"))
     pattern = REASON[mode]
-    if method == "atomr" and mode in UNSAFE:  # the reply is no plan; past a readable plan: test_atomr_with_a_readable_plan...
+    if method == "atomr" and (mode in UNSAFE or mode in DEBRIS):  # the reply is no plan; past a readable plan: test_atomr_with_a_readable_plan...
         pattern += "|plan could not be parsed"
     assert re.search(pattern, reasons, re.I), f"{method} × {mode}: no reason matching {REASON[mode]!r} in {reasons[:500]!r}"
 
@@ -162,7 +166,10 @@ async def test_a_huge_reply_is_cut_at_the_cap_before_any_parser(server, request,
         assert c["capped"] is True and c["reply_chars"] == 200_000, (method, c)
         assert c["max_tokens"] and c["max_tokens"] * 8 < 200_000
         if c["parse_error"]:
-            assert c["parse_error"].startswith("reply cut at the stage's output cap (200,000 characters"), c
+            # said as cut either way: before any parser, or (a stage that read a value out of the cut reply,
+            # e.g. ARM's alignment of the question's n-grams after an unreadable decomposition) after it
+            assert c["parse_error"].startswith(("reply cut at the stage's output cap (200,000 characters",
+                                                "cut reply: the reply ran past the output cap")), c
     for text in [str(out.get("answer") or ""), *map(str, out.get("answers") or [])]:
         assert "xxxxxxxxxx" not in text and len(text) <= MAX_ANSWER_CHARS, (method, text[:80])
     # the reply never travels in full: the whole output (trace included) is far smaller than one reply
@@ -274,10 +281,13 @@ def test_a_question_is_bounded_without_a_deadline(server, sources, method):
     _ended_in_time(out, time.monotonic() - t0, DEADLINE_S, f"{method} without a deadline")
 
 
-def test_a_dripping_server_is_cut_by_the_request_timeout(server):
-    """request_timeout bounds a whole request: a server sending a byte every half second is cut."""
-    settings = _bounded_settings(server, "drip", "request-bound", request_timeout=1.0, max_consecutive_failures=1)
-    graph = build_method("standard", settings=settings)
+@pytest.mark.parametrize("method", ["standard", "react"])
+def test_a_dripping_server_is_cut_by_the_request_timeout(server, sources, method):
+    """request_timeout bounds a whole request (sync runs; ReAct's agent steps too): a server sending a
+    byte every half second is cut."""
+    settings = _bounded_settings(server, "drip", f"request-bound-{method}", request_timeout=1.0,
+                                 max_consecutive_failures=1)
+    graph = build_method(method, settings=settings, sources=sources(method))
     t0 = time.monotonic()
     out = graph.invoke({"question": Q})
     assert time.monotonic() - t0 < 10.0

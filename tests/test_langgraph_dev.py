@@ -27,7 +27,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
-STARTUP_TIMEOUT_S = 45
+STARTUP_TIMEOUT_S = 180  # about 15 s on a loaded 2-CPU machine
 
 # What keeps `langgraph dev` off the network (see langgraph_cli/analytics.py and
 # langgraph_api/cli.py, langgraph_api/config): analytics ping, PyPI version check, tracing.
@@ -144,7 +144,7 @@ def langgraph_server(tmp_path_factory, model_server):
                 pytest.fail(f"langgraph dev did not answer in {STARTUP_TIMEOUT_S}s:\n"
                             f"{log_path.read_text(errors='replace')[-4000:]}")
             time.sleep(0.25)
-        with httpx.Client(base_url=base, timeout=20) as client:
+        with httpx.Client(base_url=base, timeout=120) as client:  # a run takes seconds; a loaded machine more
             client.log_path = log_path  # type: ignore[attr-defined]
             yield client
     finally:

@@ -390,3 +390,16 @@ def test_one_demo_question_through_atomr_with_the_local_model(model, tmp_path):
     assert trace.get("nodes")
     assert all(isinstance(r, str) and r for r in fallback_reasons(record))
     assert "Executed tree" in render_record(1, record) and "Fallbacks:" in render_summary(result)
+
+
+def test_each_test_can_fix_the_kv_history(engine, model):
+    """``reset_local_history`` (run before every test by conftest) empties the context and the
+    saved prefix states, so a reply after it is the reply of a fresh process, whatever came before."""
+    from tests.conftest import reset_local_history
+
+    assert engine.llm.n_tokens == 0 and not engine._states  # this test started fresh
+    first = model.invoke("Name a river in Europe.", max_tokens=8).content
+    model.invoke("Write a long sentence about mountains, lakes and the towns between them.", max_tokens=8)
+    reset_local_history(engine)
+    assert engine.llm.n_tokens == 0 and not engine._states
+    assert model.invoke("Name a river in Europe.", max_tokens=8).content == first

@@ -70,7 +70,7 @@ def keep_alive_server(tmp_path_factory):
 
 def client(base_url: str) -> ChatOpenAI:
     return ChatOpenAI(model="local", base_url=base_url, api_key="not-needed", temperature=0, max_retries=0,
-                      timeout=20)
+                      timeout=120)  # replies take seconds; a loaded machine stalls more
 
 
 def graph_of(method: str, base_url: str):

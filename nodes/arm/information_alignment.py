@@ -113,7 +113,10 @@ def make_align_node(art: ArmRuntime) -> Callable:
         index = await art.aindex(ctx)
         keywords = state.get("keywords") or []
         problems: list[str] = []
-        if state.get("keyword_source") != "model":
+        # replayed keywords are the alignment's input as given; without a model (llm=False) there is no
+        # other way; keywords from the question's n-grams after an unusable decomposition are still
+        # aligned by the model when there is one (the paper's constrained lists, not a silent downgrade)
+        if state.get("keyword_source") == "replayed" or not ctx.llm:
             entries = []
             for kw in keywords:
                 got = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=ctx.min_alignment_score)

@@ -119,7 +119,7 @@ class StageCalls(AgentMiddleware):
     def wrap_model_call(self, request, handler):
         with reply_cache.holding() as pending, reply_cache.refreshing(self.refresh):
             reply = model_call_sync(lambda: handler(self._capped(request)), self.recorder, self.cap, self.deadline,
-                                    cut=cut_response)
+                                    bound_s=self.bound_s, cut=cut_response)
             if reply.failed:
                 raise reply.error
             read = self._readable(reply)

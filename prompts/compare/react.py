@@ -28,4 +28,4 @@ def read_final(text: str) -> str:
 
 
 AGENT = Stage(name="react", role="executor", prompt=PROMPT, parser=text_parser(read_final, "final_answer"),
-              max_tokens=384)
+              max_tokens=384, answers=True)  # its final answer is held to the question as every answer stage's
