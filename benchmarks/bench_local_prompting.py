@@ -208,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     with out.with_suffix(".jsonl").open("w", encoding="utf-8") as log:
         res = run_plan(args, engine, log) if args.part == "plan" else run_stages(args, engine, log)
     res.update({"model": engine.name, "chat_template": engine.is_chat_model, "wall_s": round(time.perf_counter() - t0, 1),
-                "command": f"python -m benchmarks.bench_local_prompting --part {args.part} --n {args.n} --cap {args.cap}"})
+                "command": f"python -m benchmarks.bench_local_prompting --part {args.part} --n {args.n} --cap {args.cap}"
+                           + (f" --only {' '.join(args.only)}" if args.only else "")})
     out.write_text(json.dumps(res, indent=2) + "\n")
     print(json.dumps(res, indent=2))
     return 0

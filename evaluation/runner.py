@@ -26,6 +26,7 @@ import datetime as _dt
 import fcntl
 import json
 import os
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -600,6 +601,18 @@ async def arun_eval(
         meta["config"] = effective_config(settings)
         if "prompt_pack" in run_context:
             meta["prompt_pack"] = run_context["prompt_pack"]
+    if method == "atomr":  # the pack's demonstration questions are not evaluated on
+        from atomgraph.prompts.atomr.packs import demonstration_questions, _norm_q
+
+        pack = run_context.get("prompt_pack") or getattr(settings.section("atomr"), "prompt_pack", "general")
+        shown = demonstration_questions(pack)
+        left_out = [e.id for e in examples if _norm_q(e.question) in shown]
+        if left_out:
+            examples = [e for e in examples if e.id not in set(left_out)]
+            meta["total"] = len(examples)
+            print(f"atomr on {name}: {len(left_out)} question(s) left out: they are demonstrations of the "
+                  f"{pack!r} prompt pack", file=sys.stderr)
+        meta["demonstrations_left_out"] = left_out
     if server is not None:  # what runs is what the server is sent: that is the fingerprint
         server_context = dict(server_context or {})
         meta["fingerprint"] = {"method": method, "dataset": name,

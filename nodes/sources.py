@@ -34,6 +34,7 @@ class RunSources:
         self._settings = settings
         self._base: SourceSet | None = None
         self._named: dict[tuple[str, ...], SourceSet] = {}
+        self._from_settings: set[tuple[str, ...]] = set()  # chosen sets built from the settings by name
         self._lock = threading.RLock()  # sources are opened once, whichever question asks first
 
     @property
@@ -53,26 +54,51 @@ class RunSources:
 
     def pick(self, names: list[str] | None) -> SourceSet:
         """The sources a run reads: ``names`` (the run's choice, each required) when given, else
-        :meth:`base`."""
+        :meth:`base`. A chosen source that was unusable is looked at again (built anew from the
+        settings) before the run is refused: it may have been indexed since (``wikipedia_index``
+        in the same server)."""
         if not names:
             return self.base()
         key = tuple(names)
-        if key in self._named:
-            return self._named[key].require(names)
-        with self._lock:
-            if key not in self._named:
-                own = self.base(required=False)
-                if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
-                    self._named[key] = SourceSet(
-                        available={n: own.available[n] for n in names if n in own.available},
-                        unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
-                else:  # sources the graph was not built with: built from the settings by name
-                    self._named[key] = build_sources(self._settings(), names)
-            return self._named[key].require(names)
+        chosen = self._named.get(key)
+        if chosen is None or self._stale(key, names):
+            with self._lock:
+                if key not in self._named:
+                    own = self.base(required=False)
+                    if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
+                        self._named[key] = SourceSet(
+                            available={n: own.available[n] for n in names if n in own.available},
+                            unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
+                        if self.given is None:  # the base may be older than an index built since
+                            self._from_settings.add(key)
+                            if self._stale(key, names):
+                                self._reopen(key, names)
+                    else:  # sources the graph was not built with: built from the settings by name
+                        self._named[key] = build_sources(self._settings(), names)
+                        self._from_settings.add(key)
+                elif self._stale(key, names):
+                    self._reopen(key, names)
+                chosen = self._named[key]
+        return chosen.require(names)
+
+    def _stale(self, key: tuple[str, ...], names: list[str]) -> bool:
+        """A chosen set built from the settings with a source it could not use (worth a new look)."""
+        chosen = self._named.get(key)
+        return (chosen is not None and key in self._from_settings
+                and any(n in chosen.unavailable for n in names))
+
+    def _reopen(self, key: tuple[str, ...], names: list[str]) -> None:
+        chosen = self._named[key]
+        fresh = build_sources(self._settings(), [n for n in names if n in chosen.unavailable])
+        for n, source in fresh.available.items():
+            chosen.unavailable.pop(n, None)
+            chosen.available[n] = source
+        chosen.unavailable.update(fresh.unavailable)
 
     async def apick(self, names: list[str] | None) -> SourceSet:
         """:meth:`pick`, opening sources (indexes, stores) off the event loop the first time."""
-        if self._base is None or (names and tuple(names) not in self._named):
+        key = tuple(names or ())
+        if self._base is None or (names and (key not in self._named or self._stale(key, names))):
             return await asyncio.to_thread(self.pick, names)
         return self.pick(names)
 

@@ -46,3 +46,19 @@ def test_eval_run_prints_and_records_the_setting(shared_data, tmp_path, capsys):
     assert "cot on hotpotqa-dev-100: dataset setting hotpotqa: sources wikipedia" in capsys.readouterr().err
     meta = json.loads((out / "run.json").read_text())
     assert meta["settings"]["sources"] == ["wikipedia"] and meta["dataset_setting"]["setting"] == "hotpotqa"
+
+
+async def test_demonstration_questions_are_left_out_of_the_split_evaluated(shared_data, tmp_path, capsys):
+    """2wiki-dev-100 holds 10 of the 2wiki pack's demonstrations among its first 20 questions."""
+    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.testing import atomr_scripted_model
+    from atomgraph.tools.memory_source import InMemorySource
+
+    model = atomr_scripted_model(lambda prompt: "no plan here")
+    await arun_eval("atomr", "2wiki-dev-100", tmp_path / "run", limit=20, model=model, progress=False,
+                    sources=[InMemorySource([{"title": "x", "text": "y"}], name="wikipedia")],
+                    settings=Settings(cache=False), dataset_name="2wiki-dev-100")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert len(meta["demonstrations_left_out"]) == 10 and meta["total"] == 10
+    assert len((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()) == 10
+    assert "10 question(s) left out: they are demonstrations of the '2wiki' prompt pack" in capsys.readouterr().err

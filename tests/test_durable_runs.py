@@ -87,7 +87,8 @@ def env(tmp_path):
     (tmp_path / "user_kb.py").write_text(SOURCES)
     e = {k: v for k, v in os.environ.items() if not k.startswith("ATOMGRAPH_")}
     e.update(PYTHONPATH=f"{tmp_path}{os.pathsep}{REPO}", OPENAI_API_KEY="test", ATOMGRAPH_CACHE="false",
-             ATOMGRAPH_ITER_RETGEN__ROUNDS="3", ATOMGRAPH_CHROMA_PATH=str(tmp_path / "chroma"), HF_HUB_OFFLINE="1")
+             ATOMGRAPH_ITER_RETGEN__ROUNDS="3", ATOMGRAPH_ITER_RETGEN__STOP_WHEN_STABLE="true",
+             ATOMGRAPH_CHROMA_PATH=str(tmp_path / "chroma"), HF_HUB_OFFLINE="1")
     return e
 
 
@@ -111,7 +112,7 @@ def test_kill_9_mid_question_resumes_without_repeating_a_call(tmp_path, env):
         done = subprocess.run(ask_cmd(ckpt), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stderr
         out = json.loads(done.stdout)
-        # Iter-RetGen stops when round 2 repeats round 1's answer: 2 rounds, 2 completed calls.
+        # Iter-RetGen (stop_when_stable on) stops when round 2 repeats round 1's answer: 2 rounds, 2 completed calls.
         # Round 1 was not asked again; round 2 once more (its first attempt never returned).
         assert out["answer"] == "Ulm" and out["trace"]["rounds"] == 2
         assert len(server.prompts) == 3

@@ -92,6 +92,6 @@ def test_eval_run_in_a_log_prints_progress_lines(tmp_path):
     p = _cli(["eval", "run", "--method", "standard", "--dataset", str(data), "--model", f"scripted:{rules}",
               "--out", str(tmp_path / "run"), "--concurrency", "1"], tmp_path)
     assert p.returncode == 0, p.stderr
-    lines = [ln for ln in p.stderr.splitlines() if ln.startswith(f"standard on {data}: ")]
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith(f"standard on {data}: ") and "questions/s" in ln]
     assert len(lines) >= 2 and "questions/s" in lines[0] and "ETA" in lines[0], p.stderr
     assert lines[-1].startswith(f"standard on {data}: 6/6 questions (100%)") and "F1 " in lines[-1]

@@ -106,3 +106,13 @@ def test_a_recipe_is_sealed_against_the_environment(shared_data, tmp_path, capsy
     assert "'atomr' has no setting 'nope'" in capsys.readouterr().err
     assert main([*args, "--set", "oops"]) != 0
     assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_table_3_has_a_recipe_per_row_and_dataset():
+    t3 = {(r.row, r.dataset) for r in all_recipes() if r.paper.startswith("ATOMR") and r.table == "Table 3"}
+    rows = {"Standard Prompting", "CoT", "Standard RAG", "Self-Ask", "ATOMR (ours)"}  # ProbTree, CoK: not implemented
+    assert t3 == {(row, ds) for row in rows for ds in ("blendqa", "crag-test-500")}
+    atomr = recipe_settings(load_recipe("atomr-t3-atomr-blendqa"))
+    assert atomr.sources == ["wikipedia", "google", "wikidata"] and atomr.embedding_model == "all-MiniLM-L6-v2"
+    assert load_recipe("atomr-t3-atomr-crag").paper_values["f1_multi-hop"] == 64.95
+    assert recipe_settings(load_recipe("atomr-t2-atomr-2wiki")).atomr.prompt_pack == "2wiki"

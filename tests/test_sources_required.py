@@ -173,3 +173,23 @@ async def test_rag_with_no_usable_source_at_all_says_so(tmp_path):
     assert out["answer"] == "" and out["error"].startswith(
         "no evidence: no knowledge source is available; wikipedia: Chroma collection 'wikipedia' does not exist")
     assert model.calls == [] and out["trace"]["unavailable_sources"].keys() == {"wikipedia"}
+
+
+async def test_a_chosen_source_indexed_after_a_refusal_is_used(tmp_path):
+    """A long-lived graph (a server): a run that chose an unbuilt collection is refused; once the
+    collection is built, the next run that chooses it reads it (not the stale refusal)."""
+    from atomgraph.tools.ingest import ingest
+
+    settings = Settings(cache=False, chroma_path=str(tmp_path / "db"), sources=["wikipedia"])
+    model = _model()
+    graph = build_method("rag", model=model, settings=settings)
+    first = await graph.ainvoke({"question": Q})  # the settings' sources, opened now: none usable
+    assert first["error"].startswith("no evidence: no knowledge source is available; wikipedia: ")
+    with pytest.raises(SourceUnavailable, match="wikipedia: Chroma collection 'wikipedia' does not exist"):
+        await graph.ainvoke({"question": Q}, context={"sources": ["wikipedia"]})
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps(PASSAGES[0]) + "\n", encoding="utf-8")
+    ingest([corpus], "wikipedia", settings=settings, progress=False)
+    out = await graph.ainvoke({"question": Q}, context={"sources": ["wikipedia"]})
+    assert out["error"] is None and out["answer"] == "Munich"
+    assert [(c["source"], c["hits"], c["error"]) for c in out["retriever_calls"]] == [("wikipedia", 1, None)]

@@ -363,15 +363,28 @@ class ChatLocalLlama(BaseChatModel):
     def _usage(n_prompt: int, n_out: int) -> dict[str, int]:
         return {"input_tokens": n_prompt, "output_tokens": n_out, "total_tokens": n_prompt + n_out}
 
-    def _read_call(self, text: str, finish: str) -> tuple[list[dict], list[dict]]:
-        """``(tool_calls, invalid_tool_calls)`` of a reply that opens with ``{`` under the tools' grammar."""
+    def _read_call(self, text: str, finish: str, tools: Sequence[dict] = ()) -> tuple[list[dict], list[dict]]:
+        """``(tool_calls, invalid_tool_calls)`` of a reply that opens with ``{`` under the tools' grammar.
+        Arguments are checked against the tool's schema: the grammar engine enforces the
+        schema's shape but not every keyword (llama.cpp ignores ``minimum``/``maximum``), so a
+        call outside it is an invalid call that says why, never a silent bad call."""
         cid = f"call_{uuid.uuid4().hex[:24]}"
         try:
             doc = json.loads(text)
         except ValueError:
             why = "cut by the output cap (max_tokens)" if finish == "length" else "not a complete JSON call"
             return [], [invalid_tool_call(name=None, args=text, id=cid, error=f"tool call {why}")]
-        return [tool_call(name=doc["name"], args=doc.get("arguments") or {}, id=cid)], []
+        name, args = doc["name"], doc.get("arguments") or {}
+        params = next((t["function"].get("parameters") for t in tools if t["function"]["name"] == name), None)
+        if params:
+            import jsonschema
+
+            try:
+                jsonschema.validate(args, params)
+            except jsonschema.ValidationError as exc:
+                return [], [invalid_tool_call(name=name, args=json.dumps(args, ensure_ascii=False), id=cid,
+                                              error=f"arguments outside the tool's schema: {exc.message}"[:500])]
+        return [tool_call(name=name, args=args, id=cid)], []
 
     def _is_call(self, call: _Call, text: str) -> bool:
         return call.tools is not None and (call.forced or text.lstrip().startswith("{"))
@@ -380,7 +393,7 @@ class ChatLocalLlama(BaseChatModel):
         meta = self._meta(out, call)
         usage = self._usage(out.n_prompt, len(out.tokens))
         if self._is_call(call, out.text):
-            calls, invalid = self._read_call(out.text, out.finish_reason)
+            calls, invalid = self._read_call(out.text, out.finish_reason, call.tools or ())
             if calls:
                 meta["finish_reason"] = "tool_calls"
             return AIMessage(content="", tool_calls=calls, invalid_tool_calls=invalid, response_metadata=meta,
@@ -477,7 +490,7 @@ class ChatLocalLlama(BaseChatModel):
         meta = self._meta(out, call)
         usage = self._usage(out.n_prompt, len(out.tokens))
         if self._is_call(call, out.text):
-            calls, invalid = self._read_call(out.text, out.finish_reason)
+            calls, invalid = self._read_call(out.text, out.finish_reason, call.tools or ())
             if calls:
                 meta["finish_reason"] = "tool_calls"
                 c = calls[0]

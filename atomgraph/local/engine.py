@@ -51,6 +51,7 @@ ENCODER_ONLY_ARCHS = {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "j
                       "neo-bert", "modern-bert", "wavtokenizer-dec"}
 
 
+CLOSE_SLACK = 16  # tokens beyond the smallest document in which a JSON reply is steered to close
 JSON_CLOSERS = b'"]}'  # tokens made only of these close JSON strings, arrays and objects
 GRAMMAR_CLOSERS = b'"]})\\'  # ... and, with \" and ), an operator call written inside a JSON string
 
@@ -395,7 +396,8 @@ class LocalEngine:
         cap, tokens made only of ``"``, ``]`` and ``}`` are promoted above all others, so that the
         grammar closes the open strings, arrays and objects (filling required keys with the
         shortest values) and the document ends, and parses, within the cap. "Near" is the
-        token length of the schema's smallest document plus 8 tokens. ``close_reserve`` does the
+        token length of the schema's smallest document plus ``CLOSE_SLACK`` tokens (the grammar
+        lets a model write spaces between JSON tokens). ``close_reserve`` does the
         same for any ``grammar`` whose sentences close with those characters (a JSON-shaped GBNF
         grammar such as the planner's), steering it to close in the last ``close_reserve`` tokens.
 
@@ -426,7 +428,7 @@ class LocalEngine:
                 self.remember(prompt[:-1])
             processors = None
             if close_json is not None and grammar is not None:
-                reserve = len(self.tokenize(json.dumps(minimal_instance(close_json)))) + 8
+                reserve = len(self.tokenize(json.dumps(minimal_instance(close_json)))) + CLOSE_SLACK
                 processors = [self._json_closer(len(prompt), max_tokens, reserve)]
             elif close_reserve and grammar is not None:  # also \" and ) that close an operator call's argument
                 processors = [self._json_closer(len(prompt), max_tokens, int(close_reserve), GRAMMAR_CLOSERS)]
@@ -519,7 +521,10 @@ class LocalEngine:
 
         def promote(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
             if len(input_ids) - n_prompt >= start:
-                scores[closing] = float(scores.max()) + 10.0
+                # above every other token, in the model's own order among themselves (a tie would
+                # go to the lowest id: '""' before ']', which opens a string instead of closing)
+                sub = scores[closing]
+                scores[closing] = sub - float(sub.min()) + float(scores.max()) + 10.0
             return scores
 
         return promote

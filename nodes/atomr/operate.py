@@ -53,6 +53,38 @@ def executor_question(name: str, question: str, args: list[str]) -> str:
     return question
 
 
+def top1_share(scores: list[float], temperature: float) -> float:
+    """The top hit's share of the k hits: softmax(score / temperature)[0], as the authors' ColBERTv2
+    server turns scores into probabilities over the hits returned."""
+    import math
+
+    if not scores:
+        return 0.0
+    top = max(scores)
+    weights = [math.exp((s - top) / temperature) for s in scores]
+    return weights[0] / sum(weights)
+
+
+def top1_shortcut(evidence: list[Evidence], op_name: str, params, kinds: dict[str, str]) -> tuple[list[Evidence], list[str]]:
+    """The authors' top-1 shortcut (``knowledge_sources.py``): for Search and Relate on a text
+    source, a top hit whose share exceeds the operator's threshold is taken alone. (evidence, notes)."""
+    if not params.top1_shortcut or op_name not in ("Search", "Relate"):
+        return evidence, []
+    threshold = params.top1_search_threshold if op_name == "Search" else params.top1_relate_threshold
+    out, notes = [], []
+    for name in dict.fromkeys(e.source for e in evidence):
+        hits = [e for e in evidence if e.source == name]
+        scores = [e.score for e in hits]
+        if kinds.get(name, "text") == "text" and len(hits) > 1 and all(isinstance(x, (int, float)) for x in scores):
+            share = top1_share(scores, params.top1_temperature)
+            if share > threshold:
+                notes.append(f"top-1 shortcut on {name}: the top hit's share {share:.2f} > {threshold} "
+                             f"({op_name}), taken alone")
+                hits = hits[:1]
+        out += hits
+    return out, notes
+
+
 def make_run_operator_node(rt: AtomRRuntime):
     def program_sources(names: list[str], op_name: str, params) -> list[str]:
         """The sources that answer a model-written query program for this call: a knowledge
@@ -159,6 +191,13 @@ def make_run_operator_node(rt: AtomRRuntime):
                 sub.kg_program = "; ".join(made)
             else:
                 evidence, rcalls, notes = await retrieval
+            # the shortcut is for passage retrieval (the authors' Text source); an atom source
+            # (KAR³'s atomic questions, tools/atom_source.py) scores questions, not passages
+            kinds = {n: "atoms" if hasattr(rt.sources().get(n), "atom_index") or
+                     type(rt.sources().get(n)).__name__ == "AtomSource"
+                     else getattr(rt.sources().get(n), "kind", "text") for n in plain}
+            evidence, shortcut = top1_shortcut(evidence, op_name, params, kinds)
+            notes = notes + shortcut
         run.notes += notes
         sub.evidence = len(evidence)
         if not evidence:

@@ -622,6 +622,28 @@ PACKS: dict[str, PromptPack] = {
 DEFAULT_PACK = "general"
 
 
+def _norm_q(text: str) -> str:
+    return " ".join("".join(c for c in str(text).lower() if c.isalnum() or c.isspace()).split())
+
+
+def demonstration_questions(name: str | None) -> set[str]:
+    """The questions pack ``name`` shows as demonstrations (planner questions and the questions
+    of every stage's examples), normalised (lower case, letters and digits): an evaluation split
+    leaves these out (``eval run`` says how many)."""
+    pack = get_pack(name)
+    out = {_norm_q(q) for q, _ in pack.plan_examples}
+    for examples in pack.examples.values():
+        for ex in examples:
+            for line in ex.splitlines():
+                if line.startswith("Question: "):
+                    out.add(_norm_q(line[len("Question: "):].split(" (Filter condition:")[0]))
+    return out
+
+
+def is_demonstration(question: str, name: str | None) -> bool:
+    return _norm_q(question) in demonstration_questions(name)
+
+
 def get_pack(name: str | None) -> PromptPack:
     """The pack called ``name`` (None or "" is ``general``); ValueError naming the packs otherwise."""
     key = (name or DEFAULT_PACK).strip().lower()

@@ -71,7 +71,10 @@ call ::= "\"" (search | relate | filter) "\""
 search ::= "Search(" arg (", " arg)? ")"
 relate ::= "Relate(" arg ", " arg ")"
 filter ::= "Filter(" ref ", " arg ")"
-arg ::= ref | "\\\"" achar+ "\\\""
+root-call ::= "\"" ("Search(" quoted (", " quoted)? ")" | "Relate(" quoted ", " quoted ")") "\""
+arg ::= ref | quoted
+quoted ::= "\\\"" afirst achar* "\\\""
+afirst ::= [^"\\\x00-\x20\[\]{}()]
 achar ::= [^"\\\x00-\x1f\[\]{}()]
 ref ::= "[" num "]"
 '''
@@ -93,12 +96,14 @@ def gbnf_literal(text: str) -> str:
 def plan_grammar(question: str) -> str:
     """The GBNF grammar of a plan for ``question``: the planner's flat JSON object (as its
     demonstrations write it, ``json.dumps`` spacing), whose first key is ``question`` itself (JSON-
-    escaped), valued by one operator call, or by its numbered sub-questions followed by at least
+    escaped), valued by one operator call (on quoted names only: the root has no siblings to
+    reference), or by its numbered sub-questions followed by at least
     one numbered question, each valued by sub-questions, one ``Search``/``Relate``/``Filter`` call
-    or ``"[DR]"``. Every string closes before a control character; ``[``, ``]``, ``{``, ``}`` appear
+    or ``"[DR]"``. An argument is a reference ``[i]`` or a quoted name that does not start with a
+    space. Every string closes before a control character; ``[``, ``]``, ``{``, ``}`` appear
     in a question only as a reference ``[i]`` (so a reply near its cap closes on ``"]}``)."""
     key = json.dumps(" ".join(str(question).split()), ensure_ascii=False)
-    return (f'root ::= " "? "{{" {gbnf_literal(key)} ": " (call | children (", " entry)+) "}}"\n'
+    return (f'root ::= " "? "{{" {gbnf_literal(key)} ": " (root-call | children (", " entry)+) "}}"\n'
             + _PLAN_GRAMMAR_BODY.strip() + "\n")
 
 
