@@ -14,10 +14,16 @@ A reader "reads" a reply when it returns a JSON object or array (a bare string o
 ``scalar``: no stage asks for one). Two readers "disagree" on a reply when one reads it and the other does not,
 or both read it to different values. Nothing is generated: a stage with no recorded replies is listed as such.
 
+``--generate N`` first asks the bundled local model (Gemma-3-270M, greedy) for fresh replies on the KAR³
+stages that no earlier run recorded (propose, select, answer), N questions each, both free (no constraint) and
+under the stage's JSON schema, and records them to ``benchmarks/results/json_reader_replies.jsonl`` (stage names
+``kar3_<stage>_<free|schema>``); later runs read that file like any other record.
+
 Replies quoted inside a record's ``problems`` messages (ARM) are excerpts the record cut at about 120
 characters: they are grouped apart (``*_excerpt``) because no reader can be expected to read a cut value.
 
     .venv/bin/python benchmarks/bench_json_reader.py            # writes benchmarks/results/json_reader.json
+    .venv/bin/python benchmarks/bench_json_reader.py --generate 6   # + fresh KAR³ replies (about 3 minutes on CPU)
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ from atomgraph.prompts.json_reader import read_json
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 # Stages the methods read JSON in; the ones with no recorded reply are reported as such.
-STAGES = ["plan", "kg_program", "answer", "answer_list_tail", "arm_decompose", "arm_verify", "propose", "select", "atomize"]
+STAGES = ["plan", "kg_program", "answer", "answer_list_tail", "arm_decompose", "arm_verify"]
+GENERATED = RESULTS / "json_reader_replies.jsonl"
 DERIVED = {"answer_list_tail"}  # the answer replies again, cut after "Answer List:": left out of the total
 _QUOTED = re.compile(r"^(decompose|verify draft \d+): unreadable model output \(.*? in the reply: '(.*)'\)", re.S)
 
@@ -80,7 +87,54 @@ def gather() -> list[dict]:
                 if m:
                     stage = "arm_decompose_excerpt" if m.group(1) == "decompose" else "arm_verify_excerpt"
                     out.append({"stage": stage, "source": p.name, "reply": m.group(2).replace("\\'", "'")})
+    p = GENERATED
+    if p.exists():
+        for r in _jsonl(p):
+            out.append({"stage": r["stage"], "source": p.name, "reply": r["reply"]})
     return out
+
+
+# Context for the generated KAR³ replies: short paragraphs in our own words (what matters is the reply's form).
+_PARAGRAPHS = [
+    ("Albert Einstein", "Albert Einstein was born in Ulm, in the Kingdom of Württemberg, in March 1879.",
+     "Where was Albert Einstein born?"),
+    ("Ulm Minster", "Ulm Minster is a Lutheran church in Ulm; its steeple is the tallest of any church.",
+     "Which church stands in Ulm?"),
+    ("Marie Curie", "Marie Curie was born in Warsaw and shared the 1903 Nobel Prize in Physics.",
+     "Where was Marie Curie born?"),
+]
+
+
+def generate(n: int) -> int:
+    """Ask the bundled local model for ``n`` replies per KAR³ stage and mode; append them to GENERATED."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from atomgraph.local.chat import ChatLocalLlama  # noqa: PLC0415
+    from atomgraph.prompts.kar3.stages import ANSWER_STAGE, PROPOSE_STAGE, SELECT_STAGE  # noqa: PLC0415
+
+    chunks = [SimpleNamespace(chunk_id=f"c{i}", title=t, text=x, atom=a) for i, (t, x, a) in enumerate(_PARAGRAPHS)]
+    questions = []
+    for name in ("local_grounded.jsonl", "local_prompting_plan.jsonl"):
+        if (RESULTS / name).exists():
+            questions += [r["question"] for r in _jsonl(RESULTS / name) if r.get("question")]
+    questions = list(dict.fromkeys(questions))[:n]
+    model = ChatLocalLlama(max_tokens=200)
+    rows = []
+    for q in questions:
+        for stage, inputs in ((PROPOSE_STAGE, {"question": q, "chosen": chunks[:1]}),
+                              (SELECT_STAGE, {"question": q, "chosen": [], "candidates": chunks}),
+                              (ANSWER_STAGE, {"question": q, "chosen": chunks})):
+            msgs = stage.prompt.format_messages(**stage.variables(inputs))
+            for mode in ("free", "schema"):
+                kw = {"json_schema": stage.schema} if mode == "schema" and stage.schema is not None else {}
+                t = time.perf_counter()
+                reply = model.invoke(msgs, **kw).content
+                rows.append({"stage": f"kar3_{stage.name}_{mode}", "question": q, "reply": reply,
+                             "seconds": round(time.perf_counter() - t, 2)})
+    with GENERATED.open("a", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return len(rows)
 
 
 def _ours(text: str) -> Any:
@@ -194,8 +248,12 @@ def table(res: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=RESULTS / "json_reader.json")
+    ap.add_argument("--generate", type=int, default=0, metavar="N",
+                    help="first record N fresh local-model replies per KAR³ stage and mode")
     ap.add_argument("--examples", type=int, default=3, help="disagreeing replies kept per stage")
     args = ap.parse_args()
+    if args.generate:
+        print(f"generated {generate(args.generate)} replies -> {GENERATED.relative_to(ROOT)}")
     res = measure(args.examples)
     args.out.write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(table(res))
