@@ -12,7 +12,7 @@ the stage its record names, and reads each with
 
 A reader "reads" a reply when it returns a JSON object or array (a bare string or number is counted apart as
 ``scalar``: no stage asks for one). Two readers "disagree" on a reply when one reads it and the other does not,
-or both read it to different values. Nothing is generated: a stage with no recorded replies is listed as such.
+or both read it to different values. A stage with no recorded replies is listed as such.
 
 ``--generate N`` first asks the bundled local model (Gemma-3-270M, greedy) for fresh replies on the KAR³
 stages that no earlier run recorded (propose, select, answer), N questions each, both free (no constraint) and
