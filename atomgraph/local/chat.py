@@ -487,19 +487,17 @@ class ChatLocalLlama(BaseChatModel):
                 content=msg.content, response_metadata=msg.response_metadata, usage_metadata=msg.usage_metadata,
                 chunk_position="last"))]
         out: Generation = value
-        meta = self._meta(out, call)
-        usage = self._usage(out.n_prompt, len(out.tokens))
-        if self._is_call(call, out.text):
-            calls, invalid = self._read_call(out.text, out.finish_reason, call.tools or ())
-            if calls:
-                meta["finish_reason"] = "tool_calls"
-                c = calls[0]
-                return [ChatGenerationChunk(message=AIMessageChunk(
-                    content="", tool_call_chunks=[tool_call_chunk(name=c["name"], args=json.dumps(c["args"]),
-                                                                  id=c["id"], index=0)],
-                    response_metadata=meta, usage_metadata=usage, chunk_position="last"))]
+        msg = self._message(call, out)  # the same reading as invoke's: a tool call, an invalid one, or text
+        meta, usage = msg.response_metadata, msg.usage_metadata
+        if msg.tool_calls:
+            c = msg.tool_calls[0]
             return [ChatGenerationChunk(message=AIMessageChunk(
-                content="", invalid_tool_calls=invalid, response_metadata=meta, usage_metadata=usage,
+                content="", tool_call_chunks=[tool_call_chunk(name=c["name"], args=json.dumps(c["args"]),
+                                                              id=c["id"], index=0)],
+                response_metadata=meta, usage_metadata=usage, chunk_position="last"))]
+        if self._is_call(call, out.text):
+            return [ChatGenerationChunk(message=AIMessageChunk(
+                content="", invalid_tool_calls=msg.invalid_tool_calls, response_metadata=meta, usage_metadata=usage,
                 chunk_position="last"))]
         rest = out.text[len(state["sent"]):] if out.text.startswith(state["sent"]) else ""
         state["sent"] = out.text
