@@ -60,25 +60,31 @@ def _literal(node: ast.AST) -> Any:
     raise ValueError(f"not a literal: {type(node).__name__}")
 
 
-def _drop_trailing_commas(text: str) -> str:
-    """``text`` without commas before a closing bracket, outside quoted strings."""
-    out, quote, esc = [], None, False
-    for i, ch in enumerate(text):
+def _outside_strings(text: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, str, bool]]:
+    """``(index, character, inside)`` for ``text[start:stop]``, ``inside`` true for the characters of a
+    quoted string (its quotes included; backslash escapes respected)."""
+    quote, esc = None, False
+    for i in range(start, len(text) if stop is None else min(len(text), stop)):
+        ch = text[i]
         if quote:
-            out.append(ch)
             if esc:
                 esc = False
             elif ch == "\\":
                 esc = True
             elif ch == quote:
                 quote = None
-            continue
-        if ch in "\"'":
+            yield i, ch, True
+        elif ch in "\"'":
             quote = ch
-        elif ch == "," and _TRAILING_COMMA.match(text, i):
-            continue
-        out.append(ch)
-    return "".join(out)
+            yield i, ch, True
+        else:
+            yield i, ch, False
+
+
+def _drop_trailing_commas(text: str) -> str:
+    """``text`` without commas before a closing bracket, outside quoted strings."""
+    return "".join(ch for i, ch, inside in _outside_strings(text)
+                   if inside or ch != "," or not _TRAILING_COMMA.match(text, i))
 
 
 def loads(text: str) -> Any:
@@ -104,19 +110,11 @@ def loads(text: str) -> Any:
 
 def _balanced_end(text: str, start: int) -> int:
     """The index just past the bracket closing the one at ``start`` (strings respected); -1 when unclosed."""
-    depth, quote, esc = 0, None, False
-    for i in range(start, min(len(text), start + MAX_SPAN)):
-        ch = text[i]
-        if quote:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[{":
+    depth = 0
+    for i, ch, inside in _outside_strings(text, start, start + MAX_SPAN):
+        if inside:
+            continue
+        if ch in "[{":
             depth += 1
         elif ch in "]}":
             depth -= 1
