@@ -42,7 +42,7 @@ ALL_PROMPTS = {
     "direct_rag": DIRECT_RAG_PROMPT,
     "source_selection": SOURCE_SELECTION_PROMPT,
 }
-PACKED = {"examples", "rules"}  # filled by the stage from its prompt pack (prompts/atomr/packs.py)
+PACKED = {"examples", "rules"}  # filled by the stage from its prompt pack (prompts/atomr/packs/)
 EXPECTED_VARS = {
     "plan": {"question"} | PACKED,
     "search": {"question", "knowledge"} | PACKED,

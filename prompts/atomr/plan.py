@@ -15,7 +15,7 @@ from atomgraph.prompts.atomr.templating import chat_prompt
 
 PLAN_MARKER = "Task: plan an atomic reasoning tree"
 
-# The general pack's planner demonstrations (every pack: ``prompts/atomr/packs.py``).
+# The general pack's planner demonstrations (every pack: ``prompts/atomr/packs/``).
 PLAN_EXAMPLES = GENERAL_PLAN
 
 _INSTRUCTIONS = f"""{PLAN_MARKER}.
