@@ -1,6 +1,7 @@
 """Measured effects of two ATOMR switches (issue 31): ``keep_raw_reply`` and ``top1_shortcut``.
 
     python -m benchmarks.bench_atomr_switches hostile            # no model: scripted + hostile server
+    python -m benchmarks.bench_atomr_switches replies            # no model: bench_local_grounded's replies
     nice python -m benchmarks.bench_atomr_switches local --n 20  # the bundled model, minutes a question
 
 ``keep_raw_reply`` (off: ours) — an operator/reasoning reply our reader cannot read goes to direct
@@ -104,6 +105,57 @@ async def hostile() -> dict:
     return {"summary": summary, "cases": res}
 
 
+def replies(path: Path) -> dict:
+    """keep_raw_reply at the reply level, on the bundled model's free direct-RAG replies of
+    ``bench_local_grounded`` (the answer format every operator and reasoning stage shares): per
+    set, replies our reader reads, replies it refuses (a failure either way), replies it cannot
+    read (default: an operator failure, to direct RAG; keep_raw: the authors' reading), and
+    EM/F1 of the prediction each reading gives (an unreadable reply scores 0 by default here:
+    in a run, direct RAG would answer it)."""
+    from atomgraph.evaluation.metrics import answer_scores
+    from atomgraph.prompts.answer_contract import refusal_reason
+    from atomgraph.prompts.atomr.answer_format import read_as_authors
+    from atomgraph.prompts.atomr.stages import DIRECT_RAG_STAGE
+
+    out: dict = {}
+    examples: list = []
+    for line in path.open(encoding="utf-8"):
+        rec = json.loads(line)
+        if rec["mode"] != "free":
+            continue
+        t = out.setdefault(rec["set"], {"n": 0, "read": 0, "refused": 0, "unreadable": 0, "kept_raw": 0,
+                                        "kept_raw_refused": 0, "em_default": 0.0, "f1_default": 0.0,
+                                        "em_keep_raw": 0.0, "f1_keep_raw": 0.0})
+        t["n"] += 1
+        pred = raw = ""
+        try:
+            parsed = DIRECT_RAG_STAGE.parse(rec["reply"])
+            pred = raw = "" if parsed.unknown else (list(parsed.answers) or [""])[0]
+            t["read"] += 1
+        except ValueError as exc:
+            if refusal_reason(str(exc)) is not None:
+                t["refused"] += 1
+            else:
+                t["unreadable"] += 1
+                try:
+                    kept = read_as_authors(rec["reply"])
+                    raw = (list(kept.answers) or [""])[0]
+                    t["kept_raw"] += 1
+                    if len(examples) < 12:
+                        examples.append({"set": rec["set"], "gold": rec["gold"][0], "kept": raw[:100],
+                                         "why_unreadable": str(exc)[:100]})
+                except ValueError:
+                    t["kept_raw_refused"] += 1
+        for reading, p in (("default", pred), ("keep_raw", raw)):
+            sc = answer_scores(p, rec["gold"])
+            t[f"em_{reading}"] += sc["em"]
+            t[f"f1_{reading}"] += sc["f1"]
+    for t in out.values():
+        for k in ("em_default", "f1_default", "em_keep_raw", "f1_keep_raw"):
+            t[k] = round(100 * t[k] / max(t["n"], 1), 1)
+    return {"by_set": out, "examples": examples, "source": str(path.relative_to(REPO))}
+
+
 CONDITIONS = {"default": {}, "keep_raw_reply": {"keep_raw_reply": True}, "top1_off": {"top1_shortcut": False}}
 
 
@@ -118,8 +170,7 @@ def local_examples(n: int):
 
 
 async def local(n: int, conditions: list[str], persist: str) -> dict:
-    from atomgraph.evaluation.fallbacks import count_fallbacks
-    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.evaluation.runner import arun_eval, outcomes
     from atomgraph.settings import Settings
 
     examples, _ = local_examples(n)
@@ -135,15 +186,17 @@ async def local(n: int, conditions: list[str], persist: str) -> dict:
                               force_new=False)
         recs = run.records if hasattr(run, "records") else run["records"]
         n_rec = len(recs)
-        em = sum(float(r.get("em") or 0) for r in recs) / max(n_rec, 1)
-        f1 = sum(float(r.get("f1") or 0) for r in recs) / max(n_rec, 1)
-        calls = sum(len(r.get("llm_calls") or []) for r in recs)
-        cached = sum(sum(1 for c in r.get("llm_calls") or [] if isinstance(c, dict) and c.get("cached")) for r in recs)
+        em = sum(float((r.get("metrics") or {}).get("em") or 0) for r in recs) / max(n_rec, 1)
+        f1 = sum(float((r.get("metrics") or {}).get("f1") or 0) for r in recs) / max(n_rec, 1)
+        calls = sum(int((r.get("usage") or {}).get("llm_calls") or 0) for r in recs)
+        cached = sum(int((r.get("usage") or {}).get("cached_calls") or 0) for r in recs)
+        fresh_s = sum(float(r.get("latency_s") or 0) for r in recs)
         results[name] = {"n": n_rec, "em": round(100 * em, 1), "f1": round(100 * f1, 1),
                          "answered": sum(1 for r in recs if str(r.get("predicted") or "").strip()),
                          "errors": sum(1 for r in recs if r.get("error")),
-                         "fallbacks": count_fallbacks(recs), "calls": calls, "cached_calls": cached,
-                         "seconds": round(time.perf_counter() - t0, 1),
+                         "outcomes": outcomes(recs), "calls": calls, "cached_calls": cached,
+                         "seconds_this_run": round(time.perf_counter() - t0, 1),
+                         "seconds_per_question": round(fresh_s / max(n_rec, 1), 1),
                          "predictions": [str(r.get("predicted") or "")[:80] for r in recs]}
         print(name, json.dumps({k: v for k, v in results[name].items() if k != "predictions"}), file=sys.stderr,
               flush=True)
@@ -152,7 +205,7 @@ async def local(n: int, conditions: list[str], persist: str) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("part", choices=("hostile", "local"))
+    ap.add_argument("part", choices=("hostile", "local", "replies"))
     ap.add_argument("--n", type=int, default=20, help="local: questions (default 20)")
     ap.add_argument("--conditions", default=",".join(CONDITIONS), help="local: which conditions, in order")
     ap.add_argument("--persist", default=str(REPO / ".atomgraph" / "hipporag-hotpotqa"),
@@ -163,15 +216,18 @@ def main(argv=None) -> int:
     if a.part == "hostile":
         res = asyncio.run(hostile())
         path = OUT / "atomr_switches_hostile.json"
+    elif a.part == "replies":
+        res = replies(OUT / "local_grounded.jsonl")
+        path = OUT / "atomr_switches_replies.json"
     else:
         res = asyncio.run(local(a.n, a.conditions.split(","), a.persist))
         path = OUT / "atomr_switches_local.json"
     res = {"benchmark": f"atomr_switches_{a.part}", "wall_s": round(time.perf_counter() - t0, 1),
            "command": "python -m benchmarks.bench_atomr_switches " + " ".join(argv or sys.argv[1:]), **(
-               res if a.part == "hostile" else {"results": res})}
+               res if a.part != "local" else {"results": res})}
     path.write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n")
-    print(json.dumps(res.get("summary") or {k: {kk: vv for kk, vv in v.items() if kk != "predictions"}
-                                            for k, v in res["results"].items()}, indent=2))
+    print(json.dumps(res.get("summary") or res.get("by_set") or {
+        k: {kk: vv for kk, vv in v.items() if kk != "predictions"} for k, v in res["results"].items()}, indent=2))
     return 0
 
 
