@@ -193,6 +193,31 @@ def add(totals: dict, rec: dict) -> None:
         t[k] += rec.get(k, 0)
 
 
+def paired(jsonl: Path, a: str = "free", b: str = "grounded", resamples: int = 2000) -> dict:
+    """Per set and pooled: F1 of ``b`` minus ``a`` on the same questions, its 95% paired bootstrap
+    interval (seed 0), and the questions ``b`` wins, loses, ties."""
+    import numpy as np
+
+    by: dict[tuple[str, str], dict[str, float]] = {}
+    for line in jsonl.open(encoding="utf-8"):
+        rec = json.loads(line)
+        by.setdefault((rec["set"], rec["question"]), {})[rec["mode"]] = rec["f1"]
+    out = {}
+    sets = sorted({k[0] for k in by})
+    for name in [*sets, "hotpotqa+musique", "all"]:
+        keep = sets if name == "all" else (["hotpotqa", "musique"] if name == "hotpotqa+musique" else [name])
+        d = np.array([m[b] - m[a] for (st, _), m in by.items() if st in keep and a in m and b in m])
+        if not len(d):
+            continue
+        rng = np.random.default_rng(0)
+        boots = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
+        out[name] = {"n": int(len(d)), "f1_diff": round(100 * float(d.mean()), 1),
+                     "ci95": [round(100 * float(np.percentile(boots, 2.5)), 1),
+                              round(100 * float(np.percentile(boots, 97.5)), 1)],
+                     "wins": int((d > 0).sum()), "losses": int((d < 0).sum()), "ties": int((d == 0).sum())}
+    return out
+
+
 def write_summary(out_path, args, engine, rows, totals, t_all, final: bool = False) -> int:
     """The results so far (``complete`` false until every question ran: a bounded run that was
     stopped still leaves its numbers)."""
@@ -212,7 +237,7 @@ def write_summary(out_path, args, engine, rows, totals, t_all, final: bool = Fal
            "n": {"demo": len([r for r in rows if r["set"] == "demo"]), "hotpotqa": len([r for r in rows if r["set"] == "hotpotqa"]),
                  "musique": len([r for r in rows if r["set"] == "musique"])},
            "cap": args.cap, "beam_width": args.beam_width, "max_items": args.max_items, "complete": final,
-           "results": summary, "wall_s": round(time.perf_counter() - t_all, 1),
+           "results": summary, "grounded_minus_free_f1": paired(out_path.with_suffix(".jsonl")), "wall_s": round(time.perf_counter() - t_all, 1),
            "command": f"python -m benchmarks.bench_local_grounded --n {args.n} --cap {args.cap} "
                       f"--beam-width {args.beam_width} --max-items {args.max_items}" + (" --chat" if args.chat else "")}
     out_path.write_text(json.dumps(res, indent=2) + "\n")
