@@ -141,6 +141,8 @@ def test_dataset_packs_have_the_authors_counts_of_sourced_demonstrations_for_eve
             assert questions[0] == demo.question, where
         # the stage's prompt shows it, and an evaluation split leaves its question out
         assert demo.text in pack_text(name, stage), where
+        # short enough for the bundled model's 4,096-token context with three retrieved passages beside
+        assert len(pack_text(name, stage)) < 6000, where
         assert _norm_q(demo.question) in pack_questions(name), where
 
 

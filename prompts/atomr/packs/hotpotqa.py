@@ -246,7 +246,7 @@ Question: Who among Mark King (musician), Nick Hexum is American? (Filter condit
 Answer: Passage [1] says Nick Hexum is American; passage [2] says Mark King is English. So the answer is: (1) Paraphrase Answer: The American is Nick Hexum; (2) Answer List: ["Nick Hexum"]"""),
         _d("sulli", """Retrieved Knowledge:
 Wikipedia Passages:
-[1] Sulli | Choi Jin-ri, known as Sulli, is a South Korean actress and a former member of the girl group f(x).
+[1] Sulli | Choi Jin-ri, known as Sulli, was a South Korean actress and singer, a former member of the girl group f(x).
 [2] Nichkhun | Nichkhun is a Thai-American singer of the boy band 2PM.
 
 Condition: member of the band f(x)

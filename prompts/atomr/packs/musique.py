@@ -140,7 +140,7 @@ Question: What is The Blind Girl? (painting)
 Answer: The painting is passage [1]; passage [2] is a poem. So the answer is: (1) Paraphrase Answer: The Blind Girl is the 1856 painting by John Everett Millais; (2) Answer List: ["The Blind Girl (painting)"]"""),
         _d("woca", """Retrieved Knowledge:
 Wikipedia Passages:
-[1] WOCA | WOCA is an AM radio station licensed to Ocala, Florida, broadcasting news and talk.
+[1] WOCA | WOCA is an AM radio station licensed to Ocala, Florida.
 
 Question: What is WOCA? (radio station in Florida)
 Answer: Passage [1] describes the Florida radio station. So the answer is: (1) Paraphrase Answer: WOCA is an AM radio station of Ocala, Florida; (2) Answer List: ["WOCA"]"""),
