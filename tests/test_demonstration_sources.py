@@ -188,3 +188,19 @@ def test_each_dev_split_leaves_out_the_questions_its_pack_demonstrates(shared_da
                 assert _norm_q(demo.question) in left_out[split], (split, demo.source)
     assert {k: len(v) for k, v in left_out.items()} == {
         "hotpotqa-dev-100": 1, "2wiki-dev-100": 16, "musique-dev-100": 12, "hipporag-hotpotqa": 13, "hipporag-musique": 0}
+
+
+def test_stage_demonstrations_follow_their_datasets_answer_rules():
+    """HotpotQA and 2Wiki answer yes/no in lower case (their rules and gold answers); 2Wiki writes a
+    full date as day month year."""
+    import re
+
+    for name, stage, demo in stage_demonstrations():
+        answers = parse_answer(demo.text.rsplit("\nAnswer: ", 1)[1]).answers
+        if name in ("hotpotqa", "2wiki"):
+            assert not {"Yes", "No"} & set(answers), (name, stage, demo.source)
+            assert ("lower case" in PACKS[name].rules) and '["yes"] or ["no"]' in PACKS[name].rules
+        if name == "2wiki":
+            for a in answers:
+                if re.search(r"\b(1[0-9]{3}|20[0-9]{2})\b", a) and not re.fullmatch(r"\d{4}", a):
+                    assert re.fullmatch(r"\d{1,2} [A-Z][a-z]+ \d{4}", a), (stage, demo.source, a)

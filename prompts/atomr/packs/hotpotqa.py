@@ -119,7 +119,7 @@ HOTPOTQA_PLAN = [
 RULES = (
     "Dataset rules (HotpotQA): answer with the shortest span an encyclopedia would use: the full name of a "
     "person, work, organisation or place, a year or a date as written, a number with its unit. "
-    'Answer a yes/no question with ["yes"] or ["no"].'
+    'Answer a yes/no question with ["yes"] or ["no"], in lower case as the dataset writes them.'
 )
 
 

@@ -104,7 +104,7 @@ RULES = (
     "Dataset rules (2WikiMultiHopQA): give full names as the encyclopedia titles them (e.g. \"Siemowit III, "
     "Duke of Masovia\"), dates in full as day month year (\"19 May 1673\"), places without their country. "
     "For a question choosing between two films, songs or people, answer with the one chosen, spelled as in "
-    'the question. Answer a yes/no question with ["yes"] or ["no"].'
+    'the question. Answer a yes/no question with ["yes"] or ["no"], in lower case as the dataset writes them.'
 )
 
 
