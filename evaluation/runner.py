@@ -40,11 +40,9 @@ from atomgraph.evaluation.datasets import Example, load_dataset
 from atomgraph.jsonl import UTF8_ONLY, check_out_dir, read_json
 from atomgraph.evaluation.metrics import answer_scores, answer_text, mean, retrieval_scores
 from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
-from atomgraph.state.usage import calls_cost, price_table
+from atomgraph.state.run import calls_cost, output_of, price_table, summarize_usage
 from atomgraph.imports import import_object  # noqa: F401 - re-exported: part of this module's API
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.output import output_of
-from atomgraph.state.usage import summarize_usage
 
 PREDICTIONS = "predictions.jsonl"
 RUN_META = "run.json"
@@ -256,7 +254,7 @@ def is_transient(record: dict) -> bool:
 def build_record(example: Example, values: dict, *, method: str, dataset: str, latency_s: float,
                  prices: dict, error: str | None = None) -> dict:
     """The JSON record of one finished example (graph output ``values``, the method output
-    contract of :mod:`atomgraph.state.output`)."""
+    contract of :mod:`atomgraph.state.run`)."""
     values = output_of(values)
     llm_calls = values["llm_calls"]
     retriever_calls = values["retriever_calls"]

@@ -277,7 +277,7 @@ def test_the_run_tests_cover_every_registered_graph():
 
 
 def answered(record: dict, out: dict, expected: str, server: httpx.Client) -> None:
-    from atomgraph.state.output import OUTPUT_KEYS
+    from atomgraph.state.run import OUTPUT_KEYS
 
     assert record["status"] == "success", (record, out, server_log(server))
     assert set(OUTPUT_KEYS) <= set(out), sorted(out)

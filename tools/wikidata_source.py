@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import Settings
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.text import STOPWORDS, content_words, listed_or_whole, ngrams, split_entities, words
 from atomgraph.tools import sparql_queries as q
 from atomgraph.tools.base import KnowledgeSource

@@ -263,7 +263,7 @@ def server_context(args, settings) -> dict:
 
 def cmd_report(args) -> int:
     from atomgraph.evaluation.plots import write_plots
-    from atomgraph.state.usage import price_table
+    from atomgraph.state.run import price_table
     from atomgraph.evaluation.report import markdown_tables, summarize_runs
     from atomgraph.settings import get_settings
 

@@ -29,14 +29,13 @@ from atomgraph.nodes.atomr.common import (
 )
 from atomgraph.nodes.atomr.fanout import plan_operator
 from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient
-from atomgraph.nodes.runtime import StageResult
+from atomgraph.nodes.call import StageResult
 from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT, program_problem
 from atomgraph.prompts.atomr.knowledge import format_knowledge
 from atomgraph.prompts.atomr.stages import KG_PROGRAM_STAGE, operator_stage
 from atomgraph.state.atomr import StepInput, SubCall
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence, RetrieverCall
 from atomgraph.state.tree import OperatorCall
-from atomgraph.state.usage import RetrieverCall
 from atomgraph.tools.wikidata_source import ProgramError
 
 NO_EVIDENCE = "no evidence from any selected source"
