@@ -156,7 +156,8 @@ def test_a_recipe_run_reads_no_model_factory_from_the_environment(shared_data, t
         assert said in ignored, (said, ignored)
     meta = json.loads((out / "run.json").read_text())
     assert meta["run"]["not_applied"]["$ATOMGRAPH_MODEL_FACTORY"] == "leaky_factory:make"
-    assert "model_factory" not in meta["run"]
+    assert "model_factory" not in meta["run"] and meta["run"]["options"] == {"--model": f"scripted:{rules}"}
+    assert f"  --model scripted:{rules}" in err
     s = meta["settings"]
     assert (s["model"], s["sources"], s["cot"]["demonstrations"], s["atomr"]["plan_failure_rag"]) == (
         "gpt-4o-2024-08-06", ["wikipedia"], 2, False)
