@@ -417,8 +417,9 @@ class RunSources:
             fresh = build_sources(self._settings(), list(base.unavailable), quiet=True)
             if not fresh.available:
                 return []
-            order = [*base.available, *base.unavailable]  # the settings' order: usable ones first as before
-            available = {n: base.available.get(n) or fresh.available[n] for n in order
+            held = [*base.available, *base.unavailable]
+            order = [n for n in self._settings().sources if n in held] + held  # the settings' order
+            available = {n: base.available.get(n) or fresh.available[n] for n in dict.fromkeys(order)
                          if n in base.available or n in fresh.available}
             available.update((n, src) for n, src in fresh.available.items() if n not in available)
             self._base = SourceSet(available=available, unavailable=dict(fresh.unavailable))

@@ -62,3 +62,20 @@ def test_a_source_still_unusable_keeps_its_reason_and_the_graphs_own_sources_are
     own = RunSources(base, lambda: settings)  # the graph's sources= : required, never rebuilt behind its back
     own.base(required=False)
     assert not own.recheck_due() and own.recheck() == []
+
+
+def test_a_source_usable_later_joins_in_the_settings_order_and_runs_choices_are_rebuilt(tmp_path, monkeypatch):
+    """Google without a key, then with one (as after the server's settings gained it): the
+    recheck adds it in the settings' order; a run's earlier choice that held it is built again."""
+    monkeypatch.setattr(RunSources, "recheck_s", 0.0)
+    settings = [demo_settings(Settings(cache=False), tmp_path / "chroma").model_copy(
+        update={"sources": ["google", "wikidata"], "serpapi_api_key": None})]
+    runs = RunSources(None, lambda: settings[0])
+    assert list(runs.base().available) == ["wikidata"] and "no SerpAPI key" in runs.base().unavailable["google"]
+    with pytest.raises(Exception, match="google: no SerpAPI key"):
+        runs.pick(["google"])
+    settings[0] = settings[0].model_copy(update={"serpapi_api_key": "test-key"})
+    assert runs.recheck() == ["google"]
+    assert list(runs.base().available) == ["google", "wikidata"] and not runs.base().unavailable
+    assert list(runs.pick(["google"]).available) == ["google"]
+    assert not runs.recheck_due()  # nothing left to look at
