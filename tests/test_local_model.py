@@ -138,6 +138,21 @@ def test_bad_model_paths_are_clear_config_errors(tmp_path):
     assert issubclass(LocalModelError, ConfigError)
 
 
+def test_thread_count_setting(monkeypatch, engine):
+    from atomgraph.local.engine import local_threads
+
+    assert engine.llm.context_params.n_threads_batch == engine.llm.context_params.n_threads == engine.n_threads
+    monkeypatch.setenv("ATOMGRAPH_LOCAL_THREADS", "3")
+    assert local_threads() == 3 and local_threads(2) == 2
+    monkeypatch.setenv("ATOMGRAPH_LOCAL_THREADS", "many")
+    with pytest.raises(LocalModelError, match="ATOMGRAPH_LOCAL_THREADS='many'"):
+        local_threads()
+    with pytest.raises(LocalModelError, match="at least 1 thread"):
+        local_threads(0)
+    monkeypatch.delenv("ATOMGRAPH_LOCAL_THREADS")
+    assert local_threads() >= 1
+
+
 def test_a_truncated_real_model_is_refused(tmp_path, engine):
     cut = tmp_path / "cut.gguf"
     with open(engine.path, "rb") as src:
