@@ -1,6 +1,7 @@
 """Few-shot demonstrations come from train/dev questions of ../shared/data, never from test
 questions and never invented: every demonstration question of prompts/ occurs in a train/dev
-file and in no test file, and each names its source (file and id)."""
+file (or, for a set without a train/dev split, in the declared demonstration subset that every
+evaluation of the set leaves out) and in no test file, and each names its source (file and id)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from atomgraph.prompts.atomr.packs import PACKS
+from atomgraph.evaluation.datasets import dataset_setting, load_file
+from atomgraph.prompts.atomr.packs import PACKS, Demo, demonstration_sources
 from atomgraph.prompts.baselines import DEMONSTRATION_SOURCES, DEMONSTRATIONS
 from atomgraph.prompts.atomr.source_selection import EXAMPLE_SOURCES as SELECTION_SOURCES
 from atomgraph.prompts.atomr.source_selection import SOURCE_SELECTION_PROMPT
@@ -22,9 +24,11 @@ _Q = "atomr/questions/single_source"
 TRAIN_DEV = [f"{_Q}/HotpotQA/hotpotqa_dev_100.jsonl", f"{_Q}/2WikiMultiHop/2wiki_dev_100.jsonl",
              f"{_Q}/Musique/musique_dev_100.jsonl", "atomr/questions/multi_source/CRAG/CRAG_dev_100.jsonl",
              "hipporag/hotpotqa_train.json", "hipporag/musique_train.json"]
-# test splits: the *_test_500 files, BlendQA (an evaluation set only) and the released test predictions
-TEST_GLOBS = ["atomr/questions/**/*test_500.jsonl", "atomr/questions/multi_source/BlendQA/*.jsonl",
-              "atomr/released/*.jsonl"]
+# test splits: the *_test_500 files and the released test predictions
+TEST_GLOBS = ["atomr/questions/**/*test_500.jsonl", "atomr/released/*.jsonl"]
+# evaluation sets without a train/dev split: their pack is written on a declared subset of the set,
+# which every evaluation of it leaves out (DatasetSetting.demonstrations_in_split; tests/test_dataset_settings.py)
+DECLARED_SUBSETS = {"blendqa": "atomr/questions/multi_source/BlendQA/*.jsonl"}
 
 
 def _norm(text: str) -> str:
@@ -75,10 +79,20 @@ def test_demonstration_questions_come_from_train_dev_files_and_never_from_test_f
     test_files = sorted({p for g in TEST_GLOBS for p in shared_data.glob(g)})
     assert test_files, "no test files found"
     tests = {str(p.relative_to(shared_data)): _questions(p) for p in test_files}
+    declared: dict[str, tuple[str, str, str]] = {}  # question -> (pack, file, id) of a declared subset's set
+    for pack, pattern in DECLARED_SUBSETS.items():
+        for path in sorted(shared_data.glob(pattern)):
+            declared.update({_norm(e.question): (pack, str(path.relative_to(shared_data)), e.id) for e in load_file(path)})
+    assert declared, "no BlendQA files found"
     problems = []
     for where, question in demonstration_questions():
         n = _norm(question)
-        if not any(n in qs for qs in train_dev.values()):
+        if n in declared:  # allowed only as a declared, left-out demonstration of that set's own pack
+            pack, file, ident = declared[n]
+            if not (where.startswith(f"atomr pack {pack}:") and dataset_setting(pack).demonstrations_in_split
+                    and (file, ident) in demonstration_sources(pack)):
+                problems.append(f"{where}: {question!r} is an evaluation question of {pack} outside its declared subset")
+        elif not any(n in qs for qs in train_dev.values()):
             problems.append(f"{where}: {question!r} is in no train/dev file")
         problems += [f"{where}: {question!r} is a test question ({name})" for name, qs in tests.items() if n in qs]
     assert not problems, "\n".join(problems)
@@ -90,3 +104,30 @@ def test_demonstration_questions_come_from_train_dev_files_and_never_from_test_f
     for source, question in recorded:
         name, _, ident = source.partition("#")
         assert train_dev[name].get(_norm(question)) == ident, source
+
+
+def test_each_pack_demonstration_names_a_real_source_that_evaluation_leaves_out(shared_data):
+    """Every demonstration of the crag and blendqa packs (planner and every stage) is a Demo whose
+    file and id name a question of a train/dev file or of the declared subset; the planner
+    demonstrations are that very question; no source is in a split evaluated with the pack."""
+    ids: dict[str, dict[str, str]] = {}
+
+    def question_of(file: str, ident: str) -> str | None:
+        if file not in ids:
+            ids[file] = {e.id: e.question for e in load_file(shared_data / file)}
+        return ids[file].get(ident)
+
+    for name in ("crag", "blendqa"):
+        pack = PACKS[name]
+        demos = [q for q, _tree in pack.plan_examples] + [ex for exs in pack.examples.values() for ex in exs]
+        assert demos and all(isinstance(d, Demo) for d in demos), name
+        for q, _tree in pack.plan_examples:
+            assert _norm(question_of(q.source_file, q.source_id) or "") == _norm(q), (name, q.source)
+        for d in demos:
+            assert question_of(d.source_file, d.source_id) is not None, (name, d.source)
+            assert "test_500" not in d.source_file, (name, d.source)
+        allowed = set(TRAIN_DEV) | ({f for f in (str(p.relative_to(shared_data)) for p in
+                                                  shared_data.glob(DECLARED_SUBSETS[name]))} if name in DECLARED_SUBSETS else set())
+        assert {d.source_file for d in demos} <= allowed, name
+    assert len(demonstration_sources("blendqa")) == 21 and dataset_setting("blendqa").demonstrations_in_split
+    assert not dataset_setting("crag-test-500").demonstrations_in_split

@@ -7,8 +7,10 @@ per operator for HotpotQA, 2WikiMultiHopQA, MuSiQue, CRAG, BlendQA) and dataset 
 the answers (full names, numerals, yes/no). Ours follow the same decomposition patterns
 (Search then Relate, Filter over candidates, ``[DR]`` comparisons and intersections) and
 are written in our own words on questions of the train/dev files in ``../shared/data``
-(``hotpotqa_dev_100``, ``2wiki_dev_100``, ``musique_dev_100``, HippoRAG's HotpotQA train),
-never on test questions.
+(``hotpotqa_dev_100``, ``2wiki_dev_100``, ``musique_dev_100``, HippoRAG's HotpotQA train,
+``CRAG_dev_100``), never on test questions. BlendQA has no train/dev split: its pack is written on
+a declared subset of BlendQA questions (each demonstration's file and id recorded, :class:`Demo`),
+which every BlendQA evaluation leaves out (``evaluation/datasets.py``).
 
 | pack | planner demonstrations | per operator / reasoning stage | answer rules |
 |---|---|---|---|
@@ -16,6 +18,8 @@ never on test questions.
 | ``hotpotqa`` | 14 (bridge, comparison, Filter, intersection) | 4 | short spans, yes/no |
 | ``2wiki`` | 13 (compositional, comparison, inference, bridge comparison) | 4 | full names, dates as written |
 | ``musique`` | 12 (2-4 hop chains) | 4 | short spans |
+| ``crag`` | 22 (one call, chains, comparisons, Filter; ``CRAG_dev_100``) | 2-8, the authors' counts | figures with units, as of a time |
+| ``blendqa`` | 21 (bridging questions; a declared BlendQA subset, left out of every BlendQA run) | 2-8, the authors' counts | bridge first; short phrases |
 
 Each stage renders its pack (:func:`render_for`): the prompt templates carry ``{examples}``
 and ``{rules}``, filled from the pack named by the ``pack`` input (default ``general``).
@@ -27,8 +31,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from atomgraph.prompts.atomr.packs import general, hotpotqa, musique, twowiki
+from atomgraph.prompts.atomr.packs import blendqa, crag, general, hotpotqa, musique, twowiki
 from atomgraph.prompts.atomr.packs.common import EXAMPLES
+from atomgraph.prompts.atomr.packs.demos import Demo
 from atomgraph.prompts.atomr.packs.general import GENERAL_PLAN
 from atomgraph.prompts.atomr.packs.hotpotqa import HOTPOTQA_PLAN
 from atomgraph.prompts.atomr.packs.musique import MUSIQUE_PLAN
@@ -71,6 +76,8 @@ PACKS: dict[str, PromptPack] = {
     "hotpotqa": PromptPack("hotpotqa", HOTPOTQA_PLAN, hotpotqa.RULES, direct_rag_unknown=False),
     "2wiki": PromptPack("2wiki", TWOWIKI_PLAN, twowiki.RULES, direct_rag_unknown=False),
     "musique": PromptPack("musique", MUSIQUE_PLAN, musique.RULES),
+    "crag": PromptPack("crag", crag.CRAG_PLAN, crag.RULES, crag.EXAMPLES),
+    "blendqa": PromptPack("blendqa", blendqa.BLENDQA_PLAN, blendqa.RULES, blendqa.EXAMPLES),
 }
 DEFAULT_PACK = "general"
 
@@ -91,6 +98,15 @@ def demonstration_questions(name: str | None) -> set[str]:
                 if line.startswith("Question: "):
                     out.add(_norm_q(line[len("Question: "):].split(" (Filter condition:")[0]))
     return out
+
+
+def demonstration_sources(name: str | None) -> set[tuple[str, str]]:
+    """(file, id) of every dataset question pack ``name``'s demonstrations were written on (the
+    planner questions and the examples that record their source, :class:`Demo`): an evaluation
+    leaves the examples with these ids out, as it does the questions shown."""
+    pack = get_pack(name)
+    items = [q for q, _ in pack.plan_examples] + [ex for exs in pack.examples.values() for ex in exs]
+    return {(d.source_file, d.source_id) for d in items if isinstance(d, Demo)}
 
 
 def is_demonstration(question: str, name: str | None) -> bool:
