@@ -32,9 +32,9 @@ FORMAT = "1"  # bump when saved states can no longer be read by this code
 META_TABLE = "atomgraph_checkpoint"
 # Modules whose classes may appear in a saved state (read back without LangGraph's warning).
 STATE_MODULES = (
-    "atomgraph.state.usage", "atomgraph.state.evidence", "atomgraph.state.tree", "atomgraph.state.atomr",
+    "atomgraph.state.run", "atomgraph.state.run", "atomgraph.state.tree", "atomgraph.state.atomr",
     "atomgraph.state.kar3", "atomgraph.state.arm", "atomgraph.state.arm_graph", "atomgraph.state.compare",
-    "atomgraph.state.baselines", "atomgraph.state.output", "atomgraph.state.indexing", "atomgraph.tools.objects",
+    "atomgraph.state.baselines", "atomgraph.state.run", "atomgraph.state.indexing", "atomgraph.tools.objects",
 )
 
 

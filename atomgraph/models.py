@@ -9,7 +9,7 @@
   (:class:`atomgraph.local.chat.ChatLocalLlama`).
 
 Models are called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>`
-(one call path) and recorded by :class:`~atomgraph.nodes.recorder.CallRecorder` (one recorder).
+(one call path) and recorded by :class:`~atomgraph.nodes.call.CallRecorder` (one recorder).
 """
 
 from __future__ import annotations

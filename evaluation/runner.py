@@ -40,11 +40,9 @@ from atomgraph.evaluation.datasets import Example, load_dataset
 from atomgraph.jsonl import UTF8_ONLY, check_out_dir, read_json
 from atomgraph.evaluation.metrics import answer_scores, answer_text, mean, retrieval_scores
 from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
-from atomgraph.state.usage import calls_cost, price_table
+from atomgraph.state.run import calls_cost, output_of, price_table, summarize_usage
 from atomgraph.imports import import_object  # noqa: F401 - re-exported: part of this module's API
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.output import output_of
-from atomgraph.state.usage import summarize_usage
 
 PREDICTIONS = "predictions.jsonl"
 RUN_META = "run.json"
@@ -256,7 +254,7 @@ def is_transient(record: dict) -> bool:
 def build_record(example: Example, values: dict, *, method: str, dataset: str, latency_s: float,
                  prices: dict, error: str | None = None) -> dict:
     """The JSON record of one finished example (graph output ``values``, the method output
-    contract of :mod:`atomgraph.state.output`)."""
+    contract of :mod:`atomgraph.state.run`)."""
     values = output_of(values)
     llm_calls = values["llm_calls"]
     retriever_calls = values["retriever_calls"]
@@ -637,7 +635,7 @@ async def arun_eval(
                   f"{named} prompt pack{'s' if len(packs) > 1 else ''}", file=sys.stderr)
         meta["demonstrations_left_out"] = left_out
     if server is not None:  # what runs is what the server is sent: that is the fingerprint
-        server_context = dict(server_context or {})
+        server_context = server_run_context(settings, server_context, meta.get("dataset_setting"))
         meta["fingerprint"] = {"method": method, "dataset": name,
                                "models": {"server": server.rstrip("/"), "model": server_context.get("model")
                                           or "the server's configured model"},
@@ -717,6 +715,23 @@ async def arun_eval(
         retried=len(retry), outcome=outcomes(new),
         kept_errors=sum(1 for r in existing if str(r.get("id")) in wanted and r.get("error")),
     )
+
+
+def server_run_context(settings: Settings, context: dict | None, applied: dict | None) -> dict:
+    """The context each server run is sent: ``context`` (the method's parameters, ``model``,
+    ``sources`` named on the command line) with the run's knowledge sources added where this
+    run chose them: the dataset's declared sources, or sources its settings name (a recipe,
+    ``--set``, the environment) other than the default. A server builds a run's sources from its
+    context; without them it would read its own settings' sources, not the dataset's setting.
+    Sent sources are the run's choice, so each must be usable on the server (asked for means
+    required). The prompt pack goes as a configurable key (the run context of a local run)."""
+    context = dict(context or {})
+    if "sources" not in context:
+        default = list(type(settings).model_fields["sources"].default_factory())
+        declared = bool(applied and applied.get("declared") and isinstance(applied.get("sources"), list))
+        if declared or list(settings.sources) != default:
+            context["sources"] = list(settings.sources)
+    return context
 
 
 def _build(build_method, method: str, **kwargs: Any):

@@ -45,7 +45,8 @@ from atomgraph.nodes.atomr.plan import make_plan_node, make_review_node
 from atomgraph.nodes.atomr.reason import make_reason_children_node, make_reason_siblings_node
 from atomgraph.nodes.atomr.schedule import STEP_NODES, make_schedule_node
 from atomgraph.nodes.atomr.select_sources import make_select_sources_node
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.atomr import AtomRState, StepInput
 from atomgraph.tools.base import KnowledgeSource

@@ -15,10 +15,8 @@ from typing_extensions import TypedDict  # pydantic (JSON schemas for Studio) ne
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from atomgraph.state.evidence import Evidence
-from atomgraph.state.output import MethodInput, MethodOutput
+from atomgraph.state.run import CallRecords, Evidence, MethodInput, MethodOutput
 from atomgraph.state.tree import ReasoningTree
-from atomgraph.state.usage import CallRecords
 
 
 def _known_pack(name: str) -> str:

@@ -29,7 +29,7 @@ from atomgraph.prompts.atomr import (
     match_sources,
     parse_answer,
 )
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.testing import ScriptedChatModel, prompt_text
 
 ALL_PROMPTS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from atomgraph.nodes.atomr.operate import top1_share, top1_shortcut
 from atomgraph.state.atomr import AtomRContext
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 
 
 def ev(source, *scores):

@@ -14,7 +14,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import Settings
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.testing import answer_reply, atomr_scripted_model
 
 REPO = Path(__file__).resolve().parents[1]

@@ -22,8 +22,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool
 
-from atomgraph.state.evidence import Evidence, render_evidence
-from atomgraph.state.usage import RetrieverCall
+from atomgraph.state.run import Evidence, RetrieverCall, render_evidence
 
 SourceKind = Literal["text", "web", "kg"]
 

@@ -3,7 +3,8 @@ stage's answer into a sub-call, settling a node from its sub-calls."""
 
 from __future__ import annotations
 
-from atomgraph.nodes.runtime import MethodRuntime, StageResult
+from atomgraph.nodes.call import StageResult
+from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.errors import ParseError
 from atomgraph.prompts.answer_contract import refusal_reason
 from atomgraph.prompts.atomr.answer_format import answer_text, read_as_authors

@@ -28,7 +28,7 @@ from atomgraph.prompts.atomr.stages import (
 )
 from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.state.atomr import AtomRState, NodeRun
-from atomgraph.state.output import InvalidQuestion, check_question  # noqa: F401 - InvalidQuestion re-exported
+from atomgraph.state.run import InvalidQuestion, check_question  # noqa: F401 - InvalidQuestion re-exported
 from atomgraph.state.tree import ReasoningTree, TreeNode, TreeParseError
 
 FIRST_STEP = {"operator": "select", "parent": "children", "direct": "siblings", "open": "select"}

@@ -21,7 +21,7 @@ from atomgraph.errors import AtomgraphError
 from atomgraph.nodes.kar3.common import Kar3IndexRuntime
 from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE, filter_atoms
 from atomgraph.state.kar3 import Kar3IndexContext, Kar3IndexState
-from atomgraph.state.usage import LLMCall
+from atomgraph.state.run import LLMCall
 from atomgraph.tools.atom_index import AtomIndex, Chunk, collection_chunks
 
 
@@ -118,7 +118,7 @@ async def atomize_chunks(rt: Kar3IndexRuntime, index: AtomIndex, chunks: list[Ch
 
 
 def usage_stats(calls: list[LLMCall], settings) -> dict:
-    from atomgraph.state.usage import calls_cost, price_table
+    from atomgraph.state.run import calls_cost, price_table
 
     cost, unpriced = calls_cost(calls, price_table(settings))
     return {"llm_calls": len(calls), "prompt_tokens": sum(c.prompt_tokens for c in calls),
