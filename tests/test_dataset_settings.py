@@ -129,3 +129,24 @@ def test_every_method_leaves_the_blendqa_demonstration_subset_out(shared_data, t
     meta = json.loads((out / "run.json").read_text())
     assert meta["demonstrations_left_out"] == ["kg-web_132-5", "kg-web_132-15"] and meta["total"] == 14
     assert len((out / "predictions.jsonl").read_text().splitlines()) == 14
+
+
+async def test_atomr_on_blendqa_plans_with_the_blendqa_pack(shared_data, tmp_path, capsys):
+    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.testing import atomr_scripted_model
+    from atomgraph.tools.memory_source import InMemorySource
+
+    prompts: list[str] = []
+
+    def plan(prompt: str) -> str:
+        prompts.append(prompt)
+        question = prompt.rsplit("Question: ", 1)[1].split("\n", 1)[0].strip()
+        return json.dumps({question: 'Relate("x", "y")'})
+
+    await arun_eval("atomr", "blendqa", tmp_path / "run", limit=16, model=atomr_scripted_model(plan), progress=False,
+                    sources=[InMemorySource([{"title": "x", "text": "y"}], name="wikipedia")],
+                    settings=Settings(cache=False), dataset_name="blendqa")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["prompt_pack"] == "blendqa" and meta["demonstrations_left_out"] == ["kg-web_132-5", "kg-web_132-15"]
+    assert len(prompts) == 14 and all("Dataset rules (BlendQA)" in p and "Ella Emhoff" in p for p in prompts)
+    assert "2 question(s) left out: they are demonstrations of the 'blendqa' prompt pack" in capsys.readouterr().err
