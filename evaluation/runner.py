@@ -494,15 +494,13 @@ def _drop_for_retry(pred_path: Path, existing: list[dict], retry: list[dict]) ->
 
 def _leave_out_demonstrations(examples: list, packs: list[str]) -> tuple[list, list[str]]:
     """(the examples that are not demonstrations of ``packs``, the ids left out): an example is a
-    demonstration when its question is shown by a pack or its id is a recorded demonstration source."""
-    from atomgraph.prompts.atomr.packs import _norm_q, demonstration_questions, demonstration_sources
+    demonstration when a pack shows its question or a stage demonstration was written on it."""
+    from atomgraph.prompts.atomr.packs import _norm_q, demonstration_questions
 
     shown: set[str] = set()
-    ids: set[str] = set()
     for pack in packs:
         shown |= demonstration_questions(pack)
-        ids |= {ident for _file, ident in demonstration_sources(pack)}
-    left_out = [e.id for e in examples if e.id in ids or _norm_q(e.question) in shown]
+    left_out = [e.id for e in examples if _norm_q(e.question) in shown]
     gone = set(left_out)
     return [e for e in examples if e.id not in gone], left_out
 

@@ -18,18 +18,29 @@ Direct RAG may answer Unknown, as theirs does.
 
 from __future__ import annotations
 
-from atomgraph.prompts.atomr.packs.demos import CHILD, SIBLING, Demo, blendqa_source, closed, from_pairs, \
-    knowledge, retrieved
+from atomgraph.prompts.atomr.packs.common import Demo
+from atomgraph.prompts.atomr.packs.demos import CHILD, SIBLING, blendqa_file, closed, from_pairs, knowledge, retrieved
+
+# planner question -> (file, id): the declared demonstration subset, where each question comes from
+PLAN_SOURCES: dict[str, tuple[str, str]] = {}
+_QUESTIONS: dict[str, str] = {}  # id -> question
 
 
-def _src(example_id: str) -> tuple[str, str]:
-    return blendqa_source(example_id)
+def _q(example_id: str, question: str) -> str:
+    PLAN_SOURCES[question] = (blendqa_file(example_id), example_id)
+    _QUESTIONS[example_id] = question
+    return question
+
+
+def _src(example_id: str) -> tuple[str, str, str]:
+    """(file, id, question) of a question of the demonstration subset."""
+    return blendqa_file(example_id), example_id, _QUESTIONS[example_id]
 
 
 def _bridge(example_id: str, question: str, inner: tuple[str, str], outer: tuple[str, str]):
     """The usual BlendQA plan: find the bridging entity, then ask the outer question about it."""
     (q1, c1), (q2, c2) = inner, outer
-    return Demo(question, *_src(example_id)), {question: [f"1. {q1}", f"2. {q2}"], f"1. {q1}": c1, f"2. {q2}": c2}
+    return _q(example_id, question), {question: [f"1. {q1}", f"2. {q2}"], f"1. {q1}": c1, f"2. {q2}": c2}
 
 
 # --- planner: the 21 questions of the demonstration subset --------------------------------------------
@@ -73,7 +84,7 @@ BLENDQA_PLAN = [
             "When was the constitutional republic with nickname Confederacy formed?",
             ("Which republic is nicknamed Confederacy?", 'Search("republic nicknamed Confederacy")'),
             ("When was [1] formed?", 'Relate([1], "date of formation")')),
-    (Demo("Who wins in a match between the American actor born on 1956/5/17 or Floyd Mayweather?", *_src("text-kg_163-8")), {
+    (_q("text-kg_163-8", "Who wins in a match between the American actor born on 1956/5/17 or Floyd Mayweather?"), {
         "Who wins in a match between the American actor born on 1956/5/17 or Floyd Mayweather?": [
             "1. Who is the American actor born on 1956/5/17?", "2. What is [1]'s boxing record?",
             "3. What is Floyd Mayweather's boxing record?", "4. Given [2] and [3], who would win?"],
@@ -90,7 +101,7 @@ BLENDQA_PLAN = [
             "How many American casualties occurred in the battle involving Frank Peak Akers?",
             ("Which battle involved Frank Peak Akers?", 'Relate("Frank Peak Akers", "conflict")'),
             ("How many American casualties occurred in [1]?", 'Relate([1], "American casualties")')),
-    (Demo("Who played Lorenzo Bartolini in the film directed by Gary Winick, published on 2010/4/25?", *_src("text-kg_163-18")), {
+    (_q("text-kg_163-18", "Who played Lorenzo Bartolini in the film directed by Gary Winick, published on 2010/4/25?"), {
         "Who played Lorenzo Bartolini in the film directed by Gary Winick, published on 2010/4/25?": [
             "1. Which Gary Winick film was published on 2010/4/25?", "2. Who played Lorenzo Bartolini in [1]?"],
         "1. Which Gary Winick film was published on 2010/4/25?": [
@@ -116,7 +127,7 @@ BLENDQA_PLAN = [
             "In the series House of Cards, who plays the mom of the 47th President of the United States?",
             ("Who is the 47th President in House of Cards?", 'Search("47th President of the United States", "House of Cards")'),
             ("Who plays [1]'s mother?", 'Relate([1], "mother played by")')),
-    (Demo("Is the iconic 1889 Parisian landmark by Gustave Eiffel made of steel or iron?", *_src("web-text_150-22")), {
+    (_q("web-text_150-22", "Is the iconic 1889 Parisian landmark by Gustave Eiffel made of steel or iron?"), {
         "Is the iconic 1889 Parisian landmark by Gustave Eiffel made of steel or iron?": [
             "1. What is the 1889 Parisian landmark by Gustave Eiffel?", "2. What is [1] made of?",
             "3. Given [2], is it steel or iron?"],
@@ -140,7 +151,7 @@ BLENDQA_PLAN = [
 
 
 # --- operators and reasoning, on sub-questions of the same 21 questions ----------------------------
-EXAMPLES: dict[str, list[str]] = {
+EXAMPLES: dict[str, list[str | Demo]] = {
     "search": [
         retrieved(_src("text-kg_163-8"), knowledge(
             wikidata=[("Sugar Ray Leonard", "date of birth: 1956-05-17"), ("Sugar Ray Leonard", "occupation: boxer, actor"),

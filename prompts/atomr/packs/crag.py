@@ -13,37 +13,58 @@ child prompt; our sibling stage has 3). Direct RAG may answer Unknown, as theirs
 
 from __future__ import annotations
 
-from atomgraph.prompts.atomr.packs.demos import CHILD, CRAG_DEV, SIBLING, Demo, closed, from_pairs, knowledge, \
-    retrieved
+from atomgraph.prompts.atomr.packs.common import Demo
+from atomgraph.prompts.atomr.packs.demos import CHILD, CRAG_DEV, SIBLING, closed, from_pairs, knowledge, retrieved
 
-# CRAG_dev_100.jsonl question ids, by the line index of the question in that file.
-_IDS = {
-    0: "08e48056-1191-42d4-a5d0-0d39acce629a", 7: "9059b522-02f5-4722-994a-02945b7b63d9",
-    10: "bce2be38-4673-4466-a83d-61e16ffaaa40", 13: "8aa6018c-c402-4ab5-b633-76bc029dfd38",
-    14: "e9a15655-bcfa-4c78-a42f-54978f7341eb", 17: "a00bb355-d094-41df-a1de-2514e36c5f6e",
-    18: "b2e9aa45-a845-4b65-b078-ffbeab26e845", 20: "6592cf9e-13cb-4be4-9548-1f3be30764ec",
-    22: "b0bd7eef-2016-4360-836d-c229b1e8cdc5", 25: "caa46ec9-6145-4726-9b87-be393481d258",
-    29: "8ac47174-33a8-421d-97d1-1c0d5b3fa143", 30: "5576b912-c1cf-40ec-bac6-a817d14e95c7",
-    31: "81510e05-43f4-4036-aecb-7d4f737a7d54", 33: "c05e5e0d-b5a6-400b-a008-cc129601093b",
-    35: "c798b289-f253-444b-b393-75a9f1c0c306", 47: "31616f49-8b8e-432c-84a5-3fb8075cd6e1",
-    49: "68ca2297-6175-44cb-a26e-8355461a7442", 51: "207250e7-d0a6-4b17-9072-5496c7ff6380",
-    58: "ad57a30d-0f77-41cf-ab69-350e7080a727", 61: "66337316-94d9-49c2-b09e-8ea5f29a9925",
-    62: "e1685144-072d-498c-a0bf-d2ca9ad939fa", 66: "0c373f48-2891-41c0-96f2-c91bf2757c89",
-    80: "56748ddf-0440-4aa8-bae4-9ce38114f4f1", 85: "278fe73e-7fb1-4cac-a42b-969a5957dbd8",
-    90: "65a07837-fb49-45d0-8231-f2a58e1cce2a", 91: "b194b88e-4be4-4032-9f09-e93bd7eb2338",
-    96: "82faa2ce-c216-4af3-bd3d-e4ce949712fe", 97: "4d59e9dc-3b8c-487b-aa45-f61f5505ee9e",
+# CRAG_dev_100.jsonl questions (question_id, question), by their line index in that file.
+_DEV = {
+    0: ("08e48056-1191-42d4-a5d0-0d39acce629a", "what was the total amount of assets under management (aum) by hedge funds in the united states as of november 2017?"),
+    7: ("9059b522-02f5-4722-994a-02945b7b63d9", "who performed in the super bowl halftime show in 2012?"),
+    10: ("bce2be38-4673-4466-a83d-61e16ffaaa40", "what album did evanescence release in 2006, which included the songs \"call me when you're sober\" and \"lose control\"?"),
+    13: ("8aa6018c-c402-4ab5-b633-76bc029dfd38", "what was the first project that alexandre aja worked on as a director?"),
+    14: ("e9a15655-bcfa-4c78-a42f-54978f7341eb", "what is the current average volume of amazon as of march 8th, 2024?"),
+    17: ("a00bb355-d094-41df-a1de-2514e36c5f6e", "how many appearances did gloria estefan make in the superbowl by 2024?"),
+    18: ("b2e9aa45-a845-4b65-b078-ffbeab26e845", "how many times has angelina jolie played maleficent in a movie?"),
+    20: ("6592cf9e-13cb-4be4-9548-1f3be30764ec", "what album did outkast release in 2000, which included the songs \"ms. jackson\" and \"so fresh, so clean\"?"),
+    22: ("b0bd7eef-2016-4360-836d-c229b1e8cdc5", "what is the name of taylor swift's debut album released in the 2000s?"),
+    25: ("caa46ec9-6145-4726-9b87-be393481d258", "when did after 7 start performing?"),
+    29: ("8ac47174-33a8-421d-97d1-1c0d5b3fa143", "tell me the name of the movie that won the oscar for the best documentary feature film in 2000?"),
+    30: ("5576b912-c1cf-40ec-bac6-a817d14e95c7", "for the film life or something like it, who directed it?"),
+    31: ("81510e05-43f4-4036-aecb-7d4f737a7d54", "what was the overall worldwide box office revenue for invictus?"),
+    33: ("c05e5e0d-b5a6-400b-a008-cc129601093b", "what are the main sections on a balance sheet?"),
+    35: ("c798b289-f253-444b-b393-75a9f1c0c306", "in 1991, which actor took home the oscar for best actor?"),
+    47: ("31616f49-8b8e-432c-84a5-3fb8075cd6e1", "who directed the movie \"the social network\"?"),
+    49: ("68ca2297-6175-44cb-a26e-8355461a7442", "who are zoe kravitz's parents?"),
+    51: ("207250e7-d0a6-4b17-9072-5496c7ff6380", "what was taylor swifts age when she released her debut album?"),
+    58: ("ad57a30d-0f77-41cf-ab69-350e7080a727", "who was head coach of the lakers in kobe bryant's rookie year?"),
+    61: ("66337316-94d9-49c2-b09e-8ea5f29a9925", "what country does the company behind spider-man 2 (2023 video game) call home?"),
+    62: ("e1685144-072d-498c-a0bf-d2ca9ad939fa", "what is the first song on drake's second album?"),
+    66: ("0c373f48-2891-41c0-96f2-c91bf2757c89", "when did robert john \"mutt\" lange's third wife release her album come on over?"),
+    80: ("56748ddf-0440-4aa8-bae4-9ce38114f4f1", "which film is longer, knocked up or superbad?"),
+    85: ("278fe73e-7fb1-4cac-a42b-969a5957dbd8", "which stock had higher pretax income in the 4th quarter of 2023? apple or microsoft"),
+    90: ("65a07837-fb49-45d0-8231-f2a58e1cce2a", "in 2022, did brooklyn nets win more games than boston celtics?"),
+    91: ("b194b88e-4be4-4032-9f09-e93bd7eb2338", "who has won more mlb world series titles, the athletics or mariners?"),
+    96: ("82faa2ce-c216-4af3-bd3d-e4ce949712fe", "does broccoli or cauliflower have more vitamin c?"),
+    97: ("4d59e9dc-3b8c-487b-aa45-f61f5505ee9e", "which movie was created first, a walk to remember or the notebook?"),
 }
 
 
-def _src(index: int) -> tuple[str, str]:
-    return CRAG_DEV, _IDS[index]
+def _src(index: int) -> tuple[str, str, str]:
+    """(file, id, question) of the dev question at line ``index``."""
+    return (CRAG_DEV, *_DEV[index])
 
 
-def _q(index: int, question: str) -> Demo:
-    return Demo(question, *_src(index))
+# planner question -> (file, id): where each planner demonstration's question comes from
+PLAN_SOURCES: dict[str, tuple[str, str]] = {}
 
 
-def _leaf(index: int, question: str, call: str) -> tuple[Demo, dict[str, object]]:
+def _q(index: int, question: str) -> str:
+    assert question == _DEV[index][1], question  # the dataset's question, verbatim
+    PLAN_SOURCES[question] = (CRAG_DEV, _DEV[index][0])
+    return question
+
+
+def _leaf(index: int, question: str, call: str) -> tuple[str, dict[str, object]]:
     return _q(index, question), {question: call}
 
 
@@ -150,7 +171,7 @@ CRAG_PLAN = [
 
 
 # --- operators and reasoning, on sub-questions of the dev questions above ----------------------------
-EXAMPLES: dict[str, list[str]] = {
+EXAMPLES: dict[str, list[str | Demo]] = {
     "search": [
         retrieved(_src(35), knowledge(
             wikipedia=[("63rd Academy Awards", "The 63rd Academy Awards, held on March 25, 1991, honoured the films of 1990; Jeremy Irons won Best Actor for Reversal of Fortune.")],

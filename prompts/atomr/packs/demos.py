@@ -1,20 +1,20 @@
-"""A demonstration with its source, and builders for the per-stage demonstrations of a pack.
+"""Builders for the per-stage demonstrations of the crag and blendqa packs.
 
-:class:`Demo` is the demonstration's text (a ``str``: packs and prompts use it as text) that also
-names the dataset question it was written on: ``source_file`` (relative to ``../shared/data``) and
-``source_id`` (the id ``evaluation.datasets`` gives that question). A planner demonstration's
-question is a ``Demo``; so is each operator/reasoning example. Evaluation leaves every source
-question of the pack in use out of the split evaluated (``eval run`` says how many), and
-``tests/test_demonstration_sources.py`` checks each source against the data files.
-
-The builders write an example in the shape ATOMR's stages show it (``Retrieved Knowledge:``
-blocks as :func:`atomgraph.prompts.atomr.knowledge.format_knowledge` renders them, the question,
-the reasoning, and the answer line)."""
+Each builder returns a :class:`~atomgraph.prompts.atomr.packs.common.Demo`: the example as ATOMR's
+stage shows it (``Retrieved Knowledge:`` blocks as
+:func:`atomgraph.prompts.atomr.knowledge.format_knowledge` renders them, the question, the
+reasoning and the answer line) and the dataset question it was written on (file, id, question).
+The planner demonstrations' sources are recorded beside them (``PLAN_SOURCES`` of each pack:
+question -> (file, id)). Evaluation leaves every such question out of the split evaluated
+(``eval run`` says how many); ``tests/test_demonstration_sources.py`` checks each source against
+the data files."""
 
 from __future__ import annotations
 
 import json
 from typing import Sequence
+
+from atomgraph.prompts.atomr.packs.common import Demo
 
 CRAG_DEV = "atomr/questions/multi_source/CRAG/CRAG_dev_100.jsonl"
 BLENDQA_FILES = {
@@ -22,35 +22,14 @@ BLENDQA_FILES = {
     "text-kg_163": "atomr/questions/multi_source/BlendQA/text-kg_163.jsonl",
     "web-text_150": "atomr/questions/multi_source/BlendQA/web-text_150.jsonl",
 }
+Source = tuple[str, str, str]  # (file relative to ../shared/data, question id, the question)
 
 _HEADINGS = {"wikipedia": "Wikipedia Passages", "google": "Google Results", "wikidata": "Wikidata Facts"}
 
 
-class Demo(str):
-    """A demonstration's text that names its source question (``source_file``, ``source_id``)."""
-
-    source_file: str
-    source_id: str
-
-    def __new__(cls, text: str, source_file: str, source_id: str) -> "Demo":
-        obj = super().__new__(cls, text)
-        obj.source_file = source_file
-        obj.source_id = source_id
-        return obj
-
-    def __getnewargs__(self) -> tuple[str, str, str]:  # pickling keeps the source
-        return str(self), self.source_file, self.source_id
-
-    @property
-    def source(self) -> str:
-        """``file#id``, as the other recorded demonstration sources are written."""
-        return f"{self.source_file}#{self.source_id}"
-
-
-def blendqa_source(example_id: str) -> tuple[str, str]:
-    """(file, id) of a BlendQA question from its example id (``kg-web_132-5``)."""
-    stem = example_id.rsplit("-", 1)[0]
-    return BLENDQA_FILES[stem], example_id
+def blendqa_file(example_id: str) -> str:
+    """The BlendQA file of an example id (``kg-web_132-5``: ``.../kg-web_132.jsonl``)."""
+    return BLENDQA_FILES[example_id.rsplit("-", 1)[0]]
 
 
 def knowledge(**blocks: Sequence[tuple[str, str]]) -> str:
@@ -68,7 +47,7 @@ def _answer(reasoning: str, paraphrase: str, answers: list[str]) -> str:
             f"(2) Answer List: {json.dumps(answers, ensure_ascii=False)}")
 
 
-def retrieved(source: tuple[str, str], known: str, question: str, reasoning: str, paraphrase: str,
+def retrieved(source: Source, known: str, question: str, reasoning: str, paraphrase: str,
               answers: list[str], *, condition: str | None = None) -> Demo:
     """An operator or direct-RAG example: retrieved knowledge, (the Filter condition), the question, the answer."""
     cond = f"Condition: {condition}\n" if condition else ""
@@ -76,14 +55,14 @@ def retrieved(source: tuple[str, str], known: str, question: str, reasoning: str
     return Demo(text, *source)
 
 
-def from_pairs(source: tuple[str, str], heading: str, pairs: Sequence[str], question: str, reasoning: str,
+def from_pairs(source: Source, heading: str, pairs: Sequence[str], question: str, reasoning: str,
                paraphrase: str, answers: list[str]) -> Demo:
     """A child or sibling reasoning example: the answered questions (``Q: 1. ... A: ...`` lines) and the question."""
     text = f"{heading}:\n" + "\n".join(pairs) + f"\n\nQuestion: {question}\n{_answer(reasoning, paraphrase, answers)}"
     return Demo(text, *source)
 
 
-def closed(source: tuple[str, str], question: str, reasoning: str, paraphrase: str, answers: list[str]) -> Demo:
+def closed(source: Source, question: str, reasoning: str, paraphrase: str, answers: list[str]) -> Demo:
     """A closed-book example: the question and the answer from the model's own knowledge."""
     return Demo(f"Question: {question}\n{_answer(reasoning, paraphrase, answers)}", *source)
 
