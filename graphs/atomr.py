@@ -49,8 +49,7 @@ from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.atomr import AtomRState, StepInput
-from atomgraph.tools.base import KnowledgeSource
-from atomgraph.tools.registry import SourceSet
+from atomgraph.tools.base import KnowledgeSource, SourceSet
 
 
 def build_atomr_graph(

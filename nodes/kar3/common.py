@@ -16,8 +16,7 @@ from typing import Any, Iterable
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.state.kar3 import Kar3Context, Kar3IndexContext
 from atomgraph.tools.atom_index import AtomIndex
-from atomgraph.tools.base import KnowledgeSource
-from atomgraph.tools.registry import SourceSet
+from atomgraph.tools.base import KnowledgeSource, SourceSet
 
 
 class Kar3Runtime(MethodRuntime[Kar3Context]):
