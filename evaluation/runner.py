@@ -613,7 +613,7 @@ async def arun_eval(
                   f"{pack!r} prompt pack", file=sys.stderr)
         meta["demonstrations_left_out"] = left_out
     if server is not None:  # what runs is what the server is sent: that is the fingerprint
-        server_context = dict(server_context or {})
+        server_context = server_run_context(settings, server_context, meta.get("dataset_setting"))
         meta["fingerprint"] = {"method": method, "dataset": name,
                                "models": {"server": server.rstrip("/"), "model": server_context.get("model")
                                           or "the server's configured model"},
@@ -693,6 +693,23 @@ async def arun_eval(
         retried=len(retry), outcome=outcomes(new),
         kept_errors=sum(1 for r in existing if str(r.get("id")) in wanted and r.get("error")),
     )
+
+
+def server_run_context(settings: Settings, context: dict | None, applied: dict | None) -> dict:
+    """The context each server run is sent: ``context`` (the method's parameters, ``model``,
+    ``sources`` named on the command line) with the run's knowledge sources added where this
+    run chose them: the dataset's declared sources, or sources its settings name (a recipe,
+    ``--set``, the environment) other than the default. A server builds a run's sources from its
+    context; without them it would read its own settings' sources, not the dataset's setting.
+    Sent sources are the run's choice, so each must be usable on the server (asked for means
+    required). The prompt pack goes as a configurable key (the run context of a local run)."""
+    context = dict(context or {})
+    if "sources" not in context:
+        default = list(type(settings).model_fields["sources"].default_factory())
+        declared = bool(applied and applied.get("declared") and isinstance(applied.get("sources"), list))
+        if declared or list(settings.sources) != default:
+            context["sources"] = list(settings.sources)
+    return context
 
 
 def _build(build_method, method: str, **kwargs: Any):

@@ -26,7 +26,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from atomgraph.state.atomr import NodeRun
-from atomgraph.text import as_list
+from atomgraph.text import listed_or_whole
 from atomgraph.state.tree import REF_RE, OperatorCall
 
 
@@ -111,12 +111,7 @@ def filter_candidates(arg: str, refs: list[int], runs: dict[int, NodeRun]) -> li
     as a JSON/Python list. A candidate is never split again."""
     if refs:
         return list(dict.fromkeys(a for i in refs for a in answers_of(i, runs)))
-    text = (arg or "").strip()
-    if text[:1] == "[":
-        items = as_list(text)
-        if items is not None:
-            return [str(x).strip() for x in items if str(x).strip()]
-    return [text] if text else []
+    return listed_or_whole(arg)
 
 
 def plan_question(question: str, runs: dict[int, NodeRun], cap: int | None = None) -> Planned:

@@ -7,7 +7,8 @@ executor stage for that sub-question; the answers are concatenated in order.
 
 - Search appends its descriptor to the executor's question, "Who is X? (descriptor)".
 - Filter writes the candidates as one list and pre-selects them per text/web source
-  (:mod:`~atomgraph.nodes.atomr.filtering`); the knowledge graph gets the whole call.
+  (:mod:`~atomgraph.nodes.atomr.filtering`); the knowledge graph gets the whole call, its
+  candidates as a list of whole answers (never a comma-joined text to split again).
 - A sub-call whose sources all return nothing, whose model call fails or whose reply cannot
   be read is an operator execution failure: the node goes to direct RAG
   (:mod:`~atomgraph.nodes.atomr.algorithm`), which redoes the failed sub-calls with a fresh
@@ -17,6 +18,7 @@ executor stage for that sub-question; the answers are concatenated in order.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 from langchain_core.runnables import RunnableConfig
@@ -102,8 +104,10 @@ def make_run_operator_node(rt: AtomRRuntime):
         for name in sources:
             source = rt.sources().get(name)
             if source is None or getattr(source, "kind", "text") == "kg":  # the KG is not gated
-                ev, c, n = await rt.retrieve([name], query=f"{args[0]} {condition}", k=k, operator="Filter",
-                                             args=list(args), question=question)
+                # the KG gets the candidates as a list, each taken whole (never the comma-joined text)
+                listed = [json.dumps(candidates, ensure_ascii=False), *args[1:]] if candidates else list(args)
+                ev, c, n = await rt.retrieve([name], query=f"{listed[0]} {condition}", k=k, operator="Filter",
+                                             args=listed, question=question)
                 evidence += ev; calls += c; notes += n  # noqa: E702
                 continue
             per_entity = await asyncio.gather(*(
