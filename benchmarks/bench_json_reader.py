@@ -146,7 +146,7 @@ def _langchain(text: str) -> Any:
 
 
 def _planner(text: str) -> Any:
-    from atomgraph.prompts.atomr.planner_json import extract_json_object  # noqa: PLC0415
+    from atomgraph.prompts.atomr.tree_parser import extract_json_object  # noqa: PLC0415
     return extract_json_object(text, [])
 
 

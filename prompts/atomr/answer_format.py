@@ -16,6 +16,7 @@ echo, a template token, markup, instructions to the reader; the error says ``ans
 
 from __future__ import annotations
 
+import ast
 import re
 
 from pydantic import BaseModel
