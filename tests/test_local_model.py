@@ -204,7 +204,7 @@ def test_plan_stage_parses_on_five_questions(engine, model):
     one operator call or [DR]), closes within the cap, parses as exactly one plan, and the plan
     node keeps it with the question as its root."""
     from atomgraph.nodes.atomr.plan import pick_plan
-    from atomgraph.prompts.atomr.operator_call import parse_leaf
+    from atomgraph.prompts.atomr.tree_parser import parse_leaf
     from atomgraph.prompts.atomr.stages import PLAN_STAGE, plan_constraint
     from atomgraph.prompts.constraints import constrain
 
