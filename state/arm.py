@@ -236,8 +236,8 @@ class ArmContext:
     @classmethod
     def validated(cls, **values) -> "ArmContext":
         """An ``ArmContext`` with every bound checked (pydantic ``ValidationError`` otherwise;
-        :func:`atomgraph.state.context.validate_params` is the ConfigError-raising twin)."""
-        from atomgraph.state.context import _adapter
+        :func:`atomgraph.state.run.validate_params` is the ConfigError-raising twin)."""
+        from atomgraph.state.run import _adapter
 
         return _adapter(cls).validate_python(values)
 

@@ -11,7 +11,7 @@ from atomgraph.errors import ConfigError, ParseError
 from atomgraph.graphs.arm import arm_llm_retriever, build_arm_graph
 from atomgraph.nodes.arm.self_verification import aggregate_votes as aggregate, span_logprobs
 from atomgraph.prompts.arm.stages import parse_changes, parse_keywords, parse_ngram, parse_selection
-from atomgraph.state.output import OUTPUT_KEYS
+from atomgraph.state.run import OUTPUT_KEYS
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.arm_index import ArmIndex
 from atomgraph.tools.objects import Question

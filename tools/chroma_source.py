@@ -25,7 +25,7 @@ from langchain_core.embeddings import Embeddings
 from atomgraph.embeddings import embedding_id, embedding_model
 from atomgraph.errors import ConfigError, SourceError
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.tools.base import KnowledgeSource
 
 log = logging.getLogger(__name__)
