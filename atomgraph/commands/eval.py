@@ -201,11 +201,14 @@ def cmd_run(args) -> int:
         args.run_info = {"set": sets}
         for k, v in sets.items():
             print(f"  --set {k}={v!r}", file=sys.stderr)
+    if args.server and recipe is None and os.environ.get("ATOMGRAPH_MODEL_FACTORY") and not args.model_factory:
+        print("  $ATOMGRAPH_MODEL_FACTORY not applied: a server run uses the server's models (name one with --model)",
+              file=sys.stderr)
     settings, model, sources = model_and_sources(args, require_model=False,
                                                  base=recipe_base if recipe is not None or getattr(args, "set", None)
                                                  else None,
                                                  require_sources=not args.server,  # a server opens its own
-                                                 sealed=recipe is not None)
+                                                 sealed=recipe is not None or bool(args.server))
     from atomgraph.evaluation.datasets import apply_dataset_setting, describe_applied
 
     _, _, applied = apply_dataset_setting(args.method, args.dataset, settings, sources_given=sources is not None)
