@@ -22,14 +22,13 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph.types import Overwrite, interrupt
 
-from atomgraph.nodes.atomr.common import AtomRRuntime
+from atomgraph.nodes.atomr.execution import AtomRRuntime
 from atomgraph.prompts.atomr.stages import (
     PLAN_STAGE, ROOT_MATCH_THRESHOLD, plan_constraint, plan_reply_problem, root_overlap,
 )
 from atomgraph.prompts.atomr.tree_parser import parse_tree
-from atomgraph.state.atomr import AtomRState, NodeRun
+from atomgraph.state.atomr import AtomRState, NodeRun, ReasoningTree, TreeNode, TreeParseError
 from atomgraph.state.run import InvalidQuestion, check_question  # noqa: F401 - InvalidQuestion re-exported
-from atomgraph.state.tree import ReasoningTree, TreeNode, TreeParseError
 
 FIRST_STEP = {"operator": "select", "parent": "children", "direct": "siblings", "open": "select"}
 
