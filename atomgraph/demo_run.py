@@ -28,7 +28,8 @@ from atomgraph.evaluation.records import jsonable
 from atomgraph.models import ModelsArg, resolve_models
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.run import add_usage
-from atomgraph.tools.registry import SourceSet, build_sources
+from atomgraph.tools.base import SourceSet
+from atomgraph.tools.registry import build_sources
 
 DEMO_COLLECTION = "atomgraph-demo"
 DEFAULT_PERSIST = ".atomgraph/demo"

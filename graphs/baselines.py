@@ -27,8 +27,7 @@ from atomgraph.nodes.sync import dual
 from atomgraph.prompts.baselines import STAGES
 from atomgraph.settings import Settings
 from atomgraph.state.baselines import BaselineState
-from atomgraph.tools.base import KnowledgeSource
-from atomgraph.tools.registry import SourceSet
+from atomgraph.tools.base import KnowledgeSource, SourceSet
 
 
 def _graph(method: str, rt: MethodRuntime, checkpointer: Any, retrieve: bool) -> CompiledStateGraph:

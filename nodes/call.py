@@ -38,7 +38,6 @@ from langchain_core.runnables.config import merge_configs
 
 from atomgraph import cache as reply_cache
 from atomgraph.cache import CACHE_HIT_KEY, CUT_FROM_KEY  # set on replayed and cut replies
-from atomgraph.models import message_text
 from atomgraph.nodes.sync import call_model, wait_in_daemon_thread
 from atomgraph.prompts.answer_contract import (AnswerRefused, answer_texts, cut_note, hold_to_question, refusal_reason,
                                                reply_limit)
@@ -395,6 +394,22 @@ def _first_message(response: Any) -> Any:
 # --- reply cutting ------------------------------------------------------------------------------
 # Reply cutting: a reply longer than the stage's output cap allows is cut client-side before
 # any parser reads it (a server that ignores the cap reads as if it had honoured it).
+def message_text(msg: Any) -> str:
+    """The text of a chat response (content blocks joined)."""
+    if msg is None:
+        return ""
+    content = msg.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "".join(parts)
+
+
 def reply_chars(message: Any) -> int:
     """The length of a reply: its text plus its tool calls' arguments."""
     n = len(message_text(message)) if message is not None else 0

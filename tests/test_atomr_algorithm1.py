@@ -72,7 +72,7 @@ async def test_keep_raw_reply_keeps_the_text_as_the_authors_do():
 
 
 @pytest.mark.parametrize("pack,offered", [("hotpotqa", False), ("2wiki", False), ("musique", True),
-                                          ("general", True)])
+                                          ("general", True), ("crag", True), ("blendqa", True)])
 def test_unknown_is_offered_where_the_authors_offer_it(pack, offered):
     def system(stage):
         return stage.prompt.format_messages(**stage.render({"question": "Q?", "knowledge": "k", "pack": pack}))[0].content

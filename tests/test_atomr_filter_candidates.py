@@ -10,11 +10,10 @@ import json
 import pytest
 
 from atomgraph.graphs.atomr import build_atomr_graph
-from atomgraph.nodes.atomr.fanout import filter_candidates, plan_operator, refs_in
+from atomgraph.nodes.atomr.execution import filter_candidates, plan_operator, refs_in
 from atomgraph.prompts.atomr import TreeParseError, parse_tree
 from atomgraph.settings import Settings
-from atomgraph.state.atomr import NodeRun
-from atomgraph.state.tree import OperatorCall
+from atomgraph.state.atomr import NodeRun, OperatorCall
 from atomgraph.testing import answer_reply, atomr_scripted_model
 from atomgraph.tools.memory_source import InMemorySource
 from oxigraph_server import oxigraph_endpoint, oxigraph_server  # noqa: F401 - fixtures

@@ -138,6 +138,21 @@ def test_bad_model_paths_are_clear_config_errors(tmp_path):
     assert issubclass(LocalModelError, ConfigError)
 
 
+def test_thread_count_setting(monkeypatch, engine):
+    from atomgraph.local.engine import local_threads
+
+    assert engine.llm.context_params.n_threads_batch == engine.llm.context_params.n_threads == engine.n_threads
+    monkeypatch.setenv("ATOMGRAPH_LOCAL_THREADS", "3")
+    assert local_threads() == 3 and local_threads(2) == 2
+    monkeypatch.setenv("ATOMGRAPH_LOCAL_THREADS", "many")
+    with pytest.raises(LocalModelError, match="ATOMGRAPH_LOCAL_THREADS='many'"):
+        local_threads()
+    with pytest.raises(LocalModelError, match="at least 1 thread"):
+        local_threads(0)
+    monkeypatch.delenv("ATOMGRAPH_LOCAL_THREADS")
+    assert local_threads() >= 1
+
+
 def test_a_truncated_real_model_is_refused(tmp_path, engine):
     cut = tmp_path / "cut.gguf"
     with open(engine.path, "rb") as src:
@@ -189,7 +204,7 @@ def test_plan_stage_parses_on_five_questions(engine, model):
     one operator call or [DR]), closes within the cap, parses as exactly one plan, and the plan
     node keeps it with the question as its root."""
     from atomgraph.nodes.atomr.plan import pick_plan
-    from atomgraph.prompts.atomr.operator_call import parse_leaf
+    from atomgraph.prompts.atomr.tree_parser import parse_leaf
     from atomgraph.prompts.atomr.stages import PLAN_STAGE, plan_constraint
     from atomgraph.prompts.constraints import constrain
 
@@ -355,6 +370,29 @@ def test_beam_through_the_chat_model_reports_every_list(model, hotpot_trie, hotp
     assert 1 <= len(beams) <= 3 and msg.content == beams[0]["text"]
     assert all(s in hotpot_ngrams for b in beams for s in b["strings"])
     assert msg.usage_metadata["output_tokens"] > 0
+
+
+def test_the_alignment_list_depends_on_the_keyword(engine, model, hotpot_trie, hotpot_ngrams):
+    """ARM §3.2.1 through the chat model as the align node calls it (the stage's prompt, the
+    trie of every HotpotQA n-gram, width 4): different keywords of one question decode to
+    different lists, each a list of corpus n-grams. (The prompt once had no demonstrations and
+    opened the list with "(": the base model read it as an enumeration and returned "(1)", "(a)"
+    or "(the)" whatever the keyword.) Each decoding starts from an empty KV cache (fixed history)."""
+    from atomgraph.prompts.arm.alignment import ALIGN_LIST, LIST_CLOSE, LIST_SEP, LOCAL_LIST_OPEN
+    from tests.conftest import reset_local_history
+
+    question = "Which band, Counting Crows or Sleeping with Sirens, formed first?"
+    lists = {}
+    for kw in ("Counting Crows", "Haymo of Faversham", "language"):
+        reset_local_history(engine)
+        msg = model.invoke(ALIGN_LIST.messages({"question": question, "keyword": kw}), ngram_trie=hotpot_trie,
+                           beam_width=4, n_best=1, trie_open=LOCAL_LIST_OPEN, trie_close=LIST_CLOSE,
+                           trie_sep=LIST_SEP, max_tokens=ALIGN_LIST.max_tokens)
+        (best,) = msg.response_metadata["beams"]
+        assert best["strings"] and all(s in hotpot_ngrams for s in best["strings"]), (kw, best)
+        lists[kw] = tuple(best["strings"])
+    assert len(set(lists.values())) == 3, lists
+    assert not set(lists.values()) & {("1",), ("a",), ("the",)}, lists
 
 
 def test_a_trie_with_no_continuation_ends_the_beam_cleanly(engine, model, tmp_path):

@@ -103,6 +103,28 @@ class Generation:
     seconds: float = 0.0
 
 
+def local_threads(requested: int | None = None) -> int:
+    """Threads the in-process model decodes with (generation and prompt evaluation alike):
+    ``requested``, else ``$ATOMGRAPH_LOCAL_THREADS``, else half the CPUs this process may use
+    (at least 1), llama.cpp's own default for generation."""
+    if requested is None:
+        raw = os.environ.get("ATOMGRAPH_LOCAL_THREADS", "").strip()
+        if raw:
+            try:
+                requested = int(raw)
+            except ValueError:
+                raise LocalModelError(f"ATOMGRAPH_LOCAL_THREADS={raw!r} is not a whole number of threads") from None
+    if requested is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # pragma: no cover - not Linux
+            cpus = os.cpu_count() or 1
+        return max(cpus // 2, 1)
+    if requested < 1:
+        raise LocalModelError(f"the local model needs at least 1 thread (got {requested})")
+    return int(requested)
+
+
 def check_gguf_path(path: str | os.PathLike) -> Path:
     """``path`` resolved, after checking it names a readable GGUF file (LocalModelError if not)."""
     p = Path(path).expanduser()
@@ -133,14 +155,16 @@ class LocalEngine:
         import llama_cpp
 
         self.path = check_gguf_path(path)
-        n_threads = n_threads or max((os.cpu_count() or 2) // 2, 1)  # llama-cpp-python's default
+        self.n_threads = n_threads = local_threads(n_threads)
         n_threads_batch = n_threads_batch or n_threads  # not every core: see the module doc
         t0 = time.perf_counter()
         try:
+            # n_threads_batch = n_threads (llama.cpp's default is every CPU): a prompt evaluated by
+            # more threads than the machine has free cores spins in ggml's barrier (module doc;
+            # benchmarks/bench_trie_beam.py, bench_local_threads.py).
             self.llm = llama_cpp.Llama(
                 model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads_batch,
-                logits_all=False,
-                verbose=False, seed=seed,
+                logits_all=False, verbose=False, seed=seed,
             )
         except Exception as exc:  # llama.cpp raises ValueError("Failed to load model from file")
             raise LocalModelError(

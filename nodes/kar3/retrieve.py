@@ -17,8 +17,7 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.kar3.common import Kar3Runtime
-from atomgraph.nodes.kar3.loop import loop_exit
+from atomgraph.nodes.kar3.loop import Kar3Runtime, loop_exit
 from atomgraph.state.kar3 import AtomHit, Kar3Context, Kar3State, Round
 from atomgraph.state.run import RetrieverCall
 from atomgraph.tools.atom_source import hit_evidence

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.answer_contract import AnswerRefused, check_answer, reply_problem
-from atomgraph.prompts.json_reader import loads as read_value
+from atomgraph.text import loads as read_value
 
 ANSWER_FORMAT = 'So the answer is: (1) Paraphrase Answer: <one sentence>; (2) Answer List: ["<item>", ...]'
 

@@ -8,8 +8,10 @@ stage for HotpotQA, 2WikiMultiHopQA, MuSiQue, CRAG, BlendQA) and dataset rules f
 Filter over candidates, ``[DR]`` comparisons and intersections) and, per stage, the authors' count
 for the dataset; they are written in our own words on questions of the train/dev files in
 ``../shared/data`` (``hotpotqa_dev_100``, ``2wiki_dev_100``, ``musique_dev_100``, HippoRAG's
-HotpotQA train), never on test questions. A dataset pack's stage demonstration is a
-:class:`~atomgraph.prompts.atomr.packs.common.Demo` naming the file and id of its question.
+HotpotQA train, ``CRAG_dev_100``), never on test questions. A dataset pack's stage demonstration
+is a :class:`~atomgraph.prompts.atomr.packs.common.Demo` naming the file and id of its question.
+BlendQA has no train/dev split: its pack is written on a declared subset of 21 BlendQA questions,
+which every BlendQA evaluation, of any method, leaves out (``DatasetSetting.demonstrations_in_split``).
 
 | pack | plan | search | relate | filter | child / sibling reasoning | direct RAG | closed book | answer rules |
 |---|---|---|---|---|---|---|---|---|
@@ -17,6 +19,8 @@ HotpotQA train), never on test questions. A dataset pack's stage demonstration i
 | ``hotpotqa`` | 14 (bridge, comparison, Filter, intersection) | 4 | 7 | 3 | 6 / 6 | 5 | 4 | short spans, yes/no |
 | ``2wiki`` | 13 (compositional, comparison, inference, bridge comparison) | 4 | 4 | 3 | 5 / 5 | 4 | 5 | full names, dates as written |
 | ``musique`` | 12 (2-4 hop chains) | 5 | 7 | 3 | 3 / 3 | 5 | 4 | short spans |
+| ``crag`` | 22 (one call, chains, comparisons, Filter) | 4 | 7 | 2 | 5 / 3 | 8 | 4 | figures with units, as of a time |
+| ``blendqa`` | 21 (bridging questions: KG-Web, KG-Text, Web-Text) | 5 | 8 | 2 | 4 / 2 | 7 | 3 | bridge first; short phrases |
 
 Each stage renders its pack (:func:`render_for`): the prompt templates carry ``{examples}``
 and ``{rules}``, filled from the pack named by the ``pack`` input (default ``general``).
@@ -28,7 +32,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from atomgraph.prompts.atomr.packs import general, hotpotqa, musique, twowiki
+from atomgraph.prompts.atomr.packs import blendqa, crag, general, hotpotqa, musique, twowiki
 from atomgraph.prompts.atomr.packs.common import EXAMPLES, Demo
 from atomgraph.prompts.atomr.packs.general import GENERAL_PLAN
 from atomgraph.prompts.atomr.packs.hotpotqa import HOTPOTQA_PLAN
@@ -73,6 +77,8 @@ PACKS: dict[str, PromptPack] = {
     "hotpotqa": PromptPack("hotpotqa", HOTPOTQA_PLAN, hotpotqa.RULES, hotpotqa.EXAMPLES, direct_rag_unknown=False),
     "2wiki": PromptPack("2wiki", TWOWIKI_PLAN, twowiki.RULES, twowiki.EXAMPLES, direct_rag_unknown=False),
     "musique": PromptPack("musique", MUSIQUE_PLAN, musique.RULES, musique.EXAMPLES),
+    "crag": PromptPack("crag", crag.CRAG_PLAN, crag.RULES, crag.EXAMPLES),
+    "blendqa": PromptPack("blendqa", blendqa.BLENDQA_PLAN, blendqa.RULES, blendqa.EXAMPLES),
 }
 DEFAULT_PACK = "general"
 
