@@ -69,6 +69,13 @@ class ArmContext:
     beam_width: Annotated[
         int, Field(description="in-process models: beams of the constrained n-gram-list decoding over every corpus n-gram", ge=1)
     ] = 4
+    decompose_constraint: Annotated[
+        Literal["free", "ngrams"],
+        Field(description="the question's keywords: 'free' (paper: extracted independently of the collection, a JSON "
+                          "list) or 'ngrams' (switch, in-process models) = a list (a, b, ...) decoded by the trie beam "
+                          "under the question's own n-grams and the corpus n-grams, as alignment is; a served model "
+                          "decomposes freely, recorded in problems"),
+    ] = "free"
     served_alignment: Annotated[
         Literal["shortlist", "grammar"],
         Field(description="served vLLM / llama.cpp models: 'grammar' (paper) = a list (a, b, ...) of corpus n-grams under "
