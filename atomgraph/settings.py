@@ -14,7 +14,7 @@ OpenAI, or by the OpenAI-compatible server at ``OPENAI_BASE_URL``: vLLM, Ollama,
 or any ``init_chat_model`` provider string such as ``"anthropic:claude-sonnet-4-5"``.
 
 Each method's run parameters (its ``[section]``) are the dataclass its graph declares as
-LangGraph ``context_schema``; see :mod:`atomgraph.state.context`.
+LangGraph ``context_schema``; see :mod:`atomgraph.state.run`.
 """
 
 from __future__ import annotations
@@ -160,6 +160,7 @@ class _Settings(BaseSettings):
             (self.model, *(getattr(self, f"{r}_model") for r in ROLES))
         ):
             self.structured_output = True
+            self.__pydantic_fields_set__.discard("structured_output")  # derived, not set by the user
         return self
 
     def model_for(self, role: Role) -> str | None:

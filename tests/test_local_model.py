@@ -204,7 +204,7 @@ def test_plan_stage_parses_on_five_questions(engine, model):
     one operator call or [DR]), closes within the cap, parses as exactly one plan, and the plan
     node keeps it with the question as its root."""
     from atomgraph.nodes.atomr.plan import pick_plan
-    from atomgraph.prompts.atomr.operator_call import parse_leaf
+    from atomgraph.prompts.atomr.tree_parser import parse_leaf
     from atomgraph.prompts.atomr.stages import PLAN_STAGE, plan_constraint
     from atomgraph.prompts.constraints import constrain
 
@@ -463,3 +463,30 @@ def test_each_test_can_fix_the_kv_history(engine, model):
     reset_local_history(engine)
     assert engine.llm.n_tokens == 0 and not engine._states
     assert model.invoke("Name a river in Europe.", max_tokens=8).content == first
+
+
+def test_batches_run_on_the_single_token_threads(engine):
+    """A batch (a prompt, a beam hypothesis's suffix) runs on as many threads as one token:
+    llama-cpp-python's default (every core) makes small batches wait on a descheduled thread."""
+    params = engine.llm.context_params
+    assert params.n_threads_batch == params.n_threads >= 1
+
+
+def test_grounded_reply_takes_a_shared_free_part(engine):
+    """``free_text`` (the free reply to the same prompt from the same history) gives the reply
+    that generating the free part again gives, token for token."""
+    from atomgraph.local.grounded import grounded_reply
+
+    evidence = ["Ulm Minster | Ulm Minster is the church with the tallest steeple in the world."]
+    prompt = engine.prompt([("system", "Example.\nQuestion: What is the capital of France?\nAnswer: So the answer "
+                                       "is: (1) Paraphrase Answer: Paris; (2) Answer List: [\"Paris\"]"),
+                            ("user", "Retrieved Knowledge:\n[1] " + evidence[0] + "\n\nQuestion: Which church has "
+                                     "the tallest steeple?\nAnswer:")])
+    engine.reset_cache()
+    free = engine.generate(prompt, max_tokens=24, stop=["\nQuestion:"])
+    engine.reset_cache()
+    own = grounded_reply(engine, prompt, evidence, stop=["\nQuestion:"], max_tokens=24)
+    engine.reset_cache()
+    shared = grounded_reply(engine, prompt, evidence, stop=["\nQuestion:"], max_tokens=24, free_text=free.text)
+    assert shared.text == own.text and shared.strings == own.strings
+    assert own.beam_evaluations > 0 and own.beam_steps > 0

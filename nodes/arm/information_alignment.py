@@ -43,10 +43,8 @@ from atomgraph.prompts.arm.alignment import (
 from atomgraph.prompts.constraints import Constraint, Grammar, TokenTrie, unwrap
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import Aligned, ArmState, Candidate, Decoding, KeywordAlignment
-from atomgraph.state.evidence import Evidence
-from atomgraph.state.usage import RetrieverCall
+from atomgraph.state.run import Evidence, RetrieverCall, check_question
 from atomgraph.tools.base import retriever_run
-from atomgraph.state.output import check_question
 from atomgraph.tools.arm_index import ArmIndex, ngrams, normalize_ngram, tokens
 
 
