@@ -332,6 +332,21 @@ def test_trie_lookups_and_cache(engine, tmp_path):
     assert not again.loaded_from_cache and len(again) == 4
 
 
+def test_a_trie_union_reads_as_one_trie(engine, tmp_path):
+    from atomgraph.local.trie import TrieUnion
+
+    a = TokenTrie.build(["nobel prize", "paris"], engine, cache_dir=tmp_path)
+    b = TokenTrie.build(["nobel laureate", "marie curie"], engine, use_cache=False)
+    both = TrieUnion(a, b)
+    nobel = engine.tokenize("nobel")
+    assert set(both.next_tokens(nobel).tolist()) == set(a.next_tokens(nobel).tolist()) | set(b.next_tokens(nobel).tolist())
+    assert both.is_complete(engine.tokenize("paris")) and both.is_complete(engine.tokenize(" marie curie"), first=False)
+    assert not both.is_complete(nobel) and len(both) == 4 and repr(a) in repr(both)
+    res = beam_decode(engine, engine.chat_prompt([("user", "Name a prize winner.")]), both, beam_width=2, max_items=2)
+    assert res.beams and all(s in {"nobel prize", "paris", "nobel laureate", "marie curie"} for bl in res.beams
+                             for s in bl.strings)
+
+
 def test_beam_never_leaves_the_trie_on_10_keywords(engine, hotpot_trie, hotpot_ngrams, shared_data):
     """Whatever the model prefers, every decoded string is a corpus n-gram, and a beam that
     runs out of tokens says so. (10 keywords: each beam costs about 2 s of CPU with the 146,000-
