@@ -492,6 +492,19 @@ def _drop_for_retry(pred_path: Path, existing: list[dict], retry: list[dict]) ->
     os.replace(tmp, pred_path)
 
 
+def _leave_out_demonstrations(examples: list, packs: list[str]) -> tuple[list, list[str]]:
+    """(the examples that are not demonstrations of ``packs``, the ids left out): an example is a
+    demonstration when a pack shows its question or a stage demonstration was written on it."""
+    from atomgraph.prompts.atomr.packs import _norm_q, demonstration_questions
+
+    shown: set[str] = set()
+    for pack in packs:
+        shown |= demonstration_questions(pack)
+    left_out = [e.id for e in examples if _norm_q(e.question) in shown]
+    gone = set(left_out)
+    return [e for e in examples if e.id not in gone], left_out
+
+
 async def arun_eval(
     method: str,
     dataset: str | Sequence[Example],
@@ -600,17 +613,24 @@ async def arun_eval(
         meta["config"] = effective_config(settings)
         if "prompt_pack" in run_context:
             meta["prompt_pack"] = run_context["prompt_pack"]
-    if method == "atomr":  # the pack's demonstration questions are not evaluated on
-        from atomgraph.prompts.atomr.packs import demonstration_questions, _norm_q
+    # demonstration questions are not evaluated on: those of the ATOMR pack in use, and for a dataset
+    # whose demonstrations come from its own questions (BlendQA), that dataset pack's, whatever the method
+    packs = []
+    if method == "atomr":
+        packs.append(run_context.get("prompt_pack") or getattr(settings.section("atomr"), "prompt_pack", "general"))
+    if dataset_name:
+        from atomgraph.evaluation.datasets import dataset_setting
 
-        pack = run_context.get("prompt_pack") or getattr(settings.section("atomr"), "prompt_pack", "general")
-        shown = demonstration_questions(pack)
-        left_out = [e.id for e in examples if _norm_q(e.question) in shown]
+        declared = dataset_setting(name)
+        if declared.demonstrations_in_split and declared.prompt_pack not in packs:
+            packs.append(declared.prompt_pack)
+    if packs:
+        examples, left_out = _leave_out_demonstrations(examples, packs)
         if left_out:
-            examples = [e for e in examples if e.id not in set(left_out)]
             meta["total"] = len(examples)
-            print(f"atomr on {name}: {len(left_out)} question(s) left out: they are demonstrations of the "
-                  f"{pack!r} prompt pack", file=sys.stderr)
+            named = " and ".join(repr(p) for p in packs)
+            print(f"{method} on {name}: {len(left_out)} question(s) left out: they are demonstrations of the "
+                  f"{named} prompt pack{'s' if len(packs) > 1 else ''}", file=sys.stderr)
         meta["demonstrations_left_out"] = left_out
     if server is not None:  # what runs is what the server is sent: that is the fingerprint
         server_context = server_run_context(settings, server_context, meta.get("dataset_setting"))

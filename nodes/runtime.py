@@ -61,6 +61,21 @@ _NO_CHOICES = RunChoices()
 _CHOICE_FIELDS = tuple(f.name for f in fields(RunChoices))
 
 
+def text_reply(stage: Stage, model: Any, settings: Settings) -> bool:
+    """Whether ``stage`` is decoded as its demonstrated text reply rather than under its JSON schema:
+    a stage whose reply ends at stop sequences (its demonstrations show text replies: ATOMR's stages,
+    the baselines) sent to an in-process base model prompted in completion-style text
+    (:func:`~atomgraph.local.chat.completion_prompted`), unless ``structured_output`` was set
+    explicitly. Forced into JSON, the bundled Gemma-3-270M runs an answer list on to the cap
+    (``["1", "1", ...]``) where its text continuation ends at the demonstrations' answer line
+    (``benchmarks/bench_local_prompting.py --part every``)."""
+    if not stage.stop or "structured_output" in settings.model_fields_set or not is_local(model):
+        return False
+    from atomgraph.local.chat import completion_prompted
+
+    return completion_prompted(model)
+
+
 class MethodRuntime(Generic[C]):
     """Models by role, sources, settings and run parameters of one method's graph."""
 
@@ -294,8 +309,12 @@ class MethodRuntime(Generic[C]):
                   constraint: Constraint | None, logprobs: bool, backend_kind: str) -> tuple[Any, Applied | None]:
         """The model as this stage calls it (capped, sampled, structured or constrained); the
         unconstrained forms are built once per stage and model."""
-        # An in-process model decodes a schema-declaring stage under its JSON-schema grammar by default.
-        structured = (self.settings().structured_output or local) and constraint is None
+        # An in-process model decodes a schema-declaring stage under its JSON-schema grammar by default,
+        # except where it continues a stage's text demonstrations (text_reply).
+        settings = self.settings()
+        structured = (settings.structured_output or local) and constraint is None
+        if structured and local and text_reply(stage, model, settings):
+            structured = False
         key = (stage.name, id(stage), role, id(model), cap, structured, temperature)
         if constraint is None and not logprobs:
             runnable = self._chains.get(key)

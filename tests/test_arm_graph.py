@@ -117,7 +117,9 @@ def test_graph_returns_the_method_contract_with_retrieved_ids(index):
 
     shown = render_trace(trace)  # what `atomgraph ask --method arm` prints
     assert "keywords (model): Heisenberg doctoral advisor, died city" in shown
-    assert "aligned n-grams: " in shown and "vote p1: 1 votes" in shown
+    # every draft verified as keeping p1 (the base set's draft and its expansion's): one vote each
+    assert "aligned n-grams: " in shown and f"vote p1: {len(trace['drafts'])} votes" in shown
+    assert trace["drafts"][0]["steps"] == 0  # §3.2.2: the first draft is the base set itself
 
 
 def test_replayed_keywords_need_no_model_for_alignment(index):

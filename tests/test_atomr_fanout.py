@@ -284,7 +284,8 @@ async def test_eval_run_uses_the_datasets_prompt_pack(tmp_path):
     from atomgraph.evaluation.runner import arun_eval
 
     assert prompt_pack_for("hotpotqa-dev-100") == "hotpotqa" and prompt_pack_for("2wiki-test-500") == "2wiki"
-    assert prompt_pack_for("hipporag-musique") == "musique" and prompt_pack_for("blendqa") is None
+    assert prompt_pack_for("hipporag-musique") == "musique" and prompt_pack_for("blendqa") == "blendqa"
+    assert prompt_pack_for("crag-test-500") == "crag" and prompt_pack_for("my/own.jsonl") is None
     model = atomr_scripted_model({Q: TREE}, answer=reader())
     srcs = [InMemorySource(PASSAGES, name="wikipedia")]
     examples = [Example(id="q1", question=Q, answers=["Wapakoneta"])]
