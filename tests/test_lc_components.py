@@ -16,8 +16,7 @@ from atomgraph.errors import ConfigError
 from atomgraph.graphs.registry import build_method
 from atomgraph.retrievers import ArmRetriever, Kar3Retriever
 from atomgraph.settings import Settings
-from atomgraph.testing import ScriptedChatModel
-from atomgraph.testing_kar3 import kar3_scripted_model
+from atomgraph.testing import ScriptedChatModel, kar3_scripted_model
 from atomgraph.tools.langchain_sources import documents_to_chunks, documents_to_objects
 
 from tests.arm_graph_fixtures import OBJECTS, QUESTION
