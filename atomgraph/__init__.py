@@ -26,7 +26,7 @@ _LAZY = {
     "KnowledgeSource": ("atomgraph.tools.base", "KnowledgeSource"),
     "register_source": ("atomgraph.tools.registry", "register_source"),
     "build_sources": ("atomgraph.tools.registry", "build_sources"),
-    "Evidence": ("atomgraph.state.evidence", "Evidence"),
+    "Evidence": ("atomgraph.state.run", "Evidence"),
     "ArmRetriever": ("atomgraph.retrievers", "ArmRetriever"),
     "Kar3Retriever": ("atomgraph.retrievers", "Kar3Retriever"),
     "as_source": ("atomgraph.tools.langchain_sources", "as_source"),

@@ -28,13 +28,13 @@ from typing import Any, AsyncIterator
 
 from atomgraph.errors import ConfigError
 
-FORMAT = "1"  # bump when saved states can no longer be read by this code
+FORMAT = "2"  # bump when saved states can no longer be read by this code (2: state classes moved to state/run, state/atomr)
 META_TABLE = "atomgraph_checkpoint"
 # Modules whose classes may appear in a saved state (read back without LangGraph's warning).
 STATE_MODULES = (
-    "atomgraph.state.usage", "atomgraph.state.evidence", "atomgraph.state.tree", "atomgraph.state.atomr",
-    "atomgraph.state.kar3", "atomgraph.state.arm", "atomgraph.state.arm_graph", "atomgraph.state.compare",
-    "atomgraph.state.baselines", "atomgraph.state.output", "atomgraph.state.indexing", "atomgraph.tools.objects",
+    "atomgraph.state.run", "atomgraph.state.atomr", "atomgraph.state.kar3", "atomgraph.state.arm",
+    "atomgraph.state.arm_graph", "atomgraph.state.compare", "atomgraph.state.baselines", "atomgraph.state.indexing",
+    "atomgraph.tools.objects",
 )
 
 

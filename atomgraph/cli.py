@@ -2,7 +2,7 @@
 
 Each sub-command lives in ``atomgraph/commands/<name>.py`` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func(args) -> int``.
-Everything printed is escaped (:mod:`atomgraph.safe_text`). User-facing errors
+Everything printed is escaped (:mod:`atomgraph.text`). User-facing errors
 (:class:`~atomgraph.errors.AtomgraphError`) print one line, no traceback
 (exit 2), as do file-system, SQLite and Chroma failures that reach the top (:func:`store_failure`;
 ``-v`` shows their traceback).
@@ -34,10 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; everything it prints goes through :class:`~atomgraph.safe_text.SafeStream`
+    """Run one command; everything it prints goes through :class:`~atomgraph.text.SafeStream`
     (control characters, terminal escapes, bidi overrides and lone surrogates written as
     ``\\uXXXX``: a model's reply cannot steer the terminal or crash printing)."""
-    from atomgraph import safe_text
+    from atomgraph import text as safe_text
 
     saved = sys.stdout, sys.stderr
     safe_text.install()

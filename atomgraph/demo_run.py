@@ -27,8 +27,9 @@ from atomgraph.evaluation.metrics import mean
 from atomgraph.evaluation.records import jsonable
 from atomgraph.models import ModelsArg, resolve_models
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.usage import add_usage
-from atomgraph.tools.registry import SourceSet, build_sources
+from atomgraph.state.run import add_usage
+from atomgraph.tools.base import SourceSet
+from atomgraph.tools.registry import build_sources
 
 DEMO_COLLECTION = "atomgraph-demo"
 DEFAULT_PERSIST = ".atomgraph/demo"
@@ -78,7 +79,7 @@ class DemoResult:
         return None
 
     def usage(self):
-        """Usage summed over every question (:class:`~atomgraph.state.usage.UsageSummary`)."""
+        """Usage summed over every question (:class:`~atomgraph.state.run.UsageSummary`)."""
         return add_usage(r["usage"] for r in self.records)
 
     def as_dict(self) -> dict:

@@ -83,7 +83,7 @@ def check_door(graph: Any, input: Any, context: Any = None) -> None:
     """Input validation at the door of every method graph (Python, CLI and Studio alike, since
     each runs ``stream``/``astream``): a new run's input (of a graph whose input schema names
     one) needs a ``question`` (a non-empty
-    string, :func:`~atomgraph.state.output.check_question`) and no key the graph's input schema
+    string, :func:`~atomgraph.state.run.check_question`) and no key the graph's input schema
     does not name; its ``context`` is validated as the graph's context schema (unknown
     parameters, a bad value, an unknown ``prompt_pack``) and its ``models`` name known roles.
     Each failure is one :class:`~atomgraph.errors.AtomgraphError` naming what is accepted. A
@@ -91,7 +91,7 @@ def check_door(graph: Any, input: Any, context: Any = None) -> None:
     import dataclasses
     from collections.abc import Mapping
 
-    from atomgraph.state.output import InvalidQuestion, check_question  # noqa: F401
+    from atomgraph.state.run import InvalidQuestion, check_question  # noqa: F401
 
     if isinstance(input, Mapping):
         accepted = _input_keys(graph)
@@ -117,7 +117,7 @@ def check_door(graph: Any, input: Any, context: Any = None) -> None:
                 raise ConfigError(f"unknown model role(s) {bad} in the context's 'models'; roles are {', '.join(roles)}")
         schema = getattr(graph, "context_schema", None)
         if schema is not None and dataclasses.is_dataclass(schema):
-            from atomgraph.state.context import validate_params
+            from atomgraph.state.run import validate_params
 
             validate_params(schema, context)  # unknown parameters, bad values, an unknown prompt pack
 
@@ -211,7 +211,7 @@ class MethodGraph(CompiledStateGraph):
 
 
 def _stopped_at_deadline(exc: BaseException) -> dict:
-    from atomgraph.state.output import output_of
+    from atomgraph.state.run import output_of
 
     return output_of({"error": str(exc), "stopped": "deadline"})
 

@@ -9,7 +9,7 @@
   (:class:`atomgraph.local.chat.ChatLocalLlama`).
 
 Models are called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>`
-(one call path) and recorded by :class:`~atomgraph.nodes.recorder.CallRecorder` (one recorder).
+(one call path) and recorded by :class:`~atomgraph.nodes.call.CallRecorder` (one recorder).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import sys
 from typing import Any, Mapping, Sequence
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import ROLES, Role, Settings, get_settings
@@ -311,19 +310,3 @@ def model_name(model: BaseChatModel) -> str:
         if isinstance(v, str):
             return v
     return type(model).__name__
-
-
-def message_text(msg: AIMessage | None) -> str:
-    """The text of a chat response (content blocks joined)."""
-    if msg is None:
-        return ""
-    content = msg.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-    return "".join(parts)

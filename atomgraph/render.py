@@ -1,11 +1,11 @@
 """Readable terminal renderings of results and traces. Every text a model or a source wrote is
-shown escaped (:func:`atomgraph.safe_text.escape`): a rendering printed anywhere — the CLI, a
+shown escaped (:func:`atomgraph.text.escape`): a rendering printed anywhere — the CLI, a
 notebook, a log — cannot steer a terminal."""
 
 from __future__ import annotations
 
-from atomgraph.safe_text import escape
-from atomgraph.state.usage import add_usage, summarize_usage
+from atomgraph.text import escape
+from atomgraph.state.run import add_usage, summarize_usage
 
 
 def _short(text: str, n: int = 100) -> str:

@@ -282,7 +282,8 @@ def atomize_documents(documents: Sequence[Document], index: Any, *, model: Any =
     """Atomize LangChain documents into ``index`` (an AtomIndex): the chunks not yet atomized
     go to the atomizer; returns the statistics (atomized, atoms, failed, skipped)."""
     from atomgraph.nodes.kar3.index import atomize_chunks
-    from atomgraph.nodes.runtime import MethodRuntime, run_sync
+    from atomgraph.nodes.runtime import MethodRuntime
+    from atomgraph.nodes.sync import run_sync
     from atomgraph.tools.langchain_sources import documents_to_chunks
 
     chunks = documents_to_chunks(documents)

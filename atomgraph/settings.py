@@ -14,7 +14,7 @@ OpenAI, or by the OpenAI-compatible server at ``OPENAI_BASE_URL``: vLLM, Ollama,
 or any ``init_chat_model`` provider string such as ``"anthropic:claude-sonnet-4-5"``.
 
 Each method's run parameters (its ``[section]``) are the dataclass its graph declares as
-LangGraph ``context_schema``; see :mod:`atomgraph.state.context`.
+LangGraph ``context_schema``; see :mod:`atomgraph.state.run`.
 """
 
 from __future__ import annotations

@@ -244,7 +244,7 @@ def kg_program_reply(text: str) -> str:
     prompt: its first argument as the entity, its second as the one relation."""
     import json
 
-    from atomgraph.prompts.atomr.operator_call import parse_operator
+    from atomgraph.prompts.atomr.tree_parser import parse_operator
 
     line = text.rsplit("Operator:", 1)[-1].strip().splitlines()[0] if "Operator:" in text else ""
     op, _ = parse_operator(line)

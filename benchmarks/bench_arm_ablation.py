@@ -2,7 +2,7 @@
 on ../shared/data/retrieval/* at k = 5 (issue 30).
 
     python -m benchmarks.bench_arm_ablation [--datasets hotpotqa,musique,spider] [--every N] \
-        [--configs dense,ia,sa,paper,mix] [--out F.json]
+        [--configs dense,ia,sa1,sa,paper,mix] [--mip-time-limit S] [--out F.json]
 
 Every configuration runs the one ARM pipeline (the ``arm`` graph, ``llm=False``: keywords
 replayed where the question has them — Spider — else the question's own corpus n-grams; the
@@ -11,15 +11,24 @@ drafts' own votes, no verification) over one index per set:
 - ``dense``: the dense baseline (Appendix D.2);
 - ``ia``: information alignment only (``structure_alignment=False``: the k most relevant base
   search objects, Figure 4's first bar);
-- ``sa``: + structure alignment (the defaults: three expanded sets, one MIP draft each, voted);
+- ``sa1``: + structure alignment, one draft (``drafts=1``: the MIP over the first set of search
+  objects alone, Figure 4's second bar without aggregation);
+- ``sa``: + structure alignment and aggregation (the defaults: three expanded sets, one MIP draft
+  each, the drafts' own votes: Figure 4's third bar without a model's verification);
 - ``paper``: ``paper=true`` (every extension off: R_i the cosine, no coverage or database term);
 - ``paper_ia``: ``paper=true`` with ``structure_alignment=False``;
 - ``mix``: the defaults with ``relevance=mix`` (R_i as BM25 + cosine, min-max mixed);
-- ``noexp``: the defaults with ``expansion_per_seed=0`` (the base set alone, one draft).
+- ``noexp``: the defaults with ``expansion_per_seed=0`` (the base set alone, one draft);
+- ``pools``: the defaults with the base-set extensions ``bm25_pool=10, dense_pool=10`` (the
+  best objects by BM25 over all n-grams and by similarity to the whole question join the base).
 
 Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
 report adds the distinct drafts per question (histogram and mean), the MIP statuses and the
 seconds per question. ``--every N`` keeps every Nth question of each set (say so when quoting).
+``--mip-time-limit S`` (default 20 s, against the interactive 0.5 s) sets CBC's limit for every
+ARM configuration, so that the limit is not a source of noise on a loaded machine; the report
+counts the MIPs that stopped at it (``mip_statuses``: ``feasible``/``greedy``) and the slowest
+solve (``mip_max_s``).
 """
 
 from __future__ import annotations
@@ -36,11 +45,13 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval"
 CONFIGS: dict[str, dict | None] = {
     "dense": None,
     "ia": {"structure_alignment": False},
+    "sa1": {"drafts": 1},
     "sa": {},
     "paper": {"paper": True},
     "paper_ia": {"paper": True, "structure_alignment": False},
     "mix": {"relevance": "mix"},
     "noexp": {"expansion_per_seed": 0},
+    "pools": {"bm25_pool": 10, "dense_pool": 10},
 }
 
 
@@ -60,14 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--every", type=int, default=1, help="every Nth question of each set")
     ap.add_argument("--spider-every", type=int, help="Spider's own --every (default: --every)")
-    ap.add_argument("--configs", default="dense,ia,sa,paper,mix")
+    ap.add_argument("--configs", default="dense,ia,sa1,sa,paper,mix")
     ap.add_argument("--set", action="append", metavar="NAME=VALUE", help="applied to every ARM configuration")
+    ap.add_argument("--mip-time-limit", type=float, default=20.0, help="CBC's limit per MIP (s) for every ARM configuration")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     if not Path(args.data).is_dir():
         print(f"skipped: {args.data} is absent")
         return 0
-    common = _parse_sets(args.set)
+    common = {"mip_time_limit_s": args.mip_time_limit, **_parse_sets(args.set)}
     results: dict = {"benchmark": "arm_ablation", "k": args.k, "every": args.every, "set": common, "datasets": {}}
     for name in args.datasets.split(","):
         folder = Path(args.data) / name
@@ -104,10 +116,16 @@ def main(argv: list[str] | None = None) -> int:
                                             "histogram": {n: distinct.count(n) for n in sorted(set(distinct))}}
                 statuses = [d["mip"]["status"] for tr in traces for d in tr.get("drafts") or []]
                 entry["mip_statuses"] = {x: statuses.count(x) for x in sorted(set(statuses))}
+                entry["mip_time_limited"] = sum(x != "optimal" for x in statuses)
+                entry["mip_max_s"] = round(max((d["mip"]["solve_ms"] for tr in traces for d in tr.get("drafts") or []),
+                                               default=0.0) / 1000, 2)
+                entry["candidates_median"] = statistics.median(
+                    [d["mip"]["candidates"] for tr in traces for d in tr.get("drafts") or []] or [0])
                 entry["problems"] = sum(len(tr.get("problems") or []) for tr in traces)
                 entry["seconds_per_question"] = round(statistics.mean(tr.get("seconds", 0.0) for tr in traces), 3)
             ds["configs"][cname] = entry
-            extra = f"  drafts {entry['distinct_drafts']}" if "distinct_drafts" in entry else ""
+            extra = (f"  drafts {entry['distinct_drafts']}  MIPs {entry['mip_statuses']} (max {entry['mip_max_s']} s)"
+                     if "distinct_drafts" in entry else "")
             print(f"{name:9s} {cname:9s} R {entry['recall']:.1f} PR {entry['perfect_recall']:.1f} "
                   f"(n={len(questions)}, {entry['seconds']} s){extra}", flush=True)
         results["datasets"][name] = ds

@@ -50,11 +50,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
 
 from atomgraph.graphs.atomr import build_atomr_graph
-from atomgraph.nodes.atomr.schedule import STEP_NODES
+from atomgraph.nodes.atomr.execution import STEP_NODES
 from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.settings import Settings
-from atomgraph.state.evidence import Evidence
-from atomgraph.state.tree import TreeParseError
+from atomgraph.state.run import Evidence
+from atomgraph.state.atomr import TreeParseError
 from atomgraph.testing import answer_reply, atomr_scripted_model
 from atomgraph.tools.memory_source import InMemorySource
 

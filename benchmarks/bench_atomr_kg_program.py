@@ -21,7 +21,7 @@ from atomgraph.demo_pack import kg_path
 from atomgraph.local.chat import ChatLocalLlama
 from atomgraph.prompts.atomr.kg_program import PROGRAM_SCHEMA, program_problem, read_program
 from atomgraph.prompts.atomr.stages import KG_PROGRAM_STAGE
-from atomgraph.state.tree import OperatorCall
+from atomgraph.state.atomr import OperatorCall
 from atomgraph.tools.sparql_backends import OxigraphFileStore
 from atomgraph.tools.wikidata_source import ProgramError, WikidataSource
 

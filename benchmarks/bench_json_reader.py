@@ -1,11 +1,11 @@
 """One JSON reader for model output: ours against LangChain's, on the model replies the repository records.
 
-Issue 28 item 3 asks whether the project's reader (``prompts/json_reader.py``: ``read_json``) should give way
+Issue 28 item 3 asks whether the project's reader (``atomgraph/text.py``: ``read_json``) should give way
 to LangChain's ``parse_json_markdown`` (what ``JsonOutputParser`` calls) or json-repair. This script gathers
 every recorded model reply under ``benchmarks/results/`` (earlier runs of the bundled local model), grouped by
 the stage its record names, and reads each with
 
-(a) ``prompts.json_reader.read_json`` (default ``want=(dict, list)``, no ``accept``: the reader alone, without a
+(a) ``atomgraph.text.read_json`` (default ``want=(dict, list)``, no ``accept``: the reader alone, without a
     stage's own check),
 (b) ``langchain_core.utils.json.parse_json_markdown``,
 (c) ``json_repair.loads`` — only when json-repair is already installed (it is not a dependency).
@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 from langchain_core.utils.json import parse_json_markdown
 
-from atomgraph.prompts.json_reader import read_json
+from atomgraph.text import read_json
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -146,11 +146,11 @@ def _langchain(text: str) -> Any:
 
 
 def _planner(text: str) -> Any:
-    from atomgraph.prompts.atomr.planner_json import extract_json_object  # noqa: PLC0415
+    from atomgraph.prompts.atomr.tree_parser import extract_json_object  # noqa: PLC0415
     return extract_json_object(text, [])
 
 
-# A stage that reads its JSON with a reader of its own (not prompts/json_reader.py) gets it as one more column.
+# A stage that reads its JSON with a reader of its own (not atomgraph/text.py) gets it as one more column.
 STAGE_READERS: dict[str, tuple[str, Callable[[str], Any]]] = {"plan": ("planner_json", _planner)}
 
 

@@ -27,7 +27,7 @@ OPS = {
     "relations_between": lambda s: s.relations_between("Malia Obama", "Barack Obama"),
     "filter_entities": lambda s: s.filter_entities(["Lionel Messi", "Steve Jobs", "Bill Gates"], "date of birth", "=", "1955"),
     "search": lambda s: s.search("When was Barack Obama born?"),
-    "operate Filter": lambda s: s.operate("Filter", ["Lionel Messi, Steven Jobs, Bill Gates", "born in 1955"], "q"),
+    "operate Filter": lambda s: s.operate("Filter", ["['Lionel Messi', 'Steven Jobs', 'Bill Gates']", "born in 1955"], "q"),
 }
 
 

@@ -11,7 +11,7 @@ from atomgraph.evaluation.datasets import (
 from atomgraph.evaluation.metrics import (
     aggregate_scores, answer_scores, cover_em, exact_match, f1_score, normalize_answer, retrieval_scores,
 )
-from atomgraph.state.usage import DEFAULT_PRICES, calls_cost, price_table
+from atomgraph.state.run import DEFAULT_PRICES, calls_cost, price_table
 from atomgraph.evaluation.records import RecordWriter, read_records
 from atomgraph.evaluation.report import (
     load_run, markdown_report, markdown_tables, score_predictions, summarize_run, summarize_runs,

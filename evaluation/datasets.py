@@ -76,7 +76,7 @@ _BLEND_TYPES = {"kg-web": "kg-web", "text-kg": "text-kg", "web-text": "web-text"
 
 # The ATOMR prompt pack (prompts/atomr/packs.py) of each dataset family: ``eval run`` of ATOMR
 # on a dataset uses it unless the run's settings name a pack ([atomr] prompt_pack).
-PROMPT_PACKS = {"hotpot": "hotpotqa", "2wiki": "2wiki", "musique": "musique"}
+PROMPT_PACKS = {"hotpot": "hotpotqa", "2wiki": "2wiki", "musique": "musique", "crag": "crag", "blendqa": "blendqa"}
 
 
 class DatasetSetting(BaseModel):
@@ -90,6 +90,10 @@ class DatasetSetting(BaseModel):
     answer_type: str
     paper: str = ""
     declared: bool = True
+    # The dataset has no train/dev split, so its pack's demonstrations are written on a declared
+    # subset of its own questions: every method's run of it leaves that subset out (not only
+    # ATOMR's), so the rows of a table are scored on the same questions.
+    demonstrations_in_split: bool = False
 
     def describe(self) -> str:
         head = f"dataset setting {self.family}" if self.declared else \
@@ -107,15 +111,15 @@ DATASET_SETTINGS: dict[str, DatasetSetting] = {
                             answer_type="entity names and dates, yes/no", paper="ATOMR Table 2: Wikipedia only"),
     "musique": DatasetSetting(family="musique", prompt_pack="musique", sources=_TEXT_ONLY,
                               answer_type="short spans", paper="ATOMR Table 2: Wikipedia only"),
-    # The authors' CRAG and BlendQA prompts are not yet written as packs of ours (issue 31 item 3):
-    # these runs use the general pack and say so.
-    "crag": DatasetSetting(family="crag", prompt_pack="general", sources=_ALL,
-                           answer_type="short answers, numbers as digits, yes/no",
-                           paper="ATOMR Table 3: Wikipedia, Google and Wikidata; the general pack until a CRAG pack exists"),
-    "blendqa": DatasetSetting(family="blendqa", prompt_pack="general", sources=_ALL,
-                              answer_type="short answers, numbers as digits, yes/no",
-                              paper="ATOMR Table 3: Wikipedia, Google and Wikidata; the general pack until a BlendQA "
-                                    "pack exists"),
+    "crag": DatasetSetting(family="crag", prompt_pack="crag", sources=_ALL,
+                           answer_type="short answers (names, figures with units, dates), numbers as digits, yes/no",
+                           paper="ATOMR Table 3: Google, Wikipedia and Wikidata; the crag pack (demonstrations "
+                                 "from CRAG_dev_100, none in crag-test-500)"),
+    "blendqa": DatasetSetting(family="blendqa", prompt_pack="blendqa", sources=_ALL,
+                              answer_type="short answers (names, dates, figures, news phrases), numbers as digits, yes/no",
+                              paper="ATOMR Table 3: Wikidata, Wikipedia and Google; the blendqa pack, written on 21 "
+                                    "BlendQA questions that every BlendQA run leaves out",
+                              demonstrations_in_split=True),
 }
 GENERAL_SETTING = DatasetSetting(family="general", prompt_pack="general", sources=_ALL, answer_type="short answers",
                                  declared=False)

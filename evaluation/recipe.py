@@ -16,7 +16,9 @@ A recipe is sealed: its run starts from atomgraph's defaults and the recipe's va
 ``run.json`` and printed at start; what the environment would have changed is printed as not
 applied. Only access settings come from the environment (:data:`ACCESS_FIELDS`: API keys and the
 OpenAI-compatible base URL, where the Chroma store and the reply cache live), as they choose no
-part of the method's setting. Paths in
+part of the method's setting. ``$ATOMGRAPH_MODEL_FACTORY`` is not read either (:data:`SEALED_ENV`):
+a recipe run's model object comes only from an explicit ``--model-factory``, printed at start and
+recorded in ``run.json`` (``run.model_factory``); the variable, when set, is printed as not applied. Paths in
 ``[settings.arm] objects`` are read under the shared data folder too. A recipe whose dataset (or objects file) is missing is refused before anything
 runs, with a :class:`ConfigError` naming the file.
 """
@@ -32,6 +34,7 @@ from atomgraph.errors import ConfigError
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 REQUIRED = ("title", "paper", "table", "method", "dataset", "metric", "settings")
+KNOWN = (*REQUIRED, "row", "paper_values", "paper_value", "needs", "notes")
 
 
 @dataclass
@@ -80,6 +83,12 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise ConfigError(f"recipe {p} lacks {', '.join(missing)}")
+    unknown = [k for k in data if k not in KNOWN]
+    if unknown:
+        raise ConfigError(f"recipe {p} has unknown key(s) {', '.join(map(repr, unknown))} "
+                          f"(a recipe has: {', '.join(KNOWN)})")
+    if not isinstance(data["settings"], dict):
+        raise ConfigError(f"recipe {p}: 'settings' must be a table ([settings]), not {type(data['settings']).__name__}")
     values = data.get("paper_values") or ({data["metric"]: data["paper_value"]} if "paper_value" in data else {})
     return Recipe(name=p.stem, title=data["title"], paper=data["paper"], table=data["table"], row=data.get("row", ""),
                   method=data["method"], dataset=data["dataset"], metric=data["metric"],
@@ -218,6 +227,24 @@ def not_applied(sets: dict[str, Any] | None = None) -> dict[str, Any]:
 
     env, pristine = effective_config(get_settings()), effective_config(sealed_defaults())
     return {k: v for k, v in env.items() if pristine.get(k) != v and k not in (sets or {}) and k not in ACCESS_FIELDS}
+
+
+# Variables read outside the settings that choose part of a run (the model object): a recipe run
+# does not read them; the matching option says it explicitly (printed, and recorded in run.json).
+SEALED_ENV = {"ATOMGRAPH_MODEL_FACTORY": "--model-factory"}
+
+
+def env_not_applied(args: Any = None) -> dict[str, str]:
+    """The :data:`SEALED_ENV` variables set in the environment that a recipe run does not take
+    (``$NAME`` → value), less those whose option ``args`` gives explicitly."""
+    import os
+
+    out = {}
+    for name, option in SEALED_ENV.items():
+        given = getattr(args, option.lstrip("-").replace("-", "_"), None) if args is not None else None
+        if os.environ.get(name) and not given:
+            out[f"${name}"] = os.environ[name]
+    return out
 
 
 def recipe_settings(recipe: Recipe, base: Any = None, sets: dict[str, Any] | None = None):

@@ -18,8 +18,9 @@ always get a fresh run. ``--force-new`` (or ``resume=False``) starts a new serve
 nothing of the earlier run is reused. The client writes each record once, under the run
 directory's lock, exactly as a local run does; a record's ``server`` field names the server,
 thread and run it came from. What each question is run with is sent with it: the run's
-context (the method's parameters from the client's settings, ``model``/``sources`` when given)
-so that a run's fingerprint says what the server ran.
+context (the method's parameters from the client's settings, ``model``, the sources named or
+the dataset's declared sources, the dataset's prompt pack) so that a run's fingerprint says what
+the server ran; with a deadline, all of it goes as ``configurable`` (:meth:`ServerRunner.payload`).
 """
 
 from __future__ import annotations
@@ -83,12 +84,10 @@ class ServerRunner:
             info.update(run_id=last["run_id"], joined=True)
             run_id = last["run_id"]
         else:
-            configurable = dict(self.configurable)
-            if deadline_s is not None:
-                configurable["deadline"] = time.time() + deadline_s
+            context, config = self.payload(deadline_s)
             run = await self.client.runs.create(
-                tid, self.method, input={"question": question}, context=self.context or None,
-                config={"configurable": configurable} if configurable else None, if_not_exists="create",
+                tid, self.method, input={"question": question}, context=context, config=config,
+                if_not_exists="create",
                 multitask_strategy="reject", metadata={"atomgraph_example": example_id,
                                                        "atomgraph_server_run": self.run_id})
             run_id = run["run_id"]
@@ -99,6 +98,18 @@ class ServerRunner:
             await self._cancel(tid, run_id)
             return await self._values(tid), f"timed out after {timeout_s:g} s", info
         return await self._values(tid), error, info
+
+    def payload(self, deadline_s: float | None) -> tuple[dict | None, dict | None]:
+        """``(context, config)`` of one server run: the run's context with the run-context keys a
+        local run passes as configurable (the dataset's prompt pack) over it. LangGraph Server
+        refuses a run given both ``context`` and ``configurable``; a deadline (read from
+        ``configurable``, as in a local run) is therefore sent with everything else as
+        ``configurable``, which the server also copies into the run's context (keeping the
+        keys of the graph's context schema) and keeps whole as ``configurable``."""
+        values = {**self.context, **self.configurable}
+        if deadline_s is None:
+            return values or None, None
+        return None, {"configurable": {**values, "deadline": time.time() + deadline_s}}
 
     async def _last_run(self, tid: str) -> dict | None:
         from langgraph_sdk.errors import NotFoundError

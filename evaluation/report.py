@@ -20,7 +20,7 @@ from typing import Iterable, Mapping, Sequence
 
 from atomgraph.errors import ConfigError
 from atomgraph.evaluation.metrics import aggregate_scores, mean
-from atomgraph.state.usage import models_cost
+from atomgraph.state.run import models_cost
 from atomgraph.evaluation.records import read_records
 from atomgraph.jsonl import UTF8_ONLY, check_file, read_json
 from atomgraph.evaluation.runner import PREDICTIONS, RUN_META
@@ -165,7 +165,7 @@ def markdown_tables(rows: Sequence[dict]) -> str:
 def markdown_report(dirs: Iterable[str | os.PathLike], prices: Mapping[str, tuple[float, float]] | None = None) -> str:
     """The Markdown report of run directories (prices default to settings)."""
     if prices is None:
-        from atomgraph.state.usage import price_table
+        from atomgraph.state.run import price_table
         from atomgraph.settings import get_settings
 
         prices = price_table(get_settings())

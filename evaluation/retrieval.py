@@ -141,6 +141,13 @@ def format_summary(run: EvalRun) -> str:
     if drafts:  # ARM: how many drafts chose a different set of objects (§3.2.2's three drafts)
         hist = ", ".join(f"{n}: {drafts.count(n)}" for n in sorted(set(drafts)))
         lines.append(f"distinct drafts per question: mean {sum(drafts) / len(drafts):.2f} ({hist})")
+    mips = [d.get("mip") or {} for r in run.records if isinstance(r.get("trace"), dict)
+            for d in r["trace"].get("drafts") or [] if isinstance(d, dict)]
+    if mips:  # ARM: a MIP stopped by CBC's time limit gives its best feasible (or the greedy) solution
+        limited = [m for m in mips if m.get("status") not in (None, "optimal")]
+        limit = max((m.get("time_limit_s") or 0 for m in mips), default=0)
+        lines.append(f"MIPs: {len(mips)} solved, {len(limited)} stopped at the time limit ({limit:g} s; "
+                     f"mip_time_limit_s){': best feasible solution used' if limited else ''}")
     problems = sum(1 for r in run.records if isinstance(r.get("trace"), dict) and r["trace"].get("problems"))
     if problems:
         lines.append(f"{problems} question(s) recorded problems; see 'problems' in each trace")

@@ -40,11 +40,9 @@ from atomgraph.evaluation.datasets import Example, load_dataset
 from atomgraph.jsonl import UTF8_ONLY, check_out_dir, read_json
 from atomgraph.evaluation.metrics import answer_scores, answer_text, mean, retrieval_scores
 from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
-from atomgraph.state.usage import calls_cost, price_table
+from atomgraph.state.run import calls_cost, output_of, price_table, summarize_usage
 from atomgraph.imports import import_object  # noqa: F401 - re-exported: part of this module's API
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.output import output_of
-from atomgraph.state.usage import summarize_usage
 
 PREDICTIONS = "predictions.jsonl"
 RUN_META = "run.json"
@@ -256,7 +254,7 @@ def is_transient(record: dict) -> bool:
 def build_record(example: Example, values: dict, *, method: str, dataset: str, latency_s: float,
                  prices: dict, error: str | None = None) -> dict:
     """The JSON record of one finished example (graph output ``values``, the method output
-    contract of :mod:`atomgraph.state.output`)."""
+    contract of :mod:`atomgraph.state.run`)."""
     values = output_of(values)
     llm_calls = values["llm_calls"]
     retriever_calls = values["retriever_calls"]
@@ -494,6 +492,19 @@ def _drop_for_retry(pred_path: Path, existing: list[dict], retry: list[dict]) ->
     os.replace(tmp, pred_path)
 
 
+def _leave_out_demonstrations(examples: list, packs: list[str]) -> tuple[list, list[str]]:
+    """(the examples that are not demonstrations of ``packs``, the ids left out): an example is a
+    demonstration when a pack shows its question or a stage demonstration was written on it."""
+    from atomgraph.prompts.atomr.packs import _norm_q, demonstration_questions
+
+    shown: set[str] = set()
+    for pack in packs:
+        shown |= demonstration_questions(pack)
+    left_out = [e.id for e in examples if _norm_q(e.question) in shown]
+    gone = set(left_out)
+    return [e for e in examples if e.id not in gone], left_out
+
+
 async def arun_eval(
     method: str,
     dataset: str | Sequence[Example],
@@ -602,20 +613,27 @@ async def arun_eval(
         meta["config"] = effective_config(settings)
         if "prompt_pack" in run_context:
             meta["prompt_pack"] = run_context["prompt_pack"]
-    if method == "atomr":  # the pack's demonstration questions are not evaluated on
-        from atomgraph.prompts.atomr.packs import demonstration_questions, _norm_q
+    # demonstration questions are not evaluated on: those of the ATOMR pack in use, and for a dataset
+    # whose demonstrations come from its own questions (BlendQA), that dataset pack's, whatever the method
+    packs = []
+    if method == "atomr":
+        packs.append(run_context.get("prompt_pack") or getattr(settings.section("atomr"), "prompt_pack", "general"))
+    if dataset_name:
+        from atomgraph.evaluation.datasets import dataset_setting
 
-        pack = run_context.get("prompt_pack") or getattr(settings.section("atomr"), "prompt_pack", "general")
-        shown = demonstration_questions(pack)
-        left_out = [e.id for e in examples if _norm_q(e.question) in shown]
+        declared = dataset_setting(name)
+        if declared.demonstrations_in_split and declared.prompt_pack not in packs:
+            packs.append(declared.prompt_pack)
+    if packs:
+        examples, left_out = _leave_out_demonstrations(examples, packs)
         if left_out:
-            examples = [e for e in examples if e.id not in set(left_out)]
             meta["total"] = len(examples)
-            print(f"atomr on {name}: {len(left_out)} question(s) left out: they are demonstrations of the "
-                  f"{pack!r} prompt pack", file=sys.stderr)
+            named = " and ".join(repr(p) for p in packs)
+            print(f"{method} on {name}: {len(left_out)} question(s) left out: they are demonstrations of the "
+                  f"{named} prompt pack{'s' if len(packs) > 1 else ''}", file=sys.stderr)
         meta["demonstrations_left_out"] = left_out
     if server is not None:  # what runs is what the server is sent: that is the fingerprint
-        server_context = dict(server_context or {})
+        server_context = server_run_context(settings, server_context, meta.get("dataset_setting"))
         meta["fingerprint"] = {"method": method, "dataset": name,
                                "models": {"server": server.rstrip("/"), "model": server_context.get("model")
                                           or "the server's configured model"},
@@ -695,6 +713,23 @@ async def arun_eval(
         retried=len(retry), outcome=outcomes(new),
         kept_errors=sum(1 for r in existing if str(r.get("id")) in wanted and r.get("error")),
     )
+
+
+def server_run_context(settings: Settings, context: dict | None, applied: dict | None) -> dict:
+    """The context each server run is sent: ``context`` (the method's parameters, ``model``,
+    ``sources`` named on the command line) with the run's knowledge sources added where this
+    run chose them: the dataset's declared sources, or sources its settings name (a recipe,
+    ``--set``, the environment) other than the default. A server builds a run's sources from its
+    context; without them it would read its own settings' sources, not the dataset's setting.
+    Sent sources are the run's choice, so each must be usable on the server (asked for means
+    required). The prompt pack goes as a configurable key (the run context of a local run)."""
+    context = dict(context or {})
+    if "sources" not in context:
+        default = list(type(settings).model_fields["sources"].default_factory())
+        declared = bool(applied and applied.get("declared") and isinstance(applied.get("sources"), list))
+        if declared or list(settings.sources) != default:
+            context["sources"] = list(settings.sources)
+    return context
 
 
 def _build(build_method, method: str, **kwargs: Any):

@@ -42,7 +42,7 @@ from atomgraph.nodes.arm.common import ArmRuntime
 from atomgraph.nodes.arm.information_alignment import make_align_node, make_decompose_node, make_retrieve_node
 from atomgraph.nodes.arm.structure_alignment import make_draft_node, make_structure_node
 from atomgraph.nodes.arm.self_verification import make_aggregate_node, make_verify_node
-from atomgraph.nodes.runtime import dual
+from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import ArmInput, ArmState

@@ -8,7 +8,7 @@
 independent branches run in the same superstep; each step runs once per referenced answer
 (the fan-out) and returns to ``schedule``; ``finalize`` returns the answer and the executed
 tree. What a node does after each step (Algorithm 1 of the paper, with atomgraph's
-switches) is the table ``ALGORITHM_1`` (``nodes/atomr/algorithm.py``):
+switches) is the table ``ALGORITHM_1`` (``nodes/atomr/execution.py``):
 
 | step | outcome | next |
 |---|---|---|
@@ -37,19 +37,17 @@ from langgraph.graph import END, START
 from langgraph.types import Checkpointer
 
 from atomgraph.models import ModelsArg
-from atomgraph.nodes.atomr.algorithm import ALGORITHM_1  # noqa: F401 - the step table, shown above
-from atomgraph.nodes.atomr.direct_rag import make_closed_book_node, make_direct_rag_node
-from atomgraph.nodes.atomr.finalize import finalize
-from atomgraph.nodes.atomr.operate import make_run_operator_node
+from atomgraph.nodes.atomr.execution import ALGORITHM_1  # noqa: F401 - the step table, shown above
+from atomgraph.nodes.atomr.execution import STEP_NODES, finalize, make_schedule_node
+from atomgraph.nodes.atomr.leaf_reasoning import make_run_operator_node, make_select_sources_node
+from atomgraph.nodes.atomr.parent_reasoning import (make_closed_book_node, make_direct_rag_node,
+                                                    make_reason_children_node, make_reason_siblings_node)
 from atomgraph.nodes.atomr.plan import make_plan_node, make_review_node
-from atomgraph.nodes.atomr.reason import make_reason_children_node, make_reason_siblings_node
-from atomgraph.nodes.atomr.schedule import STEP_NODES, make_schedule_node
-from atomgraph.nodes.atomr.select_sources import make_select_sources_node
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.atomr import AtomRState, StepInput
-from atomgraph.tools.base import KnowledgeSource
-from atomgraph.tools.registry import SourceSet
+from atomgraph.tools.base import KnowledgeSource, SourceSet
 
 
 def build_atomr_graph(

@@ -8,7 +8,7 @@
 >>> graph = build_rag_graph(model=my_model, sources=[my_source])
 >>> (await graph.ainvoke({"question": "Who ...?"}, context={"top_k": 5}))["answer"]
 
-Each returns the method output contract (:mod:`atomgraph.state.output`). The module
+Each returns the method output contract (:mod:`atomgraph.state.run`). The module
 attributes ``standard``, ``cot`` and ``rag`` (for ``langgraph.json``) are built from
 settings; models and sources are resolved when a run starts.
 """
@@ -22,12 +22,12 @@ from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.baselines import make_answer_node, make_retrieve_node
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import dual
 from atomgraph.prompts.baselines import STAGES
 from atomgraph.settings import Settings
 from atomgraph.state.baselines import BaselineState
-from atomgraph.tools.base import KnowledgeSource
-from atomgraph.tools.registry import SourceSet
+from atomgraph.tools.base import KnowledgeSource, SourceSet
 
 
 def _graph(method: str, rt: MethodRuntime, checkpointer: Any, retrieve: bool) -> CompiledStateGraph:

@@ -20,7 +20,8 @@ from atomgraph.models import ModelsArg
 from atomgraph.nodes.compare.common import make_finish_node
 from atomgraph.nodes.compare.decomposed_rag import (fan_out, make_answer_node, make_decompose_node,
                                                     make_retrieve_sub_node, trace_extra)
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import DecomposedRagState, SubQuestionInput
 

@@ -20,7 +20,8 @@ from langgraph.graph.state import CompiledStateGraph
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.compare.common import make_finish_node
 from atomgraph.nodes.compare.ircot import after_reason, make_read_node, make_reason_node, make_retrieve_node, trace_extra
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import IrcotState
 

@@ -31,12 +31,11 @@ from langgraph.graph import END, START
 
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.kar3.answer import make_answer_node
-from atomgraph.nodes.kar3.common import Kar3Runtime
+from atomgraph.nodes.kar3.loop import Kar3Runtime, after_propose, after_retrieve, after_select
 from atomgraph.nodes.kar3.propose import make_propose_node
 from atomgraph.nodes.kar3.retrieve import make_retrieve_node
-from atomgraph.nodes.kar3.loop import after_propose, after_retrieve, after_select
 from atomgraph.nodes.kar3.select import make_select_node
-from atomgraph.nodes.runtime import dual
+from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.kar3 import Kar3State
 

@@ -22,7 +22,8 @@ from langgraph.graph import END, START
 
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.kar3.index import make_atomize_node, make_load_node
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.kar3 import Kar3IndexInput, Kar3IndexOutput, Kar3IndexState
 

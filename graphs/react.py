@@ -20,7 +20,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.compare.react import make_agent_node
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import ReactState
 

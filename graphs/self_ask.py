@@ -21,7 +21,8 @@ from atomgraph.models import ModelsArg
 from atomgraph.nodes.compare.common import make_finish_node
 from atomgraph.nodes.compare.self_ask import (after_ask, after_intermediate, make_ask_node, make_final_node,
                                               make_intermediate_node, make_search_node)
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import SelfAskState
 

@@ -20,7 +20,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START
 
 from atomgraph.errors import AtomgraphError
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.indexing import (
     WikipediaIndexInput,

@@ -10,8 +10,7 @@ from atomgraph.nodes.compare.common import shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.baselines import examples
 from atomgraph.prompts.stage import Stage
-from atomgraph.state.evidence import Evidence, render_evidence
-from atomgraph.state.output import check_question
+from atomgraph.state.run import Evidence, check_question, render_evidence
 from atomgraph.state.baselines import BaselineState
 from atomgraph.tools.base import retrieval_failure
 

@@ -19,40 +19,45 @@ call then reports a ``ConfigError`` naming the missing setting), and offers
   :func:`~atomgraph.nodes.call.call_stage` (stage → model → recorder → parser). Bounds: the
   run's ``deadline`` and the circuit breaker (:class:`~atomgraph.nodes.call.RunBounds`);
 - :meth:`~MethodRuntime.sources` / :meth:`~MethodRuntime.retrieve`: the run's knowledge
-  sources (:mod:`atomgraph.nodes.sources`), queried concurrently, each call recorded.
+  sources (source selection, at the end of this module: :class:`RunSources`,
+  :func:`retrieve_from`), queried concurrently, each call recorded.
 
-Elsewhere: the sync/async bridge (:func:`dual`, :func:`run_sync`, :func:`call_model`) in
-:mod:`atomgraph.nodes.sync`; reply cutting (:func:`cut_reply`) in :mod:`atomgraph.nodes.replies`.
+Source selection lives here, beside the runtime that offers it, because it is the runtime's
+other half (a node reaches sources only through ``rt``); it is not part of a model call. The
+model call itself (and reply cutting) is :mod:`atomgraph.nodes.call`; the sync/async bridge
+(:func:`~atomgraph.nodes.sync.dual`, :func:`~atomgraph.nodes.sync.run_sync`,
+:func:`~atomgraph.nodes.sync.call_model`) is :mod:`atomgraph.nodes.sync`.
 """
+
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
+import time
 from dataclasses import fields
-from typing import Any, Generic, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 
+from atomgraph.backends import backend, is_local
 from atomgraph.errors import ConfigError
 from atomgraph.methods import Method, declaration
 from atomgraph.models import ModelsArg, chat_model_named, is_model_like, model_name, resolve_models, with_temperature
-from atomgraph.nodes.call import RunBounds, StageResult, call_stage, deadline_of
-from atomgraph.nodes.recorder import CallRecorder
-from atomgraph.nodes.replies import cut_message, cut_reply, reply_chars
-from atomgraph.nodes.sources import RunSources, retrieve_from
-from atomgraph.nodes.sync import call_model, dual, in_sync_run, run_sync, sync_loop
-from atomgraph.prompts.constraints import Applied, Constraint, backend, constrain, is_local
+from atomgraph.nodes.call import CallRecorder, RunBounds, StageResult, call_stage, deadline_of
+from atomgraph.prompts.constraints import Applied, Constraint, constrain
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.context import RunChoices, context_with_defaults, resolve_params, run_context
-from atomgraph.state.evidence import Evidence
-from atomgraph.state.output import MethodInput, MethodOutput
-from atomgraph.state.usage import RetrieverCall
-from atomgraph.tools.base import KnowledgeSource
-from atomgraph.tools.registry import SourceSet
+from atomgraph.state.run import (Evidence, MethodInput, MethodOutput, RetrieverCall, RunChoices,
+                                 context_with_defaults, resolve_params, run_context)
+from atomgraph.tools.base import KnowledgeSource, SourceSet, recorded_retrieval
+from atomgraph.tools.registry import as_source_set, build_sources
 
-__all__ = ["MethodRuntime", "StageResult", "call_model", "cut_message", "cut_reply", "dual", "in_sync_run",
-           "reply_chars", "run_sync", "sync_loop"]
+log = logging.getLogger(__name__)
+
+
+__all__ = ["MethodRuntime"]
 
 C = TypeVar("C")
 
@@ -105,6 +110,10 @@ class MethodRuntime(Generic[C]):
         self._settings = settings
         self._sourcing = RunSources(sources, self.settings)
         self._chains: dict[tuple, Any] = {}  # (stage, role, model, cap, mode, temperature) -> capped model
+        self._facts: dict[int, tuple[Any, str, bool]] = {}  # id(model) -> (model, its name, whether in-process)
+        self._caps: dict[tuple[str, int | None], int] = {}  # (stage, its default) -> the stage's output cap
+        self._section_read = False
+        self._section_values: Any = None
         self._bounds: dict[int, RunBounds] = {}
 
     @classmethod
@@ -128,6 +137,27 @@ class MethodRuntime(Generic[C]):
         if self._settings is None:
             self._settings = get_settings()
         return self._settings
+
+    def section_values(self) -> Any:
+        """The method's settings section (the defaults of its run parameters), read once."""
+        if not self._section_read:
+            self._section_values, self._section_read = self.settings().section(self.section), True
+        return self._section_values
+
+    def stage_cap(self, stage: Stage) -> int:
+        """``stage``'s output-token cap from the settings, read once per stage."""
+        key = (stage.name, stage.max_tokens)
+        cap = self._caps.get(key)
+        if cap is None:
+            cap = self._caps[key] = self.settings().stage_cap(stage.name, stage.max_tokens)
+        return cap
+
+    def model_facts(self, model: Any) -> tuple[str, bool]:
+        """``model``'s name and whether it runs in-process: facts of the model, read once per model."""
+        facts = self._facts.get(id(model))
+        if facts is None or facts[0] is not model:
+            facts = self._facts[id(model)] = (model, model_name(model), is_local(model))
+        return facts[1], facts[2]
 
     def model(self, role: str) -> Any:
         """The chat model (or Runnable wrapping one) for ``role`` in this run: the run's own
@@ -164,7 +194,7 @@ class MethodRuntime(Generic[C]):
         """The knowledge sources of this run: the run's choice (context ``sources``), else what
         the graph was built with, else the settings' sources. Sources the user asked for (the run's
         choice, the graph's ``sources=``) are required: one that cannot be used raises
-        :class:`~atomgraph.errors.SourceUnavailable` (see :mod:`atomgraph.nodes.sources`)."""
+        :class:`~atomgraph.errors.SourceUnavailable` (see :mod:`atomgraph.nodes.runtime`)."""
         return self._sourcing.pick(self.run_choices().sources)
 
     def context_schema(self) -> type:
@@ -172,14 +202,14 @@ class MethodRuntime(Generic[C]):
         defaults (the plain dataclass when the settings cannot be read now), plus the run's
         choice of model, temperature and sources (:class:`RunChoices`)."""
         try:
-            defaults = self.settings().section(self.section)
+            defaults = self.section_values()
         except Exception:  # an invalid config must not stop the graph from compiling
             defaults = None
         return context_with_defaults(self.context_cls, defaults, extra=RunChoices)
 
     def state_graph(self, state: type, input_schema: type = MethodInput, output_schema: type = MethodOutput):
         """A ``StateGraph`` over ``state`` with this method's context schema and, by default,
-        the method input/output contract (``state/output.py``)."""
+        the method input/output contract (``state/run.py``)."""
         from atomgraph.lc import MethodStateGraph  # compiles to a graph with as_tool / as_retriever
 
         g = MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
@@ -201,7 +231,7 @@ class MethodRuntime(Generic[C]):
     def params(self, config: RunnableConfig | None = None) -> C:
         """This run's parameters: settings section < the run's context < configurable keys."""
         conf = (config or {}).get("configurable", {}) or {}
-        return resolve_params(self.context_cls, self.settings().section(self.section), run_context(),
+        return resolve_params(self.context_cls, self.section_values(), run_context(),
                               conf, ignore=RunChoices)
 
     def run_choices(self) -> RunChoices:
@@ -256,7 +286,7 @@ class MethodRuntime(Generic[C]):
         whose text says what to set)."""
         role = role or stage.role
         settings = self.settings()
-        cap = settings.stage_cap(stage.name, stage.max_tokens)
+        cap = self.stage_cap(stage)
         recorder = CallRecorder(role=role, stage=stage.name, cap=cap)
         bounds = self._run_bounds()
         refusal = bounds.refusal(deadline_of(config))
@@ -266,26 +296,28 @@ class MethodRuntime(Generic[C]):
         # Nodes read rt.sources() synchronously: open them off the loop first. A source the user
         # asked for that cannot be used raises here, before the call.
         await self.asources()
-        recorder.defaults["model"] = model_name(model)
+        name, local = self.model_facts(model)
+        recorder.defaults["model"] = name
         if temperature is None:
             temperature = self.run_choices().temperature
         if constraint is not None:  # may ask the server who it is (HTTP, cached): not on the event loop
             await asyncio.to_thread(backend, model, backend_kind)
-        runnable, applied = self._runnable(stage, role, model, cap, temperature, constraint, logprobs, backend_kind)
+        runnable, applied = self._runnable(stage, role, model, local, cap, temperature, constraint, logprobs,
+                                           backend_kind)
         result = await call_stage(stage, variables, runnable, config, recorder, cap, constraint=constraint,
                                   applied=applied, bound_s=self.request_bound())
         bounds.settle(result.call, settings.max_consecutive_failures)
         return result
 
-    def _runnable(self, stage: Stage, role: str, model: Any, cap: int, temperature: float | None,
+    def _runnable(self, stage: Stage, role: str, model: Any, local: bool, cap: int, temperature: float | None,
                   constraint: Constraint | None, logprobs: bool, backend_kind: str) -> tuple[Any, Applied | None]:
         """The model as this stage calls it (capped, sampled, structured or constrained); the
         unconstrained forms are built once per stage and model."""
         # An in-process model decodes a schema-declaring stage under its JSON-schema grammar by default,
         # except where it continues a stage's text demonstrations (text_reply).
         settings = self.settings()
-        structured = (settings.structured_output or is_local(model)) and constraint is None
-        if structured and text_reply(stage, model, settings):
+        structured = (settings.structured_output or local) and constraint is None
+        if structured and local and text_reply(stage, model, settings):
             structured = False
         key = (stage.name, id(stage), role, id(model), cap, structured, temperature)
         if constraint is None and not logprobs:
@@ -318,3 +350,163 @@ class MethodRuntime(Generic[C]):
         Failures become records and notes; the others' evidence is kept."""
         return await retrieve_from(await self.asources(), source_names, query=query, k=k, operator=operator,
                                    args=args, question=question)
+
+
+# --- source selection -----------------------------------------------------------------------
+# Source selection: which knowledge sources a run reads, and querying them.
+#
+# Asked for means required: the sources a user named — the graph's ``sources=``, a run's context
+# ``sources`` — must all be usable; one that cannot be (a misspelt collection, a dead server, an
+# empty index) raises :class:`~atomgraph.errors.SourceUnavailable` when a run first reads its
+# sources, which is before its first model call. The settings' sources (nothing named) are
+# offered: an unusable one is set aside with its reason.
+#
+# :class:`RunSources` resolves a graph's sources once (what the graph was built with, else the
+# settings' sources) and a run's own choice (context ``sources``: a subset of the graph's, or
+# sources built from the settings by name); :func:`retrieve_from` queries named sources
+# concurrently, every call recorded. :class:`~atomgraph.nodes.runtime.MethodRuntime` offers both
+# as ``rt.sources()`` / ``rt.asources()`` / ``rt.retrieve(...)``.
+#
+# A long-lived graph (``langgraph dev``, a notebook kernel) looks again, at most every
+# ``RunSources.recheck_s`` seconds, at the settings' sources it could not use: a collection indexed
+# after the graph first opened its sources (``atomgraph index wikipedia`` in another terminal, the
+# ``wikipedia_index`` graph) is read by the next run, not only by runs that name it.
+
+class RunSources:
+    """A graph's knowledge sources and the runs' choices among them (each opened on first use)."""
+
+    recheck_s: float = 10.0  # how often settings' sources that could not be used are looked at again
+
+    def __init__(self, given: SourceSet | Iterable[KnowledgeSource] | None, settings: Callable[[], Settings]):
+        self.given = given
+        self._settings = settings
+        self._base: SourceSet | None = None
+        self._checked = 0.0  # when the settings' unusable sources were last looked at (time.monotonic())
+        self._named: dict[tuple[str, ...], SourceSet] = {}
+        self._from_settings: set[tuple[str, ...]] = set()  # chosen sets built from the settings by name
+        self._lock = threading.RLock()  # sources are opened once, whichever question asks first
+
+    @property
+    def opened(self) -> bool:
+        """Whether the graph's own sources have been opened."""
+        return self._base is not None
+
+    def base(self, required: bool = True) -> SourceSet:
+        """What the graph was built with (required, when ``required``), else the settings' sources."""
+        if self._base is None:
+            with self._lock:
+                if self._base is None:
+                    self._base = as_source_set(self.given, self._settings())
+                    self._checked = time.monotonic()
+        if required and self.given is not None:  # the graph's own sources= : asked for, so required
+            self._base.require()
+        return self._base
+
+    def pick(self, names: list[str] | None) -> SourceSet:
+        """The sources a run reads: ``names`` (the run's choice, each required) when given, else
+        :meth:`base`. A chosen source that was unusable is looked at again (built anew from the
+        settings) before the run is refused: it may have been indexed since (``wikipedia_index``
+        in the same server)."""
+        if not names:
+            return self.base()
+        key = tuple(names)
+        chosen = self._named.get(key)
+        if chosen is None or self._stale(key, names):
+            with self._lock:
+                if key not in self._named:
+                    own = self.base(required=False)
+                    if all(n in own.available or n in own.unavailable for n in names):  # a subset of the graph's
+                        self._named[key] = SourceSet(
+                            available={n: own.available[n] for n in names if n in own.available},
+                            unavailable={n: own.unavailable[n] for n in names if n in own.unavailable})
+                        if self.given is None:  # the base may be older than an index built since
+                            self._from_settings.add(key)
+                            if self._stale(key, names):
+                                self._reopen(key, names)
+                    else:  # sources the graph was not built with: built from the settings by name
+                        self._named[key] = build_sources(self._settings(), names)
+                        self._from_settings.add(key)
+                elif self._stale(key, names):
+                    self._reopen(key, names)
+                chosen = self._named[key]
+        return chosen.require(names)
+
+    def _stale(self, key: tuple[str, ...], names: list[str]) -> bool:
+        """A chosen set built from the settings with a source it could not use (worth a new look)."""
+        chosen = self._named.get(key)
+        return (chosen is not None and key in self._from_settings
+                and any(n in chosen.unavailable for n in names))
+
+    def _reopen(self, key: tuple[str, ...], names: list[str]) -> None:
+        chosen = self._named[key]
+        fresh = build_sources(self._settings(), [n for n in names if n in chosen.unavailable])
+        for n, source in fresh.available.items():
+            chosen.unavailable.pop(n, None)
+            chosen.available[n] = source
+        chosen.unavailable.update(fresh.unavailable)
+
+    def recheck_due(self) -> bool:
+        """Whether the settings' sources hold one that could not be used, last looked at more than
+        :attr:`recheck_s` seconds ago (never for the graph's own ``sources=``: those are required)."""
+        base = self._base
+        return (self.given is None and base is not None and bool(base.unavailable)
+                and time.monotonic() - self._checked >= self.recheck_s)
+
+    def recheck(self) -> list[str]:
+        """Look again at the settings' sources that could not be used; the names of those usable
+        now. The sources already open are kept; the set is replaced, not changed, so a run
+        holding the earlier set reads it unchanged."""
+        with self._lock:
+            base = self._base
+            if base is None or self.given is not None or not base.unavailable:
+                return []
+            self._checked = time.monotonic()
+            fresh = build_sources(self._settings(), list(base.unavailable), quiet=True)
+            if not fresh.available:
+                return []
+            held = [*base.available, *base.unavailable]
+            order = [n for n in self._settings().sources if n in held] + held  # the settings' order
+            available = {n: base.available.get(n) or fresh.available[n] for n in dict.fromkeys(order)
+                         if n in base.available or n in fresh.available}
+            available.update((n, src) for n, src in fresh.available.items() if n not in available)
+            self._base = SourceSet(available=available, unavailable=dict(fresh.unavailable))
+            for key in [k for k in self._named if k in self._from_settings and set(k) & set(fresh.available)]:
+                self._named.pop(key)  # a run's choice that held a source usable now: built again
+            log.info("knowledge source(s) %s usable now (not when this graph first opened its sources)",
+                     ", ".join(fresh.available))
+            return list(fresh.available)
+
+    async def apick(self, names: list[str] | None) -> SourceSet:
+        """:meth:`pick`, opening sources (indexes, stores) off the event loop the first time, and
+        looking again at unusable settings' sources when :meth:`recheck_due`."""
+        if self.recheck_due():
+            await asyncio.to_thread(self.recheck)
+        key = tuple(names or ())
+        if self._base is None or (names and (key not in self._named or self._stale(key, names))):
+            return await asyncio.to_thread(self.pick, names)
+        return self.pick(names)
+
+
+async def retrieve_from(sources: SourceSet, source_names: list[str], *, query: str, k: int,
+                        operator: str | None = None, args: list[str] | None = None,
+                        question: str = "") -> tuple[list[Evidence], list[RetrieverCall], list[str]]:
+    """Query the named sources concurrently (an operator call, or a plain search). Failures
+    become records and notes; the others' evidence is kept."""
+
+    async def one(name: str) -> tuple[list[Evidence], RetrieverCall]:
+        source = sources.get(name)
+        if source is None:
+            label = f"{operator}({', '.join(args or [])})" if operator else query
+            return [], RetrieverCall(source=name, query=label, error="source unavailable")
+        return await recorded_retrieval(source, query, k, operator=operator, args=args, question=question)
+
+    results = await asyncio.gather(*(one(n) for n in source_names))
+    evidence: list[Evidence] = []
+    calls: list[RetrieverCall] = []
+    notes: list[str] = []
+    for hits, call in results:
+        evidence.extend(hits)
+        calls.append(call)
+        if call.error:
+            notes.append(f"retrieval failed — {call.source}: {call.error}")
+    return evidence, calls, notes

@@ -25,7 +25,7 @@ documented fallback runs, recorded with its reason. An answer
 - is not empty (reason ``empty``);
 - holds only text: no control character, terminal escape (``\\x1b]0;...\\x07``, ``\\x1b[2J``), NUL,
   DEL, C1 control, bidirectional override or isolate (U+202A-U+202E, U+2066-U+2069) or lone
-  surrogate (reason ``control_chars``; :mod:`atomgraph.safe_text`);
+  surrogate (reason ``control_chars``; :mod:`atomgraph.text`);
 - is not the model's own debris (reason ``debris``): a chat-role word alone (``user``,
   ``assistant``, ``model``), a turn marker's name (``start_of_turn``, ``im_end``), or — against
   the question, :func:`check_debris` — a bare number or list of numbers where the question asks
@@ -58,7 +58,7 @@ import unicodedata
 from typing import Iterable, Sequence
 
 from atomgraph.errors import ParseError
-from atomgraph.safe_text import unsafe_chars
+from atomgraph.text import unsafe_chars
 
 MAX_ANSWER_CHARS = 200
 MAX_ANSWER_WORDS = 30

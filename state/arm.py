@@ -91,13 +91,25 @@ class ArmContext:
 
     # -- search objects (§3.2.1 end) -------------------------------------------------------
     keyword_pool: Annotated[
-        int, Field(description="best objects per keyword, its n-gram list as one query (BM25 + embedding)", ge=0)
+        int, Field(description="best objects per keyword, its n-gram list as one query (BM25 + embedding): the "
+                               "paper's base set of search objects (§3.2.1 end)", ge=0)
     ] = 3
-    bm25_pool: Annotated[int, Field(description="top objects by BM25 over all aligned n-grams", ge=0)] = 10
-    dense_pool: Annotated[int, Field(description="top objects by embedding similarity to the question", ge=0)] = 10
+    bm25_pool: Annotated[
+        int, Field(description="extension (0 = paper): also the top objects by BM25 over all aligned n-grams in the "
+                               "base set (a large base leaves the drafts one draft; issue 30)", ge=0)
+    ] = 0
+    dense_pool: Annotated[
+        int, Field(description="extension (0 = paper): also the top objects by embedding similarity to the whole "
+                               "question in the base set", ge=0)
+    ] = 0
 
     # -- drafts (§3.2.2 "Constructing multiple alignment drafts") ------------------------------
     drafts: Annotated[int, Field(description="expanded search-object sets, one MIP draft each (paper: 3)", ge=1)] = 3
+    first_expansion: Annotated[
+        int, Field(description="expansion steps of the first draft: draft d expands the base set first_expansion + d "
+                               "steps (0 = the base set, then 1 and 2 steps: §3.2.2 read as the base and its expansions; "
+                               "1 = steps 1, 2, 3)", ge=0)
+    ] = 0
     expansion_per_seed: Annotated[
         int, Field(description="most compatible objects each object adds per expansion step (paper's k; 0 = no expansion)", ge=0)
     ] = 3
@@ -105,15 +117,15 @@ class ArmContext:
         int, Field(description="nearest objects by embedding scored for compatibility when expanding one object", ge=1)
     ] = 20
     max_candidates: Annotated[
-        int, Field(description="cap on one draft's search objects (ours: the paper has none; expansion_keep says what stays)", ge=1)
-    ] = 40
+        int, Field(description="cap on one draft's search objects (ours, for the MIP's size: the paper has none; "
+                               "expansion_keep says what stays)", ge=1)
+    ] = 80
     expansion_keep: Annotated[
         Literal["relevance", "newest"],
         Field(description="past max_candidates: 'relevance' = the base objects, then the most relevant expanded ones "
-                          "(a large base leaves every draft the same set); 'newest' = half the cap reserved for "
-                          "expanded objects, the draft's last step first (drafts that differ; measured: HotpotQA "
-                          "every 2nd R/PR 88.0/80.0 -> 90.0/82.0, distinct drafts 1.20 -> 1.38; Spider every 10th unchanged)"),
-    ] = "newest"
+                          "(each draft's set holds the one before it, as the paper's sets do); 'newest' = half the cap "
+                          "reserved for expanded objects, the draft's last step first (a switch for large base sets)"),
+    ] = "relevance"
 
     # -- relevance R_i and compatibility C_ij (§3.2.2, Appendix B) ---------------------------
     relevance: Annotated[
@@ -161,7 +173,10 @@ class ArmContext:
                           "k-1 link budget as the connected selection it encourages; no cycle counts), 'pairs' = "
                           "any k-1 pairs (the budget alone, cycles allowed)"),
     ] = "pairs"
-    mip_time_limit_s: Annotated[float, Field(description="CBC time limit; the best feasible solution is used", gt=0)] = 0.5
+    mip_time_limit_s: Annotated[
+        float, Field(description="CBC time limit per draft (s); past it the best feasible solution is used and the "
+                                 "trace and the run summary say so (solves take ~0.1-1 s on an idle CPU)", gt=0)
+    ] = 10.0
     structure_alignment: Annotated[
         bool, Field(description="Figure 4 ablation: False = information alignment only (the k most relevant base objects)"),
     ] = True
@@ -206,7 +221,7 @@ class ArmContext:
         bool, Field(description="True: the paper's setting, every extension off at once (relevance='cosine', "
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
                                 "compatibility_scale=1, max_links=k-1, served_alignment='grammar', fill_to_k=False, "
-                                "max_draft_changes=0); these fields then take the paper's values whatever else is set"),
+                                "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0); these fields then take the paper's values whatever else is set"),
     ] = False
 
     def __post_init__(self) -> None:
@@ -221,8 +236,8 @@ class ArmContext:
     @classmethod
     def validated(cls, **values) -> "ArmContext":
         """An ``ArmContext`` with every bound checked (pydantic ``ValidationError`` otherwise;
-        :func:`atomgraph.state.context.validate_params` is the ConfigError-raising twin)."""
-        from atomgraph.state.context import _adapter
+        :func:`atomgraph.state.run.validate_params` is the ConfigError-raising twin)."""
+        from atomgraph.state.run import _adapter
 
         return _adapter(cls).validate_python(values)
 
@@ -233,6 +248,6 @@ class ArmContext:
 PAPER: dict = {
     "relevance": "cosine", "database_weight": 0.0, "coverage_weight": 0.0, "compatibility": "graded",
     "links": "pairs", "compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
-    "fill_to_k": False, "max_draft_changes": 0,
+    "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""

@@ -18,7 +18,7 @@ from typing import Annotated
 from typing_extensions import TypedDict
 
 from atomgraph.state.arm import ArmContext
-from atomgraph.state.output import MethodInput, MethodOutput
+from atomgraph.state.run import MethodInput, MethodOutput
 
 
 ArmGraphContext = ArmContext

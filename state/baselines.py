@@ -8,8 +8,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from atomgraph.state.evidence import Evidence
-from atomgraph.state.output import MethodInput, MethodOutput
+from atomgraph.state.run import Evidence, MethodInput, MethodOutput
 
 
 @dataclass(kw_only=True)

@@ -14,8 +14,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from atomgraph.state.evidence import Evidence
-from atomgraph.state.output import MethodInput, MethodOutput
+from atomgraph.state.run import Evidence, MethodInput, MethodOutput
 
 _TOP_K = "Passages retrieved from each knowledge source per query."
 

@@ -13,8 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from atomgraph.state.output import MethodInput, MethodOutput
-from atomgraph.state.usage import CallRecords
+from atomgraph.state.run import CallRecords, MethodInput, MethodOutput
 
 
 DeltaMetric = Literal["pike_l2", "cosine"]

@@ -11,7 +11,7 @@ from atomgraph.errors import ConfigError, ParseError
 from atomgraph.graphs.arm import arm_llm_retriever, build_arm_graph
 from atomgraph.nodes.arm.self_verification import aggregate_votes as aggregate, span_logprobs
 from atomgraph.prompts.arm.stages import parse_changes, parse_keywords, parse_ngram, parse_selection
-from atomgraph.state.output import OUTPUT_KEYS
+from atomgraph.state.run import OUTPUT_KEYS
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.arm_index import ArmIndex
 from atomgraph.tools.objects import Question
@@ -117,7 +117,9 @@ def test_graph_returns_the_method_contract_with_retrieved_ids(index):
 
     shown = render_trace(trace)  # what `atomgraph ask --method arm` prints
     assert "keywords (model): Heisenberg doctoral advisor, died city" in shown
-    assert "aligned n-grams: " in shown and "vote p1: 1 votes" in shown
+    # every draft verified as keeping p1 (the base set's draft and its expansion's): one vote each
+    assert "aligned n-grams: " in shown and f"vote p1: {len(trace['drafts'])} votes" in shown
+    assert trace["drafts"][0]["steps"] == 0  # §3.2.2: the first draft is the base set itself
 
 
 def test_replayed_keywords_need_no_model_for_alignment(index):

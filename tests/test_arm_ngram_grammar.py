@@ -166,7 +166,7 @@ def test_served_model_gets_the_corpus_grammar(index, ngrams, owned_by, field):
     trace = out["trace"]
     assert trace["decoding"]["mode"] == "ngram_grammar" and trace["decoding"]["backend"] == owned_by
     assert f"{len(ngrams):,} corpus n-grams" in trace["decoding"]["why"]
-    align = [b for b in server.requests if "Phrases:" in b["messages"][-1]["content"]]
+    align = [b for b in server.requests if "N-grams:" in b["messages"][-1]["content"]]
     assert len(align) == 2  # one list per keyword, no shortlist
     gbnf = align[0]["structured_outputs"]["grammar"] if field == "structured_outputs" else align[0]["grammar"]
     assert gbnf == ngram_list_grammar(ngrams).gbnf
@@ -193,4 +193,4 @@ def test_too_big_a_grammar_or_no_grammar_keeps_the_shortlist(index):
         dec = out["trace"]["decoding"]
         assert dec["mode"] in ("vllm_choice", "free") and why in dec["why"] and "shortlist instead" in dec["why"]
         assert any("Options:" in b["messages"][-1]["content"] for b in server.requests)
-        assert not any("Phrases:" in b["messages"][-1]["content"] for b in server.requests)
+        assert not any("N-grams:" in b["messages"][-1]["content"] for b in server.requests)

@@ -185,8 +185,8 @@ def test_graded_compatibility_follows_appendix_b(tmp_path):
     exact = graded_matrix(idx, cand[3:5], weight=0.0)  # exact values only: Jaccard of the header words
     assert exact[0, 1] == pytest.approx(1.0)
     assert sentences("A b. C d! e f") == ["A b.", "C d! e f"]
-    # drafts: l = 1, 2, 3 expansion steps of every base object, each set different when it can be
-    ctx = ArmContext(k=2, keyword_pool=1, bm25_pool=1, dense_pool=1, expansion_per_seed=1, max_candidates=40)
+    # drafts with first_expansion=1: l = 1, 2, 3 expansion steps of every base object, each set different when it can be
+    ctx = ArmContext(k=2, keyword_pool=1, bm25_pool=1, dense_pool=1, expansion_per_seed=1, max_candidates=40, first_expansion=1)
     scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
     sets = expanded_pools(idx, base_pool(idx, scores, ctx), scores, ctx, 3)
     assert [s for s, _ in sets][0] == 1 and len({frozenset(p) for _, p in sets}) == len(sets)
@@ -202,7 +202,7 @@ def test_a_capped_expansion_keeps_each_drafts_own_hop_with_expansion_keep_newest
 
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
     scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
-    common = dict(k=2, keyword_pool=2, bm25_pool=4, dense_pool=4, expansion_per_seed=2, max_candidates=4)
+    common = dict(k=2, keyword_pool=2, bm25_pool=4, dense_pool=4, expansion_per_seed=2, max_candidates=4, first_expansion=1)
     base = base_pool(idx, scores, ArmContext(**common))
     assert len(base) >= 4
     flat = expanded_pools(idx, base, scores, ArmContext(**common, expansion_keep="relevance"), 3)
@@ -210,3 +210,27 @@ def test_a_capped_expansion_keeps_each_drafts_own_hop_with_expansion_keep_newest
     newest = expanded_pools(idx, base, scores, ArmContext(**common, expansion_keep="newest"), 3)
     assert len({frozenset(p) for _, p in newest}) == len(newest)  # every set a different one
     assert all(len(p) <= 4 and any(q not in base for q in p) for _, p in newest)  # each holds expanded objects
+
+
+def test_drafts_are_the_base_set_and_its_expansions_by_default(tmp_path):
+    """issue 30.1, §3.2.2: draft d runs the MIP over the base set expanded first_expansion + d
+    steps; by default the first draft's set is the base set itself (0 steps), then 1 and 2."""
+    from atomgraph.nodes.arm.information_alignment import Scores, base_pool
+    from atomgraph.nodes.arm.structure_alignment import expanded_pools
+    from atomgraph.state.arm import ArmContext
+
+    idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
+    scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
+    ctx = ArmContext(k=2, keyword_pool=1, bm25_pool=0, dense_pool=0, expansion_per_seed=1)
+    base = base_pool(idx, scores, ctx)
+    sets = expanded_pools(idx, base, scores, ctx, 3)
+    assert sets[0] == (0, base)  # the base set alone
+    assert [s for s, _ in sets] == sorted(s for s, _ in sets) and all(s > 0 for s, _ in sets[1:])
+    assert len({frozenset(p) for _, p in sets}) == len(sets)  # each a different set
+    assert all(set(base) <= set(p) for _, p in sets)  # the base is in every set
+    shifted = expanded_pools(idx, base, scores, ArmContext(k=2, keyword_pool=1, bm25_pool=0, dense_pool=0,
+                                                             expansion_per_seed=1, first_expansion=1), 3)
+    assert shifted[0][0] == 1 and set(shifted[0][1]) > set(base)
+    none = expanded_pools(idx, base, scores, ArmContext(k=2, keyword_pool=1, bm25_pool=0, dense_pool=0,
+                                                          expansion_per_seed=0), 3)
+    assert none == [(0, base)]

@@ -72,10 +72,22 @@ async def test_keep_raw_reply_keeps_the_text_as_the_authors_do():
 
 
 @pytest.mark.parametrize("pack,offered", [("hotpotqa", False), ("2wiki", False), ("musique", True),
-                                          ("general", True)])
+                                          ("general", True), ("crag", True), ("blendqa", True)])
 def test_unknown_is_offered_where_the_authors_offer_it(pack, offered):
     def system(stage):
         return stage.prompt.format_messages(**stage.render({"question": "Q?", "knowledge": "k", "pack": pack}))[0].content
 
     assert ("Paraphrase Answer: Unknown" in system(DIRECT_RAG_STAGE)) is offered
     assert "Unknown" not in system(CLOSED_BOOK_STAGE)  # no closed-book prompt of theirs offers it
+
+
+def test_the_authors_reading_takes_the_last_list():
+    """``read_as_authors`` (keep_raw_reply): the last [...] after "answer is:" is the answer list;
+    a reply with no such list gives its paraphrase, else its text."""
+    from atomgraph.prompts.atomr.answer_format import read_as_authors
+
+    listed = 'Two passages. So the answer is: (1) Paraphrase Answer: both; (2) Answer List: ["Uppsala", "Ulm"] trailing'
+    assert read_as_authors(listed).answers == ["Uppsala", "Ulm"]
+    assert read_as_authors("See [1] and [2]; so the answer is: Uppsala").answers == ["Uppsala"]
+    assert read_as_authors("He lived in Ulm, by the passage.").answers == ["He lived in Ulm, by the passage."]
+    assert read_as_authors("He lived in Ulm [5] by the passage.").answers == ["5"]  # a passage label is a list too

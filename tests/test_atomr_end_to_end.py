@@ -22,7 +22,8 @@ from atomgraph.demo_run import DEMO_COLLECTION, arun_demo, demo_settings, demo_s
 from atomgraph.graphs.atomr import build_atomr_graph
 from atomgraph.settings import Settings
 from atomgraph.testing import kg_program_reply
-from atomgraph.tools.registry import SourceSet
+from atomgraph.tools.base import SourceSet
+from atomgraph.tools.registry import as_source_set
 from atomgraph.tools.wikidata_source import wikidata_from_settings
 
 
@@ -99,7 +100,7 @@ async def test_without_the_passage_store_the_search_node_cannot_answer(demo_stor
     has no answer for the Search (an operator failure: direct RAG, which cannot answer), the
     root's child reasoning says Unknown and falls back to direct RAG, and the closed-book
     answer cannot answer either: an empty answer with the error set, never "Unknown"."""
-    kg_only = SourceSet.of([wikidata_from_settings(demo_store)])
+    kg_only = as_source_set([wikidata_from_settings(demo_store)])
     graph, _ = graph_over(kg_only, demo_store)
     out = await graph.ainvoke({"question": Q1})
     nodes = nodes_of(out)

@@ -7,11 +7,9 @@ from __future__ import annotations
 import pytest
 
 from atomgraph.graphs.atomr import build_atomr_graph
-from atomgraph.nodes.atomr.algorithm import ALGORITHM_1, Switch
-from atomgraph.nodes.atomr.fanout import plan_operator, plan_question
+from atomgraph.nodes.atomr.execution import ALGORITHM_1, Switch, plan_operator, plan_question
 from atomgraph.settings import Settings
-from atomgraph.state.atomr import NodeRun
-from atomgraph.state.tree import OperatorCall
+from atomgraph.state.atomr import NodeRun, OperatorCall
 from atomgraph.testing import answer_reply, atomr_scripted_model
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.memory_source import InMemorySource
@@ -286,7 +284,8 @@ async def test_eval_run_uses_the_datasets_prompt_pack(tmp_path):
     from atomgraph.evaluation.runner import arun_eval
 
     assert prompt_pack_for("hotpotqa-dev-100") == "hotpotqa" and prompt_pack_for("2wiki-test-500") == "2wiki"
-    assert prompt_pack_for("hipporag-musique") == "musique" and prompt_pack_for("blendqa") is None
+    assert prompt_pack_for("hipporag-musique") == "musique" and prompt_pack_for("blendqa") == "blendqa"
+    assert prompt_pack_for("crag-test-500") == "crag" and prompt_pack_for("my/own.jsonl") is None
     model = atomr_scripted_model({Q: TREE}, answer=reader())
     srcs = [InMemorySource(PASSAGES, name="wikipedia")]
     examples = [Example(id="q1", question=Q, answers=["Wapakoneta"])]
@@ -303,7 +302,7 @@ async def test_eval_run_uses_the_datasets_prompt_pack(tmp_path):
 
 
 def test_search_descriptor_and_filter_condition_reach_the_executor_question():
-    from atomgraph.nodes.atomr.operate import executor_question
+    from atomgraph.nodes.atomr.leaf_reasoning import executor_question
 
     assert executor_question("Search", "What is Wild Strawberries?", ["Wild Strawberries", "1957 Swedish film"]) == \
         "What is Wild Strawberries? (1957 Swedish film)"

@@ -10,13 +10,13 @@ import json
 import pytest
 
 from atomgraph.graphs.atomr import build_atomr_graph
-from atomgraph.nodes.atomr.fanout import filter_candidates, plan_operator, refs_in
+from atomgraph.nodes.atomr.execution import filter_candidates, plan_operator, refs_in
 from atomgraph.prompts.atomr import TreeParseError, parse_tree
 from atomgraph.settings import Settings
-from atomgraph.state.atomr import NodeRun
-from atomgraph.state.tree import OperatorCall
+from atomgraph.state.atomr import NodeRun, OperatorCall
 from atomgraph.testing import answer_reply, atomr_scripted_model
 from atomgraph.tools.memory_source import InMemorySource
+from oxigraph_server import oxigraph_endpoint, oxigraph_server  # noqa: F401 - fixtures
 
 # Whole answers that a splitter on "," / " and " would break apart.
 WHOLE = ["Wapakoneta, Ohio", "Glen Ridge, New Jersey", "Rome, Italy", "Pride and Prejudice"]
@@ -111,3 +111,43 @@ async def test_released_filter_trees_run_one_retrieval_per_whole_answer(shared_d
         assert not [c for c in out["retriever_calls"] if c["query"].startswith(("Filter(Ohio", "Filter(New Jersey",
                                                                                 "Filter(Italy", "Filter(Prejudice"))]
     assert ran >= 1
+
+
+KG_QUESTION = "Which of the things named in the list is located in the United States?"
+KG_TREE = {
+    KG_QUESTION: ["1. Which places and books does the list name?", "2. Which of [1] is located in the United States?"],
+    "1. Which places and books does the list name?": 'Search("Paris")',
+    "2. Which of [1] is located in the United States?": 'Filter([1], "located in the United States")',
+}
+KG_WHOLE = ["Paris, Texas", "Paris, France", "Pride and Prejudice"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_wikidata_filter_gets_the_whole_answers_on_a_real_sparql_server(oxigraph_endpoint, mode):
+    """A scripted ATOMR run over Wikidata on a real SPARQL server (Oxigraph on loopback): node 1
+    answers three whole answers holding "," and " and "; the Filter node hands them to the
+    knowledge graph as a list, which looks up each one whole: no "Texas", "Pride" or "Prejudice"."""
+    from atomgraph.tools.sparql_backends import SparqlEndpoint
+    from atomgraph.tools.wikidata_source import WikidataSource
+
+    prompts = []
+
+    def answer(stage, prompt):
+        prompts.append((stage, prompt))
+        return answer_reply(*KG_WHOLE) if stage == "search" else answer_reply("Paris, Texas")
+
+    source = WikidataSource(SparqlEndpoint(oxigraph_endpoint, user_agent="atomgraph-tests/0.1 (test suite)",
+                                           timeout=30, retries=2))
+    model = atomr_scripted_model({KG_QUESTION: KG_TREE}, answer=answer, sources_reply="Wikidata")
+    graph = build_atomr_graph(model=model, sources=[source], settings=Settings(cache=False))
+    out = graph.invoke({"question": KG_QUESTION}) if mode == "sync" else await graph.ainvoke({"question": KG_QUESTION})
+    nodes = {n["id"]: n for n in out["trace"]["nodes"]}
+    assert nodes[1]["answers"] == KG_WHOLE
+    (sub,) = nodes[2]["subcalls"]
+    assert sub["candidates"] == KG_WHOLE
+    (call,) = [c for c in out["retriever_calls"] if c["source"] == "wikidata" and c["query"].startswith("Filter(")]
+    assert json.dumps(KG_WHOLE) in call["query"] and not call.get("error")
+    # the executor's knowledge: each whole candidate's country, judged; nothing for a fragment
+    (filter_prompt,) = [p for s, p in prompts if s == "filter"]
+    assert "(Paris, country, United States)" in filter_prompt and "(Paris, country, France)" in filter_prompt
+    assert nodes[2]["answers"] == ["Paris, Texas"]

@@ -5,16 +5,13 @@ from __future__ import annotations
 import pytest
 from langgraph.types import Command, Send
 
-from atomgraph.nodes.atomr.direct_rag import make_direct_rag_node
-from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient
+from atomgraph.nodes.atomr.parent_reasoning import make_direct_rag_node, make_reason_children_node, sibling_refs
+from atomgraph.nodes.atomr.leaf_reasoning import (gate, make_run_operator_node, make_select_sources_node,
+                                                  overlap_coefficient)
 from atomgraph.text import split_entities
-from atomgraph.nodes.atomr.finalize import finalize
-from atomgraph.nodes.atomr.operate import make_run_operator_node
+from atomgraph.nodes.atomr.execution import finalize, make_schedule_node
 from atomgraph.nodes.atomr.plan import initial_runs, make_plan_node
-from atomgraph.nodes.atomr.reason import make_reason_children_node, sibling_refs
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.nodes.atomr.schedule import make_schedule_node
-from atomgraph.nodes.atomr.select_sources import make_select_sources_node
 from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.settings import Settings
 from atomgraph.state.atomr import AtomRContext

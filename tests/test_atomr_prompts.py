@@ -29,7 +29,7 @@ from atomgraph.prompts.atomr import (
     match_sources,
     parse_answer,
 )
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.testing import ScriptedChatModel, prompt_text
 
 ALL_PROMPTS = {
@@ -118,7 +118,7 @@ def test_answering_prompts_ask_for_the_answer_format():
             assert '["Yes"] or ["No"]' in system
             # every few-shot answer in the prompt is itself readable (Relate's Unknown demonstration aside)
             examples = re.findall(r"Answer: [^\n]*So the answer is[^\n]*", system)
-            assert len(examples) >= 4, (pack, name)
+            assert 2 <= len(examples) <= 8, (pack, name)  # the authors have 2-8 per stage and dataset
             for example in examples:
                 parsed = parse_answer(example)
                 assert (parsed.answers and not parsed.unknown) or "Answer List: []" in example
@@ -464,13 +464,14 @@ def test_prompt_packs_have_the_sizes_and_never_use_test_questions():
     test_qs = _test_questions()
     for name, pack in PACKS.items():
         if name != "general":
-            assert 12 <= len(pack.plan_examples) <= 18, name
-        assert all(4 <= len(v) <= 6 for v in pack.examples.values()), name
+            assert 12 <= len(pack.plan_examples) <= 22, name  # the authors: 12-22 per dataset
+        assert all(2 <= len(v) <= 8 for v in pack.examples.values()), name  # the authors' 2-8 per stage
         for q, tree in pack.plan_examples:
             assert " ".join(q.split()).casefold() not in test_qs, (name, q)
             assert not parse_tree(tree, q).repairs, (name, q)
         for demos in pack.examples.values():
             for demo in demos:
+                demo = getattr(demo, "text", demo)  # a dataset pack's Demo (with its source) or plain text
                 asked = demo.rsplit("Question:", 1)[-1].split("\nAnswer:")[0].split(" (")[0]
                 assert " ".join(asked.split()).casefold() not in test_qs, (name, asked)
 

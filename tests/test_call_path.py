@@ -12,7 +12,7 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.cache import CacheView, ReplyCache
 from atomgraph.errors import ParseError
-from atomgraph.nodes.recorder import CallRecorder
+from atomgraph.nodes.call import CallRecorder
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.constraints import Choice, Grammar, JsonSchema, TokenTrie, backend, constrain, request_form
 from atomgraph.prompts.stage import Stage, text_parser
@@ -200,7 +200,7 @@ def test_the_output_contract_is_json_as_returned():
 
 
 def test_only_the_recorder_builds_call_records():
-    """One recorder: no module but nodes/recorder.py writes an LLMCall (state/ defines it)."""
+    """One recorder: no module but nodes/call.py writes an LLMCall (state/ defines it)."""
     import re
     from pathlib import Path
 
@@ -208,4 +208,4 @@ def test_only_the_recorder_builds_call_records():
     builders = sorted(str(p.relative_to(root)) for folder in ("atomgraph", "nodes", "graphs", "tools", "prompts",
                                                                 "evaluation")
                       for p in (root / folder).rglob("*.py") if re.search(r"\bLLMCall\(", p.read_text("utf-8")))
-    assert builders == ["nodes/recorder.py"], builders
+    assert builders == ["nodes/call.py"], builders

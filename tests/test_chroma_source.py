@@ -10,7 +10,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from atomgraph.embeddings import SentenceTransformerEmbeddings, embedding_id, embedding_model
 from atomgraph.errors import ConfigError, SourceError
 from atomgraph.settings import Settings
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.tools.chroma_source import ChromaWikipediaSource, create_collection, wikipedia_from_settings
 from atomgraph.tools.corpus_readers import read_passages
 from atomgraph.tools.ingest import ingest

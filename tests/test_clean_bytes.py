@@ -1,5 +1,5 @@
 """Clean bytes (issue 29.1): nothing the command line prints can steer a terminal or crash on a
-surrogate (atomgraph/safe_text.py), and the answer contract refuses such answers in every method
+surrogate (atomgraph/text.py), and the answer contract refuses such answers in every method
 (the hostile matrix's escape/bidi/nul/surrogate modes: tests/test_hostile_matrix.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from atomgraph import safe_text
+from atomgraph import text as safe_text
 
 HOSTILE = ["Ulm\x1b]0;PWNED\x07\x1b[2J\x1b[1;1H", "\u202eUlm", "Ulm\x00\x08", "Ulm\ud800", "\x9b2J", "a\u2066b\u2069"]
 RAW = ["\x1b", "\x07", "\u202e", "\x00", "\x08", "\ud800", "\x9b", "\u2066", "\u2069"]

@@ -8,7 +8,7 @@ import pytest
 from atomgraph.demo_pack import load_passages
 from atomgraph.graphs.registry import build_method, method_descriptions
 from atomgraph.settings import Settings
-from atomgraph.state.output import OUTPUT_KEYS
+from atomgraph.state.run import OUTPUT_KEYS
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.memory_source import InMemorySource
 

@@ -12,7 +12,7 @@ from atomgraph.demo_pack import load_passages
 from atomgraph.errors import SourceError
 from atomgraph.graphs.registry import build_method
 from atomgraph.settings import Settings
-from atomgraph.state.output import OUTPUT_KEYS
+from atomgraph.state.run import OUTPUT_KEYS
 from atomgraph.testing import ScriptedChatModel, tool_call
 from atomgraph.tools.memory_source import InMemorySource
 

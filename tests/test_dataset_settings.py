@@ -62,3 +62,91 @@ async def test_demonstration_questions_are_left_out_of_the_split_evaluated(share
     assert len(meta["demonstrations_left_out"]) == 10 and meta["total"] == 10
     assert len((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()) == 10
     assert "10 question(s) left out: they are demonstrations of the '2wiki' prompt pack" in capsys.readouterr().err
+
+
+def test_crag_and_blendqa_declare_their_own_packs():
+    crag, blend = dataset_setting("crag-test-500"), dataset_setting("blendqa-kg-web")
+    assert (crag.prompt_pack, crag.demonstrations_in_split) == ("crag", False)
+    assert (blend.prompt_pack, blend.demonstrations_in_split) == ("blendqa", True)
+    _, ctx, applied = apply_dataset_setting("atomr", "blendqa", get_settings())
+    assert ctx == {"prompt_pack": "blendqa"}
+    assert describe_applied(applied).startswith("dataset setting blendqa: prompt pack blendqa; sources wikipedia, "
+                                                "google, wikidata")
+
+
+async def test_atomr_on_crag_uses_the_crag_pack_in_every_stage_and_leaves_out_its_demonstrations(
+        shared_data, tmp_path, capsys):
+    """crag-dev-100 holds the crag pack's demonstrations (7 among its first 20); crag-test-500 none."""
+    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.testing import answer_reply, atomr_scripted_model
+    from atomgraph.tools.memory_source import InMemorySource
+
+    seen: dict[str, list[str]] = {}
+
+    def plan(prompt: str) -> str:  # a one-leaf plan for the question asked
+        seen.setdefault("plan", []).append(prompt)
+        question = prompt.rsplit("Question: ", 1)[1].split("\n", 1)[0].strip()
+        return json.dumps({question: 'Relate("x", "y")'})
+
+    def answer(stage: str, prompt: str) -> str:  # Relate's reply is unreadable: its node goes to direct RAG
+        seen.setdefault(stage, []).append(prompt)
+        return "Born somewhere, says the passage.\nThat is all it gives." if stage == "relate" else answer_reply("ok")
+
+    model = atomr_scripted_model(plan, answer)
+    src = [InMemorySource([{"title": "x", "text": "y"}], name="wikipedia")]
+    await arun_eval("atomr", "crag-dev-100", tmp_path / "run", limit=20, model=model, progress=False, sources=src,
+                    settings=Settings(cache=False), dataset_name="crag-dev-100")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["prompt_pack"] == "crag" and meta["dataset_setting"]["prompt_pack"] == "crag"
+    assert len(meta["demonstrations_left_out"]) == 7 and meta["total"] == 13
+    assert "08e48056-1191-42d4-a5d0-0d39acce629a" in meta["demonstrations_left_out"]
+    assert len((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()) == 13
+    assert "7 question(s) left out: they are demonstrations of the 'crag' prompt pack" in capsys.readouterr().err
+    # the planner shows the CRAG demonstrations; Relate and the fallback's direct RAG the CRAG examples and rules
+    assert len(seen["plan"]) == 13
+    assert all("who was head coach of the lakers in kobe bryant's rookie year?" in p for p in seen["plan"])
+    assert len(seen["relate"]) == 13 and all("Dataset rules (CRAG)" in p and "47,004,501" in p for p in seen["relate"])
+    assert len(seen["direct_rag"]) == 13
+    assert all("Dataset rules (CRAG)" in p and "Stephen Herek" in p for p in seen["direct_rag"])
+    # none of the pack's demonstrations is in the split Table 3 evaluates
+    test_run = tmp_path / "test-run"
+    await arun_eval("atomr", "crag-test-500", test_run, limit=5, model=model, progress=False, sources=src,
+                    settings=Settings(cache=False), dataset_name="crag-test-500")
+    assert json.loads((test_run / "run.json").read_text())["demonstrations_left_out"] == []
+
+
+def test_every_method_leaves_the_blendqa_demonstration_subset_out(shared_data, tmp_path, capsys):
+    """BlendQA has no dev split: the blendqa pack is written on 21 of its questions, which a run of
+    any method leaves out (2 of the first 16: kg-web_132-5 and -15), saying how many."""
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"default": "So the answer is: Paris"}))
+    out = tmp_path / "run"
+    assert main(["eval", "run", "--method", "cot", "--dataset", "blendqa", "--model", f"scripted:{rules}",
+                 "--limit", "16", "--out", str(out), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "cot on blendqa: 2 question(s) left out: they are demonstrations of the 'blendqa' prompt pack" in err
+    assert "dataset setting blendqa" in err
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["demonstrations_left_out"] == ["kg-web_132-5", "kg-web_132-15"] and meta["total"] == 14
+    assert len((out / "predictions.jsonl").read_text().splitlines()) == 14
+
+
+async def test_atomr_on_blendqa_plans_with_the_blendqa_pack(shared_data, tmp_path, capsys):
+    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.testing import atomr_scripted_model
+    from atomgraph.tools.memory_source import InMemorySource
+
+    prompts: list[str] = []
+
+    def plan(prompt: str) -> str:
+        prompts.append(prompt)
+        question = prompt.rsplit("Question: ", 1)[1].split("\n", 1)[0].strip()
+        return json.dumps({question: 'Relate("x", "y")'})
+
+    await arun_eval("atomr", "blendqa", tmp_path / "run", limit=16, model=atomr_scripted_model(plan), progress=False,
+                    sources=[InMemorySource([{"title": "x", "text": "y"}], name="wikipedia")],
+                    settings=Settings(cache=False), dataset_name="blendqa")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["prompt_pack"] == "blendqa" and meta["demonstrations_left_out"] == ["kg-web_132-5", "kg-web_132-15"]
+    assert len(prompts) == 14 and all("Dataset rules (BlendQA)" in p and "Ella Emhoff" in p for p in prompts)
+    assert "2 question(s) left out: they are demonstrations of the 'blendqa' prompt pack" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import pytest
 from atomgraph.errors import ConfigError, ParseError, SourceError
 from atomgraph.graphs.registry import build_method, method_names, register_method
 from atomgraph.prompts.baselines import extract_answer
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.base import KnowledgeSource
 

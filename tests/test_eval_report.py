@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from atomgraph.cli import main
-from atomgraph.state.usage import DEFAULT_PRICES, calls_cost, price_table
+from atomgraph.state.run import DEFAULT_PRICES, LLMCall, calls_cost, price_table
 from atomgraph.evaluation.report import markdown_tables, summarize_runs
 from atomgraph.settings import Settings
-from atomgraph.state.usage import LLMCall
 
 
 def _record(i: int, qtype: str, f1: float, model: str, tin: int, tout: int, sources: dict, latency: float,

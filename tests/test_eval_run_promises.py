@@ -249,7 +249,7 @@ async def test_an_errored_empty_prediction_scores_zero_whatever_the_gold(tmp_pat
 
 
 def test_server_usage_no_tokenizer_could_give_is_flagged():
-    from atomgraph.nodes.recorder import usage_problem
+    from atomgraph.nodes.call import usage_problem
 
     assert usage_problem("What is the capital of France?", "Paris", 12, 2) is None
     assert "completion tokens 100000" in usage_problem("What is the capital?", "Paris", 10, 100000)
@@ -258,7 +258,7 @@ def test_server_usage_no_tokenizer_could_give_is_flagged():
 
 
 def test_server_usage_is_checked_against_the_tokenizer_count():
-    from atomgraph.nodes.recorder import count_tokens, usage_problem
+    from atomgraph.nodes.call import count_tokens, usage_problem
 
     prompt = ("Question: Which band recorded the album Soul Mining, released in 1983, and who founded it? "
               "Answer with the band's name and its founder, citing the passages you used. ") * 4
@@ -282,7 +282,7 @@ def test_server_usage_is_checked_against_the_tokenizer_count():
 def test_usage_check_falls_back_to_bounds_without_the_tokenizer(monkeypatch, caplog):
     import sys
 
-    from atomgraph.nodes import recorder
+    from atomgraph.nodes import call as recorder
 
     recorder.usage_encoding.cache_clear()
     try:
@@ -304,7 +304,7 @@ def test_cached_reply_usage_is_not_checked():
     from langchain_core.outputs import ChatGeneration, LLMResult
 
     from atomgraph.cache import CACHE_HIT_KEY
-    from atomgraph.nodes.recorder import CallRecorder
+    from atomgraph.nodes.call import CallRecorder
 
     rec = CallRecorder()
     for cached in (True, False):

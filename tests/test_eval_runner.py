@@ -20,7 +20,7 @@ from atomgraph.evaluation.datasets import Example
 from atomgraph.evaluation.records import read_records
 from atomgraph.evaluation.runner import arun_eval, run_eval
 from atomgraph.graphs.registry import register_method
-from atomgraph.nodes.recorder import CallRecorder
+from atomgraph.nodes.call import CallRecorder
 from atomgraph.settings import Settings
 from atomgraph.testing import ScriptedChatModel
 

@@ -29,7 +29,6 @@ ALLOWED = {
     ("atomgraph.local.trie", "atomgraph.tools.arm_index"): "the trie reuses ARM's n-gram tokenisation (one tokeniser)",
     ("atomgraph.evaluation.runner", "atomgraph.testing"): "--model scripted:RULES.json, asked for by name",
     ("atomgraph.state.atomr", "atomgraph.prompts.atomr.packs"): "AtomRContext validates prompt_pack against the packs",
-    ("atomgraph.text", "atomgraph.prompts.json_reader"): "split_entities reads a list literal with the one JSON reader",
 }
 
 

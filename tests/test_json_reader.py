@@ -1,4 +1,4 @@
-"""The one reader of JSON in model replies (prompts/json_reader.py), and the stages that use it
+"""The one reader of JSON in model replies (atomgraph/text.py), and the stages that use it
 (issue 28.3): no textual rewriting of words, no citation marker taken for the list."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from atomgraph.prompts.json_reader import loads, read_json, read_object
+from atomgraph.text import loads, read_json, read_object
 
 
 @pytest.mark.parametrize("text,value", [

@@ -355,7 +355,7 @@ async def test_atomizer_temperature_is_bound_only_for_the_atomizer_call():
     from langchain_openai import ChatOpenAI
 
     from atomgraph.models import with_temperature
-    from atomgraph.nodes.kar3.common import Kar3Runtime
+    from atomgraph.nodes.kar3.loop import Kar3Runtime
     from atomgraph.nodes.runtime import MethodRuntime
     from atomgraph.prompts.kar3.stages import ATOMIZE_STAGE, PROPOSE_STAGE
 

@@ -13,6 +13,7 @@ does in the form; a run that picks none gets the "no chat model is configured" t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -94,12 +95,16 @@ SCRIPT = {
 }
 
 
+MODEL_REQUESTS: list[Path] = []
+
+
 @pytest.fixture(scope="module")
 def model_server(tmp_path_factory):
     """The keep-alive fake OpenAI-compatible server, answering every method's stages."""
     tmp = tmp_path_factory.mktemp("model_server")
     script = tmp / "script.json"
     script.write_text(json.dumps(SCRIPT))
+    MODEL_REQUESTS[:] = [Path(f"{script}.requests.jsonl")]  # every request body the server got
     proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "openai_compat_server.py"), str(script),
                              "--all-stages"], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
@@ -273,7 +278,7 @@ def test_the_run_tests_cover_every_registered_graph():
 
 
 def answered(record: dict, out: dict, expected: str, server: httpx.Client) -> None:
-    from atomgraph.state.output import OUTPUT_KEYS
+    from atomgraph.state.run import OUTPUT_KEYS
 
     assert record["status"] == "success", (record, out, server_log(server))
     assert set(OUTPUT_KEYS) <= set(out), sorted(out)
@@ -508,3 +513,65 @@ async def test_server_mode_refuses_what_it_cannot_send_and_a_dead_server(langgra
         await arun_eval("standard", str(data), tmp_path / "c", server=f"http://127.0.0.1:{free_port()}",
                         progress=False)
     assert not (tmp_path / "c" / "predictions.jsonl").exists()
+
+
+def _plan_requests_for(question: str) -> list[str]:
+    """The text of every planner request the model server got for ``question``."""
+    out = []
+    for line in MODEL_REQUESTS[0].read_text().splitlines():
+        text = "\n".join(str(m.get("content")) for m in json.loads(line).get("messages", []))
+        if question in text and "Decomposition Tree" in text:
+            out.append(text)
+    return out
+
+
+async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_server, server_files, tmp_path):
+    """`eval run --server` on a HotpotQA file: the server runs the dataset's setting, as a local run
+    does: its declared sources (Wikipedia only: no Wikidata call, no query-program call) and,
+    for ATOMR, its prompt pack; a file with no declared setting runs on the server's own sources."""
+    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.prompts.atomr.packs import get_pack
+
+    record, out = run(langgraph_server, "wikipedia_index", {"inputs": [str(server_files / "corpus.jsonl")]})
+    assert record["status"] == "success" and out["error"] is None, (out, server_log(langgraph_server))
+    line = json.dumps({"id": "q0", "question": QUESTION, "answers": [ANSWER]}) + "\n"
+    hotpot, mine = tmp_path / "hotpotqa_sample.jsonl", tmp_path / "mine.jsonl"
+    hotpot.write_text(line)
+    mine.write_text(line)
+    kw = dict(server=str(langgraph_server.base_url), server_context={"model": MODEL}, progress=False)
+
+    declared = await arun_eval("rag", str(hotpot), tmp_path / "rag_hotpot", **kw)
+    (rec,) = declared.records
+    assert rec["error"] is None and rec["predicted"] == ANSWER, rec["error"]
+    assert set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia"}, rec["usage"]
+    meta = json.loads((tmp_path / "rag_hotpot" / "run.json").read_text())
+    assert meta["fingerprint"]["params"]["sources"] == ["wikipedia"] and meta["dataset_setting"]["declared"]
+    # no declared setting: the server's own sources, the Wikipedia collection included although the
+    # server opened its sources before it was indexed (looked at again every RunSources.recheck_s)
+    from atomgraph.nodes.runtime import RunSources
+
+    for attempt in range(3):
+        general = await arun_eval("rag", str(mine), tmp_path / f"rag_mine{attempt}", **kw)
+        (rec,) = general.records
+        if "wikipedia" in rec["usage"]["retriever_calls_by_source"]:
+            break
+        await asyncio.sleep(RunSources.recheck_s)
+    assert set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia", "wikidata"}, rec["usage"]
+    assert "sources" not in json.loads((tmp_path / f"rag_mine{attempt}" / "run.json").read_text())["fingerprint"]["params"]
+
+    atomr = await arun_eval("atomr", str(hotpot), tmp_path / "atomr_hotpot", **kw)
+    (rec,) = atomr.records
+    assert rec["error"] is None and set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia"}, rec
+    assert not any(s.get("kg_program") for n in rec["trace"]["nodes"] for s in n.get("subcalls") or [])
+    # with a deadline (sent as configurable: the server refuses context and configurable together)
+    bounded = await arun_eval("rag", str(hotpot), tmp_path / "rag_deadline", deadline_s=600, **kw)
+    (rec,) = bounded.records
+    assert rec["error"] is None and rec["predicted"] == ANSWER, rec["error"]
+    assert set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia"}, rec["usage"]
+    past = await arun_eval("rag", str(mine), tmp_path / "rag_past", deadline_s=0.001, **kw)
+    (rec,) = past.records  # the server got the deadline: its one model call was refused
+    assert "deadline: the question's time ran out" in rec["error"] and rec["usage"]["llm_errors"] == 1, rec["error"]
+
+    shown = get_pack("hotpotqa").plan_examples[0][0]
+    assert shown not in {q for q, _ in get_pack("general").plan_examples}
+    assert any(shown in text for text in _plan_requests_for(QUESTION))  # the hotpotqa pack's planner prompt

@@ -138,6 +138,21 @@ def test_bad_model_paths_are_clear_config_errors(tmp_path):
     assert issubclass(LocalModelError, ConfigError)
 
 
+def test_thread_count_setting(monkeypatch, engine):
+    from atomgraph.local.engine import local_threads
+
+    assert engine.llm.context_params.n_threads_batch == engine.llm.context_params.n_threads == engine.n_threads
+    monkeypatch.setenv("ATOMGRAPH_LOCAL_THREADS", "3")
+    assert local_threads() == 3 and local_threads(2) == 2
+    monkeypatch.setenv("ATOMGRAPH_LOCAL_THREADS", "many")
+    with pytest.raises(LocalModelError, match="ATOMGRAPH_LOCAL_THREADS='many'"):
+        local_threads()
+    with pytest.raises(LocalModelError, match="at least 1 thread"):
+        local_threads(0)
+    monkeypatch.delenv("ATOMGRAPH_LOCAL_THREADS")
+    assert local_threads() >= 1
+
+
 def test_a_truncated_real_model_is_refused(tmp_path, engine):
     cut = tmp_path / "cut.gguf"
     with open(engine.path, "rb") as src:
@@ -189,7 +204,7 @@ def test_plan_stage_parses_on_five_questions(engine, model):
     one operator call or [DR]), closes within the cap, parses as exactly one plan, and the plan
     node keeps it with the question as its root."""
     from atomgraph.nodes.atomr.plan import pick_plan
-    from atomgraph.prompts.atomr.operator_call import parse_leaf
+    from atomgraph.prompts.atomr.tree_parser import parse_leaf
     from atomgraph.prompts.atomr.stages import PLAN_STAGE, plan_constraint
     from atomgraph.prompts.constraints import constrain
 
@@ -357,6 +372,29 @@ def test_beam_through_the_chat_model_reports_every_list(model, hotpot_trie, hotp
     assert msg.usage_metadata["output_tokens"] > 0
 
 
+def test_the_alignment_list_depends_on_the_keyword(engine, model, hotpot_trie, hotpot_ngrams):
+    """ARM §3.2.1 through the chat model as the align node calls it (the stage's prompt, the
+    trie of every HotpotQA n-gram, width 4): different keywords of one question decode to
+    different lists, each a list of corpus n-grams. (The prompt once had no demonstrations and
+    opened the list with "(": the base model read it as an enumeration and returned "(1)", "(a)"
+    or "(the)" whatever the keyword.) Each decoding starts from an empty KV cache (fixed history)."""
+    from atomgraph.prompts.arm.alignment import ALIGN_LIST, LIST_CLOSE, LIST_SEP, LOCAL_LIST_OPEN
+    from tests.conftest import reset_local_history
+
+    question = "Which band, Counting Crows or Sleeping with Sirens, formed first?"
+    lists = {}
+    for kw in ("Counting Crows", "Haymo of Faversham", "language"):
+        reset_local_history(engine)
+        msg = model.invoke(ALIGN_LIST.messages({"question": question, "keyword": kw}), ngram_trie=hotpot_trie,
+                           beam_width=4, n_best=1, trie_open=LOCAL_LIST_OPEN, trie_close=LIST_CLOSE,
+                           trie_sep=LIST_SEP, max_tokens=ALIGN_LIST.max_tokens)
+        (best,) = msg.response_metadata["beams"]
+        assert best["strings"] and all(s in hotpot_ngrams for s in best["strings"]), (kw, best)
+        lists[kw] = tuple(best["strings"])
+    assert len(set(lists.values())) == 3, lists
+    assert not set(lists.values()) & {("1",), ("a",), ("the",)}, lists
+
+
 def test_a_trie_with_no_continuation_ends_the_beam_cleanly(engine, model, tmp_path):
     empty = TokenTrie.build([], engine, cache_dir=tmp_path)
     res = beam_decode(engine, engine.chat_prompt([("user", "List things.")]), empty, beam_width=2)
@@ -403,3 +441,30 @@ def test_each_test_can_fix_the_kv_history(engine, model):
     reset_local_history(engine)
     assert engine.llm.n_tokens == 0 and not engine._states
     assert model.invoke("Name a river in Europe.", max_tokens=8).content == first
+
+
+def test_batches_run_on_the_single_token_threads(engine):
+    """A batch (a prompt, a beam hypothesis's suffix) runs on as many threads as one token:
+    llama-cpp-python's default (every core) makes small batches wait on a descheduled thread."""
+    params = engine.llm.context_params
+    assert params.n_threads_batch == params.n_threads >= 1
+
+
+def test_grounded_reply_takes_a_shared_free_part(engine):
+    """``free_text`` (the free reply to the same prompt from the same history) gives the reply
+    that generating the free part again gives, token for token."""
+    from atomgraph.local.grounded import grounded_reply
+
+    evidence = ["Ulm Minster | Ulm Minster is the church with the tallest steeple in the world."]
+    prompt = engine.prompt([("system", "Example.\nQuestion: What is the capital of France?\nAnswer: So the answer "
+                                       "is: (1) Paraphrase Answer: Paris; (2) Answer List: [\"Paris\"]"),
+                            ("user", "Retrieved Knowledge:\n[1] " + evidence[0] + "\n\nQuestion: Which church has "
+                                     "the tallest steeple?\nAnswer:")])
+    engine.reset_cache()
+    free = engine.generate(prompt, max_tokens=24, stop=["\nQuestion:"])
+    engine.reset_cache()
+    own = grounded_reply(engine, prompt, evidence, stop=["\nQuestion:"], max_tokens=24)
+    engine.reset_cache()
+    shared = grounded_reply(engine, prompt, evidence, stop=["\nQuestion:"], max_tokens=24, free_text=free.text)
+    assert shared.text == own.text and shared.strings == own.strings
+    assert own.beam_evaluations > 0 and own.beam_steps > 0

@@ -18,8 +18,7 @@ from atomgraph.graphs.wikipedia_index import build_wikipedia_index_graph
 from atomgraph.prompts.atomr.stages import DIRECT_RAG_STAGE, STAGES
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.atomr import AtomRContext
-from atomgraph.state.context import context_with_defaults, resolve_params
-from atomgraph.state.output import OUTPUT_KEYS
+from atomgraph.state.run import OUTPUT_KEYS, context_with_defaults, resolve_params
 from atomgraph.testing import ScriptedChatModel, answer_reply, atomr_scripted_model
 from atomgraph.tools.memory_source import InMemorySource
 

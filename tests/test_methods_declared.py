@@ -16,7 +16,8 @@ from pydantic import Field
 
 from atomgraph.graphs.registry import build_method, method_descriptions, method_names, register_method
 from atomgraph.methods import METHODS, Method
-from atomgraph.nodes.runtime import MethodRuntime, dual
+from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import dual
 from atomgraph.prompts.stage import Stage, text_parser
 from atomgraph.settings import Settings
 from atomgraph.state.baselines import BaselineState

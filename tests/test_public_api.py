@@ -14,7 +14,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import Settings
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.testing import answer_reply, atomr_scripted_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -191,7 +191,7 @@ def test_wheel_contains_every_module_and_the_demo_data(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (wheel,) = (tmp_path / "dist").glob("atomgraph-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for path in ["atomgraph/__init__.py", "atomgraph/commands/ask.py", "atomgraph/state/tree.py",
+    for path in ["atomgraph/__init__.py", "atomgraph/commands/ask.py", "atomgraph/state/atomr.py",
                  "atomgraph/graphs/atomr.py", "atomgraph/nodes/atomr/plan.py", "atomgraph/tools/base.py",
                  "atomgraph/prompts/atomr/plan.py", "atomgraph/evaluation/runner.py",
                  "atomgraph/demo/kg.ttl", "atomgraph/demo/passages.jsonl", "atomgraph/demo/questions.jsonl"]:

@@ -116,3 +116,138 @@ def test_table_3_has_a_recipe_per_row_and_dataset():
     assert atomr.sources == ["wikipedia", "google", "wikidata"] and atomr.embedding_model == "all-MiniLM-L6-v2"
     assert load_recipe("atomr-t3-atomr-crag").paper_values["f1_multi-hop"] == 64.95
     assert recipe_settings(load_recipe("atomr-t2-atomr-2wiki")).atomr.prompt_pack == "2wiki"
+
+
+def test_table_3_atomr_recipes_run_the_dataset_packs(shared_data, tmp_path, capsys):
+    assert recipe_settings(load_recipe("atomr-t3-atomr-crag")).atomr.prompt_pack == "crag"
+    assert recipe_settings(load_recipe("atomr-t3-atomr-blendqa")).atomr.prompt_pack == "blendqa"
+    # a Table 3 BlendQA recipe, of any method, scores the set without the blendqa demonstration subset
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"default": "So the answer is: Paris"}))
+    out = tmp_path / "run"
+    assert main(["eval", "run", "--recipe", "atomr-t3-standard-blendqa", "--model", f"scripted:{rules}",
+                 "--limit", "16", "--out", str(out), "--no-progress"]) == 0
+    assert "2 question(s) left out" in capsys.readouterr().err
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["demonstrations_left_out"] == ["kg-web_132-5", "kg-web_132-15"]
+    assert len((out / "predictions.jsonl").read_text().splitlines()) == 14
+
+
+FACTORY = '''
+from pathlib import Path
+
+from atomgraph.testing import ScriptedChatModel
+
+MARK = Path(__file__).with_name("factory_called")
+
+
+def make(settings):
+    MARK.write_text("called")
+    return ScriptedChatModel(default="So the answer is: from the factory", model_name="factory-model")
+'''
+
+
+def test_a_recipe_run_reads_no_model_factory_from_the_environment(shared_data, tmp_path, capsys, monkeypatch):
+    """Sealed means the model object too: $ATOMGRAPH_MODEL_FACTORY (and the other ATOMGRAPH_*
+    settings) do not reach a recipe run, which names each as not applied; an explicit
+    --model-factory does, printed at start and recorded in run.json."""
+    (tmp_path / "leaky_factory.py").write_text(FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("ATOMGRAPH_MODEL_FACTORY", "leaky_factory:make")
+    monkeypatch.setenv("ATOMGRAPH_MODEL", "leaky-model")
+    monkeypatch.setenv("ATOMGRAPH_SOURCES", "google")
+    monkeypatch.setenv("ATOMGRAPH_COT__DEMONSTRATIONS", "0")
+    monkeypatch.setenv("ATOMGRAPH_ATOMR__PLAN_FAILURE_RAG", "true")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"default": "So the answer is: Paris"}))
+    out = tmp_path / "run"
+    args = ["eval", "run", "--recipe", "atomr-t2-cot-hotpotqa", "--limit", "1", "--no-progress"]
+    assert main([*args, "--model", f"scripted:{rules}", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert not (tmp_path / "factory_called").exists()  # the factory was never imported nor called
+    ignored = err.split("not applied", 1)[1].splitlines()[0]
+    for said in ("$ATOMGRAPH_MODEL_FACTORY='leaky_factory:make'", "model='leaky-model'", "sources=['google']",
+                 "cot.demonstrations=0", "atomr.plan_failure_rag=True"):
+        assert said in ignored, (said, ignored)
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["run"]["not_applied"]["$ATOMGRAPH_MODEL_FACTORY"] == "leaky_factory:make"
+    assert "model_factory" not in meta["run"] and meta["run"]["options"] == {"--model": f"scripted:{rules}"}
+    assert f"  --model scripted:{rules}" in err
+    s = meta["settings"]
+    assert (s["model"], s["sources"], s["cot"]["demonstrations"], s["atomr"]["plan_failure_rag"]) == (
+        "gpt-4o-2024-08-06", ["wikipedia"], 2, False)
+    (rec,) = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert rec["predicted"] == "Paris"
+    # named explicitly, the factory is the run's model: printed, recorded, and not "not applied"
+    out2 = tmp_path / "run2"
+    assert main([*args, "--model-factory", "leaky_factory:make", "--out", str(out2)]) == 0
+    err = capsys.readouterr().err
+    assert "--model-factory leaky_factory:make" in err and "$ATOMGRAPH_MODEL_FACTORY" not in err
+    meta = json.loads((out2 / "run.json").read_text())
+    assert meta["run"]["model_factory"] == "leaky_factory:make"
+    assert meta["fingerprint"]["models"] == {"model": "factory-model"}
+    (rec,) = [json.loads(line) for line in (out2 / "predictions.jsonl").read_text().splitlines()]
+    assert rec["predicted"] == "from the factory"
+
+
+def _recipe_file(tmp_path, dataset: str, extra: str = "", settings: str = 'model = "m"\n'):
+    p = tmp_path / "mine.toml"
+    p.write_text(f'title = "x"\npaper = "p"\ntable = "T"\nmethod = "cot"\ndataset = "{dataset}"\nmetric = "f1"\n'
+                 f'paper_value = 1.0\n{extra}[settings]\n{settings}')
+    return p
+
+
+@pytest.mark.parametrize("extra, settings, says", [
+    ('datset = "x"\n', 'model = "m"\n', "has unknown key(s) 'datset'"),
+    ("", 'model = "m"\nbogus = 1\n', "invalid settings: bogus: Extra inputs are not permitted"),
+    ("", 'model = "m"\n[settings.cot]\nnope = 1\n', "invalid settings: cot.nope"),
+    ("", 'model = "m"\n[settings.cot]\ndemonstrations = "two"\n', "invalid settings: cot.demonstrations"),
+])
+def test_a_recipe_with_an_unknown_key_is_one_line(tmp_path, capsys, extra, settings, says):
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": "1", "question": "Where?", "answers": ["Paris"]}) + "\n")
+    recipe = _recipe_file(tmp_path, str(data), extra, settings)
+    assert main(["eval", "run", "--recipe", str(recipe), "--out", str(tmp_path / "run"), "--no-progress"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_recipe_naming_a_missing_named_dataset_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ATOMGRAPH_SHARED_DATA", str(tmp_path))  # a data folder without the dataset's file
+    recipe = _recipe_file(tmp_path, "hotpotqa-dev-100")
+    assert main(["eval", "run", "--recipe", str(recipe), "--no-progress"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "names dataset 'hotpotqa-dev-100', which is missing" in err and len(err.splitlines()) == 1, err
+
+
+def test_a_recipe_over_a_dataset_without_a_declared_setting_runs_the_general_one_and_says_so(tmp_path, capsys):
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": "1", "question": "Where?", "answers": ["Paris"]}) + "\n")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"default": "So the answer is: Paris"}))
+    recipe = _recipe_file(tmp_path, str(data))
+    out = tmp_path / "run"
+    assert main(["eval", "run", "--recipe", str(recipe), "--model", f"scripted:{rules}", "--out", str(out),
+                 "--no-progress"]) == 0
+    assert "no declared setting for this dataset: the general one" in capsys.readouterr().err
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["dataset_setting"]["setting"] == "general" and meta["dataset_setting"]["declared"] is False
+
+
+def test_a_server_run_reads_no_model_factory_from_the_environment(tmp_path, capsys, monkeypatch):
+    """`eval run --server` runs the server's models: $ATOMGRAPH_MODEL_FACTORY is not imported
+    (a factory cannot be sent), and the run says so instead of refusing a model it never asked for."""
+    import socket
+
+    monkeypatch.setenv("ATOMGRAPH_MODEL_FACTORY", "no_such_module_anywhere:make")
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": "1", "question": "Where?", "answers": ["Paris"]}) + "\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    assert main(["eval", "run", "--method", "standard", "--dataset", str(data), "--out", str(tmp_path / "run"),
+                 "--server", f"http://127.0.0.1:{port}", "--no-progress"]) != 0
+    err = capsys.readouterr().err
+    assert "$ATOMGRAPH_MODEL_FACTORY not applied: a server run uses the server's models" in err
+    assert "cannot be reached" in err and "no_such_module_anywhere" not in err.split("not applied", 1)[1]

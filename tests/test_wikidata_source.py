@@ -126,7 +126,7 @@ def test_operate_maps_the_three_operators(source):
     # a list of heads, as a substituted answer
     fathers = source.operate("Relate", ["['Malia Obama', 'Sasha Obama']", "father"], "q")
     assert sorted(e.metadata["head_label"] for e in fathers) == ["Malia Obama", "Sasha Obama"]
-    filt = source.operate("Filter", ["Lionel Messi, Steven Jobs, Bill Gates", "born in 1955"], "q")
+    filt = source.operate("Filter", ["['Lionel Messi', 'Steven Jobs', 'Bill Gates']", "born in 1955"], "q")
     assert {e.metadata["entity"] for e in filt} == {"Lionel Messi", "Steven Jobs", "Bill Gates"}
     assert all(e.metadata["relation_label"] in {"date of birth", "place of birth"} for e in filt)
     assert {e.metadata["head_label"]: e.metadata["satisfies"] for e in filt} == {
@@ -218,6 +218,26 @@ def test_operate_filter_on_the_real_endpoint_matches_the_file_store(endpoint_sou
         (e.text, e.metadata["satisfies"]) for e in file_source.operate("Filter", args, "q")]
     assert sorted(e.metadata["entity"] for e in over_http if e.metadata["satisfies"]) == [
         "Bill Gates", "Lionel Messi", "Steve Jobs"]
+
+
+WHOLE = '["Paris, Texas", "Paris, France", "Pride and Prejudice"]'
+
+
+def test_operate_filter_takes_each_candidate_whole(source):
+    """Issue 31 item 4: Filter's candidates are whole answers, never split again on "," or
+    " and " ("Paris, Texas" is not "Paris" and "Texas"; "Pride and Prejudice" is one book)."""
+    ev = source.operate("Filter", [WHOLE, "located in the United States"], "Which of them is in the US?")
+    assert [(e.metadata["entity"], e.text, e.metadata["satisfies"]) for e in ev] == [
+        ("Paris, Texas", "(Paris, country, United States)", True),
+        ("Paris, France", "(Paris, country, France)", False)]  # the novel has no country: nothing
+    book = source.operate("Filter", ["Pride and Prejudice", "author is Jane Austen"], "q")
+    assert [(e.metadata["entity"], e.text, e.metadata["satisfies"]) for e in book] == [
+        ("Pride and Prejudice", "(Pride and Prejudice, author, Jane Austen)", True)]
+    # the same list through the public method, and a literal comma text is one candidate (no item
+    # of the graph has that name), as the authors take a literal argument
+    assert [e.text for e in source.filter_candidates(["Paris, Texas", "Paris, France", "Pride and Prejudice"],
+                                                     "located in the United States")] == [e.text for e in ev]
+    assert source.operate("Filter", ["Paris, Texas, Paris, France", "located in the United States"], "q") == []
 
 
 def test_operate_filter_without_a_known_attribute_keeps_overlapping_facts(file_source):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from langchain_core.embeddings import Embeddings
 
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.state.kar3 import AtomHit
 from atomgraph.tools.atom_index import AtomIndex
 from atomgraph.tools.base import KnowledgeSource

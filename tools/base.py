@@ -7,6 +7,9 @@ a ``kind`` (``text``, ``web`` or ``kg``) and ``search(query, k)`` returning
 default falls back to ``search`` on the operator's arguments.
 
 Each source is also a LangChain retriever (``as_retriever``) and tool (``as_tool``).
+
+A run reads its sources as one :class:`SourceSet` (those usable, and why the others are not);
+building sources from names, objects or settings is :mod:`atomgraph.tools.registry`.
 """
 
 from __future__ import annotations
@@ -15,15 +18,16 @@ import asyncio
 import contextlib
 import time
 from abc import ABC, abstractmethod
-from typing import Any, AsyncIterator, Iterable, Literal
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Iterable, Literal, Mapping
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool
 
-from atomgraph.state.evidence import Evidence, render_evidence
-from atomgraph.state.usage import RetrieverCall
+from atomgraph.errors import SourceUnavailable
+from atomgraph.state.run import Evidence, RetrieverCall, render_evidence
 
 SourceKind = Literal["text", "web", "kg"]
 
@@ -212,3 +216,38 @@ def retrieval_failure(calls: Iterable[Any]) -> str | None:
         by_source.setdefault(str(source), str(_call_error(c)))
     listed = "; ".join(f"{name}: {why}" for name, why in by_source.items())
     return f"no evidence: every source call failed ({len(failed)} of {len(calls)}; {listed})"[:1000]
+
+
+# --- a run's set of sources ---------------------------------------------------------------------
+@dataclass
+class SourceSet:
+    """The sources configured for a run: those usable, and why the others are not."""
+
+    available: dict[str, KnowledgeSource] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    def __iter__(self):
+        return iter(self.available.values())
+
+    def __len__(self) -> int:
+        return len(self.available)
+
+    def get(self, name: str) -> KnowledgeSource | None:
+        return self.available.get(name)
+
+    def require(self, names: Iterable[str] | None = None) -> "SourceSet":
+        """This set, when every source asked for (``names``, default: all of them) can be used;
+        else a :class:`SourceUnavailable` naming each one that cannot, and why. A source the
+        user named is required: it is never quietly dropped."""
+        wanted = list(names) if names is not None else list(self.unavailable)
+        missing = {n: self.unavailable[n] for n in wanted if n in self.unavailable}
+        if missing:
+            raise SourceUnavailable(unavailable_message(missing))
+        return self
+
+
+def unavailable_message(missing: Mapping[str, str]) -> str:
+    """One line naming the requested sources that cannot be used, and why."""
+    listed = "; ".join(f"{name}: {why}" for name, why in missing.items())
+    noun = "source" if len(missing) == 1 else "sources"
+    return f"requested knowledge {noun} unavailable — {listed}"

@@ -41,7 +41,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 
 from atomgraph.errors import ConfigError, SourceError
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.tools.base import KnowledgeSource, SourceKind
 
 ACCEPTED = ("a KnowledgeSource, a LangChain BaseRetriever, a LangChain VectorStore (e.g. langchain_chroma.Chroma), "

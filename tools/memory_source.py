@@ -7,7 +7,7 @@ import math
 from collections import Counter
 from typing import Iterable
 
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.text import words
 from atomgraph.tools.base import KnowledgeSource, SourceKind
 

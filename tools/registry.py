@@ -7,13 +7,12 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from atomgraph.errors import ConfigError, SourceUnavailable
 from atomgraph.imports import import_object
 from atomgraph.settings import Settings, get_settings
-from atomgraph.tools.base import KnowledgeSource
+from atomgraph.tools.base import KnowledgeSource, SourceSet
 # Imported here, not on first use: sources are resolved inside a running event loop, where
 # `langgraph dev` refuses the file reads of a first import.
 from atomgraph.tools.langchain_sources import as_source
@@ -53,69 +52,10 @@ def _factory(name: str) -> SourceFactory:
     return f
 
 
-@dataclass
-class SourceSet:
-    """The sources configured for a run: those usable, and why the others are not."""
-
-    available: dict[str, KnowledgeSource] = field(default_factory=dict)
-    unavailable: dict[str, str] = field(default_factory=dict)
-
-    def __iter__(self):
-        return iter(self.available.values())
-
-    def __len__(self) -> int:
-        return len(self.available)
-
-    def get(self, name: str) -> KnowledgeSource | None:
-        return self.available.get(name)
-
-    def require(self, names: Iterable[str] | None = None) -> "SourceSet":
-        """This set, when every source asked for (``names``, default: all of them) can be used;
-        else a :class:`SourceUnavailable` naming each one that cannot, and why. A source the
-        user named is required: it is never quietly dropped."""
-        wanted = list(names) if names is not None else list(self.unavailable)
-        missing = {n: self.unavailable[n] for n in wanted if n in self.unavailable}
-        if missing:
-            raise SourceUnavailable(unavailable_message(missing))
-        return self
-
-    @classmethod
-    def of(cls, sources: Iterable[Any], settings: Settings | None = None) -> "SourceSet":
-        """The given sources: knowledge sources, LangChain retrievers or vector stores,
-        ``query -> list[Document]`` callables (each through :func:`as_source`), or registered
-        names. Two sources of the same name get suffixes (``name_2``)."""
-        out = cls()
-        if isinstance(sources, (str, bytes, Mapping)) or not isinstance(sources, Iterable) or _single(sources):
-            sources = [sources]  # one retriever / store / callable on its own
-        for item in sources:
-            if isinstance(item, str):
-                named = build_sources(settings or get_settings(), [item])
-                out.available.update(named.available)
-                out.unavailable.update(named.unavailable)
-                continue
-            s = as_source(item)
-            name, n = s.name, 2
-            while name in out.available or name in out.unavailable:
-                name, n = f"{s.name}_{n}", n + 1
-            s.name = name
-            reason = s.unavailable_reason()
-            if reason:
-                out.unavailable[s.name] = reason
-            else:
-                out.available[s.name] = s
-        return out
-
-
-def unavailable_message(missing: Mapping[str, str]) -> str:
-    """One line naming the requested sources that cannot be used, and why."""
-    listed = "; ".join(f"{name}: {why}" for name, why in missing.items())
-    noun = "source" if len(missing) == 1 else "sources"
-    return f"requested knowledge {noun} unavailable — {listed}"
-
-
-def build_sources(settings: Settings, names: Iterable[str] | None = None) -> SourceSet:
+def build_sources(settings: Settings, names: Iterable[str] | None = None, *, quiet: bool = False) -> SourceSet:
     """Build the named sources (default: ``settings.sources``); unusable ones are set aside with
-    their reason, logged once."""
+    their reason, logged once (``quiet``: at debug level, for a look again at sources already
+    reported)."""
     out = SourceSet()
     for name in names if names is not None else settings.sources:
         try:
@@ -125,7 +65,7 @@ def build_sources(settings: Settings, names: Iterable[str] | None = None) -> Sou
             source, reason = None, str(exc)
         if reason or source is None:
             out.unavailable[name] = reason or "unavailable"
-            log.warning("knowledge source %s is unavailable: %s", name, out.unavailable[name])
+            (log.debug if quiet else log.warning)("knowledge source %s is unavailable: %s", name, out.unavailable[name])
         else:
             out.available[source.name if ":" in name else name] = source
     return out
@@ -144,13 +84,39 @@ def _single(obj: Any) -> bool:
     return isinstance(obj, (KnowledgeSource, BaseRetriever, VectorStore))
 
 
-def as_source_set(sources: Any, settings: Settings) -> SourceSet:
+def as_source_set(sources: Any, settings: Settings | None = None) -> SourceSet:
     """What graph builders accept as ``sources`` — a SourceSet, None for the sources settings
     name, or any iterable of knowledge sources, LangChain retrievers, vector stores,
     ``query -> list[Document]`` callables and source names (one on its own too) — as one
     SourceSet. Anything else is a :class:`ConfigError` naming what is accepted."""
     if sources is None:
-        return build_sources(settings)
+        return build_sources(settings or get_settings())
     if isinstance(sources, SourceSet):
         return sources
-    return SourceSet.of(sources, settings)
+    return _source_set_of(sources, settings)
+
+
+def _source_set_of(sources: Iterable[Any], settings: Settings | None = None) -> SourceSet:
+    """The given sources: knowledge sources, LangChain retrievers or vector stores,
+    ``query -> list[Document]`` callables (each through :func:`as_source`), or registered
+    names. Two sources of the same name get suffixes (``name_2``)."""
+    out = SourceSet()
+    if isinstance(sources, (str, bytes, Mapping)) or not isinstance(sources, Iterable) or _single(sources):
+        sources = [sources]  # one retriever / store / callable on its own
+    for item in sources:
+        if isinstance(item, str):
+            named = build_sources(settings or get_settings(), [item])
+            out.available.update(named.available)
+            out.unavailable.update(named.unavailable)
+            continue
+        s = as_source(item)
+        name, n = s.name, 2
+        while name in out.available or name in out.unavailable:
+            name, n = f"{s.name}_{n}", n + 1
+        s.name = name
+        reason = s.unavailable_reason()
+        if reason:
+            out.unavailable[s.name] = reason
+        else:
+            out.available[s.name] = s
+    return out

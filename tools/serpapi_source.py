@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from atomgraph.errors import SourceError
 from atomgraph.settings import Settings
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.retry import Failure, acall_with_retries, call_with_retries, classify
 

@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from atomgraph.errors import ConfigError
 from atomgraph.settings import Settings
-from atomgraph.state.evidence import Evidence
-from atomgraph.text import STOPWORDS, content_words, ngrams, split_entities, words
+from atomgraph.state.run import Evidence
+from atomgraph.text import STOPWORDS, content_words, listed_or_whole, ngrams, split_entities, words
 from atomgraph.tools import sparql_queries as q
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.kg_values import (
@@ -627,7 +627,7 @@ class WikidataSource(KnowledgeSource):
         elif op == "relate" and len(args) >= 2:
             out = self._op_relate(args[0], args[1])
         elif op == "filter" and len(args) >= 2:
-            out = self._op_filter(args[0], " ".join(args[1:]))
+            out = self.filter_candidates(listed_or_whole(args[0]), " ".join(args[1:]))
         if not out and self.fact_dump:
             return self.search(" ".join(args) or question, k)
         return out[: self.max_answers]
@@ -651,18 +651,19 @@ class WikidataSource(KnowledgeSource):
                 out += self.relations_between(name, x)
         return out[: self.max_facts]
 
-    def _op_filter(self, entities_text: str, condition: str) -> list[Evidence]:
-        """Filter(entities, condition) on the KG: for each entity, the values of the attribute
-        the condition names, each marked with whether it meets the condition
-        (``metadata["satisfies"]``: True, False, or None where it cannot be judged); the
-        executor reasons over them. An entity without that attribute gives its one-hop facts
-        that share words with the condition instead."""
+    def filter_candidates(self, candidates: Sequence[str], condition: str) -> list[Evidence]:
+        """Filter(candidates, condition) on the KG: for each candidate, taken whole (an answer
+        such as "Wapakoneta, Ohio" or "Pride and Prejudice" is one name, never split again), the
+        values of the attribute the condition names, each marked with whether it meets the
+        condition (``metadata["satisfies"]``: True, False, or None where it cannot be judged);
+        the executor reasons over them. A candidate without that attribute gives nothing, or with
+        ``fact_dump`` its one-hop facts that share words with the condition."""
         cond = parse_condition(condition)
         props = self.condition_properties(cond.attribute)
         if cond.op == "=" and f"{cond.attribute} of".lower() in condition.lower():
             # "capital of a country": the property "capital of" itself, when there is one
             props = self._exact_properties([f"{cond.attribute} of"]) + props
-        names = [entities_text] if self._resolve(entities_text, 1) else split_entities(entities_text)
+        names = list(dict.fromkeys(" ".join(str(c).split()) for c in candidates if str(c).strip()))
         cwords = _words(condition)
         out: list[Evidence] = []
         for name in names[:20]:

@@ -61,13 +61,14 @@ def add_model_source_args(parser) -> None:
 
 
 def model_and_sources(args, require_model: bool = True, base: Settings | None = None,
-                      require_sources: bool = True) -> tuple[Settings, object, object]:
+                      require_sources: bool = True, sealed: bool = False) -> tuple[Settings, object, object]:
     """(settings, model(s), sources) from the shared options; ``None`` model/sources mean
     "from settings". With ``require_model``, a missing model fails here, naming the setting.
     ``base``: settings to start from (a recipe's) instead of the environment's. Sources named
     with ``--sources`` are asked for, so required: with ``require_sources`` they are opened
     here, and one that cannot be used (a misspelt collection, a dead server) is an error before
-    any model call."""
+    any model call. ``sealed`` (a recipe run): ``$ATOMGRAPH_MODEL_FACTORY`` is not read, only an
+    explicit ``--model-factory``."""
     from atomgraph.evaluation.runner import import_object, model_from_spec
     from atomgraph.models import resolve_models
 
@@ -79,7 +80,7 @@ def model_and_sources(args, require_model: bool = True, base: Settings | None = 
     if getattr(args, "refresh", False):
         overrides["cache_refresh"] = True
     settings = base.model_copy(update=overrides) if base is not None else get_settings(**overrides)
-    factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY")
+    factory = args.model_factory or (None if sealed else os.environ.get("ATOMGRAPH_MODEL_FACTORY"))
     model = model_from_spec(args.model, factory, settings)
     if require_model:
         resolve_models(model, settings)

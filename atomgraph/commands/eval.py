@@ -143,7 +143,7 @@ def _apply_recipe(args):
     from atomgraph.errors import ConfigError
     from atomgraph.evaluation.recipe import load_recipe, recipe_settings, resolve_dataset
 
-    from atomgraph.evaluation.recipe import not_applied, parse_sets
+    from atomgraph.evaluation.recipe import env_not_applied, not_applied, parse_sets
 
     recipe = load_recipe(args.recipe)
     sets = parse_sets(getattr(args, "set", None))
@@ -153,20 +153,28 @@ def _apply_recipe(args):
             raise ConfigError(f"--{opt} {given!r} contradicts recipe {recipe.name!r} ({getattr(recipe, opt)!r}); "
                               "drop the option or the recipe")
     args.method, args.dataset = recipe.method, resolve_dataset(recipe)
+    settings = recipe_settings(recipe, sets=sets)  # a bad value is one line, before anything is printed
     args.out = args.out or str(Path("runs") / recipe.name)
     values = ", ".join(f"{k} {v:g}" for k, v in recipe.paper_values.items())
     print(f"recipe {recipe.name}: {recipe.title} — paper: {values}", file=sys.stderr)
     for need in recipe.needs:
         print(f"  needs: {need}", file=sys.stderr)
-    settings = recipe_settings(recipe, sets=sets)
     for k, v in sets.items():
         print(f"  --set {k}={v!r}", file=sys.stderr)
-    ignored = not_applied(sets)
+    ignored = {**not_applied(sets), **env_not_applied(args)}
+    options = {f"--{o.replace('_', '-')}": getattr(args, o) for o in ("model", "model_factory", "sources",
+                                                                     "sources_factory") if getattr(args, o, None)}
+    for option, value in options.items():  # explicit options over the recipe: applied, printed and recorded
+        print(f"  {option} {value}", file=sys.stderr)
     if ignored:
         print("  not applied (the environment or atomgraph.toml; a recipe is sealed, use --set KEY=VALUE): "
               + ", ".join(f"{k}={v!r}" for k, v in ignored.items()), file=sys.stderr)
     args.run_info = {"recipe": recipe.name, "set": {k: v for k, v in sets.items()},
-                     "not_applied": {k: ("***" if "key" in k else v) for k, v in ignored.items()}}
+                     "not_applied": {k: ("***" if "key" in k.lower() else v) for k, v in ignored.items()}}
+    if options:
+        args.run_info["options"] = options
+    if getattr(args, "model_factory", None):
+        args.run_info["model_factory"] = args.model_factory
     return recipe, settings
 
 
@@ -193,10 +201,14 @@ def cmd_run(args) -> int:
         args.run_info = {"set": sets}
         for k, v in sets.items():
             print(f"  --set {k}={v!r}", file=sys.stderr)
+    if args.server and recipe is None and os.environ.get("ATOMGRAPH_MODEL_FACTORY") and not args.model_factory:
+        print("  $ATOMGRAPH_MODEL_FACTORY not applied: a server run uses the server's models (name one with --model)",
+              file=sys.stderr)
     settings, model, sources = model_and_sources(args, require_model=False,
                                                  base=recipe_base if recipe is not None or getattr(args, "set", None)
                                                  else None,
-                                                 require_sources=not args.server)  # a server opens its own
+                                                 require_sources=not args.server,  # a server opens its own
+                                                 sealed=recipe is not None or bool(args.server))
     from atomgraph.evaluation.datasets import apply_dataset_setting, describe_applied
 
     _, _, applied = apply_dataset_setting(args.method, args.dataset, settings, sources_given=sources is not None)
@@ -258,7 +270,7 @@ def server_context(args, settings) -> dict:
 
 def cmd_report(args) -> int:
     from atomgraph.evaluation.plots import write_plots
-    from atomgraph.state.usage import price_table
+    from atomgraph.state.run import price_table
     from atomgraph.evaluation.report import markdown_tables, summarize_runs
     from atomgraph.settings import get_settings
 

@@ -18,8 +18,8 @@ from typing import Any
 from atomgraph.errors import AtomgraphError, ParseError
 from atomgraph.jsonl import iter_json_objects, read_json, read_text
 from atomgraph.prompts.atomr import TreeParseError, parse_tree
-from atomgraph.prompts.atomr.planner_json import loads
-from atomgraph.state.tree import ReasoningTree
+from atomgraph.prompts.atomr.tree_parser import loads
+from atomgraph.state.atomr import ReasoningTree
 
 OPERATORS = ("Search", "Relate", "Filter")
 

@@ -23,6 +23,13 @@ greedy/sampled generation, token log-probabilities and beam search need.
 Bad input fails early with :class:`LocalModelError` (a :class:`~atomgraph.errors.ConfigError`):
 a missing path, a directory, a file that is not GGUF, a GGUF llama.cpp cannot load (corrupt
 or truncated), and a model that is not a causal (decoder) language model.
+
+Threads: a batch of tokens (a prompt, a beam hypothesis's suffix) runs on as many threads as a
+single token (``n_threads_batch`` defaults to ``n_threads``; llama-cpp-python's own default is
+every core). On a shared 2-CPU machine two batch threads wait on each other at every graph op
+whenever one is descheduled: measured under load, a 900-token prompt took 25.9 s with 2 batch
+threads and 8.5 s with 1, and 2-6-token batches (what the trie beam evaluates when it switches
+hypotheses) 0.5-11 s against 0.07-0.12 s (``docs/reference/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -96,6 +103,28 @@ class Generation:
     seconds: float = 0.0
 
 
+def local_threads(requested: int | None = None) -> int:
+    """Threads the in-process model decodes with (generation and prompt evaluation alike):
+    ``requested``, else ``$ATOMGRAPH_LOCAL_THREADS``, else half the CPUs this process may use
+    (at least 1), llama.cpp's own default for generation."""
+    if requested is None:
+        raw = os.environ.get("ATOMGRAPH_LOCAL_THREADS", "").strip()
+        if raw:
+            try:
+                requested = int(raw)
+            except ValueError:
+                raise LocalModelError(f"ATOMGRAPH_LOCAL_THREADS={raw!r} is not a whole number of threads") from None
+    if requested is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # pragma: no cover - not Linux
+            cpus = os.cpu_count() or 1
+        return max(cpus // 2, 1)
+    if requested < 1:
+        raise LocalModelError(f"the local model needs at least 1 thread (got {requested})")
+    return int(requested)
+
+
 def check_gguf_path(path: str | os.PathLike) -> Path:
     """``path`` resolved, after checking it names a readable GGUF file (LocalModelError if not)."""
     p = Path(path).expanduser()
@@ -122,15 +151,20 @@ class LocalEngine:
     """A loaded GGUF model: tokenizer, chat format, and the decoder under one lock."""
 
     def __init__(self, path: str | os.PathLike, *, n_ctx: int = DEFAULT_N_CTX, n_threads: int | None = None,
-                 seed: int = 0):
+                 n_threads_batch: int | None = None, seed: int = 0):
         import llama_cpp
 
         self.path = check_gguf_path(path)
+        self.n_threads = n_threads = local_threads(n_threads)
+        n_threads_batch = n_threads_batch or n_threads  # not every core: see the module doc
         t0 = time.perf_counter()
         try:
+            # n_threads_batch = n_threads (llama.cpp's default is every CPU): a prompt evaluated by
+            # more threads than the machine has free cores spins in ggml's barrier (module doc;
+            # benchmarks/bench_trie_beam.py, bench_local_threads.py).
             self.llm = llama_cpp.Llama(
-                model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads, logits_all=False,
-                verbose=False, seed=seed,
+                model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads_batch,
+                logits_all=False, verbose=False, seed=seed,
             )
         except Exception as exc:  # llama.cpp raises ValueError("Failed to load model from file")
             raise LocalModelError(

@@ -73,22 +73,30 @@ class GroundedReply:
     seconds: float = 0.0
     finish_reason: str = "stop"
     note: str = ""
+    beam_evaluations: int = 0  # model evaluations of the list's beam search (one per live hypothesis per step)
+    beam_steps: int = 0
 
 
 def grounded_reply(engine: "LocalEngine", prompt: Sequence[int], evidence: Sequence[str], *,
                    stop: Sequence[str] = (), max_tokens: int = 128, beam_width: int = 2, max_items: int = 3,
-                   list_tokens: int = 32, trie_cache: str | None = None) -> GroundedReply:
+                   list_tokens: int = 32, trie_cache: str | None = None,
+                   free_text: str | None = None) -> GroundedReply:
     """The reply to ``prompt`` (an answering stage's prompt tokens) with its answer list decoded
     under the trie of ``evidence``'s n-grams (see the module doc). ``max_tokens`` caps the free
-    part, ``list_tokens`` the list."""
+    part, ``list_tokens`` the list. ``free_text``: a greedy free reply to the same prompt from the
+    same KV-cache history (a benchmark's other arm), whose text up to ``Answer List:`` is the free
+    part this call would generate; given, the free part is not generated again."""
     from atomgraph.local.beam import beam_decode
     from atomgraph.local.trie import TokenTrie
 
     t0 = time.perf_counter()
     with engine.lock:
-        free = engine.generate(prompt, max_tokens=max_tokens, stop=[*stop, LIST_MARKER])
-        head = free.text.rstrip()
-        n_out = len(free.tokens)
+        if free_text is None:
+            free = engine.generate(prompt, max_tokens=max_tokens, stop=[*stop, LIST_MARKER])
+            head, n_out = free.text.rstrip(), len(free.tokens)
+        else:
+            head = free_text.split(LIST_MARKER, 1)[0].rstrip()
+            n_out = len(engine.tokenize(head)) + (LIST_MARKER in free_text)
         if "Paraphrase Answer" not in head:
             # the free part ran to its cap or to a stop sequence before the paraphrase: close it in the format
             head = head + " So the answer is: (2) "
@@ -112,4 +120,5 @@ def grounded_reply(engine: "LocalEngine", prompt: Sequence[int], evidence: Seque
     note = "" if best else f"no list closed under the evidence trie ({res.stop_reason})"
     return GroundedReply(text=head + lst, strings=strings, grounded=best is not None, n_ngrams=len(trie),
                          output_tokens=n_out + (len(best.tokens) if best else 0),
-                         seconds=time.perf_counter() - t0, finish_reason="stop" if best else "length", note=note)
+                         seconds=time.perf_counter() - t0, finish_reason="stop" if best else "length", note=note,
+                         beam_evaluations=res.evaluated_tokens, beam_steps=res.steps)

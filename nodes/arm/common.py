@@ -68,11 +68,6 @@ class ArmRuntime(MethodRuntime[ArmContext]):
                 self._memo.popitem(last=False)
         return value
 
-    @property
-    def rt(self) -> "ArmRuntime":
-        """The runtime itself (nodes once reached the kit through ``art.rt``)."""
-        return self
-
     def index(self, ctx: ArmContext) -> ArmIndex:
         """The run's index as the first stage opened it (opened now if no stage has)."""
         return self.collection.index(ctx.objects, ctx.index_cache, reopen=False)

@@ -38,15 +38,13 @@ from atomgraph.errors import AtomgraphError
 from atomgraph.nodes.arm.ngrams import align_keyword, alignment_request, extract_keywords, keyword_parts, parse_alignment
 from atomgraph.nodes.arm.common import ArmRuntime, decoding_mode
 from atomgraph.prompts.arm.alignment import (
-    ALIGN, ALIGN_LIST, DECOMPOSE, LIST_CLOSE, LIST_OPEN, LIST_SEP, ngram_list_grammar, shortlist_choice,
+    ALIGN, ALIGN_LIST, DECOMPOSE, LIST_CLOSE, LIST_SEP, LOCAL_LIST_OPEN, ngram_list_grammar, shortlist_choice,
 )
 from atomgraph.prompts.constraints import Constraint, Grammar, TokenTrie, unwrap
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import Aligned, ArmState, Candidate, Decoding, KeywordAlignment
-from atomgraph.state.evidence import Evidence
-from atomgraph.state.usage import RetrieverCall
+from atomgraph.state.run import Evidence, RetrieverCall, check_question
 from atomgraph.tools.base import retriever_run
-from atomgraph.state.output import check_question
 from atomgraph.tools.arm_index import ArmIndex, normalize_ngram, tokens
 
 
@@ -135,7 +133,7 @@ def make_align_node(art: ArmRuntime) -> Callable:
             trie = await asyncio.to_thread(ngram_token_trie, index, unwrap(model).engine)
             dec["why"] = (f"in-process model: beam search (width {ctx.beam_width}) over a token trie of "
                           f"{len(index.trie)} corpus n-grams")
-            constraint = TokenTrie(trie, beam_width=ctx.beam_width, n_best=1, open=LIST_OPEN, close=LIST_CLOSE, sep=LIST_SEP)
+            constraint = TokenTrie(trie, beam_width=ctx.beam_width, n_best=1, open=LOCAL_LIST_OPEN, close=LIST_CLOSE, sep=LIST_SEP)
             return await _align_lists(art, ctx, index, state, config, constraint, dec, "beam")
         if ctx.served_alignment == "grammar":
             grammar, note = await asyncio.to_thread(served_grammar, index, dec["backend"], ctx.grammar_max_ngrams)

@@ -98,14 +98,14 @@ def expanded_pools(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: A
     ``expansion_per_seed = 0`` gives the base set alone."""
     out: list[tuple[int, dict[int, str]]] = []
     seen: set[frozenset[int]] = set()
-    steps = 1 if ctx.expansion_per_seed > 0 else 0
-    while len(out) < max(1, drafts) and steps <= max(1, drafts) + 2:
+    steps = ctx.first_expansion if ctx.expansion_per_seed > 0 else 0
+    while len(out) < max(1, drafts) and steps <= ctx.first_expansion + max(1, drafts) + 1:
         s = expand(index, pool, scores, ctx, steps)
         key = frozenset(s)
         if key not in seen:
             seen.add(key)
             out.append((steps, s))
-        if steps == 0:
+        if ctx.expansion_per_seed <= 0:
             break
         steps += 1
     return out
@@ -166,11 +166,20 @@ def make_structure_node(art: ArmRuntime) -> Callable:
         ctx = art.params(config)
         index, scores = await question_scores(art, ctx, state)
         pool = {index.position(c["id"]): c["via"] for c in state.get("candidates") or []}
+        if not pool and len(index.objects):
+            # no keyword aligned and no question pool (dense_pool=0, the paper's base set): the
+            # retrieve node's problem line says the base is the question's nearest objects; so it is
+            nearest = np.argsort(-np.asarray(scores.dense), kind="stable")[: max(ctx.k, ctx.keyword_pool)]
+            pool = {int(p): "dense (no keyword aligned)" for p in nearest}
         # embeds units and runs CBC: in a thread, off the event loop
         drafts = await asyncio.to_thread(solve_drafts, index, pool, scores, ctx)
         notes = []
         if ctx.structure_alignment and len(drafts) < ctx.drafts:
             notes.append(f"structure: {ctx.drafts - len(drafts)} expansion(s) added nothing new; {len(drafts)} draft(s)")
+        for d in drafts:
+            if d["mip"]["status"] != "optimal":
+                notes.append(f"structure: draft {d['draft']}'s MIP stopped at the {ctx.mip_time_limit_s:g} s time limit "
+                             f"(mip_time_limit_s); its {d['mip']['status']} solution is used, not a proven optimum")
         return {"drafts": drafts, "problems": notes}
 
     return structure

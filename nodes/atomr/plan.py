@@ -22,14 +22,13 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph.types import Overwrite, interrupt
 
-from atomgraph.nodes.atomr.common import AtomRRuntime
+from atomgraph.nodes.atomr.execution import AtomRRuntime
 from atomgraph.prompts.atomr.stages import (
     PLAN_STAGE, ROOT_MATCH_THRESHOLD, plan_constraint, plan_reply_problem, root_overlap,
 )
 from atomgraph.prompts.atomr.tree_parser import parse_tree
-from atomgraph.state.atomr import AtomRState, NodeRun
-from atomgraph.state.output import InvalidQuestion, check_question  # noqa: F401 - InvalidQuestion re-exported
-from atomgraph.state.tree import ReasoningTree, TreeNode, TreeParseError
+from atomgraph.state.atomr import AtomRState, NodeRun, ReasoningTree, TreeNode, TreeParseError
+from atomgraph.state.run import InvalidQuestion, check_question  # noqa: F401 - InvalidQuestion re-exported
 
 FIRST_STEP = {"operator": "select", "parent": "children", "direct": "siblings", "open": "select"}
 
@@ -140,8 +139,9 @@ def make_plan_node(rt: AtomRRuntime):
         if tree is None and not result.call.error:  # say what the reply was, where it shows (an echo, an injection, ...)
             why = plan_reply_problem(result.text, question, params.prompt_pack)
             unreadable = f"{unreadable}; {why}" if why else unreadable
-        # the sources are built on first use (a store may open files): off the event loop
-        unavailable = await asyncio.to_thread(lambda: dict(rt.sources().unavailable))
+        # the sources are built on first use (a store may open files), and unusable ones looked at
+        # again in a long-lived graph (rt.asources): off the event loop
+        unavailable = dict((await rt.asources()).unavailable)
         update = {"question": question, "raw_plan": result.text or "", "llm_calls": [result.call],
                   "unavailable_sources": unavailable}
         if tree is not None:

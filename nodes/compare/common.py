@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable
 
-from atomgraph.nodes.runtime import MethodRuntime, StageResult
+from atomgraph.nodes.call import StageResult
+from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.answer_contract import REPLY_CUT_MARK, cap_reply
 from atomgraph.state.compare import DecomposedRagState, LoopState
-from atomgraph.state.evidence import Evidence, render_evidence
+from atomgraph.state.run import Evidence, render_evidence
 
 
 def source_names(rt: MethodRuntime) -> list[str]:

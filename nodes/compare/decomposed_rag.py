@@ -8,7 +8,7 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
 
-from atomgraph.state.output import check_question
+from atomgraph.state.run import check_question
 from atomgraph.nodes.compare.common import failed, hits, passages, source_names, unique_evidence, shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import decomposed_rag as P

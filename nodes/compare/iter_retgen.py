@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.state.output import check_question
+from atomgraph.state.run import check_question
 from atomgraph.nodes.compare.common import failed, hits, passages, same_answer, source_names
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import iter_retgen as P

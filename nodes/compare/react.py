@@ -10,7 +10,7 @@ graph) with this run's parameters:
   passed through the request's model settings);
 - :class:`StageCalls` middleware: every model call of the agent goes through the kit's model
   call (:func:`atomgraph.nodes.call.model_call`, as every stage call does): the stage's cap, the
-  run's deadline, the reply cut at the cap; the kit's :class:`~atomgraph.nodes.recorder.CallRecorder`
+  run's deadline, the reply cut at the cap; the kit's :class:`~atomgraph.nodes.call.CallRecorder`
   (a callback on the agent's run) records every model call the agent makes (tokens, latency,
   errors, cache hits);
 - ``ModelCallLimitMiddleware(run_limit=max_steps)``: the step bound (plus a recursion limit
@@ -32,17 +32,14 @@ from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, StructuredTool
 
 from atomgraph import cache as reply_cache
-from atomgraph.models import cap_output, message_text, model_name
-from atomgraph.state.output import check_question
+from atomgraph.models import cap_output, model_name
+from atomgraph.state.run import Evidence, RetrieverCall, check_question, render_evidence
 from atomgraph.nodes.compare.common import hits
-from atomgraph.nodes.recorder import CallRecorder
-from atomgraph.nodes.call import Reply, deadline_of, model_call, model_call_sync, read_reply, refresh_of
-from atomgraph.nodes.replies import cut_message
+from atomgraph.nodes.call import (CallRecorder, Reply, cut_message, deadline_of, message_text, model_call,
+                                  model_call_sync, read_reply, refresh_of)
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.nodes.sync import call_model, run_sync
 from atomgraph.prompts.compare import react as P
-from atomgraph.state.evidence import Evidence, render_evidence
-from atomgraph.state.usage import RetrieverCall
 from atomgraph.state.compare import ReactState
 
 try:  # langchain 1.x
@@ -200,7 +197,7 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
         tools = source_tools(rt, params.top_k, rec)
         base = {"question": question, "unavailable_sources": dict(rt.sources().unavailable),
                 "tools": [t.name for t in tools]}
-        cap = rt.settings().stage_cap(P.AGENT.name, P.AGENT.max_tokens)
+        cap = rt.stage_cap(P.AGENT)
         capped = cap_output(model, cap)  # a capped copy of the model, or a binding carrying the cap
         if isinstance(capped, BaseChatModel):
             agent_model, cap_kwargs = capped, {}

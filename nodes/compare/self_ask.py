@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.state.output import check_question
+from atomgraph.state.run import check_question
 from atomgraph.nodes.compare.common import failed, hits, passages, source_names, shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.compare import self_ask as P

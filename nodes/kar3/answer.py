@@ -12,11 +12,10 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.kar3.common import Kar3Runtime
+from atomgraph.nodes.kar3.loop import EXIT_TEXT, Kar3Runtime
 from atomgraph.prompts.kar3.answer import ANSWER_STAGE, SHORT_ANSWER_STAGE
-from atomgraph.nodes.kar3.loop import EXIT_TEXT
 from atomgraph.state.kar3 import AtomHit, Kar3State, Round
-from atomgraph.state.usage import LLMCall
+from atomgraph.state.run import LLMCall
 
 
 def usage_of(calls: list[LLMCall | dict]) -> dict[str, Any]:

@@ -18,11 +18,15 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.errors import AtomgraphError
-from atomgraph.nodes.kar3.common import Kar3IndexRuntime
+from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE, filter_atoms
 from atomgraph.state.kar3 import Kar3IndexContext, Kar3IndexState
-from atomgraph.state.usage import LLMCall
+from atomgraph.state.run import LLMCall
 from atomgraph.tools.atom_index import AtomIndex, Chunk, collection_chunks
+
+# The atomizer's runtime (the ``kar3_index`` graph): ``MethodRuntime.for_method("kar3_index", model, [], settings)``;
+# it runs the atomizer at its own temperature (0.7 in the paper, through ``rt.ask(..., temperature=...)``).
+Kar3IndexRuntime = MethodRuntime[Kar3IndexContext]
 
 
 def problem(exc: Exception) -> str:
@@ -118,7 +122,7 @@ async def atomize_chunks(rt: Kar3IndexRuntime, index: AtomIndex, chunks: list[Ch
 
 
 def usage_stats(calls: list[LLMCall], settings) -> dict:
-    from atomgraph.state.usage import calls_cost, price_table
+    from atomgraph.state.run import calls_cost, price_table
 
     cost, unpriced = calls_cost(calls, price_table(settings))
     return {"llm_calls": len(calls), "prompt_tokens": sum(c.prompt_tokens for c in calls),

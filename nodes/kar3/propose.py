@@ -10,11 +10,10 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.kar3.common import Kar3Runtime
-from atomgraph.nodes.kar3.loop import loop_exit, refuse_start
+from atomgraph.nodes.kar3.loop import Kar3Runtime, loop_exit, refuse_start
 from atomgraph.prompts.kar3.propose import PROPOSE_STAGE
 from atomgraph.state.kar3 import Kar3State, Round
-from atomgraph.state.output import InvalidQuestion, check_question
+from atomgraph.state.run import InvalidQuestion, check_question
 
 
 def make_propose_node(rt: Kar3Runtime) -> Callable:

@@ -17,10 +17,9 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.kar3.common import Kar3Runtime
-from atomgraph.nodes.kar3.loop import loop_exit
+from atomgraph.nodes.kar3.loop import Kar3Runtime, loop_exit
 from atomgraph.state.kar3 import AtomHit, Kar3Context, Kar3State, Round
-from atomgraph.state.usage import RetrieverCall
+from atomgraph.state.run import RetrieverCall
 from atomgraph.tools.atom_source import hit_evidence
 from atomgraph.tools.base import retriever_run
 

@@ -10,11 +10,10 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.kar3.common import Kar3Runtime
-from atomgraph.nodes.kar3.loop import loop_exit
+from atomgraph.nodes.kar3.loop import Kar3Runtime, loop_exit
 from atomgraph.prompts.kar3.select import SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE
 from atomgraph.state.kar3 import AtomHit, Kar3State, Round
-from atomgraph.state.usage import LLMCall
+from atomgraph.state.run import LLMCall
 
 
 def make_select_node(rt: Kar3Runtime) -> Callable:

@@ -100,14 +100,41 @@ ALIGN = Stage("arm_align", "decoder", _ALIGN, text_parser(parse_ngram, "ngram"),
 
 # --- align_list: §3.2.1 as the paper decodes it, a list of corpus n-grams ---------------------
 
+# Demonstrations: development questions of HotpotQA and MuSiQue (the ATOMR authors' dev_100 splits in
+# ../shared/data/atomr), never the retrieval sets' questions; the lists are ours, written the way the
+# paper's Table 7 writes them ("alumni (alumni, former, university)"): the keyword as the collection
+# spells it first where it does, then other n-grams a document would use for it. One block per
+# question, one line per keyword, as the paper's "The relevant n-grams are ..." line.
+ALIGN_LIST_DEMOS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("Which has more members, Dada or Alt-J?",
+     (("Dada", "dada, dada band"), ("members", "members, band members, lineup"), ("Alt-J", "alt j"))),
+    ("Atlas Shrugged was a film based on the books by a proponent of what philosophy?",
+     (("Atlas Shrugged", "atlas shrugged, ayn rand"), ("proponent", "proponent, advocate, developed"),
+      ("philosophy", "philosophy, philosophical"))),
+    ("What field of work did the person who first recognized that hydrogen was a discrete substance work in?",
+     (("hydrogen", "hydrogen"), ("first recognized", "first recognized, discovered, identified"),
+      ("field of work", "field, scientist, known for"))),
+)
+
+
+def _demos() -> str:
+    blocks = ["Question: " + q + "".join(f"\nKeyword: {k}\nN-grams: ({v})" for k, v in lists)
+              for q, lists in ALIGN_LIST_DEMOS]
+    return "\n\n".join(blocks).replace("{", "{{").replace("}", "}}")
+
+
 _ALIGN_LIST = ChatPromptTemplate.from_messages([
     ("system",
-     "The words of a keyword may differ from how the data collection writes them. Rephrase the keyword "
-     "as a list of short phrases (one to three words each) the way the collection would write them, "
-     "in parentheses and separated by commas, for example (degree, educated, postgraduate)."),
-    ("human", "Question: {question}\nKeyword: {keyword}\nPhrases:"),
+     "The words of a keyword may differ from how the data collection writes them. Rewrite each keyword "
+     "as the n-grams (one to three lower-case words each) that the collection uses for it, in "
+     "parentheses and separated by commas.\n\n" + _demos()),
+    ("human", "Question: {question}\nKeyword: {keyword}\nN-grams:"),
 ])
 LIST_OPEN, LIST_CLOSE, LIST_SEP = "(", ")", ", "  # the reply's delimiters, for the parser and both constraints
+# In process the beam forces the opening delimiter itself: " (" as the demonstrations write it after
+# "N-grams:" (Gemma's tokenizer glues the space to the parenthesis; "(" alone would open a list the
+# demonstrations never show, and the base model answers it with "(1)", "(a)").
+LOCAL_LIST_OPEN = " ("
 
 
 def ngram_list_grammar(ngrams: Iterable[str]) -> Grammar:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from atomgraph.prompts.json_reader import read_json
+from atomgraph.text import read_json
 
 BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\(\d+\))\s*")
 NONE = re.compile(r"^\s*(?:none|no changes?|nothing|n/a|-)\s*\.?\s*$", re.I)
@@ -18,7 +18,7 @@ _MAX_ITEM_CHARS = 200
 
 def json_value(text: str) -> Any:
     """The JSON object or list of ``text`` (code fences allowed), or None: the one reader of model
-    JSON (:func:`atomgraph.prompts.json_reader.read_json`; a citation marker such as the ``[1]`` of
+    JSON (:func:`atomgraph.text.read_json`; a citation marker such as the ``[1]`` of
     ``'Sure! [1] is the first. Then: ["a", "b"]'`` is not taken for the list)."""
     return read_json(text)
 

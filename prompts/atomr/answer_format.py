@@ -16,13 +16,14 @@ echo, a template token, markup, instructions to the reader; the error says ``ans
 
 from __future__ import annotations
 
+import ast
 import re
 
 from pydantic import BaseModel
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.answer_contract import AnswerRefused, check_answer, reply_problem
-from atomgraph.prompts.json_reader import loads as read_value
+from atomgraph.text import loads as read_value
 
 ANSWER_FORMAT = 'So the answer is: (1) Paraphrase Answer: <one sentence>; (2) Answer List: ["<item>", ...]'
 

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from atomgraph.errors import ParseError
 from atomgraph.prompts.atomr.templating import chat_prompt, escape_braces
 from atomgraph.prompts.constraints import JsonSchema
-from atomgraph.prompts.json_reader import read_object
+from atomgraph.text import read_object
 from atomgraph.text import content_words
 from atomgraph.tools.wikidata_source import QueryProgram
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from atomgraph.state.evidence import Evidence
+from atomgraph.state.run import Evidence
 
 NO_KNOWLEDGE = "(no knowledge retrieved)"
 

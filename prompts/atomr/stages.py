@@ -27,7 +27,7 @@ from atomgraph.prompts.atomr.reasoning import (
     CHILD_REASONING_PROMPT, CLOSED_BOOK_PROMPT, DIRECT_RAG_PROMPT, SIBLING_REASONING_PROMPT,
 )
 from atomgraph.prompts.atomr.tree_parser import parse_tree, split_plans
-from atomgraph.state.tree import ReasoningTree, TreeParseError
+from atomgraph.state.atomr import ReasoningTree, TreeParseError
 from atomgraph.text import content_words
 from atomgraph.prompts.atomr.source_selection import SOURCE_SELECTION_PROMPT, read_source_choice, source_key
 from atomgraph.prompts.stage import Stage, text_parser

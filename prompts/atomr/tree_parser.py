@@ -1,4 +1,4 @@
-"""Turn an ATOMR planner's output into a :class:`~atomgraph.state.tree.ReasoningTree`.
+"""Turn an ATOMR planner's output into a :class:`~atomgraph.state.atomr.ReasoningTree`.
 
 The planner writes a flat JSON object: the root question maps to its numbered
 sub-questions (``"1. ..."``), each sub-question maps to its own sub-questions, to one
@@ -9,21 +9,28 @@ where its number says, else under the root), one sub-question written as a strin
 of a list, a question citing its own number (kept as text), prose leaves, stray text around
 the JSON.
 :func:`parse_tree` repairs what it can repair unambiguously, records each repair in
-``tree.repairs``, and raises :class:`~atomgraph.state.tree.TreeParseError` otherwise
+``tree.repairs``, and raises :class:`~atomgraph.state.atomr.TreeParseError` otherwise
 (cycles, references to unknown nodes, empty trees, the authors' ``TREE_PARSING_ERROR``).
+
+The whole reading of a plan is here, in the order it happens: the tree from the JSON object
+(:func:`parse_tree`), a reply holding several plans (:func:`split_plans`), the JSON object out
+of the planner's raw text (:func:`extract_json_object`, keeping duplicate keys), and each leaf
+value: an operator call, a ``[DR]``/``[END]`` mark, or prose (:func:`parse_leaf`).
 """
+
 
 from __future__ import annotations
 
+import ast
 import difflib
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from atomgraph.prompts.atomr.operator_call import parse_leaf
-from atomgraph.prompts.atomr.planner_json import PairsDict, extract_json_object, extract_json_objects, is_authors_error
-from atomgraph.state.tree import OperatorCall, ReasoningTree, TreeNode, TreeParseError
+from atomgraph.state.atomr import OperatorCall, ReasoningTree, TreeNode, TreeParseError
+
 
 __all__ = ["parse_tree", "split_plans", "TreeParseError"]
 
@@ -566,3 +573,358 @@ def split_plans(raw: dict | str) -> list[Any]:
     for obj in objects:
         out += _split_object(obj)
     return out
+
+
+# --- the planner's JSON object ------------------------------------------------------------------
+# Read the JSON object out of a planner's raw text, leniently but visibly.
+#
+# Models wrap their JSON in code fences, put prose around it, leave trailing commas or write
+# Python literals (single quotes, ``None``).  :func:`extract_json_object` undoes each of these
+# and appends a short note to ``repairs`` for every change; what it cannot read raises
+# :class:`~atomgraph.state.atomr.TreeParseError` with the reason.
+#
+# Objects are decoded into :class:`PairsDict`, a ``dict`` that also remembers every
+# ``(key, value)`` pair in order, so that a key the model wrote twice is not silently lost.
+
+FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)(?:```|\Z)", re.S)
+TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
+AUTHORS_ERROR = "TREE_PARSING_ERROR"
+
+
+class PairsDict(dict):
+    """A dict that keeps all of its source pairs (duplicated keys included) in ``pairs``."""
+
+    pairs: list[tuple[str, Any]]
+
+    @classmethod
+    def from_pairs(cls, pairs: list[tuple[str, Any]]) -> "PairsDict":
+        d = cls(pairs)
+        d.pairs = list(pairs)
+        return d
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` whose objects are :class:`PairsDict` (duplicate keys kept)."""
+    return json.loads(text, object_pairs_hook=PairsDict.from_pairs)
+
+
+def is_authors_error(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().strip("\"'").strip() == AUTHORS_ERROR
+
+
+def _object_span(text: str, start: int) -> int | None:
+    """Index one past the ``}`` that closes the object opening at ``start`` (quote-aware)."""
+    depth, quote, i, prev = 0, "", start, ""
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote, prev = "", c
+            i += 1
+            continue
+        if c in "\"'":
+            # an apostrophe outside a string is a quote only where it opens a Python-literal
+            # string (after {, [, : or ,)
+            if c == '"' or prev in ("{", "[", ":", ","):
+                quote = c
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        if not c.isspace():
+            prev = c
+        i += 1
+    return None
+
+
+def _decode(body: str, repairs: list[str]) -> Any:
+    try:
+        return loads(body)
+    except json.JSONDecodeError as exc:
+        first_error = exc
+    fixed = TRAILING_COMMA_RE.sub(r"\1", body)
+    if fixed != body:
+        try:
+            value = loads(fixed)
+            repairs.append("removed trailing commas from the JSON")
+            return value
+        except json.JSONDecodeError:
+            pass
+    try:
+        value = ast.literal_eval(body)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        value = None
+    else:
+        repairs.append("read the planner output as a Python literal (not strict JSON)")
+        return value
+    line = body.count("\n", 0, first_error.pos) + 1
+    raise TreeParseError(
+        f"planner output is not valid JSON: {first_error.msg} (line {line} of the JSON object)"
+    )
+
+
+def extract_json_object(raw: str, repairs: list[str]) -> Any:
+    """The JSON value in ``raw`` (normally an object), with notes on what was cleaned."""
+    text = raw.strip()
+    if not text:
+        raise TreeParseError("empty planner output")
+    if is_authors_error(text):
+        raise TreeParseError(f"the planner output is the authors' {AUTHORS_ERROR} marker (no tree)")
+    fences = [m for m in FENCE_RE.finditer(text) if "{" in m.group(2)]
+    if fences:
+        repairs.append("removed the ``` code fence around the JSON")
+        outside = (text[: fences[0].start()] + text[fences[0].end():]).strip()
+        text = fences[0].group(2).strip()
+        if outside:
+            repairs.append("ignored prose outside the code fence")
+    start = text.find("{")
+    if start < 0:
+        try:  # a bare JSON string such as "\"TREE_PARSING_ERROR\""
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            raise TreeParseError("no JSON object found in the planner output") from None
+        if is_authors_error(value):
+            raise TreeParseError(f"the planner output is the authors' {AUTHORS_ERROR} marker (no tree)")
+        raise TreeParseError(f"planner output must be a JSON object, got {type(value).__name__}")
+    end = _object_span(text, start)
+    if end is None:
+        raise TreeParseError("planner output is truncated: the JSON object is never closed")
+    if text[:start].strip() and not fences:
+        repairs.append("ignored text before the JSON object")
+    if text[end:].strip() and not fences:
+        repairs.append("ignored text after the JSON object")
+    return _decode(text[start:end], repairs)
+
+
+def extract_json_objects(raw: str) -> list[Any]:
+    """Every JSON object written one after another in ``raw`` (code-fenced or bare), decoded,
+    in order; objects that cannot be decoded are left out. A reply that holds several plans
+    (a copied demonstration's and ours) holds several objects."""
+    text = (raw or "").strip()
+    fences = [m.group(2) for m in FENCE_RE.finditer(text) if "{" in m.group(2)]
+    bodies = fences or [text]
+    out: list[Any] = []
+    for body in bodies:
+        i = body.find("{")
+        while i >= 0:
+            end = _object_span(body, i)
+            if end is None:
+                break
+            try:
+                out.append(_decode(body[i:end], []))
+            except TreeParseError:
+                pass
+            i = body.find("{", end)
+    return out
+
+
+# --- one leaf value -----------------------------------------------------------------------------
+# Parse one leaf value of a planner tree: an operator call, a ``[DR]``/``[END]`` mark, or prose.
+#
+# Operator calls are read with a small tolerant scanner rather than a regex, because real
+# planner output has nested and mismatched quotes (``"Poznań "56"``), escaped quotes,
+# single quotes, unquoted arguments, ``"text " + [1]`` concatenations, list references
+# (``[5, 7]``), operator calls nested as arguments and stray characters after the call.
+
+OPERATORS = {"search": "Search", "relate": "Relate", "filter": "Filter"}
+ARITY = {"Search": (1, 2), "Relate": (2, 2), "Filter": (2, 2)}
+CALL_RE = re.compile(r"\s*(search|relate|filter)\s*\(", re.I)
+NESTED_CALL_RE = re.compile(r"[A-Za-z_]\w*\s*\(")
+DR_TOKEN_RE = re.compile(r"\[\s*(?:END|DR)\s*\]", re.I)
+DR_ONLY_RE = re.compile(r"\s*\[?\s*(?:END|DR)\s*\]?\s*\.?\s*", re.I)
+LIST_REF_RE = re.compile(r"\[\s*(\d+(?:\.\d+)*)((?:\s*,\s*\d+(?:\.\d+)*)+)\s*\]")
+
+
+@dataclass
+class Leaf:
+    kind: str  # "operator" | "direct" | "open"
+    operator: OperatorCall | None = None
+    note: str = ""  # prose the planner wrote instead of (or around) a mark
+    repairs: list[str] = field(default_factory=list)
+
+
+class _Scanner:
+    def __init__(self, text: str, pos: int):
+        self.s, self.i = text, pos
+        self.notes: list[str] = []
+
+    def ws(self) -> None:
+        while self.i < len(self.s) and self.s[self.i].isspace():
+            self.i += 1
+
+    def peek(self) -> str:
+        return self.s[self.i] if self.i < len(self.s) else ""
+
+    def quoted(self) -> str:
+        q, out = self.s[self.i], []
+        self.i += 1
+        while self.i < len(self.s):
+            c = self.s[self.i]
+            if c == "\\" and self.i + 1 < len(self.s):
+                out.append(self.s[self.i + 1])
+                self.i += 2
+                continue
+            if c == q:
+                rest = self.s[self.i + 1:].lstrip()
+                # a quote closes the string only where an argument may end; otherwise it is
+                # a quote nested inside the argument ("Hamilton Evans "Tony" James")
+                if not rest or rest[0] in ",)+":
+                    self.i += 1
+                    return "".join(out)
+            out.append(c)
+            self.i += 1
+        self.notes.append("closed an unterminated quoted argument")
+        text = "".join(out).rstrip()
+        return text[:-1].rstrip() if text.endswith(")") else text
+
+    def balanced(self, open_: str, close: str) -> str:
+        """Text from an opening bracket to its match, quotes respected."""
+        start, depth, quote = self.i, 0, ""
+        while self.i < len(self.s):
+            c = self.s[self.i]
+            if quote:
+                if c == "\\":
+                    self.i += 1
+                elif c == quote:
+                    quote = ""
+            elif c == '"':
+                quote = c
+            elif c == open_:
+                depth += 1
+            elif c == close:
+                depth -= 1
+                if depth == 0:
+                    self.i += 1
+                    return self.s[start:self.i]
+            self.i += 1
+        self.notes.append(f"closed an unterminated '{open_}'")
+        return self.s[start:] + close
+
+    def bare(self) -> str:
+        start, depth = self.i, 0
+        while self.i < len(self.s):
+            c = self.s[self.i]
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif c in ",+" and depth == 0:
+                break
+            self.i += 1
+        return self.s[start:self.i].strip()
+
+    def term(self) -> str:
+        c = self.peek()
+        if c in "\"'":
+            return self.quoted()
+        if c == "[":
+            return self.balanced("[", "]")
+        m = NESTED_CALL_RE.match(self.s, self.i)
+        if m:
+            self.i = m.end() - 1
+            call = self.s[m.start():m.end() - 1].strip() + self.balanced("(", ")")
+            self.notes.append(f"kept the nested call {call} as argument text")
+            return call
+        value = self.bare()
+        if value:
+            self.notes.append(f"read the unquoted argument {value!r}")
+        return value
+
+    def arguments(self) -> tuple[list[str], bool]:
+        """Arguments up to the call's closing parenthesis; the flag says it was found."""
+        args: list[str] = []
+        while True:
+            self.ws()
+            if self.peek() == ")":
+                self.i += 1
+                return args, True
+            if not self.peek():
+                return args, False
+            parts = [self.term()]
+            self.ws()
+            while self.peek() == "+":
+                self.i += 1
+                self.ws()
+                parts.append(self.term())
+                self.ws()
+            if len(parts) > 1:
+                self.notes.append(f"joined the '+' concatenation into {''.join(parts)!r}")
+            args.append("".join(parts))
+            self.ws()
+            if self.peek() == ",":
+                self.i += 1
+            elif self.peek() not in ")":
+                # something odd between arguments: keep it as part of a bare argument
+                extra = self.bare()
+                if extra:
+                    args[-1] = f"{args[-1]} {extra}".strip()
+                    self.notes.append(f"kept the stray text {extra!r} in an argument")
+                if self.peek() == ",":
+                    self.i += 1
+
+
+def _normalise_list_refs(arg: str, notes: list[str]) -> str:
+    def repl(m: re.Match) -> str:
+        ids = [m.group(1), *re.findall(r"\d+(?:\.\d+)*", m.group(2))]
+        return ", ".join(f"[{i}]" for i in ids)
+
+    new = LIST_REF_RE.sub(repl, arg)
+    if new != arg:
+        notes.append(f"wrote the list reference {arg!r} as {new!r}")
+    return new
+
+
+def parse_operator(value: str) -> tuple[OperatorCall | None, list[str]]:
+    """The operator call at the start of ``value``, or None; plus notes on what was repaired.
+
+    Raises ``ValueError`` for a value holding two operator calls (ambiguous)."""
+    m = CALL_RE.match(value)
+    if not m:
+        return None, []
+    name = OPERATORS[m.group(1).lower()]
+    sc = _Scanner(value, m.end())
+    notes = sc.notes
+    if m.group(1) != name:
+        notes.append(f"wrote the operator name {m.group(1)!r} as {name}")
+    args, closed = sc.arguments()
+    if not closed:
+        notes.append(f"closed the unterminated {name}( call")
+    args = [_normalise_list_refs(a.strip(), notes) for a in args]
+    if "" in args:
+        notes.append(f"dropped {args.count('')} empty argument(s)")
+        args = [a for a in args if a]
+    trailing = value[sc.i:].strip()
+    if trailing:
+        if CALL_RE.search(trailing):
+            raise ValueError(f"holds more than one operator call: {value.strip()!r}")
+        notes.append(f"ignored {trailing!r} after the {name}(...) call")
+    lo, hi = ARITY[name]
+    if args and not lo <= len(args) <= hi:
+        want = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        notes.append(f"{name} takes {want} arguments but has {len(args)}; kept them as written")
+    return OperatorCall(name=name, args=args, raw=value.strip()), notes
+
+
+def parse_leaf(value: str | None) -> Leaf:
+    """Classify a leaf value. Notes in ``Leaf.repairs`` are not yet prefixed with the node."""
+    text = (value or "").strip()
+    if not text:
+        return Leaf("open", repairs=["has no operator or mark; treated as an open question"])
+    if DR_ONLY_RE.fullmatch(text):
+        return Leaf("direct")
+    op, notes = parse_operator(text)  # ValueError: two calls in one leaf
+    if op is not None:
+        if not op.args:
+            return Leaf("open", note=text, repairs=[f"{op.name}() has no arguments; treated as an open question"])
+        return Leaf("operator", operator=op, repairs=notes)
+    stripped = DR_TOKEN_RE.sub("", text).strip()
+    if stripped != text and (DR_TOKEN_RE.match(text) or re.search(DR_TOKEN_RE.pattern + r"\W*$", text, re.I)):
+        return Leaf("direct", note=stripped, repairs=["prose around the [END]/[DR] mark kept as a note"])
+    return Leaf("open", note=text, repairs=["leaf has prose instead of an operator; treated as an open question"])

@@ -10,7 +10,7 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.answer_contract import clean_reply as contract_reply
-from atomgraph.prompts.json_reader import read_json
+from atomgraph.text import read_json
 from atomgraph.prompts.compare.common import (ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, final_answer_parser,
                                               instructions_of, strip_label)
 from atomgraph.prompts.stage import Stage, text_parser

@@ -1,5 +1,5 @@
 """Tolerant readers shared by KAR³'s stages: a JSON object anywhere in a reply (code fences,
-prose around it, single quotes, trailing commas; read by :mod:`atomgraph.prompts.json_reader`,
+prose around it, single quotes, trailing commas; read by :mod:`atomgraph.text`,
 the reader every stage shares), and question lines."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from atomgraph.prompts.json_reader import read_object
+from atomgraph.text import read_object
 
 _BULLET = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,3}[.)\]:]|\(?[a-zA-Z][.)]|Q\d*[:.)]|#+)\s*")
 
 
 def json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in ``text`` (code fences, prose around it, single quotes, trailing
-    commas), or None: the one reader of model JSON (:func:`atomgraph.prompts.json_reader.read_object`)."""
+    commas), or None: the one reader of model JSON (:func:`atomgraph.text.read_object`)."""
     return read_object(text)
 
 

@@ -1,6 +1,34 @@
-"""Operator and reasoning demonstrations shared by the packs that have none of their own."""
+"""Operator and reasoning demonstrations of the ``general`` pack (:data:`EXAMPLES`), and
+:class:`Demo`, one dataset pack's stage demonstration with its recorded source."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+# the train/dev files of ../shared/data that dataset packs take their demonstrations from
+HOTPOTQA_DEV = "atomr/questions/single_source/HotpotQA/hotpotqa_dev_100.jsonl"
+HOTPOTQA_TRAIN = "hipporag/hotpotqa_train.json"
+TWOWIKI_DEV = "atomr/questions/single_source/2WikiMultiHop/2wiki_dev_100.jsonl"
+MUSIQUE_DEV = "atomr/questions/single_source/Musique/musique_dev_100.jsonl"
+MUSIQUE_TRAIN = "hipporag/musique_train.json"
+
+
+@dataclass(frozen=True)
+class Demo:
+    """One stage demonstration of a dataset pack: ``text`` is the human turn and the reply as
+    the prompt shows them; it was written on the dataset question ``question``, found in
+    ``source_file`` (relative to ../shared/data) under ``source_id``. An operator or reasoning
+    demonstration may ask one step of that question (its sub-question); the whole question is
+    what an evaluation split leaves out."""
+
+    text: str
+    source_file: str
+    source_id: str
+    question: str
+
+    @property
+    def source(self) -> str:
+        return f"{self.source_file}#{self.source_id}"
 
 
 # Operator and reasoning demonstrations (4 per stage), on train/dev questions of ../shared/data
@@ -104,11 +132,11 @@ Q: 2. In which city was [1] born? A: Ingmar Bergman was born in Uppsala. ["Uppsa
 Question: In which city was the director of the 1957 film Wild Strawberries born?
 Answer: Wild Strawberries was directed by Ingmar Bergman, who was born in Uppsala. So the answer is: (1) Paraphrase Answer: The director of Wild Strawberries, Ingmar Bergman, was born in Uppsala; (2) Answer List: ["Uppsala"]""",
         """Child questions and answers:
-Q: 1. In which city was Kerry Saxby-Junna born? A: ["Ballina"]
-Q: 2. What was the population of [1] at the 2011 census? A: Ballina had 6,960 people at the 2011 census. ["6,960"]
+Q: 1. In which city was Kerry Saxby-Junna born? A: ["Young, New South Wales"]
+Q: 2. What was the population of [1] at the 2011 census? A: Young had 6,960 people at the 2011 census. ["6,960"]
 
 Question: At the 2011 census, what was the population of the city where Kerry Saxby-Junna was born?
-Answer: She was born in Ballina, whose 2011 population was 6,960. So the answer is: (1) Paraphrase Answer: The city where Kerry Saxby-Junna was born had 6,960 people in 2011; (2) Answer List: ["6,960"]""",
+Answer: She was born in Young, New South Wales, whose 2011 population was 6,960. So the answer is: (1) Paraphrase Answer: The city where Kerry Saxby-Junna was born had 6,960 people in 2011; (2) Answer List: ["6,960"]""",
         """Child questions and answers:
 Q: 1. Who wrote the novel Frankenstein? A: ["Mary Shelley"]
 Q: 2. Who wrote the novel Dracula? A: ["Bram Stoker"]
@@ -168,7 +196,7 @@ Wikipedia Passages:
 [1] Sid Haig | Sidney Eddie Mosesian (July 14, 1939 - September 21, 2019), known as Sid Haig, was an American actor.
 
 Question: Who is the oldest, Sid Haig or Vic Darchinyan?
-Answer: Sid Haig was born in 1939; Vic Darchinyan is a boxer born in 1975. So the answer is: (1) Paraphrase Answer: Sid Haig is older than Vic Darchinyan; (2) Answer List: ["Sid Haig"]""",
+Answer: Sid Haig was born in 1939; Vic Darchinyan is a boxer born in 1976. So the answer is: (1) Paraphrase Answer: Sid Haig is older than Vic Darchinyan; (2) Answer List: ["Sid Haig"]""",
         """Retrieved Knowledge:
 (no knowledge retrieved)
 

@@ -1,41 +1,87 @@
-"""Atomic operator execution (ATOMR §3.1, Algorithm 1 lines 5–10).
+"""Leaf Node Reasoning (ATOMR §3.3.1): the three steps of an atomic operator node —
+(1) dynamic knowledge-source selection, (2) multi-source retrieval, (3) atomic operator
+reasoning — with Filter's pre-selection of its candidates (§3.1). What a node does after each
+step is Algorithm 1's table (:mod:`~atomgraph.nodes.atomr.execution`).
 
-The node's operator call runs once per answer of the node it references (the fan-out of
-:mod:`~atomgraph.nodes.atomr.fanout`): each sub-call retrieves from the selected sources
-with its own arguments, e.g. ``Relate("Neil Armstrong", "place of birth")``, and asks the
-executor stage for that sub-question; the answers are concatenated in order.
+**Source selection** (Figure 9). As the authors run it, the model chooses only among three or
+more sources; with one or two, every available source is used and no model call is made. If the
+call fails or names no usable source, every available source is used and a note says so. The
+stage's parser turns the reply into the chosen names (``prompts/atomr/source_selection.py``).
 
-- Search appends its descriptor to the executor's question, "Who is X? (descriptor)".
-- Filter writes the candidates as one list and pre-selects them per text/web source
-  (:mod:`~atomgraph.nodes.atomr.filtering`); the knowledge graph gets the whole call.
-- A sub-call whose sources all return nothing, whose model call fails or whose reply cannot
-  be read is an operator execution failure: the node goes to direct RAG
-  (:mod:`~atomgraph.nodes.atomr.algorithm`), which redoes the failed sub-calls with a fresh
-  retrieval. An Unknown answer is not a failure: it stays empty.
+**Atomic operator execution** (Algorithm 1 lines 5–10) and **Filter's pre-selection**: see
+their sections below.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.algorithm import advance
-from atomgraph.nodes.atomr.common import (
-    AtomRRuntime, budget_note, collect, current_run, first_problem, node_outcome, read_into,
-)
-from atomgraph.nodes.atomr.fanout import plan_operator
-from atomgraph.nodes.atomr.filtering import gate, overlap_coefficient
-from atomgraph.nodes.runtime import StageResult
+from atomgraph.nodes.atomr.execution import (AtomRRuntime, advance, budget_note, collect, current_run, first_problem,
+                                             node_outcome, plan_operator, read_into, selection_calls)
+from atomgraph.nodes.call import StageResult
 from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT, program_problem
 from atomgraph.prompts.atomr.knowledge import format_knowledge
-from atomgraph.prompts.atomr.stages import KG_PROGRAM_STAGE, operator_stage
+from atomgraph.prompts.atomr.source_selection import choose_sources, describe_sources
+from atomgraph.prompts.atomr.stages import KG_PROGRAM_STAGE, SOURCE_SELECTION_STAGE, operator_stage
 from atomgraph.state.atomr import StepInput, SubCall
-from atomgraph.state.evidence import Evidence
-from atomgraph.state.tree import OperatorCall
-from atomgraph.state.usage import RetrieverCall
+from atomgraph.state.run import Evidence, RetrieverCall
+from atomgraph.state.atomr import OperatorCall
 from atomgraph.tools.wikidata_source import ProgramError
+
+# --- (1) source selection -----------------------------------------------------------------------
+
+
+def make_select_sources_node(rt: AtomRRuntime):
+    async def select_sources(inp: StepInput, config: RunnableConfig) -> dict:
+        params = rt.params(config)
+        run = current_run(inp)
+        available = list(rt.sources().available)
+        calls = []
+        if not selection_calls(len(available)) or inp.get("budget", 1) < 1:
+            run.sources = available
+        else:
+            sources = list(rt.sources().available.values())
+            result = await rt.ask(
+                SOURCE_SELECTION_STAGE,
+                {"question": run.resolved_question, "n_sources": len(sources), "source_list": describe_sources(sources)},
+                config,
+            )
+            calls.append(result.call)
+            run.llm_calls += 1
+            if not result.ok:
+                run.sources = available
+                run.notes.append(f"source selection failed ({result.problem}); using all sources")
+            else:
+                run.sources = choose_sources(result.value, available)
+                if not run.sources:
+                    run.sources = available
+                    run.notes.append("source selection named no available source; using all sources")
+        outcome = "leaf" if run.kind == "operator" and run.fallback is None else "fallback"
+        advance(run, "select", outcome, params, is_root=run.id == inp["tree"].root)
+        return {"runs": {run.id: run}, "llm_calls": calls}
+
+    return select_sources
+
+
+# --- (2, 3) atomic operator execution (ATOMR §3.1, Algorithm 1 lines 5–10) ---------------------
+#
+# The node's operator call runs once per answer of the node it references (the fan-out of
+# :mod:`~atomgraph.nodes.atomr.execution`): each sub-call retrieves from the selected sources
+# with its own arguments, e.g. ``Relate("Neil Armstrong", "place of birth")``, and asks the
+# executor stage for that sub-question; the answers are concatenated in order.
+#
+# - Search appends its descriptor to the executor's question, "Who is X? (descriptor)".
+# - Filter writes the candidates as one list and pre-selects them per text/web source
+#   (the last section of this module); the knowledge graph gets the whole call, its
+#   candidates as a list of whole answers (never a comma-joined text to split again).
+# - A sub-call whose sources all return nothing, whose model call fails or whose reply cannot
+#   be read is an operator execution failure: the node goes to direct RAG
+#   (:mod:`~atomgraph.nodes.atomr.execution`), which redoes the failed sub-calls with a fresh
+#   retrieval. An Unknown answer is not a failure: it stays empty.
 
 NO_EVIDENCE = "no evidence from any selected source"
 
@@ -96,15 +142,17 @@ def make_run_operator_node(rt: AtomRRuntime):
     async def filter_evidence(sources: list[str], args: list[str], candidates: list[str], question: str, k: int,
                               t: float):
         """Evidence for one Filter call, gated per text/web source; (evidence, calls, notes, dropped).
-        ``candidates`` are whole answers (:func:`~atomgraph.nodes.atomr.fanout.filter_candidates`)."""
+        ``candidates`` are whole answers (:func:`~atomgraph.nodes.atomr.execution.filter_candidates`)."""
         condition = args[1] if len(args) > 1 else question
         evidence: list[Evidence] = []
         calls, notes, dropped = [], [], []
         for name in sources:
             source = rt.sources().get(name)
             if source is None or getattr(source, "kind", "text") == "kg":  # the KG is not gated
-                ev, c, n = await rt.retrieve([name], query=f"{args[0]} {condition}", k=k, operator="Filter",
-                                             args=list(args), question=question)
+                # the KG gets the candidates as a list, each taken whole (never the comma-joined text)
+                listed = [json.dumps(candidates, ensure_ascii=False), *args[1:]] if candidates else list(args)
+                ev, c, n = await rt.retrieve([name], query=f"{listed[0]} {condition}", k=k, operator="Filter",
+                                             args=listed, question=question)
                 evidence += ev; calls += c; notes += n  # noqa: E702
                 continue
             per_entity = await asyncio.gather(*(
@@ -241,3 +289,36 @@ def make_run_operator_node(rt: AtomRRuntime):
         return {"runs": {run.id: run}, "llm_calls": llm_calls, "retriever_calls": retriever_calls}
 
     return run_operator
+
+
+# --- Filter's pre-selection as the authors run it (ATOMR §3.1; ``knowledge_sources.py``) -------
+#
+# For each text or web source separately: retrieve the top passage for "{entity} {condition}"
+# per candidate entity; keep the entities whose overlap coefficient with that passage (title
+# included) reaches t (``filter_threshold``, 0.5); when the best entity scores at least 0.85,
+# keep only the entities scoring at least 0.85. The knowledge graph is never gated: it gets
+# the whole Filter call. The overlap coefficient is |q ∩ p| / min(|q|, |p|) over the
+# lower-cased whitespace-separated words of each side (stop-words included, as the authors
+# count them).
+
+HIGH_CONFIDENCE = 0.85
+
+
+def word_set(text: str) -> set[str]:
+    return set((text or "").lower().split())
+
+
+def overlap_coefficient(query: str, passage: str) -> float:
+    q, p = word_set(query), word_set(passage)
+    if not q or not p:
+        return 0.0
+    return len(q & p) / min(len(q), len(p))
+
+
+def gate(scores: dict[str, float], threshold: float) -> list[str]:
+    """The entities kept from ``{entity: overlap}``: those ≥ ``threshold``; only those
+    ≥ 0.85 when the best reaches 0.85. Best first."""
+    kept = sorted(((e, s) for e, s in scores.items() if s >= threshold), key=lambda es: -es[1])
+    if kept and kept[0][1] >= HIGH_CONFIDENCE:
+        kept = [(e, s) for e, s in kept if s >= HIGH_CONFIDENCE]
+    return [e for e, _ in kept]
