@@ -264,7 +264,7 @@ def stage_inputs(n: int) -> dict[str, list[tuple[dict, object]]]:
     from atomgraph.prompts.atomr.stages import plan_constraint
     from atomgraph.prompts.baselines import examples
     from atomgraph.state.evidence import Evidence, render_evidence
-    from atomgraph.state.tree import OperatorCall
+    from atomgraph.state.atomr import OperatorCall
     from atomgraph.text import content_words
 
     skip = demo_questions()
