@@ -255,7 +255,7 @@ def stage_inputs(n: int) -> dict[str, list[tuple[dict, object]]]:
     import ast
     from types import SimpleNamespace
 
-    from atomgraph.nodes.atomr.operate import executor_question
+    from atomgraph.nodes.atomr.leaf_reasoning import executor_question
     from atomgraph.prompts.arm.verification import selection_schema
     from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT
     from atomgraph.prompts.atomr.knowledge import format_knowledge
@@ -263,7 +263,7 @@ def stage_inputs(n: int) -> dict[str, list[tuple[dict, object]]]:
     from atomgraph.prompts.atomr.source_selection import describe_sources
     from atomgraph.prompts.atomr.stages import plan_constraint
     from atomgraph.prompts.baselines import examples
-    from atomgraph.state.evidence import Evidence, render_evidence
+    from atomgraph.state.run import Evidence, render_evidence
     from atomgraph.state.atomr import OperatorCall
     from atomgraph.text import content_words
 
@@ -429,7 +429,7 @@ def usable_value(name: str, value, variables: dict) -> tuple[bool, str]:
         return bool(choose_sources(value, ["wikipedia", "google", "wikidata"])), "names no source"
     if name == "kg_program":
         from atomgraph.prompts.atomr.kg_program import program_problem
-        from atomgraph.prompts.atomr.operator_call import parse_leaf
+        from atomgraph.prompts.atomr.tree_parser import parse_leaf
 
         leaf = parse_leaf(variables["operator"])
         why = program_problem(value, variables["question"], list(leaf.operator.args) if leaf.operator else [])
@@ -505,8 +505,7 @@ def run_every(args, engine, log) -> dict:
     import asyncio
 
     from atomgraph.local.chat import ChatLocalLlama, _turns
-    from atomgraph.nodes.call import call_stage
-    from atomgraph.nodes.recorder import CallRecorder
+    from atomgraph.nodes.call import CallRecorder, call_stage
     from atomgraph.nodes.runtime import MethodRuntime
     from atomgraph.settings import Settings
 
