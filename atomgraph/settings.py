@@ -160,6 +160,7 @@ class _Settings(BaseSettings):
             (self.model, *(getattr(self, f"{r}_model") for r in ROLES))
         ):
             self.structured_output = True
+            self.__pydantic_fields_set__.discard("structured_output")  # derived, not set by the user
         return self
 
     def model_for(self, role: Role) -> str | None:

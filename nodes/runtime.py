@@ -33,7 +33,9 @@ model call itself (and reply cutting) is :mod:`atomgraph.nodes.call`; the sync/a
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
+import time
 from dataclasses import fields
 from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
@@ -52,6 +54,8 @@ from atomgraph.state.run import (Evidence, MethodInput, MethodOutput, RetrieverC
 from atomgraph.tools.base import KnowledgeSource, SourceSet, recorded_retrieval
 from atomgraph.tools.registry import as_source_set, build_sources
 
+log = logging.getLogger(__name__)
+
 
 __all__ = ["MethodRuntime"]
 
@@ -59,6 +63,21 @@ C = TypeVar("C")
 
 _NO_CHOICES = RunChoices()
 _CHOICE_FIELDS = tuple(f.name for f in fields(RunChoices))
+
+
+def text_reply(stage: Stage, model: Any, settings: Settings) -> bool:
+    """Whether ``stage`` is decoded as its demonstrated text reply rather than under its JSON schema:
+    a stage whose reply ends at stop sequences (its demonstrations show text replies: ATOMR's stages,
+    the baselines) sent to an in-process base model prompted in completion-style text
+    (:func:`~atomgraph.local.chat.completion_prompted`), unless ``structured_output`` was set
+    explicitly. Forced into JSON, the bundled Gemma-3-270M runs an answer list on to the cap
+    (``["1", "1", ...]``) where its text continuation ends at the demonstrations' answer line
+    (``benchmarks/bench_local_prompting.py --part every``)."""
+    if not stage.stop or "structured_output" in settings.model_fields_set or not is_local(model):
+        return False
+    from atomgraph.local.chat import completion_prompted
+
+    return completion_prompted(model)
 
 
 class MethodRuntime(Generic[C]):
@@ -294,8 +313,12 @@ class MethodRuntime(Generic[C]):
                   constraint: Constraint | None, logprobs: bool, backend_kind: str) -> tuple[Any, Applied | None]:
         """The model as this stage calls it (capped, sampled, structured or constrained); the
         unconstrained forms are built once per stage and model."""
-        # An in-process model decodes a schema-declaring stage under its JSON-schema grammar by default.
-        structured = (self.settings().structured_output or local) and constraint is None
+        # An in-process model decodes a schema-declaring stage under its JSON-schema grammar by default,
+        # except where it continues a stage's text demonstrations (text_reply).
+        settings = self.settings()
+        structured = (settings.structured_output or local) and constraint is None
+        if structured and local and text_reply(stage, model, settings):
+            structured = False
         key = (stage.name, id(stage), role, id(model), cap, structured, temperature)
         if constraint is None and not logprobs:
             runnable = self._chains.get(key)
@@ -343,14 +366,22 @@ class MethodRuntime(Generic[C]):
 # sources built from the settings by name); :func:`retrieve_from` queries named sources
 # concurrently, every call recorded. :class:`~atomgraph.nodes.runtime.MethodRuntime` offers both
 # as ``rt.sources()`` / ``rt.asources()`` / ``rt.retrieve(...)``.
+#
+# A long-lived graph (``langgraph dev``, a notebook kernel) looks again, at most every
+# ``RunSources.recheck_s`` seconds, at the settings' sources it could not use: a collection indexed
+# after the graph first opened its sources (``atomgraph index wikipedia`` in another terminal, the
+# ``wikipedia_index`` graph) is read by the next run, not only by runs that name it.
 
 class RunSources:
     """A graph's knowledge sources and the runs' choices among them (each opened on first use)."""
+
+    recheck_s: float = 10.0  # how often settings' sources that could not be used are looked at again
 
     def __init__(self, given: SourceSet | Iterable[KnowledgeSource] | None, settings: Callable[[], Settings]):
         self.given = given
         self._settings = settings
         self._base: SourceSet | None = None
+        self._checked = 0.0  # when the settings' unusable sources were last looked at (time.monotonic())
         self._named: dict[tuple[str, ...], SourceSet] = {}
         self._from_settings: set[tuple[str, ...]] = set()  # chosen sets built from the settings by name
         self._lock = threading.RLock()  # sources are opened once, whichever question asks first
@@ -366,6 +397,7 @@ class RunSources:
             with self._lock:
                 if self._base is None:
                     self._base = as_source_set(self.given, self._settings())
+                    self._checked = time.monotonic()
         if required and self.given is not None:  # the graph's own sources= : asked for, so required
             self._base.require()
         return self._base
@@ -413,8 +445,42 @@ class RunSources:
             chosen.available[n] = source
         chosen.unavailable.update(fresh.unavailable)
 
+    def recheck_due(self) -> bool:
+        """Whether the settings' sources hold one that could not be used, last looked at more than
+        :attr:`recheck_s` seconds ago (never for the graph's own ``sources=``: those are required)."""
+        base = self._base
+        return (self.given is None and base is not None and bool(base.unavailable)
+                and time.monotonic() - self._checked >= self.recheck_s)
+
+    def recheck(self) -> list[str]:
+        """Look again at the settings' sources that could not be used; the names of those usable
+        now. The sources already open are kept; the set is replaced, not changed, so a run
+        holding the earlier set reads it unchanged."""
+        with self._lock:
+            base = self._base
+            if base is None or self.given is not None or not base.unavailable:
+                return []
+            self._checked = time.monotonic()
+            fresh = build_sources(self._settings(), list(base.unavailable), quiet=True)
+            if not fresh.available:
+                return []
+            held = [*base.available, *base.unavailable]
+            order = [n for n in self._settings().sources if n in held] + held  # the settings' order
+            available = {n: base.available.get(n) or fresh.available[n] for n in dict.fromkeys(order)
+                         if n in base.available or n in fresh.available}
+            available.update((n, src) for n, src in fresh.available.items() if n not in available)
+            self._base = SourceSet(available=available, unavailable=dict(fresh.unavailable))
+            for key in [k for k in self._named if k in self._from_settings and set(k) & set(fresh.available)]:
+                self._named.pop(key)  # a run's choice that held a source usable now: built again
+            log.info("knowledge source(s) %s usable now (not when this graph first opened its sources)",
+                     ", ".join(fresh.available))
+            return list(fresh.available)
+
     async def apick(self, names: list[str] | None) -> SourceSet:
-        """:meth:`pick`, opening sources (indexes, stores) off the event loop the first time."""
+        """:meth:`pick`, opening sources (indexes, stores) off the event loop the first time, and
+        looking again at unusable settings' sources when :meth:`recheck_due`."""
+        if self.recheck_due():
+            await asyncio.to_thread(self.recheck)
         key = tuple(names or ())
         if self._base is None or (names and (key not in self._named or self._stale(key, names))):
             return await asyncio.to_thread(self.pick, names)

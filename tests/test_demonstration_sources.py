@@ -247,3 +247,16 @@ def test_planner_demonstrations_record_their_source_and_blendqa_runs_leave_the_s
     assert not dataset_setting("crag-test-500").demonstrations_in_split
     _, crag_out = _leave_out_demonstrations(load_dataset("crag-test-500", data_dir_=shared_data), ["crag"])
     assert crag_out == []
+
+
+def test_crag_and_blendqa_demonstrations_follow_the_authors_answer_rules():
+    """The authors' CRAG and BlendQA prompts: numbers as Arabic numerals, yes/no as ["Yes"] / ["No"]."""
+    words = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "once", "twice", "thrice"}
+    for name, stage, demo in stage_demonstrations():
+        if name not in ("crag", "blendqa"):
+            continue
+        answers = parse_answer(demo.text.rsplit("\nAnswer: ", 1)[1]).answers
+        assert answers and not {"yes", "no"} & set(answers), (name, stage, demo.source)
+        assert not any(a.lower() in words for a in answers), (name, stage, demo.source, answers)
+    for name in ("crag", "blendqa"):
+        assert "digits" in PACKS[name].rules and '["Yes"] or ["No"]' in PACKS[name].rules

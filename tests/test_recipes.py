@@ -171,7 +171,8 @@ def test_a_recipe_run_reads_no_model_factory_from_the_environment(shared_data, t
         assert said in ignored, (said, ignored)
     meta = json.loads((out / "run.json").read_text())
     assert meta["run"]["not_applied"]["$ATOMGRAPH_MODEL_FACTORY"] == "leaky_factory:make"
-    assert "model_factory" not in meta["run"]
+    assert "model_factory" not in meta["run"] and meta["run"]["options"] == {"--model": f"scripted:{rules}"}
+    assert f"  --model scripted:{rules}" in err
     s = meta["settings"]
     assert (s["model"], s["sources"], s["cot"]["demonstrations"], s["atomr"]["plan_failure_rag"]) == (
         "gpt-4o-2024-08-06", ["wikipedia"], 2, False)
@@ -232,3 +233,21 @@ def test_a_recipe_over_a_dataset_without_a_declared_setting_runs_the_general_one
     assert "no declared setting for this dataset: the general one" in capsys.readouterr().err
     meta = json.loads((out / "run.json").read_text())
     assert meta["dataset_setting"]["setting"] == "general" and meta["dataset_setting"]["declared"] is False
+
+
+def test_a_server_run_reads_no_model_factory_from_the_environment(tmp_path, capsys, monkeypatch):
+    """`eval run --server` runs the server's models: $ATOMGRAPH_MODEL_FACTORY is not imported
+    (a factory cannot be sent), and the run says so instead of refusing a model it never asked for."""
+    import socket
+
+    monkeypatch.setenv("ATOMGRAPH_MODEL_FACTORY", "no_such_module_anywhere:make")
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"id": "1", "question": "Where?", "answers": ["Paris"]}) + "\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    assert main(["eval", "run", "--method", "standard", "--dataset", str(data), "--out", str(tmp_path / "run"),
+                 "--server", f"http://127.0.0.1:{port}", "--no-progress"]) != 0
+    err = capsys.readouterr().err
+    assert "$ATOMGRAPH_MODEL_FACTORY not applied: a server run uses the server's models" in err
+    assert "cannot be reached" in err and "no_such_module_anywhere" not in err.split("not applied", 1)[1]

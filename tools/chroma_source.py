@@ -265,14 +265,22 @@ class ChromaWikipediaSource(KnowledgeSource):
         if built_dim is not None and len(vector) != built_dim:
             check_model(collection, self.model_id, len(vector))
         try:
-            n = min(k, collection.count())
-            if n == 0:
-                return []
-            res = collection.query(
-                query_embeddings=[vector], n_results=n, include=["documents", "metadatas", "distances"]
-            )
+            res = self._query(collection, vector, k)
         except Exception as exc:  # noqa: BLE001 - storage/server failures are one failed call
-            raise SourceError(f"Chroma query on {self.collection_name!r} failed: {exc}") from exc
+            if not _gone(exc):
+                raise SourceError(f"Chroma query on {self.collection_name!r} failed: {exc}") from exc
+            # deleted since it was opened (and perhaps indexed again): open it again by name, once
+            collection = self._reopen(collection)
+            if collection is None:
+                raise SourceError(self.unavailable_reason() or f"Chroma collection {self.collection_name!r} "
+                                                               "is missing") from exc
+            self._check(collection)
+            try:
+                res = self._query(collection, vector, k)
+            except Exception as again:  # noqa: BLE001
+                raise SourceError(f"Chroma query on {self.collection_name!r} failed: {again}") from again
+        if res is None:
+            return []
         out = []
         for pid, doc, meta, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]):
             meta = dict(meta or {})
@@ -282,6 +290,21 @@ class ChromaWikipediaSource(KnowledgeSource):
                          metadata=meta)
             )
         return out
+
+    @staticmethod
+    def _query(collection, vector: list[float], k: int):
+        n = min(k, collection.count())
+        if n == 0:
+            return None
+        return collection.query(query_embeddings=[vector], n_results=n, include=["documents", "metadatas", "distances"])
+
+    def _reopen(self, stale):
+        """The collection opened again by name (None when it no longer exists), in place of
+        ``stale``, a handle to a collection that was deleted under this source."""
+        with self._lock:
+            if self._collection is stale:
+                self._collection = None
+        return self._open()
 
     # --- LangChain ---------------------------------------------------------------------------
     def vectorstore(self):
@@ -314,6 +337,15 @@ class ChromaWikipediaSource(KnowledgeSource):
             "embedding_model": model,
             "embedding_dim": dim,
         }
+
+
+def _gone(exc: Exception) -> bool:
+    """Whether a Chroma failure says the collection no longer exists (deleted under an open handle)."""
+    try:
+        from chromadb.errors import NotFoundError
+    except ImportError:  # pragma: no cover - older chromadb
+        NotFoundError = ()  # type: ignore[assignment]  # noqa: N806
+    return isinstance(exc, NotFoundError) or "does not exist" in str(exc)
 
 
 def wikipedia_from_settings(settings: Settings) -> ChromaWikipediaSource:

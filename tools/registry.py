@@ -52,9 +52,10 @@ def _factory(name: str) -> SourceFactory:
     return f
 
 
-def build_sources(settings: Settings, names: Iterable[str] | None = None) -> SourceSet:
+def build_sources(settings: Settings, names: Iterable[str] | None = None, *, quiet: bool = False) -> SourceSet:
     """Build the named sources (default: ``settings.sources``); unusable ones are set aside with
-    their reason, logged once."""
+    their reason, logged once (``quiet``: at debug level, for a look again at sources already
+    reported)."""
     out = SourceSet()
     for name in names if names is not None else settings.sources:
         try:
@@ -64,7 +65,7 @@ def build_sources(settings: Settings, names: Iterable[str] | None = None) -> Sou
             source, reason = None, str(exc)
         if reason or source is None:
             out.unavailable[name] = reason or "unavailable"
-            log.warning("knowledge source %s is unavailable: %s", name, out.unavailable[name])
+            (log.debug if quiet else log.warning)("knowledge source %s is unavailable: %s", name, out.unavailable[name])
         else:
             out.available[source.name if ":" in name else name] = source
     return out

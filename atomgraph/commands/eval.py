@@ -162,13 +162,17 @@ def _apply_recipe(args):
     for k, v in sets.items():
         print(f"  --set {k}={v!r}", file=sys.stderr)
     ignored = {**not_applied(sets), **env_not_applied(args)}
-    if getattr(args, "model_factory", None):  # an explicit option: applied, printed and recorded
-        print(f"  --model-factory {args.model_factory}", file=sys.stderr)
+    options = {f"--{o.replace('_', '-')}": getattr(args, o) for o in ("model", "model_factory", "sources",
+                                                                     "sources_factory") if getattr(args, o, None)}
+    for option, value in options.items():  # explicit options over the recipe: applied, printed and recorded
+        print(f"  {option} {value}", file=sys.stderr)
     if ignored:
         print("  not applied (the environment or atomgraph.toml; a recipe is sealed, use --set KEY=VALUE): "
               + ", ".join(f"{k}={v!r}" for k, v in ignored.items()), file=sys.stderr)
     args.run_info = {"recipe": recipe.name, "set": {k: v for k, v in sets.items()},
                      "not_applied": {k: ("***" if "key" in k.lower() else v) for k, v in ignored.items()}}
+    if options:
+        args.run_info["options"] = options
     if getattr(args, "model_factory", None):
         args.run_info["model_factory"] = args.model_factory
     return recipe, settings
@@ -197,11 +201,14 @@ def cmd_run(args) -> int:
         args.run_info = {"set": sets}
         for k, v in sets.items():
             print(f"  --set {k}={v!r}", file=sys.stderr)
+    if args.server and recipe is None and os.environ.get("ATOMGRAPH_MODEL_FACTORY") and not args.model_factory:
+        print("  $ATOMGRAPH_MODEL_FACTORY not applied: a server run uses the server's models (name one with --model)",
+              file=sys.stderr)
     settings, model, sources = model_and_sources(args, require_model=False,
                                                  base=recipe_base if recipe is not None or getattr(args, "set", None)
                                                  else None,
                                                  require_sources=not args.server,  # a server opens its own
-                                                 sealed=recipe is not None)
+                                                 sealed=recipe is not None or bool(args.server))
     from atomgraph.evaluation.datasets import apply_dataset_setting, describe_applied
 
     _, _, applied = apply_dataset_setting(args.method, args.dataset, settings, sources_given=sources is not None)

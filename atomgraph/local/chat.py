@@ -620,6 +620,19 @@ class ChatLocalLlama(BaseChatModel):
         return RunnableMap(raw=llm) | ok.with_fallbacks([failed], exception_key="parsing_error")
 
 
+def completion_prompted(model: Any) -> bool:
+    """Whether ``model`` (under any ``.bind`` layers) is an in-process model that is prompted with
+    completion-style text: a base GGUF (no chat template) under ``prompt_format="auto"``, or
+    ``"completion"`` asked for. Such a model continues a stage's demonstrations; the runtime lets it
+    write the stage's demonstrated text reply (ended by the stage's stop sequences) instead of
+    forcing the stage's JSON schema on it (:meth:`MethodRuntime._runnable
+    <atomgraph.nodes.runtime.MethodRuntime._runnable>`)."""
+    from atomgraph.backends import unwrap
+
+    m = unwrap(model)
+    return isinstance(m, ChatLocalLlama) and m.engine.prompt_style(m.prompt_format) == "completion"
+
+
 def _parser_for(schema: Any) -> Callable[[str], Any]:
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return schema.model_validate_json

@@ -139,8 +139,9 @@ def make_plan_node(rt: AtomRRuntime):
         if tree is None and not result.call.error:  # say what the reply was, where it shows (an echo, an injection, ...)
             why = plan_reply_problem(result.text, question, params.prompt_pack)
             unreadable = f"{unreadable}; {why}" if why else unreadable
-        # the sources are built on first use (a store may open files): off the event loop
-        unavailable = await asyncio.to_thread(lambda: dict(rt.sources().unavailable))
+        # the sources are built on first use (a store may open files), and unusable ones looked at
+        # again in a long-lived graph (rt.asources): off the event loop
+        unavailable = dict((await rt.asources()).unavailable)
         update = {"question": question, "raw_plan": result.text or "", "llm_calls": [result.call],
                   "unavailable_sources": unavailable}
         if tree is not None:
