@@ -39,10 +39,10 @@ def test_the_runtime_sends_the_text_stage_with_its_stops_and_reads_the_text():
     model = ChatLocalLlama()
     settings = Settings(model="local", cache=False, stage_max_tokens={"closed_book": 48})
     rt = MethodRuntime.for_method("atomr", models=model, sources=[], settings=settings)
-    runnable, applied = rt._runnable(CLOSED_BOOK_STAGE, "answerer", model, 48, None, None, False, "auto")
+    runnable, applied = rt._runnable(CLOSED_BOOK_STAGE, "answerer", model, True, 48, None, None, False, "auto")
     assert applied is None and isinstance(runnable, RunnableBinding)
     assert runnable.kwargs["stop"] == list(CLOSED_BOOK_STAGE.stop) and "json_schema" not in runnable.kwargs
-    kar3, _ = rt._runnable(KAR3_ANSWER, "answerer", model, 48, None, None, False, "auto")
+    kar3, _ = rt._runnable(KAR3_ANSWER, "answerer", model, True, 48, None, None, False, "auto")
     assert not isinstance(kar3, RunnableBinding) or "stop" not in kar3.kwargs  # structured (JSON schema)
 
     result = asyncio.run(rt.ask(CLOSED_BOOK_STAGE, {"question": "What is the capital of France?"}, None))
