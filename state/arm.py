@@ -70,6 +70,13 @@ class ArmContext:
     beam_width: Annotated[
         int, Field(description="in-process models: beams of the constrained n-gram-list decoding over every corpus n-gram", ge=1)
     ] = 4
+    decompose_constraint: Annotated[
+        Literal["free", "ngrams"],
+        Field(description="the question's keywords: 'free' (paper: extracted independently of the collection, a JSON "
+                          "list) or 'ngrams' (switch, in-process models) = a list (a, b, ...) decoded by the trie beam "
+                          "under the question's own n-grams and the corpus n-grams, as alignment is; a served model "
+                          "decomposes freely, recorded in problems"),
+    ] = "free"
     served_alignment: Annotated[
         Literal["shortlist", "grammar"],
         Field(description="served vLLM / llama.cpp models: 'grammar' (paper) = a list (a, b, ...) of corpus n-grams under "
@@ -222,7 +229,7 @@ class ArmContext:
         bool, Field(description="True: the paper's setting, every extension off at once (relevance='cosine', "
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
                                 "compatibility_scale=1, max_links=k-1, served_alignment='grammar', fill_to_k=False, "
-                                "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0); these fields then take the paper's values whatever else is set"),
+                                "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free'); these fields then take the paper's values whatever else is set"),
     ] = False
 
     def __post_init__(self) -> None:
@@ -250,5 +257,6 @@ PAPER: dict = {
     "relevance": "cosine", "database_weight": 0.0, "coverage_weight": 0.0, "compatibility": "graded",
     "links": "pairs", "compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
     "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
+    "decompose_constraint": "free",
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""

@@ -395,6 +395,28 @@ def test_the_alignment_list_depends_on_the_keyword(engine, model, hotpot_trie, h
     assert not set(lists.values()) & {("1",), ("a",), ("the",)}, lists
 
 
+def test_arm_verification_reads_under_its_schema_objects_first(model):
+    """ARM's verify stage on the bundled model under its JSON schema: the ids come before the
+    reasoning, so a reply cut at a small cap still parses with the ids it chose (the schema once
+    led with a reasoning string: the base model wrote the prompt's placeholder into it, and a
+    reasoning cut at the cap left ``"objects": []``)."""
+    from atomgraph.prompts.arm.verification import VERIFY, parse_selection, selection_schema
+
+    ids = ["p1", "p2", "p3"]
+    draft = ("Object id: p1\nDocument name: Werner Heisenberg\nDocument content: Werner Heisenberg was a German "
+             "physicist; his doctoral advisor was Arnold Sommerfeld.\n\nObject id: p2\nDocument name: Arnold "
+             "Sommerfeld\nDocument content: Arnold Sommerfeld died in Munich in 1951.\n\nObject id: p3\n"
+             "Document name: Paris\nDocument content: Paris is the capital of France.")
+    msgs = VERIFY.messages({"question": "Where did Heisenberg's doctoral advisor die?",
+                            "keywords": ["Heisenberg", "doctoral advisor", "died"], "draft": draft})
+    schema = selection_schema(ids).schema
+    assert list(schema["properties"]) == ["objects", "reasoning"]
+    reply = model.invoke(msgs, json_schema=schema, max_tokens=40).content
+    value = parse_selection(reply)
+    assert set(value["objects"]) <= set(ids), reply
+    assert reply.index('"objects"') < reply.index('"reasoning"') and "<one or two sentences>" not in reply
+
+
 def test_a_trie_with_no_continuation_ends_the_beam_cleanly(engine, model, tmp_path):
     empty = TokenTrie.build([], engine, cache_dir=tmp_path)
     res = beam_decode(engine, engine.chat_prompt([("user", "List things.")]), empty, beam_width=2)
