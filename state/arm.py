@@ -3,8 +3,9 @@
 ``atomgraph retrieve`` runs the same graph under it (``llm=False``).
 
 Paper by default (issues 15, 30): R_i the cosine similarity of question and object,
-graded compatibility (Appendix B), per-keyword n-gram-list queries, drafts from l = 1, 2, 3
-expansion steps of every base object, served models decoding the n-gram list under a
+graded compatibility (Appendix B), the base set from the per-keyword n-gram-list queries
+alone (``bm25_pool``/``dense_pool`` extensions, 0), drafts over the base set and its 1- and
+2-step expansions (``first_expansion=0``), served models decoding the n-gram list under a
 grammar, no top-up to k, no draft add/drop stage. The project additions on by default are
 ``database_weight`` and ``coverage_weight`` (measured extensions listed in the deviation
 table; 0 is the paper); ``relevance="mix"``, ``compatibility="rules"``, ``links="forest"``,

@@ -44,6 +44,11 @@ def test_parse_keywords_reads_json_lines_and_commas():
     for bad in ("", "   ", "[]", "!!! ???"):
         with pytest.raises(ParseError):
             parse_keywords(bad)
+    # a keyword holding a lone surrogate or a control character never reaches a later prompt (issue 30: with three
+    # drafts, three unencodable verification requests tripped the circuit breaker before the answer's refusal)
+    assert parse_keywords('["Ulm\ud800", "Munich"]') == ["Munich"]
+    with pytest.raises(ParseError, match="control characters or lone surrogates"):
+        parse_keywords('["So the final answer is: Ulm\ud800"]')
 
 
 def test_parse_ngram_changes_and_selection():

@@ -51,3 +51,20 @@ def test_the_runtime_sends_the_text_stage_with_its_stops_and_reads_the_text():
     assert not result.text.lstrip().startswith("{")  # the demonstrations' text format, no JSON grammar
     assert result.call.completion_tokens <= 48
     assert result.ok or result.call.parse_error  # a value, or why the text parser refused it: data either way
+
+
+def test_json_strings_hold_no_raw_control_characters():
+    """Under a JSON-schema grammar a string cannot hold a raw newline (llama-cpp-python's converter
+    admits one; JSON does not): every reply decoded under it is JSON a reader accepts."""
+    import json
+
+    from atomgraph.local.engine import json_gbnf, load_engine
+
+    schema = {"type": "object", "properties": {"thinking": {"type": "string"}, "idx": {"type": "integer"}},
+              "required": ["thinking", "idx"]}
+    gbnf = json_gbnf(schema)
+    assert 'char ::= [^"\\\\\\x7F\\x00-\\x1F]' in gbnf
+    load_engine().json_schema_grammar(schema)  # llama.cpp parses it
+    reply = ChatLocalLlama(max_tokens=40).bind(json_schema=schema).invoke(
+        "Write a poem of three lines about rivers, then a number.\nReply:")
+    assert isinstance(json.loads(reply.content), dict)
