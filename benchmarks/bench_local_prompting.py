@@ -255,7 +255,7 @@ def stage_inputs(n: int) -> dict[str, list[tuple[dict, object]]]:
     import ast
     from types import SimpleNamespace
 
-    from atomgraph.nodes.atomr.operate import executor_question
+    from atomgraph.nodes.atomr.leaf_reasoning import executor_question
     from atomgraph.prompts.arm.verification import selection_schema
     from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT
     from atomgraph.prompts.atomr.knowledge import format_knowledge
@@ -263,14 +263,14 @@ def stage_inputs(n: int) -> dict[str, list[tuple[dict, object]]]:
     from atomgraph.prompts.atomr.source_selection import describe_sources
     from atomgraph.prompts.atomr.stages import plan_constraint
     from atomgraph.prompts.baselines import examples
-    from atomgraph.state.evidence import Evidence, render_evidence
-    from atomgraph.state.tree import OperatorCall
+    from atomgraph.state.run import Evidence, render_evidence
+    from atomgraph.state.atomr import OperatorCall
     from atomgraph.text import content_words
 
     skip = demo_questions()
     keep = lambda q: _norm_q(q).lower() not in skip  # noqa: E731
     dev = [r for r in (json.loads(x) for x in HOTPOT_DEV.open(encoding="utf-8") if x.strip()) if keep(r["question"])][:n]
-    hot = gold_passages(10 * n)
+    hot = gold_passages(10 ** 6)  # every HotpotQA train question (Filter takes the comparison ones)
     hot_objects = [json.loads(x) for x in (HOTPOT_RETRIEVAL / "objects.jsonl").open(encoding="utf-8")]
     hot_index = Lexical(hot_objects)
     train = json.loads((HIPPO / "hotpotqa_train.json").read_text(encoding="utf-8"))
@@ -383,7 +383,7 @@ def stage_inputs(n: int) -> dict[str, list[tuple[dict, object]]]:
 EVERY = {
     "search": "atomr", "relate": "atomr", "filter": "atomr", "child_reasoning": "atomr", "sibling_reasoning": "atomr",
     "direct_rag": "atomr", "closed_book": "atomr", "source_selection": "atomr", "kg_program": "atomr",
-    "atomize": "kar3", "propose": "kar3", "select": "kar3", "answer": "kar3",
+    "atomize": "kar3_index", "propose": "kar3", "select": "kar3", "answer": "kar3",
     "arm_decompose": "arm", "arm_verify": "arm", "arm_answer": "arm", "rag": "rag", "cot": "cot", "plan": "atomr",
 }
 
@@ -391,7 +391,7 @@ EVERY = {
 def stage_object(name: str):
     if EVERY[name] == "atomr":
         from atomgraph.prompts.atomr.stages import STAGES
-    elif EVERY[name] == "kar3":
+    elif EVERY[name].startswith("kar3"):
         from atomgraph.prompts.kar3.stages import STAGES
     elif EVERY[name] == "arm":
         from atomgraph.prompts.arm.stages import STAGES
@@ -429,7 +429,7 @@ def usable_value(name: str, value, variables: dict) -> tuple[bool, str]:
         return bool(choose_sources(value, ["wikipedia", "google", "wikidata"])), "names no source"
     if name == "kg_program":
         from atomgraph.prompts.atomr.kg_program import program_problem
-        from atomgraph.prompts.atomr.operator_call import parse_leaf
+        from atomgraph.prompts.atomr.tree_parser import parse_leaf
 
         leaf = parse_leaf(variables["operator"])
         why = program_problem(value, variables["question"], list(leaf.operator.args) if leaf.operator else [])
@@ -437,7 +437,7 @@ def usable_value(name: str, value, variables: dict) -> tuple[bool, str]:
     if EVERY[name] == "atomr":  # ATOMR's answer format
         ok = bool(not value.unknown and value.answers)
         return ok, "" if ok else ("Unknown" if value.unknown else "no answers")
-    if name == "atomize":
+    if name == "atomize":  # (kar3_index: the indexing graph's atomizer)
         from atomgraph.prompts.kar3.atomize import filter_atoms
 
         atoms = filter_atoms(list(value), variables["text"]).kept
@@ -505,8 +505,7 @@ def run_every(args, engine, log) -> dict:
     import asyncio
 
     from atomgraph.local.chat import ChatLocalLlama, _turns
-    from atomgraph.nodes.call import call_stage
-    from atomgraph.nodes.recorder import CallRecorder
+    from atomgraph.nodes.call import CallRecorder, call_stage
     from atomgraph.nodes.runtime import MethodRuntime
     from atomgraph.settings import Settings
 

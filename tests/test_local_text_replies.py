@@ -39,10 +39,10 @@ def test_the_runtime_sends_the_text_stage_with_its_stops_and_reads_the_text():
     model = ChatLocalLlama()
     settings = Settings(model="local", cache=False, stage_max_tokens={"closed_book": 48})
     rt = MethodRuntime.for_method("atomr", models=model, sources=[], settings=settings)
-    runnable, applied = rt._runnable(CLOSED_BOOK_STAGE, "answerer", model, 48, None, None, False, "auto")
+    runnable, applied = rt._runnable(CLOSED_BOOK_STAGE, "answerer", model, True, 48, None, None, False, "auto")
     assert applied is None and isinstance(runnable, RunnableBinding)
     assert runnable.kwargs["stop"] == list(CLOSED_BOOK_STAGE.stop) and "json_schema" not in runnable.kwargs
-    kar3, _ = rt._runnable(KAR3_ANSWER, "answerer", model, 48, None, None, False, "auto")
+    kar3, _ = rt._runnable(KAR3_ANSWER, "answerer", model, True, 48, None, None, False, "auto")
     assert not isinstance(kar3, RunnableBinding) or "stop" not in kar3.kwargs  # structured (JSON schema)
 
     result = asyncio.run(rt.ask(CLOSED_BOOK_STAGE, {"question": "What is the capital of France?"}, None))
@@ -51,3 +51,20 @@ def test_the_runtime_sends_the_text_stage_with_its_stops_and_reads_the_text():
     assert not result.text.lstrip().startswith("{")  # the demonstrations' text format, no JSON grammar
     assert result.call.completion_tokens <= 48
     assert result.ok or result.call.parse_error  # a value, or why the text parser refused it: data either way
+
+
+def test_json_strings_hold_no_raw_control_characters():
+    """Under a JSON-schema grammar a string cannot hold a raw newline (llama-cpp-python's converter
+    admits one; JSON does not): every reply decoded under it is JSON a reader accepts."""
+    import json
+
+    from atomgraph.local.engine import json_gbnf, load_engine
+
+    schema = {"type": "object", "properties": {"thinking": {"type": "string"}, "idx": {"type": "integer"}},
+              "required": ["thinking", "idx"]}
+    gbnf = json_gbnf(schema)
+    assert 'char ::= [^"\\\\\\x7F\\x00-\\x1F]' in gbnf
+    load_engine().json_schema_grammar(schema)  # llama.cpp parses it
+    reply = ChatLocalLlama(max_tokens=40).bind(json_schema=schema).invoke(
+        "Write a poem of three lines about rivers, then a number.\nReply:")
+    assert isinstance(json.loads(reply.content), dict)

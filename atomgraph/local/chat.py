@@ -642,12 +642,9 @@ def _parser_for(schema: Any) -> Callable[[str], Any]:
 
 
 def _json_gbnf(schema: dict) -> str:
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    from atomgraph.local.engine import json_gbnf
 
-    try:
-        return json_schema_to_gbnf(json.dumps(schema))
-    except (AssertionError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise GrammarError(f"the grammar engine rejects this JSON schema: {exc}") from exc
+    return json_gbnf(schema)
 
 
 def _rename_root(gbnf: str, name: str) -> str:

@@ -307,15 +307,7 @@ class LocalEngine:
     def json_schema_grammar(self, schema: dict):
         """A grammar that admits exactly the JSON documents of ``schema`` (llama.cpp's converter);
         GrammarError for a schema it does not support (remote ``$ref``, unknown types, …)."""
-        import json
-
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-        try:
-            gbnf = json_schema_to_gbnf(json.dumps(schema))
-        except (AssertionError, ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise GrammarError(f"the grammar engine rejects this JSON schema: {exc}") from exc
-        return self.grammar(gbnf)
+        return self.grammar(json_gbnf(schema))
 
     # --- decoding -------------------------------------------------------------------------
 
@@ -580,6 +572,30 @@ class LocalEngine:
         llm = getattr(self, "llm", None)
         if llm is not None:
             llm.close()
+
+
+# llama-cpp-python's converter lets a JSON string hold any character but '"' and '\\', so a reply
+# decoded under it could put a raw newline inside a string, which no JSON reader accepts
+# (measured: KAR³'s selector wrote its "thinking" over two lines). JSON forbids U+0000-U+001F
+# unescaped; DEL is left out too, as llama.cpp's own converter does.
+_LOOSE_JSON_CHAR = 'char ::= [^"\\\\] |'
+_JSON_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+
+
+def json_gbnf(schema: dict) -> str:
+    """The GBNF grammar of the JSON documents of ``schema`` (llama.cpp's converter), its string
+    characters held to JSON's (no raw control characters). GrammarError for a schema the
+    converter does not support (remote ``$ref``, unknown types, ...)."""
+    import json
+
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    try:
+        gbnf = json_schema_to_gbnf(json.dumps(schema))
+    except (AssertionError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise GrammarError(f"the grammar engine rejects this JSON schema: {exc}") from exc
+    return "\n".join(_JSON_CHAR + line[len(_LOOSE_JSON_CHAR):] if line.startswith(_LOOSE_JSON_CHAR) else line
+                     for line in gbnf.split("\n"))
 
 
 def completion_text(messages: Iterable[tuple[str, str]]) -> str:
