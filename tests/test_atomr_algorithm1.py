@@ -91,3 +91,19 @@ def test_the_authors_reading_takes_the_last_list():
     assert read_as_authors("See [1] and [2]; so the answer is: Uppsala").answers == ["Uppsala"]
     assert read_as_authors("He lived in Ulm, by the passage.").answers == ["He lived in Ulm, by the passage."]
     assert read_as_authors("He lived in Ulm [5] by the passage.").answers == ["5"]  # a passage label is a list too
+
+
+async def test_keep_raw_reply_never_takes_a_copied_demonstration_answer():
+    """The authors' reading keeps an unreadable reply's last list, but a demonstration's answer the
+    model copied (nothing in the question or the evidence supports it) is still no answer: the answer
+    contract's ``demonstration`` clause, held against the pack's demonstrations of the stage."""
+    from atomgraph.prompts.atomr.packs import demonstration_answers
+
+    q, a = next((q, a) for q, a in demonstration_answers("hotpotqa", "relate")
+                if a.replace(" ", "").isalpha() and a not in str(PASSAGES))
+    copied = f'Example 1. So the answer is: ["{a}"]'
+    graph, model, config = run_with(copied, {"keep_raw_reply": True, "prompt_pack": "hotpotqa"})
+    out = await graph.ainvoke({"question": Q}, config)
+    leaf = node(out, 2)
+    assert leaf["fallback"].startswith("operator failure") and "answer refused (demonstration)" in leaf["fallback"]
+    assert leaf["answers"] == ["Uppsala (direct RAG)"] and a not in str(out["answers"])

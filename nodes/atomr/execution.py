@@ -43,8 +43,10 @@ from langgraph.types import Command, Send
 from atomgraph.errors import ParseError
 from atomgraph.nodes.call import StageResult
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.prompts.answer_contract import refusal_reason
+from atomgraph.prompts.answer_contract import hold_to_question, refusal_reason
 from atomgraph.prompts.atomr.answer_format import answer_text, read_as_authors
+from atomgraph.prompts.atomr.packs import demonstration_answers
+from atomgraph.prompts.stage import Stage
 from atomgraph.state.atomr import (AtomRContext, AtomRState, NodeRun, OperatorCall, REF_RE, StepInput, SubCall,
                                    substitute_refs)
 from atomgraph.text import listed_or_whole
@@ -143,13 +145,16 @@ def current_run(inp: StepInput) -> NodeRun:
     return run
 
 
-def read_into(sub: SubCall, result: StageResult, keep_raw: bool = False) -> SubCall:
+def read_into(sub: SubCall, result: StageResult, keep_raw: bool = False, stage: Stage | None = None,
+              variables: dict | None = None) -> SubCall:
     """Fill ``sub`` from a stage result: answered, empty (the model said Unknown), or failed
     (the call failed, its reply could not be read, or the answer contract refused it: Algorithm
     1's operator execution failure). ``keep_raw`` (the switch ``keep_raw_reply``, the authors'
     reading): an unreadable reply that was not refused is read as the authors read every reply
     (:func:`~atomgraph.prompts.atomr.answer_format.read_as_authors`), its items still held to
-    the answer contract; the sub-call's ``problem`` keeps what our reader said."""
+    the answer contract (with ``stage`` and ``variables``: to the question asked and never a copy
+    of the stage's demonstrations, as every stage's reading is); the sub-call's ``problem`` keeps
+    what our reader said."""
     sub.stage = result.call.stage
     parsed = result.value
     if not result.ok:
@@ -159,6 +164,9 @@ def read_into(sub: SubCall, result: StageResult, keep_raw: bool = False) -> SubC
             return sub
         try:
             parsed = read_as_authors(result.text)
+            if stage is not None:
+                demos = stage.demonstrations + demonstration_answers((variables or {}).get("pack"), stage.name)
+                hold_to_question(parsed, variables or {}, demos, result.text)
         except ParseError as exc:  # an item the contract refuses: still a failure
             sub.outcome, sub.problem = "failed", f"{result.problem}; the authors' reading: {exc}"
             return sub

@@ -254,8 +254,9 @@ def make_run_operator_node(rt: AtomRRuntime):
                      "knowledge": format_knowledge(evidence), "pack": params.prompt_pack}
         if op_name == "Filter":
             variables["condition"] = args[1] if len(args) > 1 else question
-        result: StageResult = await rt.ask(operator_stage(op_name), variables, config)
-        return read_into(sub, result, params.keep_raw_reply), evidence, rcalls, llm_calls + [result.call]
+        stage = operator_stage(op_name)
+        result: StageResult = await rt.ask(stage, variables, config)
+        return read_into(sub, result, params.keep_raw_reply, stage, variables), evidence, rcalls, llm_calls + [result.call]
 
     async def run_operator(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)

@@ -56,10 +56,10 @@ def _make(rt: AtomRRuntime, stage: Stage, step: str, related):
         run = current_run(inp)
         runs, tree = inp["runs"], inp["tree"]
         pairs = format_qa_pairs(qa_pairs(related(inp), tree, runs))
-        result = await rt.ask(stage, {"question": run.resolved_question, "qa_pairs": pairs,
-                                      "pack": params.prompt_pack}, config)
+        variables = {"question": run.resolved_question, "qa_pairs": pairs, "pack": params.prompt_pack}
+        result = await rt.ask(stage, variables, config)
         run.llm_calls += 1
-        sub = read_into(SubCall(question=run.resolved_question), result, params.keep_raw_reply)
+        sub = read_into(SubCall(question=run.resolved_question), result, params.keep_raw_reply, stage, variables)
         run.subcalls = [sub]
         collect(run)
         advance(run, step, sub.outcome, params, is_root=run.id == tree.root, problem=sub.problem)
@@ -96,9 +96,9 @@ def make_direct_rag_node(rt: AtomRRuntime):
             if run.sources else ([], [], [])
         run.notes += notes
         sub.evidence = len(evidence)
-        result = await rt.ask(DIRECT_RAG_STAGE, {"question": question, "knowledge": format_knowledge(evidence),
-                                                 "pack": params.prompt_pack}, config)
-        return read_into(sub, result, params.keep_raw_reply), evidence, rcalls, result.call
+        variables = {"question": question, "knowledge": format_knowledge(evidence), "pack": params.prompt_pack}
+        result = await rt.ask(DIRECT_RAG_STAGE, variables, config)
+        return read_into(sub, result, params.keep_raw_reply, DIRECT_RAG_STAGE, variables), evidence, rcalls, result.call
 
     async def direct_rag(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
@@ -142,8 +142,9 @@ def make_closed_book_node(rt: AtomRRuntime):
     async def closed_book(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
         run = current_run(inp)
-        result = await rt.ask(CLOSED_BOOK_STAGE, {"question": inp["question"], "pack": params.prompt_pack}, config)
-        sub = read_into(SubCall(question=inp["question"]), result, params.keep_raw_reply)
+        variables = {"question": inp["question"], "pack": params.prompt_pack}
+        result = await rt.ask(CLOSED_BOOK_STAGE, variables, config)
+        sub = read_into(SubCall(question=inp["question"]), result, params.keep_raw_reply, CLOSED_BOOK_STAGE, variables)
         run.llm_calls += 1
         if sub.outcome == "failed":
             run.notes.append(f"closed-book answer failed: {sub.problem}")

@@ -29,6 +29,7 @@ and ``{rules}``, filled from the pack named by the ``pack`` input (default ``gen
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -114,6 +115,26 @@ def get_pack(name: str | None) -> PromptPack:
     if key not in PACKS:
         raise ValueError(f"unknown prompt pack {name!r}; packs are {', '.join(PACKS)}")
     return PACKS[key]
+
+
+_ANSWER_LIST = re.compile(r"Answer List:\s*(\[.*?\])\s*$", re.S)
+
+
+def demonstration_answers(name: str | None, stage: str) -> tuple[tuple[str, str], ...]:
+    """``(question, answer)`` for each answer of pack ``name``'s demonstrations of ``stage``: what
+    a reply read the authors' way (``keep_raw_reply``) is held against, so that a demonstration's
+    answer copied by the model is no answer (the answer contract's ``demonstration`` clause)."""
+    out: list[tuple[str, str]] = []
+    for ex in get_pack(name).examples.get(stage, []):
+        text = ex.text if isinstance(ex, Demo) else str(ex)
+        question = next((ln[len("Question: "):] for ln in text.splitlines() if ln.startswith("Question: ")), "")
+        m = _ANSWER_LIST.search(text)
+        try:
+            items = json.loads(m.group(1)) if m else []
+        except ValueError:
+            items = []
+        out += [(question, str(a)) for a in items if str(a).strip()]
+    return tuple(out)
 
 
 def render_for(stage: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
