@@ -20,7 +20,11 @@ drafts' own votes, no verification) over one index per set:
 - ``mix``: the defaults with ``relevance=mix`` (R_i as BM25 + cosine, min-max mixed);
 - ``noexp``: the defaults with ``expansion_per_seed=0`` (the base set alone, one draft);
 - ``pools``: the defaults with the base-set extensions ``bm25_pool=10, dense_pool=10`` (the
-  best objects by BM25 over all n-grams and by similarity to the whole question join the base).
+  best objects by BM25 over all n-grams and by similarity to the whole question join the base);
+- ``corpuskw`` / ``ia_corpuskw``, ``infkw`` / ``ia_infkw``: the defaults / information alignment
+  only with ``question_keywords=corpus`` (the question's corpus n-grams alone, the LLM-free
+  keywords before session 5) or ``informative`` (names and the rarer n-grams, at most 6); the
+  default ``all`` is the corpus n-grams and the names the corpus spells otherwise.
 
 Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
 report adds the distinct drafts per question (histogram and mean), the MIP statuses and the
@@ -52,6 +56,10 @@ CONFIGS: dict[str, dict | None] = {
     "mix": {"relevance": "mix"},
     "noexp": {"expansion_per_seed": 0},
     "pools": {"bm25_pool": 10, "dense_pool": 10},
+    "corpuskw": {"question_keywords": "corpus"},
+    "ia_corpuskw": {"question_keywords": "corpus", "structure_alignment": False},
+    "infkw": {"question_keywords": "informative"},
+    "ia_infkw": {"question_keywords": "informative", "structure_alignment": False},
 }
 
 

@@ -200,6 +200,13 @@ class ArmContext:
         float, Field(description="share of mean token log-probability (vs softmaxed vote count) in object confidence", ge=0, le=1)
     ] = 0.5
     max_keywords: Annotated[int, Field(description="keywords taken from the model's decomposition", ge=1)] = 12
+    question_keywords: Annotated[
+        Literal["all", "informative", "corpus"],
+        Field(description="LLM-free keywords (ours: the paper's come from a model): 'all' = every maximal question "
+                          "span that is a corpus n-gram, and capitalised words the corpus spells otherwise (fuzzy "
+                          "aligned); 'informative' = the names among them and the spans in <= 2% of the objects, "
+                          "at most 6 unless names; 'corpus' = the corpus spans alone (before session 5)"),
+    ] = "all"
 
     # -- the run (what the graph reads besides the method's parameters) -----------------------
     llm: Annotated[

@@ -150,3 +150,60 @@ def test_keyword_parts_and_extraction(index):
     aligned = align_keyword("singers:name", index)
     assert {"singer", "name"} <= {a.ngram for a in aligned}
     assert normalize_ngram("Singer_ID") == "singer id"
+
+
+@pytest.fixture(scope="module")
+def towns_index(tmp_path_factory):
+    """Sixty objects where "country", "kind" and "located" are common and a few names are not."""
+    towns = [{"id": f"t{i}", "kind": "passage", "title": f"Town {i}",
+              "text": f"Town {i} is a kind of small town located in a country with {i} people."} for i in range(56)]
+    named = [
+        {"id": "bubye", "kind": "passage", "title": "Bubye River",
+         "text": "The Bubye River is a river in southern Zimbabwe."},
+        {"id": "falls", "kind": "passage", "title": "Victoria Falls", "text": "Victoria Falls is a waterfall in Zimbabwe."},
+        {"id": "aschen", "kind": "passage", "title": "Aschenbrödel",
+         "text": "Aschenbrödel is a ballet by Johann Strauss II, a composer from Austria."},
+        {"id": "strauss", "kind": "passage", "title": "Johann Strauss II", "text": "Johann Strauss II was an Austrian composer."},
+    ]
+    objs = [parse_object(o, f"towns:{i}") for i, o in enumerate(towns + named)]
+    return ArmIndex.build(objs, cache_dir=tmp_path_factory.mktemp("arm-towns"))
+
+
+def test_informative_keywords_keep_names_and_rare_words_not_generic_ones(towns_index):
+    from atomgraph.nodes.arm.ngrams import informative_keywords
+
+    question = "What kind of waterfall is in the country where the Bubye River is located?"
+    every = extract_keywords(question, towns_index)  # question_keywords="corpus": every corpus span
+    assert {"kind", "country", "located", "bubye river", "waterfall"} <= set(every)
+    kws = informative_keywords(question, towns_index)
+    assert "bubye river" in kws and "waterfall" in kws  # a name, a word of one object
+    assert not {"kind", "country", "located"} & set(kws)  # in most of the sixty objects
+    assert kws == [k for k in every if k in kws]  # the question's order
+    # a name the corpus spells otherwise is still a keyword, and aligns to the corpus spelling
+    kws = informative_keywords("Who was in charge of the country where the composer of Aschenbrodel lived?", towns_index)
+    assert "aschenbrodel" in kws and "country" not in kws
+    assert "aschenbrödel" in {a.ngram for a in align_keyword("aschenbrodel", towns_index)}
+    # names are all kept past the cap; other words fill it, rarest first
+    assert informative_keywords("Did Johann Strauss II know of Victoria Falls?", towns_index, limit=1) == \
+        ["johann strauss ii", "victoria falls"]
+    # only common words: the rarest are kept rather than nothing
+    assert informative_keywords("Which country is located where?", towns_index, limit=1) == ["country"]
+    for text in ["", "   ", "?!", None, 42, "the of and"]:
+        assert informative_keywords(text, towns_index) == []
+
+
+def test_the_llm_free_node_takes_the_switch(towns_index):
+    from atomgraph.nodes.arm.information_alignment import question_keywords
+    from atomgraph.state.arm import ArmContext
+
+    q = "What kind of waterfall is in the country where the composer of Aschenbrodel lived?"
+    default = question_keywords(q, towns_index, ArmContext())
+    assert ArmContext().question_keywords == "all"
+    assert {"kind", "waterfall", "country", "composer", "aschenbrodel"} <= set(default)  # every span, the name too
+    corpus = question_keywords(q, towns_index, ArmContext.validated(question_keywords="corpus"))
+    assert "country" in corpus and "aschenbrodel" not in corpus and set(corpus) < set(default)
+    informative = question_keywords(q, towns_index, ArmContext.validated(question_keywords="informative"))
+    assert "aschenbrodel" in informative and "waterfall" in informative and "country" not in informative
+    assert question_keywords(q, towns_index, ArmContext.validated(max_keywords=1)) == ["aschenbrodel"]  # names first
+    with pytest.raises(Exception):
+        ArmContext.validated(question_keywords="some")

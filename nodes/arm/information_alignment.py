@@ -35,7 +35,9 @@ import numpy as np
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.errors import AtomgraphError
-from atomgraph.nodes.arm.ngrams import align_keyword, alignment_request, extract_keywords, keyword_parts, parse_alignment
+from atomgraph.nodes.arm.ngrams import (
+    align_keyword, alignment_request, extract_keywords, informative_keywords, keyword_parts, parse_alignment,
+)
 from atomgraph.nodes.arm.common import ArmRuntime, decoding_mode
 from atomgraph.prompts.arm.alignment import (
     ALIGN, ALIGN_LIST, DECOMPOSE, DECOMPOSE_LIST, LIST_CLOSE, LIST_SEP, LOCAL_LIST_OPEN, ngram_list_grammar, shortlist_choice,
@@ -63,8 +65,8 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
         if isinstance(given, list) and any(isinstance(k, str) and k.strip() for k in given):
             kws = [k for k in given if isinstance(k, str) and k.strip()][: ctx.max_keywords]
             return {"question": question, "keywords": kws, "keyword_source": "replayed"}
-        if not ctx.llm:  # the LLM-free pipeline: the question's own corpus n-grams
-            kws = extract_keywords(question, index)[: ctx.max_keywords]
+        if not ctx.llm:  # the LLM-free pipeline: the question's own words (question_keywords)
+            kws = question_keywords(question, index, ctx)
             return {"question": question, "keywords": kws, "keyword_source": "question_ngrams"}
         switch_note: list[str] = []
         if ctx.decompose_constraint == "ngrams":
@@ -124,6 +126,18 @@ def question_token_trie(question: str, engine: Any):
     from atomgraph.local.trie import TokenTrie as Trie
 
     return Trie.build(ngrams(tokens(question), 3), engine, use_cache=False)
+
+
+def question_keywords(question: str, index: ArmIndex, ctx: ArmContext) -> list[str]:
+    """The LLM-free pipeline's keywords (``question_keywords``, :func:`informative_keywords`): every
+    question span that is a corpus n-gram and every name the corpus spells otherwise (``all``); the
+    names and the rarer spans alone (``informative``); the corpus spans alone (``corpus``); names
+    first under ``max_keywords``."""
+    if ctx.question_keywords == "corpus":
+        return extract_keywords(question, index)[: ctx.max_keywords]
+    if ctx.question_keywords == "informative":
+        return informative_keywords(question, index, most_keywords=ctx.max_keywords)
+    return informative_keywords(question, index, limit=None, max_share=None, most_keywords=ctx.max_keywords)
 
 
 def _instruction_words() -> frozenset[str]:

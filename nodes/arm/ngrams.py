@@ -12,8 +12,11 @@ INVARIANT: whatever path produced it, an aligned n-gram returned by this module
 (:func:`parse_alignment`, :func:`snap`, :func:`align_keyword`) is a corpus n-gram of the
 index (``index.has_ngram``) — or nothing at all.
 
-Without a model, :func:`extract_keywords` takes the maximal question spans that are corpus
-n-grams (stopwords dropped), and :func:`align_keyword` keeps the best shortlisted n-grams.
+Without a model, :func:`informative_keywords` takes the question's keywords: its maximal spans
+that are corpus n-grams and its names the corpus spells otherwise (``question_keywords="all"``,
+the default), or the names and rarer spans alone (``"informative"``); :func:`extract_keywords`
+is the corpus spans alone (``"corpus"``). :func:`align_keyword` keeps the best shortlisted
+n-grams.
 """
 
 from __future__ import annotations
@@ -206,15 +209,24 @@ def keyword_parts(keyword: str) -> list[str]:
     return [keyword.strip()] if keyword.strip() else []
 
 
-def extract_keywords(question: str, index: ArmIndex, *, max_n: int = MAX_N) -> list[str]:
-    """LLM-free keywords: the maximal question spans (≤ ``max_n`` words, greedy left to right)
-    that are corpus n-grams, with leading/trailing stopwords dropped and stopword-only spans
-    skipped. These stand in for the model's decomposition of §3.2.1."""
+def _question_spans(question: str, index: ArmIndex, *, max_n: int = MAX_N,
+                     unknown_names: bool = False) -> list[tuple[str, bool]]:
+    """``(keyword, is_name)`` for the question's maximal spans (≤ ``max_n`` words, greedy left to
+    right) that are corpus n-grams, leading/trailing stopwords dropped, stopword-only spans
+    skipped. ``is_name``: a word of the span after the question's first is capitalised or a
+    number (how a name looks in a question). With ``unknown_names``, a capitalised word that
+    starts no corpus n-gram ("Aschenbrodel" where the corpus writes "Aschenbrödel") starts a
+    run of capitalised words kept as a name all the same, for fuzzy alignment."""
     if not isinstance(question, str):
         return []
     stop = stopwords()
-    low = [t.casefold() for t in raw_tokens(question)]
-    out: list[str] = []
+    raw = raw_tokens(question)
+    low = [t.casefold() for t in raw]
+
+    def looks_named(i: int) -> bool:
+        return i > 0 and low[i] not in stop and (raw[i][:1].isupper() or raw[i][:1].isdigit())
+
+    out: dict[str, bool] = {}
     p = 0
     while p < len(low):
         if low[p] in stop:
@@ -229,12 +241,59 @@ def extract_keywords(question: str, index: ArmIndex, *, max_n: int = MAX_N) -> l
                 continue
             g = " ".join(span)
             if index.has_ngram(g):
-                if g not in out:
-                    out.append(g)
+                out.setdefault(g, any(looks_named(p + i) for i in range(len(span))))
                 taken = len(span)
                 break
+        if not taken and unknown_names and looks_named(p) and raw[p][:1].isupper():
+            q = p
+            while q < len(low) and q - p < max_n and raw[q][:1].isupper() and low[q] not in stop:
+                q += 1
+            out.setdefault(" ".join(low[p:q]), True)
+            taken = q - p
         p += max(taken, 1)
-    return out
+    return list(out.items())
+
+
+def extract_keywords(question: str, index: ArmIndex, *, max_n: int = MAX_N) -> list[str]:
+    """Every question span that is a corpus n-gram: the maximal spans (≤ ``max_n`` words, greedy
+    left to right), with leading/trailing stopwords dropped and stopword-only spans skipped
+    (``question_keywords="corpus"``, and the fallback when a model's decomposition is unusable)."""
+    return [g for g, _ in _question_spans(question, index, max_n=max_n)]
+
+
+def informative_keywords(question: str, index: ArmIndex, *, limit: int | None = 6, max_share: float | None = 0.02,
+                         max_n: int = MAX_N, most_keywords: int | None = None) -> list[str]:
+    """LLM-free keywords by what they tell apart (ours: the paper's keywords come from a model).
+    Of the question's spans (:func:`_question_spans`, capitalised words unknown to the corpus
+    included as names, for fuzzy alignment):
+
+    - every *name* (a span with a capitalised word after the first, or a number: "Bubye River",
+      "Akinoshu Kenji", "1986") is kept;
+    - the other spans are kept when at most ``max_share`` of the objects (or one object)
+      contain them (corpus document frequency: "snowfall" yes, "country", "located" no), rarest
+      first, longer first on ties, until ``limit`` keywords in all (``None``: no such filter or
+      cap: every span, ``question_keywords="all"``);
+    - in the question's order. A question whose spans are all common keeps its ``limit``
+      rarest spans (never nothing when :func:`extract_keywords` finds something).
+
+    ``most_keywords`` (``max_keywords``) is a hard cap taken in that priority: names first.
+    """
+    spans = _question_spans(question, index, max_n=max_n, unknown_names=True)
+    if not spans:
+        return []
+    n_objects = max(1, len(index))
+    names = [g for g, named in spans if named]
+    others = [g for g, named in spans if not named]
+    if max_share is None:
+        rare = others
+    else:
+        most = max(1.0, max_share * n_objects)  # a word of one object is rare in any collection
+        rare = [g for g in others if index.document_frequency(g) <= most]
+    pool = rare if (names or rare) else others
+    ranked = sorted(pool, key=lambda g: (index.document_frequency(g), -len(g.split()), others.index(g)))
+    chosen = names + (ranked if limit is None else ranked[: max(0, limit - len(names))])
+    keep = set(chosen if most_keywords is None else chosen[: max(0, most_keywords)])
+    return [g for g, _ in spans if g in keep]
 
 
 def align_keyword(keyword: str, index: ArmIndex, *, per_keyword: int = 3, min_score: float = 0.5) -> list[AlignedNgram]:
