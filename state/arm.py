@@ -210,8 +210,8 @@ class ArmContext:
 
     # -- the run (what the graph reads besides the method's parameters) -----------------------
     llm: Annotated[
-        bool, Field(description="False: the LLM-free pipeline (keywords replayed, else the question's own corpus "
-                                "n-grams; no verification, drafts aggregated by their votes); the trace says so"),
+        bool, Field(description="False: the LLM-free pipeline (keywords replayed, else the question's own words: "
+                                "question_keywords; no verification, drafts aggregated by their votes); the trace says so"),
     ] = True
     objects: Annotated[
         str | None,
