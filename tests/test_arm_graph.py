@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from langchain_core.messages import AIMessage
+
 from atomgraph.errors import ConfigError, ParseError
 from atomgraph.graphs.arm import arm_llm_retriever, build_arm_graph
 from atomgraph.nodes.arm.self_verification import aggregate_votes as aggregate, span_logprobs
@@ -45,10 +47,15 @@ def test_parse_keywords_reads_json_lines_and_commas():
         with pytest.raises(ParseError):
             parse_keywords(bad)
     # a keyword holding a lone surrogate or a control character never reaches a later prompt (issue 30: with three
-    # drafts, three unencodable verification requests tripped the circuit breaker before the answer's refusal)
-    assert parse_keywords('["Ulm\ud800", "Munich"]') == ["Munich"]
-    with pytest.raises(ParseError, match="control characters or lone surrogates"):
-        parse_keywords('["So the final answer is: Ulm\ud800"]')
+    # drafts, three unencodable verification requests tripped the circuit breaker before the answer's refusal):
+    # the call path reads no stage's reply that holds one (nodes/call.py: read_reply)
+    from atomgraph.nodes.call import Reply, read_reply
+    from atomgraph.prompts.arm.alignment import DECOMPOSE
+    from atomgraph.state.run import LLMCall
+
+    for reply in ('["Ulm\ud800", "Munich"]', '["Munich", "\x1b[31mUlm"]'):
+        got = read_reply(DECOMPOSE, {"question": "Where?"}, Reply(AIMessage(reply), LLMCall(role="decoder")), 160)
+        assert got.value is None and "control_chars" in got.call.parse_error
 
 
 def test_parse_ngram_changes_and_selection():

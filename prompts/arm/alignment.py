@@ -20,7 +20,6 @@ from atomgraph.errors import ParseError
 from atomgraph.prompts.arm.parsing import BULLET, clean, json_value, line_items, unique
 from atomgraph.prompts.constraints import Choice, Grammar, list_grammar
 from atomgraph.prompts.stage import Stage, text_parser
-from atomgraph.text import escape, unsafe_chars
 
 # --- decompose: the keywords the question needs, found without looking at the data -----------
 
@@ -51,11 +50,7 @@ def parse_keywords(text: str) -> list[str]:
             raise ParseError(f"the reply is a sentence, not keywords: {text[:120]!r}")
         items = [i for i in line_items(text, "keywords") if len(i.split()) <= 6]
     items = [i for i in items if re.search(r"\w", i) and len(i) <= 100]
-    unsafe = [i for i in items if unsafe_chars(i)]
-    items = [i for i in items if not unsafe_chars(i)]  # never carried into a later prompt (an unencodable request)
     if not items:
-        if unsafe:
-            raise ParseError(f"the reply's keywords hold control characters or lone surrogates: {escape(text[:120])!r}")
         raise ParseError(f"no keywords found in the reply: {text[:120]!r}")
     return items
 
