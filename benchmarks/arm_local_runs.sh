@@ -12,11 +12,18 @@
 #   sa_model  + structure alignment: verification=false (vote over the drafts)
 #   ia_free / sa_free   the same two rows LLM-free (keywords replayed where the questions carry them,
 #             else the question's corpus n-grams), on the same questions
+# Rows on request ($ROWS, default the five above):
+#   full_fill  full with fill_to_k=true (the voted objects topped up to k from the drafts; replies replayed)
+#   ngrams     full with decompose_constraint=ngrams (keywords decoded under the question's and corpus n-grams)
+#   free       the full LLM-free pipeline (the replayed-keyword path item 5 of issue 30 compares with)
+# Output caps of the local model: $ARM_LOCAL_CAPS (ATOMGRAPH_STAGE_MAX_TOKENS; default below).
 set -euo pipefail
 RUNS=${1:?RUNS_DIR}; shift || true
 SETS=${*:-hotpotqa musique spider}
 DATA=${DATA:-../shared/data/retrieval}
 export ATOMGRAPH_MODEL=local HF_HUB_OFFLINE=1 ATOMGRAPH_CACHE_PATH=${ATOMGRAPH_CACHE_PATH:-$RUNS/llm_cache.sqlite}
+export ATOMGRAPH_STAGE_MAX_TOKENS=${ARM_LOCAL_CAPS:-'{"arm_decompose": 64, "arm_verify": 96}'}
+ROWS=${ROWS:-full ia_model sa_model ia_free sa_free}
 mkdir -p "$RUNS"
 PY=${PY:-.venv/bin/python}
 for s in $SETS; do
@@ -27,9 +34,15 @@ for s in $SETS; do
   run() { local name=$1; shift; echo "== $s $name $(date -u +%H:%M:%S)" >&2
           nice -n 10 $PY -m atomgraph.cli "${base[@]}" --out "$RUNS/$s/$name" "$@" > "$RUNS/$s/$name.json"; }
   mkdir -p "$RUNS/$s"
-  run full --no-keywords
-  run ia_model --no-keywords --set structure_alignment=false --set verification=false
-  run sa_model --no-keywords --set verification=false
-  run ia_free --no-llm --set structure_alignment=false --set verification=false
-  run sa_free --no-llm --set verification=false
+  for row in $ROWS; do case $row in
+    full) run full --no-keywords ;;
+    ia_model) run ia_model --no-keywords --set structure_alignment=false --set verification=false ;;
+    sa_model) run sa_model --no-keywords --set verification=false ;;
+    ia_free) run ia_free --no-llm --set structure_alignment=false --set verification=false ;;
+    sa_free) run sa_free --no-llm --set verification=false ;;
+    full_fill) run full_fill --no-keywords --set fill_to_k=true ;;
+    ngrams) run ngrams --no-keywords --set decompose_constraint=ngrams ;;
+    free) run free --no-llm ;;
+    *) echo "unknown row $row" >&2; exit 2 ;;
+  esac; done
 done

@@ -175,31 +175,40 @@ async def local(n: int, conditions: list[str], persist: str) -> dict:
 
     examples, _ = local_examples(n)
     results = {}
-    for name in conditions:
-        settings = Settings(model="local", sources=["wikipedia"], chroma_path=persist,
-                            chroma_collection="hipporag-hotpotqa", cache=True,
-                            cache_path=str(REPO / ".atomgraph" / "bench_switches_cache.sqlite"),
-                            atomr={"prompt_pack": "hotpotqa", **CONDITIONS[name]})
-        t0 = time.perf_counter()
-        run = await arun_eval("atomr", examples, REPO / "runs" / f"bench_switches_{name}", settings=settings,
-                              dataset_name="hipporag-hotpotqa", concurrency=1, progress=False, resume=True,
-                              force_new=False)
-        recs = run.records if hasattr(run, "records") else run["records"]
-        n_rec = len(recs)
-        em = sum(float((r.get("metrics") or {}).get("em") or 0) for r in recs) / max(n_rec, 1)
-        f1 = sum(float((r.get("metrics") or {}).get("f1") or 0) for r in recs) / max(n_rec, 1)
-        calls = sum(int((r.get("usage") or {}).get("llm_calls") or 0) for r in recs)
-        cached = sum(int((r.get("usage") or {}).get("cached_calls") or 0) for r in recs)
-        fresh_s = sum(float(r.get("latency_s") or 0) for r in recs)
-        results[name] = {"n": n_rec, "em": round(100 * em, 1), "f1": round(100 * f1, 1),
-                         "answered": sum(1 for r in recs if str(r.get("predicted") or "").strip()),
-                         "errors": sum(1 for r in recs if r.get("error")),
-                         "outcomes": outcomes(recs), "calls": calls, "cached_calls": cached,
-                         "seconds_this_run": round(time.perf_counter() - t0, 1),
-                         "seconds_per_question": round(fresh_s / max(n_rec, 1), 1),
-                         "predictions": [str(r.get("predicted") or "")[:80] for r in recs]}
-        print(name, json.dumps({k: v for k, v in results[name].items() if k != "predictions"}), file=sys.stderr,
-              flush=True)
+    spent: dict[str, float] = {}
+    # question by question, every condition on it before the next question: a run stopped early
+    # has measured the conditions on the same questions (each condition's run directory resumes)
+    for k in range(1, len(examples) + 1):
+        for name in conditions:
+            settings = Settings(model="local", sources=["wikipedia"], chroma_path=persist,
+                                chroma_collection="hipporag-hotpotqa", cache=True,
+                                cache_path=str(REPO / ".atomgraph" / "bench_switches_cache.sqlite"),
+                                atomr={"prompt_pack": "hotpotqa", **CONDITIONS[name]})
+            t0 = time.perf_counter()
+            run = await arun_eval("atomr", examples[:k], REPO / "runs" / f"bench_switches_{name}", settings=settings,
+                                  dataset_name="hipporag-hotpotqa", concurrency=1, progress=False, resume=True,
+                                  force_new=False)
+            spent[name] = spent.get(name, 0.0) + time.perf_counter() - t0
+            recs = run.records
+            n_rec = len(recs)
+            em = sum(float((r.get("metrics") or {}).get("em") or 0) for r in recs) / max(n_rec, 1)
+            f1 = sum(float((r.get("metrics") or {}).get("f1") or 0) for r in recs) / max(n_rec, 1)
+            calls = sum(int((r.get("usage") or {}).get("llm_calls") or 0) for r in recs)
+            cached = sum(int((r.get("usage") or {}).get("cached_calls") or 0) for r in recs)
+            fresh_s = sum(float(r.get("latency_s") or 0) for r in recs)
+            results[name] = {"n": n_rec, "em": round(100 * em, 1), "f1": round(100 * f1, 1),
+                             "answered": sum(1 for r in recs if str(r.get("predicted") or "").strip()),
+                             "errors": sum(1 for r in recs if r.get("error")),
+                             "outcomes": outcomes(recs), "calls": calls, "cached_calls": cached,
+                             "seconds_this_run": round(spent[name], 1),
+                             "seconds_per_question": round(fresh_s / max(n_rec, 1), 1),
+                             "predictions": [str(r.get("predicted") or "")[:80] for r in recs],
+                             "gold": [str((r.get("gold") or [""])[0])[:80] for r in recs]}
+            print(name, json.dumps({k2: v for k2, v in results[name].items() if k2 not in ("predictions", "gold")}),
+                  file=sys.stderr, flush=True)
+        (OUT / "atomr_switches_local.json").write_text(json.dumps(
+            {"benchmark": "atomr_switches_local", "complete": k == len(examples), "results": results},
+            indent=2, ensure_ascii=False) + "\n")
     return results
 
 

@@ -36,7 +36,7 @@ from atomgraph.nodes.runtime import MethodRuntime  # noqa: E402
 from atomgraph.nodes.kar3.index import atomize_chunks  # noqa: E402
 from atomgraph.settings import Settings  # noqa: E402
 from atomgraph.state.kar3 import Kar3IndexContext  # noqa: E402
-from atomgraph.testing_kar3 import kar3_scripted_model, passage_of, synthetic_atoms  # noqa: E402
+from atomgraph.testing import kar3_scripted_model, passage_of, synthetic_atoms  # noqa: E402
 from atomgraph.tools.atom_index import AtomIndex, Chunk  # noqa: E402
 from atomgraph.tools.ingest import passage_id  # noqa: E402
 from benchmarks.stats import percentile  # noqa: E402

@@ -38,7 +38,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from atomgraph.settings import Settings  # noqa: E402
-from atomgraph.testing_kar3 import sentences  # noqa: E402
+from atomgraph.testing import sentences  # noqa: E402
 from atomgraph.tools.atom_index import AtomIndex, Chunk, cosine_at, relevance  # noqa: E402
 from atomgraph.tools.ingest import passage_id  # noqa: E402
 from benchmarks.stats import percentile  # noqa: E402

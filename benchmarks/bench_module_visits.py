@@ -123,7 +123,7 @@ def _atomr() -> Callable[[], Any]:
 def _kar3() -> Callable[[], Any]:
     from atomgraph.graphs.registry import build_method
     from atomgraph.settings import Settings
-    from atomgraph.testing_kar3 import kar3_scripted_model
+    from atomgraph.testing import kar3_scripted_model
     from atomgraph.tools.atom_source import AtomSource, atoms_from_settings
     folder = Path(tempfile.mkdtemp(prefix="bench-visits-"))
     settings = Settings(cache=False, chroma_path=str(folder / "chroma"), chroma_collection="visits")

@@ -73,7 +73,7 @@ def demo_sources(method: str, work: Path):
     if method == "kar3":
         from atomgraph.graphs.kar3_index import build_kar3_index_graph
         from atomgraph.settings import Settings
-        from atomgraph.testing_kar3 import kar3_scripted_model
+        from atomgraph.testing import kar3_scripted_model
         from atomgraph.tools.atom_source import AtomSource
 
         settings = Settings(cache=False, chroma_path=str(work / "atoms"))

@@ -35,7 +35,7 @@ METHODS = ["standard", "cot", "rag", "iter_retgen", "ircot", "self_ask", "decomp
 
 def sentence_atomizer(settings):
     """``--model-factory`` for ``atomgraph index atoms``: each sentence of a chunk is an atomic question."""
-    from atomgraph.testing_kar3 import kar3_scripted_model
+    from atomgraph.testing import kar3_scripted_model
 
     return kar3_scripted_model()
 

@@ -44,6 +44,7 @@ from atomgraph.prompts.answer_contract import (AnswerRefused, answer_texts, cut_
 from atomgraph.prompts.constraints import Applied, Constraint, unwrap_reply
 from atomgraph.prompts.stage import Stage
 from atomgraph.state.run import LLMCall
+from atomgraph.text import unsafe_chars
 
 log = logging.getLogger(__name__)
 
@@ -543,7 +544,8 @@ def read_reply(stage: Stage, variables: dict[str, Any], reply: Reply, cap: int |
     """The stage's reading of a reply: its parser (or structured output), the constraint's reply
     form (an OpenAI enum reply ``{"value": x}`` is read as ``x``), the answer contract for a stage
     whose value answers its question (a restated question or a copied demonstration answer is no
-    answer; the stage's ``reread`` may find the answer after a restated question), and the cut rule
+    answer; the stage's ``reread`` may find the answer after a restated question; a reply holding
+    unsafe characters is read by no stage, since its text would flow into the next prompt), and the cut rule
     (a reply cut for length holds an answer only where it lies whole inside it: :func:`_held_cut`)."""
     rec = reply.call
     raw, value, rec.parse_error = stage.read(reply.out)
@@ -556,6 +558,9 @@ def read_reply(stage: Stage, variables: dict[str, Any], reply: Reply, cap: int |
                 value, rec.parse_error = stage.parse(inner), None
             except ValueError as exc:
                 value, rec.parse_error = None, str(exc)
+    bad = unsafe_chars(text or "") if value is not None and rec.parse_error is None else []
+    if bad:  # terminal escapes, bidi overrides, NUL, lone surrogates: no stage reads on from them
+        value, rec.parse_error = None, str(AnswerRefused("control_chars", ", ".join(bad[:6])))
     if stage.answers and value is not None and rec.parse_error is None:
         try:
             hold_to_question(value, variables, stage.demonstrations, text or "")

@@ -3,8 +3,9 @@
 ``atomgraph retrieve`` runs the same graph under it (``llm=False``).
 
 Paper by default (issues 15, 30): R_i the cosine similarity of question and object,
-graded compatibility (Appendix B), per-keyword n-gram-list queries, drafts from l = 1, 2, 3
-expansion steps of every base object, served models decoding the n-gram list under a
+graded compatibility (Appendix B), the base set from the per-keyword n-gram-list queries
+alone (``bm25_pool``/``dense_pool`` extensions, 0), drafts over the base set and its 1- and
+2-step expansions (``first_expansion=0``), served models decoding the n-gram list under a
 grammar, no top-up to k, no draft add/drop stage. The project additions on by default are
 ``database_weight`` and ``coverage_weight`` (measured extensions listed in the deviation
 table; 0 is the paper); ``relevance="mix"``, ``compatibility="rules"``, ``links="forest"``,
@@ -69,6 +70,13 @@ class ArmContext:
     beam_width: Annotated[
         int, Field(description="in-process models: beams of the constrained n-gram-list decoding over every corpus n-gram", ge=1)
     ] = 4
+    decompose_constraint: Annotated[
+        Literal["free", "ngrams"],
+        Field(description="the question's keywords: 'free' (paper: extracted independently of the collection, a JSON "
+                          "list) or 'ngrams' (switch, in-process models) = a list (a, b, ...) decoded by the trie beam "
+                          "under the question's own n-grams and the corpus n-grams, as alignment is; a served model "
+                          "decomposes freely, recorded in problems"),
+    ] = "free"
     served_alignment: Annotated[
         Literal["shortlist", "grammar"],
         Field(description="served vLLM / llama.cpp models: 'grammar' (paper) = a list (a, b, ...) of corpus n-grams under "
@@ -221,7 +229,7 @@ class ArmContext:
         bool, Field(description="True: the paper's setting, every extension off at once (relevance='cosine', "
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
                                 "compatibility_scale=1, max_links=k-1, served_alignment='grammar', fill_to_k=False, "
-                                "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0); these fields then take the paper's values whatever else is set"),
+                                "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free'); these fields then take the paper's values whatever else is set"),
     ] = False
 
     def __post_init__(self) -> None:
@@ -249,5 +257,6 @@ PAPER: dict = {
     "relevance": "cosine", "database_weight": 0.0, "coverage_weight": 0.0, "compatibility": "graded",
     "links": "pairs", "compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
     "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
+    "decompose_constraint": "free",
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""

@@ -126,7 +126,7 @@ class ArmInput(MethodInput, total=False):
 
 
 class ArmState(ArmInput, MethodOutput, total=False):
-    keyword_source: str  # "model" | "replayed" | "question_ngrams" (model output unreadable)
+    keyword_source: str  # "model" | "model_ngrams" (decompose_constraint="ngrams") | "replayed" | "question_ngrams" (model output unreadable)
     decoding: Decoding  # how alignment (and the later stages) were constrained
     alignment: list[KeywordAlignment]  # per keyword: every n-gram a corpus n-gram
     aligned: list[Aligned]  # the same, one entry per n-gram

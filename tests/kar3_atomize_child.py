@@ -4,7 +4,7 @@ each batch is written, until the parent kills this process."""
 import sys
 
 from atomgraph.graphs.kar3_index import build_kar3_index_graph
-from atomgraph.testing_kar3 import kar3_scripted_model
+from atomgraph.testing import kar3_scripted_model
 from atomgraph.tools import atom_index
 
 from kar3_fixtures import PASSAGES, settings_at

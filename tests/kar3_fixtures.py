@@ -8,7 +8,7 @@ from pathlib import Path
 from atomgraph.demo_pack import pack_dir
 from atomgraph.graphs.kar3_index import build_kar3_index_graph
 from atomgraph.settings import Settings
-from atomgraph.testing_kar3 import kar3_scripted_model
+from atomgraph.testing import kar3_scripted_model
 from atomgraph.tools.atom_source import AtomSource
 
 PASSAGES = pack_dir() / "passages.jsonl"

@@ -44,6 +44,11 @@ def test_parse_keywords_reads_json_lines_and_commas():
     for bad in ("", "   ", "[]", "!!! ???"):
         with pytest.raises(ParseError):
             parse_keywords(bad)
+    # a keyword holding a lone surrogate or a control character never reaches a later prompt (issue 30: with three
+    # drafts, three unencodable verification requests tripped the circuit breaker before the answer's refusal)
+    assert parse_keywords('["Ulm\ud800", "Munich"]') == ["Munich"]
+    with pytest.raises(ParseError, match="control characters or lone surrogates"):
+        parse_keywords('["So the final answer is: Ulm\ud800"]')
 
 
 def test_parse_ngram_changes_and_selection():
@@ -250,3 +255,29 @@ def test_alignment_by_trie_beam_with_the_bundled_local_model(index, tmp_path, mo
         assert set(a) == {"keyword", "ngrams", "scores", "mode"} and a["ngrams"]
         assert all(index.has_ngram(g) for g in a["ngrams"])  # contiguous words of some object
     assert out["error"] is None and len(out["retrieved_ids"]) <= 5
+
+
+def test_constrained_decomposition_switch_is_recorded_for_a_model_not_in_process(index):
+    """decompose_constraint="ngrams" decodes under a token trie, which only the in-process model has:
+    any other model decomposes freely (the paper's default) and the trace says so."""
+    out = build_arm_graph(model=good_model(), objects=index).invoke(
+        {"question": QUESTION}, context={"k": 2, "answer": False, "decompose_constraint": "ngrams"})
+    assert out["trace"]["keyword_source"] == "model"
+    assert "decompose_constraint='ngrams' needs an in-process model" in " | ".join(out["trace"]["problems"])
+
+
+def test_constrained_decomposition_with_the_bundled_local_model(index, tmp_path, monkeypatch):
+    """decompose_constraint="ngrams" on the real in-process model: the keywords are a list decoded by
+    the trie beam, each one a 1-3-gram of the question or a corpus n-gram (mechanics, not quality)."""
+    from atomgraph.tools.arm_index import ngrams, tokens
+
+    monkeypatch.setenv("ATOMGRAPH_TRIE_DIR", str(tmp_path / "tries"))
+    out = build_arm_graph(model="local", objects=index).invoke(
+        {"question": QUESTION}, context={"answer": False, "verification": False, "max_keywords": 3,
+                                         "decompose_constraint": "ngrams"})
+    trace = out["trace"]
+    assert [c["stage"] for c in out["llm_calls"]][0] == "arm_decompose_list"
+    assert trace["keyword_source"] == "model_ngrams", trace["problems"]
+    asked = set(ngrams(tokens(QUESTION), 3))
+    assert trace["keywords"] and all(k in asked or index.has_ngram(k) for k in trace["keywords"]), trace["keywords"]
+    assert out["error"] is None

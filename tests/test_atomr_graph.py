@@ -14,9 +14,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from atomgraph.errors import ConfigError
 from atomgraph.graphs.atomr import build_atomr_graph
-from atomgraph.nodes.atomr.plan import InvalidQuestion
 from atomgraph.prompts.atomr.packs import HOTPOTQA_PLAN
 from atomgraph.settings import Settings
+from atomgraph.state.run import InvalidQuestion
 from atomgraph.testing import answer_reply, atomr_scripted_model
 from atomgraph.tools.base import KnowledgeSource
 from atomgraph.tools.memory_source import InMemorySource

@@ -9,7 +9,7 @@ floor 4  graphs/                                        graph builders
 floor 5  evaluation/                                    datasets, metrics, runs, reports, recipes
 floor 6  the application: CLI, commands, demo, the retrievers over ARM and KAR³, rendering; test doubles
 
-Test doubles (``atomgraph.testing``, ``atomgraph.testing_kar3``) are imported by no module of the package
+Test doubles (``atomgraph.testing``) are imported by no module of the package
 but the CLI's explicit ``--model scripted:RULES.json``.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ROOTS = {"atomgraph": "atomgraph", "state": "atomgraph.state", "nodes": "atomgraph.nodes", "graphs": "atomgraph.graphs",
          "tools": "atomgraph.tools", "prompts": "atomgraph.prompts", "evaluation": "atomgraph.evaluation"}
-APPLICATION = ("atomgraph.cli", "atomgraph.commands", "atomgraph.demo_pack", "atomgraph.demo_run", "atomgraph.retrievers", "atomgraph.render", "atomgraph.testing", "atomgraph.testing_kar3")
+APPLICATION = ("atomgraph.cli", "atomgraph.commands", "atomgraph.demo_pack", "atomgraph.demo_run", "atomgraph.retrievers", "atomgraph.render", "atomgraph.testing")
 FLOORS = (("atomgraph.errors", 0), ("atomgraph.state", 0), ("atomgraph.prompts", 2), ("atomgraph.tools", 2),
           ("atomgraph.nodes", 3), ("atomgraph.graphs", 4), ("atomgraph.evaluation", 5))
 # Known exceptions, each with its reason; the list only shrinks.

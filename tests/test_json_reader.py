@@ -67,9 +67,9 @@ def test_every_stage_reads_through_it():
     from atomgraph.prompts.atomr.kg_program import read_program
     from atomgraph.prompts.compare.decomposed_rag import read_sub_questions
     from atomgraph.prompts.kar3.answer import read_answer
-    from atomgraph.prompts.kar3.parsing import json_object
+    from atomgraph.text import read_object
 
-    assert json_object("{'answer': 'the nullification crisis', 'rationale': null}")["answer"] == "the nullification crisis"
+    assert read_object("{'answer': 'the nullification crisis', 'rationale': null}")["answer"] == "the nullification crisis"
     assert read_answer('{"answer": "Falsetto singing", "rationale": "false"}') == "Falsetto singing"
     assert parse_keywords('Sure! [1] is the first. Then: ["a", "b"]') == ["a", "b"]
     assert parse_selection('Draft [1] is good. {"objects": ["o1", "o2"], "reasoning": "both"}')["objects"] == ["o1", "o2"]

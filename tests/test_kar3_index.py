@@ -14,8 +14,7 @@ import chromadb
 
 from atomgraph.cli import main
 from atomgraph.graphs.kar3_index import build_kar3_index_graph
-from atomgraph.testing import ScriptedChatModel
-from atomgraph.testing_kar3 import kar3_scripted_model, sentence_atoms
+from atomgraph.testing import ScriptedChatModel, kar3_scripted_model, sentence_atoms
 from atomgraph.tools.atom_index import DONE_KEY, atom_id, atoms_name
 from atomgraph.tools.corpus_readers import read_passages
 from atomgraph.tools.ingest import ingest, passage_id

@@ -9,8 +9,7 @@ import json
 import pytest
 
 from atomgraph.graphs.kar3 import build_kar3_graph
-from atomgraph.testing import ScriptedChatModel
-from atomgraph.testing_kar3 import kar3_scripted_model
+from atomgraph.testing import ScriptedChatModel, kar3_scripted_model
 from atomgraph.tools.atom_index import atoms_name
 
 from kar3_fixtures import PLAN, QUESTION, build_demo_index, demo_source, settings_at

@@ -103,7 +103,7 @@ def _kar3_graph():
     from langchain_core.documents import Document
 
     from atomgraph.settings import Settings
-    from atomgraph.testing_kar3 import kar3_scripted_model
+    from atomgraph.testing import kar3_scripted_model
     from tests.kar3_fixtures import PASSAGES, PLAN
 
     settings = Settings(cache=False, chroma_path=tempfile.mkdtemp(prefix="kar3-standard-"))

@@ -332,6 +332,21 @@ def test_trie_lookups_and_cache(engine, tmp_path):
     assert not again.loaded_from_cache and len(again) == 4
 
 
+def test_a_trie_union_reads_as_one_trie(engine, tmp_path):
+    from atomgraph.local.trie import TrieUnion
+
+    a = TokenTrie.build(["nobel prize", "paris"], engine, cache_dir=tmp_path)
+    b = TokenTrie.build(["nobel laureate", "marie curie"], engine, use_cache=False)
+    both = TrieUnion(a, b)
+    nobel = engine.tokenize("nobel")
+    assert set(both.next_tokens(nobel).tolist()) == set(a.next_tokens(nobel).tolist()) | set(b.next_tokens(nobel).tolist())
+    assert both.is_complete(engine.tokenize("paris")) and both.is_complete(engine.tokenize(" marie curie"), first=False)
+    assert not both.is_complete(nobel) and len(both) == 4 and repr(a) in repr(both)
+    res = beam_decode(engine, engine.chat_prompt([("user", "Name a prize winner.")]), both, beam_width=2, max_items=2)
+    assert res.beams and all(s in {"nobel prize", "paris", "nobel laureate", "marie curie"} for bl in res.beams
+                             for s in bl.strings)
+
+
 def test_beam_never_leaves_the_trie_on_10_keywords(engine, hotpot_trie, hotpot_ngrams, shared_data):
     """Whatever the model prefers, every decoded string is a corpus n-gram, and a beam that
     runs out of tokens says so. (10 keywords: each beam costs about 2 s of CPU with the 146,000-
@@ -393,6 +408,28 @@ def test_the_alignment_list_depends_on_the_keyword(engine, model, hotpot_trie, h
         lists[kw] = tuple(best["strings"])
     assert len(set(lists.values())) == 3, lists
     assert not set(lists.values()) & {("1",), ("a",), ("the",)}, lists
+
+
+def test_arm_verification_reads_under_its_schema_objects_first(model):
+    """ARM's verify stage on the bundled model under its JSON schema: the ids come before the
+    reasoning, so a reply cut at a small cap still parses with the ids it chose (the schema once
+    led with a reasoning string: the base model wrote the prompt's placeholder into it, and a
+    reasoning cut at the cap left ``"objects": []``)."""
+    from atomgraph.prompts.arm.verification import VERIFY, parse_selection, selection_schema
+
+    ids = ["p1", "p2", "p3"]
+    draft = ("Object id: p1\nDocument name: Werner Heisenberg\nDocument content: Werner Heisenberg was a German "
+             "physicist; his doctoral advisor was Arnold Sommerfeld.\n\nObject id: p2\nDocument name: Arnold "
+             "Sommerfeld\nDocument content: Arnold Sommerfeld died in Munich in 1951.\n\nObject id: p3\n"
+             "Document name: Paris\nDocument content: Paris is the capital of France.")
+    msgs = VERIFY.messages({"question": "Where did Heisenberg's doctoral advisor die?",
+                            "keywords": ["Heisenberg", "doctoral advisor", "died"], "draft": draft})
+    schema = selection_schema(ids).schema
+    assert list(schema["properties"]) == ["objects", "reasoning"]
+    reply = model.invoke(msgs, json_schema=schema, max_tokens=40).content
+    value = parse_selection(reply)
+    assert set(value["objects"]) <= set(ids), reply
+    assert reply.index('"objects"') < reply.index('"reasoning"') and "<one or two sentences>" not in reply
 
 
 def test_a_trie_with_no_continuation_ends_the_beam_cleanly(engine, model, tmp_path):

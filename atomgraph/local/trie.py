@@ -245,3 +245,29 @@ def corpus_ngrams(objects) -> set[str]:
         for f in object_fields(o):
             out.update(ngrams(tokens(f)))
     return out
+
+
+class TrieUnion:
+    """Several tries read as one (the strings of any of them): what the beam decoder needs of a
+    trie (:meth:`next_tokens`, :meth:`is_complete`). ARM's constrained decomposition decodes its
+    keywords under the question's own n-grams (a small trie built per question) and the
+    collection's (the shared corpus trie) without merging the two."""
+
+    def __init__(self, *tries: "TokenTrie"):
+        self.tries = tuple(tries)
+
+    def next_tokens(self, prefix_ids: Sequence[int], *, first: bool = True) -> np.ndarray:
+        parts = [t.next_tokens(prefix_ids, first=first) for t in self.tries]
+        parts = [p for p in parts if len(p)]
+        if len(parts) == 1:
+            return parts[0]
+        return np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int32)
+
+    def is_complete(self, prefix_ids: Sequence[int], *, first: bool = True) -> bool:
+        return any(t.is_complete(prefix_ids, first=first) for t in self.tries)
+
+    def __len__(self) -> int:  # an upper bound: strings in two tries count twice
+        return sum(len(t) for t in self.tries)
+
+    def __repr__(self) -> str:  # stable: part of a cached reply's key
+        return "TrieUnion(" + ", ".join(repr(t) for t in self.tries) + ")"

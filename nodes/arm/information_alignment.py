@@ -38,14 +38,14 @@ from atomgraph.errors import AtomgraphError
 from atomgraph.nodes.arm.ngrams import align_keyword, alignment_request, extract_keywords, keyword_parts, parse_alignment
 from atomgraph.nodes.arm.common import ArmRuntime, decoding_mode
 from atomgraph.prompts.arm.alignment import (
-    ALIGN, ALIGN_LIST, DECOMPOSE, LIST_CLOSE, LIST_SEP, LOCAL_LIST_OPEN, ngram_list_grammar, shortlist_choice,
+    ALIGN, ALIGN_LIST, DECOMPOSE, DECOMPOSE_LIST, LIST_CLOSE, LIST_SEP, LOCAL_LIST_OPEN, ngram_list_grammar, shortlist_choice,
 )
 from atomgraph.prompts.constraints import Constraint, Grammar, TokenTrie, unwrap
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import Aligned, ArmState, Candidate, Decoding, KeywordAlignment
 from atomgraph.state.run import Evidence, RetrieverCall, check_question
 from atomgraph.tools.base import retriever_run
-from atomgraph.tools.arm_index import ArmIndex, normalize_ngram, tokens
+from atomgraph.tools.arm_index import ArmIndex, ngrams, normalize_ngram, tokens
 
 
 def make_decompose_node(art: ArmRuntime) -> Callable:
@@ -66,6 +66,13 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
         if not ctx.llm:  # the LLM-free pipeline: the question's own corpus n-grams
             kws = extract_keywords(question, index)[: ctx.max_keywords]
             return {"question": question, "keywords": kws, "keyword_source": "question_ngrams"}
+        switch_note: list[str] = []
+        if ctx.decompose_constraint == "ngrams":
+            out = await _decompose_ngrams(art, ctx, index, question, config)
+            if out is not None:
+                return out
+            switch_note = ["decompose: decompose_constraint='ngrams' needs an in-process model (trie beam); "
+                           "the keywords were decomposed freely"]
         result = await art.ask(DECOMPOSE, {"question": question, "max_keywords": ctx.max_keywords}, config)
         problem = result.problem
         if result.ok:
@@ -74,13 +81,49 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
                      f"or echoing the prompt: {dropped[:5]}"] if dropped else []
             if kept:
                 return {"question": question, "keywords": kept[: ctx.max_keywords], "keyword_source": "model",
-                        "llm_calls": [result.call], "problems": notes}
+                        "llm_calls": [result.call], "problems": switch_note + notes}
             problem = "no keyword of the reply is in the question or the collection (an echoed prompt?)"
         kws = extract_keywords(question, index)[: ctx.max_keywords]
         return {"question": question, "keywords": kws, "keyword_source": "question_ngrams", "llm_calls": [result.call],
-                "problems": [f"decompose: {problem}; keywords taken from the question's corpus n-grams"]}
+                "problems": switch_note + [f"decompose: {problem}; keywords taken from the question's corpus n-grams"]}
 
     return decompose
+
+
+async def _decompose_ngrams(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, question: str,
+                            config: RunnableConfig) -> dict[str, Any] | None:
+    """``decompose_constraint="ngrams"`` (switch): the keywords as a list ``(a, b, …)`` decoded by
+    the trie beam under the question's own 1–3-grams and the corpus n-grams, as alignment decodes
+    its lists; None when the decoder is not in process (the caller decomposes freely, and says so)."""
+    model = await art.amodel(DECOMPOSE_LIST.role)
+    dec = await asyncio.to_thread(decoding_mode, model, ctx.decoding)
+    if dec["backend"] != "local":
+        return None
+    engine = unwrap(model).engine
+    corpus = await asyncio.to_thread(ngram_token_trie, index, engine)
+    asked = await asyncio.to_thread(question_token_trie, question, engine)
+    from atomgraph.local.trie import TrieUnion
+
+    constraint = TokenTrie(TrieUnion(asked, corpus), beam_width=ctx.beam_width, n_best=1, open=LOCAL_LIST_OPEN,
+                           close=LIST_CLOSE, sep=LIST_SEP)
+    result = await art.ask(DECOMPOSE_LIST, {"question": question}, config, constraint=constraint, backend_kind="local")
+    beams = (getattr(result.message, "response_metadata", None) or {}).get("beams") or []
+    strings = (beams[0].get("strings") if beams else None) or (result.value if result.ok else [])
+    kws = list(dict.fromkeys(normalize_ngram(k) for k in strings if normalize_ngram(k)))
+    if kws:
+        return {"question": question, "keywords": kws[: ctx.max_keywords], "keyword_source": "model_ngrams",
+                "llm_calls": [result.call], "problems": []}
+    kws = extract_keywords(question, index)[: ctx.max_keywords]
+    why = result.problem or "the decoded keyword list is empty"
+    return {"question": question, "keywords": kws, "keyword_source": "question_ngrams", "llm_calls": [result.call],
+            "problems": [f"decompose (n-gram list): {why}; keywords taken from the question's corpus n-grams"]}
+
+
+def question_token_trie(question: str, engine: Any):
+    """The token trie of the question's own 1–3-grams (ARM's normalisation), built per question."""
+    from atomgraph.local.trie import TokenTrie as Trie
+
+    return Trie.build(ngrams(tokens(question), 3), engine, use_cache=False)
 
 
 def _instruction_words() -> frozenset[str]:

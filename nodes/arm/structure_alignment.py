@@ -5,7 +5,8 @@ per set, and the ``structure`` and ``draft`` nodes.
   and the object; ``relevance="mix"`` a switch), plus the ``database_weight`` extension
   (:func:`database_relevance`);
 - :func:`expanded_pools` — "Constructing multiple alignment drafts": the base set expanded
-  d = 1, 2, … steps, each step adding every new object's most compatible objects
+  ``first_expansion`` + d steps (d = 0, 1, 2; by default the base set itself, then 1 and 2
+  steps), each step adding every new object's most compatible objects
   (:func:`atomgraph.nodes.arm.compatibility.neighbours`);
 - :func:`solve_draft` — the MIP (:mod:`atomgraph.nodes.arm.mip`) over one set: k objects and
   their connections; :func:`solve_drafts` — one draft per expanded set;
@@ -93,8 +94,9 @@ def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContex
 
 def expanded_pools(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext, drafts: int) -> list[tuple[int, dict[int, str]]]:
     """``drafts`` expanded sets of search objects, ``(steps, set)``: the d-th expands the base
-    set d steps (d = 1, 2, …); a set equal to an earlier one is expanded one more step (at
-    most ``drafts + 2`` steps), so the sets really differ where the collection allows.
+    set ``first_expansion`` + d steps (d = 0, 1, …; default: the base set, then 1 and 2 steps);
+    a set equal to an earlier one is expanded one more step (at most ``first_expansion +
+    drafts + 1`` steps), so the sets really differ where the collection allows.
     ``expansion_per_seed = 0`` gives the base set alone."""
     out: list[tuple[int, dict[int, str]]] = []
     seen: set[frozenset[int]] = set()

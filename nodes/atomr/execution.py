@@ -45,8 +45,8 @@ from atomgraph.nodes.call import StageResult
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.answer_contract import refusal_reason
 from atomgraph.prompts.atomr.answer_format import answer_text, read_as_authors
-from atomgraph.state.atomr import AtomRContext, AtomRState, NodeRun, StepInput, SubCall
-from atomgraph.state.atomr import REF_RE, OperatorCall, substitute_refs
+from atomgraph.state.atomr import (AtomRContext, AtomRState, NodeRun, OperatorCall, REF_RE, StepInput, SubCall,
+                                   substitute_refs)
 from atomgraph.text import listed_or_whole
 from atomgraph.tools.base import retrieval_failure
 

@@ -27,9 +27,8 @@ from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT, program_probl
 from atomgraph.prompts.atomr.knowledge import format_knowledge
 from atomgraph.prompts.atomr.source_selection import choose_sources, describe_sources
 from atomgraph.prompts.atomr.stages import KG_PROGRAM_STAGE, SOURCE_SELECTION_STAGE, operator_stage
-from atomgraph.state.atomr import StepInput, SubCall
+from atomgraph.state.atomr import OperatorCall, StepInput, SubCall
 from atomgraph.state.run import Evidence, RetrieverCall
-from atomgraph.state.atomr import OperatorCall
 from atomgraph.tools.wikidata_source import ProgramError
 
 # --- (1) source selection -----------------------------------------------------------------------

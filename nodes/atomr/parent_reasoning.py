@@ -21,8 +21,7 @@ from atomgraph.prompts.atomr.reasoning import format_qa_pairs
 from atomgraph.prompts.atomr.stages import (CHILD_REASONING_STAGE, CLOSED_BOOK_STAGE, DIRECT_RAG_STAGE,
                                             SIBLING_REASONING_STAGE)
 from atomgraph.prompts.stage import Stage
-from atomgraph.state.atomr import NodeRun, StepInput, SubCall
-from atomgraph.state.atomr import ReasoningTree
+from atomgraph.state.atomr import NodeRun, ReasoningTree, StepInput, SubCall
 
 # --- child and sibling answer reasoning ---------------------------------------------------------
 

@@ -28,7 +28,7 @@ from atomgraph.prompts.atomr.stages import (
 )
 from atomgraph.prompts.atomr.tree_parser import parse_tree
 from atomgraph.state.atomr import AtomRState, NodeRun, ReasoningTree, TreeNode, TreeParseError
-from atomgraph.state.run import InvalidQuestion, check_question  # noqa: F401 - InvalidQuestion re-exported
+from atomgraph.state.run import check_question
 
 FIRST_STEP = {"operator": "select", "parent": "children", "direct": "siblings", "open": "select"}
 
@@ -112,10 +112,11 @@ async def plan_constraint_for(rt: AtomRRuntime, question: str, switch: str) -> t
     (the question pinned as the root, operator-call leaves), or (None, "auto")."""
     if switch == "off":
         return None, "auto"
-    from atomgraph.prompts.constraints import backend, is_local
+    from atomgraph.backends import backend
 
     model = await rt.amodel(PLAN_STAGE.role)
-    if switch == "auto" and not (is_local(model) or rt.settings().structured_output):
+    _, local = rt.model_facts(model)
+    if switch == "auto" and not (local or rt.settings().structured_output):
         return None, "auto"
     kind, _ = await asyncio.to_thread(backend, model)  # may ask a server who it is (HTTP, cached)
     constraint = plan_constraint(question, kind)

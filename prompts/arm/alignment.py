@@ -3,7 +3,8 @@ rephrased as corpus n-grams.
 
 | stage | replies with | value | constraint (``rt.ask``) |
 |---|---|---|---|
-| ``arm_decompose`` | a JSON list of keywords | ``list[str]`` | — |
+| ``arm_decompose`` | a JSON list of keywords | ``list[str]`` | — (the paper's free decomposition) |
+| ``arm_decompose_list`` | ``(a, b, c)``: the keywords as n-grams | ``list[str]`` | ``TokenTrie`` of the question's and the corpus's n-grams (switch ``decompose_constraint="ngrams"``, in-process) |
 | ``arm_align`` | one of the offered n-grams (a shortlist) | ``str`` | ``Choice`` of the shortlist |
 | ``arm_align_list`` | ``(a, b, c)``: a list of corpus n-grams | ``list[str]`` | ``TokenTrie`` (in-process) or :func:`ngram_list_grammar` (served) |
 """
@@ -19,6 +20,7 @@ from atomgraph.errors import ParseError
 from atomgraph.prompts.arm.parsing import BULLET, clean, json_value, line_items, unique
 from atomgraph.prompts.constraints import Choice, Grammar, list_grammar
 from atomgraph.prompts.stage import Stage, text_parser
+from atomgraph.text import escape, unsafe_chars
 
 # --- decompose: the keywords the question needs, found without looking at the data -----------
 
@@ -49,12 +51,41 @@ def parse_keywords(text: str) -> list[str]:
             raise ParseError(f"the reply is a sentence, not keywords: {text[:120]!r}")
         items = [i for i in line_items(text, "keywords") if len(i.split()) <= 6]
     items = [i for i in items if re.search(r"\w", i) and len(i) <= 100]
+    unsafe = [i for i in items if unsafe_chars(i)]
+    items = [i for i in items if not unsafe_chars(i)]  # never carried into a later prompt (an unencodable request)
     if not items:
+        if unsafe:
+            raise ParseError(f"the reply's keywords hold control characters or lone surrogates: {escape(text[:120])!r}")
         raise ParseError(f"no keywords found in the reply: {text[:120]!r}")
     return items
 
 
 DECOMPOSE = Stage("arm_decompose", "decoder", _DECOMPOSE, text_parser(parse_keywords, "keywords"), max_tokens=160)
+
+# --- decompose_list: the keywords as a list of n-grams (switch decompose_constraint="ngrams") ---
+
+# Demonstrations: development questions of HotpotQA and MuSiQue (ATOMR authors' dev_100 splits), the
+# keywords ours, each an n-gram of its question as the paper's decomposition into substrings writes them.
+DECOMPOSE_LIST_DEMOS = (
+    ("Which has more members, Dada or Alt-J?", "dada, alt j, members"),
+    ("Atlas Shrugged was a film based on the books by a proponent of what philosophy?",
+     "atlas shrugged, film, books, proponent, philosophy"),
+    ("What field of work did the person who first recognized that hydrogen was a discrete substance work in?",
+     "field of work, first recognized, hydrogen, discrete substance"),
+)
+
+_DECOMPOSE_LIST = ChatPromptTemplate.from_messages([
+    ("system",
+     "You prepare a search over a collection of documents and tables. Read the question and list the "
+     "key pieces of information needed to answer it: names of entities, attributes, relations, values, "
+     "each as one to three lower-case words of the question or of the collection, in parentheses and "
+     "separated by commas.\n\n"
+     + "\n\n".join(f"Question: {q}\nKeywords: ({k})" for q, k in DECOMPOSE_LIST_DEMOS)),
+    ("human", "Question: {question}\nKeywords:"),
+])
+
+DECOMPOSE_LIST = Stage("arm_decompose_list", "decoder", _DECOMPOSE_LIST,
+                       text_parser(lambda text: parse_ngram_list(text), "keywords"), max_tokens=48)
 
 # --- align: one keyword as one n-gram of a shortlist (served and closed models) --------------
 

@@ -6,7 +6,7 @@ Stage names carry the ``arm_`` prefix (``arm_decompose``, ...): tags, scripted m
 
 | module | stages |
 |---|---|
-| :mod:`~atomgraph.prompts.arm.alignment` (§3.2.1) | ``arm_decompose`` (keywords), ``arm_align`` (one n-gram of a shortlist), ``arm_align_list`` (a list of corpus n-grams) |
+| :mod:`~atomgraph.prompts.arm.alignment` (§3.2.1) | ``arm_decompose`` (keywords), ``arm_decompose_list`` (keywords as n-grams, a switch), ``arm_align`` (one n-gram of a shortlist), ``arm_align_list`` (a list of corpus n-grams) |
 | :mod:`~atomgraph.prompts.arm.verification` (§3.2.2, §3.3) | ``arm_draft`` (changes to a solver draft; extension), ``arm_verify`` (the draft objects that answer) |
 | :mod:`~atomgraph.prompts.arm.answer` | ``arm_answer`` |
 
@@ -17,7 +17,7 @@ Every parser reads JSON when it finds it and plain lines otherwise, and raises
 from __future__ import annotations
 
 from atomgraph.prompts.arm.alignment import (
-    ALIGN, ALIGN_LIST, DECOMPOSE, ngram_list_grammar, parse_keywords, parse_ngram, parse_ngram_list, shortlist_choice,
+    ALIGN, ALIGN_LIST, DECOMPOSE, DECOMPOSE_LIST, ngram_list_grammar, parse_keywords, parse_ngram, parse_ngram_list, shortlist_choice,
 )
 from atomgraph.prompts.arm.answer import ANSWER
 from atomgraph.prompts.arm.verification import (
@@ -25,8 +25,8 @@ from atomgraph.prompts.arm.verification import (
 )
 from atomgraph.prompts.stage import Stage
 
-STAGES: dict[str, Stage] = {s.name: s for s in (DECOMPOSE, ALIGN, ALIGN_LIST, DRAFT, VERIFY, ANSWER)}
+STAGES: dict[str, Stage] = {s.name: s for s in (DECOMPOSE, DECOMPOSE_LIST, ALIGN, ALIGN_LIST, DRAFT, VERIFY, ANSWER)}
 
-__all__ = ["ALIGN", "ALIGN_LIST", "ANSWER", "DECOMPOSE", "DRAFT", "STAGES", "VERIFY", "changes_schema",
+__all__ = ["ALIGN", "ALIGN_LIST", "ANSWER", "DECOMPOSE", "DECOMPOSE_LIST", "DRAFT", "STAGES", "VERIFY", "changes_schema",
            "ngram_list_grammar", "parse_changes", "parse_keywords", "parse_ngram", "parse_ngram_list",
            "parse_selection", "selection_schema", "shortlist_choice"]

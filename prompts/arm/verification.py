@@ -4,7 +4,7 @@ default) and self-verification (§3.3), each constrained to the draft's own obje
 | stage | replies with | value | constraint (``rt.ask``) |
 |---|---|---|---|
 | ``arm_draft`` | ``{"add": [ids], "drop": [ids]}`` | ``{"add", "drop"}`` | :func:`changes_schema`: ids of the draft's search objects |
-| ``arm_verify`` | ``{"reasoning", "objects": [ids]}`` | ``{"objects", "reasoning"}`` | :func:`selection_schema`: ids of the draft's objects |
+| ``arm_verify`` | ``{"objects": [ids], "reasoning"}`` | ``{"objects", "reasoning"}`` | :func:`selection_schema`: ids of the draft's objects |
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ def render_draft_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def ids_schema(ids: Sequence[str], fields: Sequence[str], *, with_reasoning: bool = False) -> dict:
-    """A JSON schema whose ``fields`` are lists of values from ``ids`` (the draft's objects)."""
+    """A JSON schema whose ``fields`` are lists of values from ``ids`` (the draft's objects);
+    ``with_reasoning``: then a ``reasoning`` string, *after* the lists, so that a reasoning cut at
+    the output cap cannot leave the lists empty (the cap closes the document with each missing
+    key's shortest value: ``[]`` for a list decoded after a runaway reasoning)."""
     item = {"type": "string", "enum": list(ids)} if ids else {"type": "string"}
-    props: dict[str, Any] = {}
+    props: dict[str, Any] = {f: {"type": "array", "items": item} for f in fields}
     if with_reasoning:
         props["reasoning"] = {"type": "string"}
-    for f in fields:
-        props[f] = {"type": "array", "items": item}
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
@@ -90,12 +91,29 @@ DRAFT = Stage("arm_draft", "decoder", _DRAFT, text_parser(parse_changes, "change
 
 # --- verify: the objects of one draft that together answer the question ------------------------
 
+# One demonstration, a development question of HotpotQA (the ATOMR authors' dev_100 split), objects in
+# our own words in the draft's own format: a base model otherwise copies a placeholder for the
+# reasoning and keeps nothing.
+VERIFY_DEMO = (
+    "Question: Which has more members, Dada or Alt-J?\nKeywords: members, Dada, Alt-J\n\nDraft:\n"
+    "Object id: d1\nDocument name: Dada (band)\nDocument content: Dada is an American rock trio formed in "
+    "Los Angeles in 1992 by Joie Calio, Michael Gurley and Phil Leavitt.\n\n"
+    "Object id: d2\nDocument name: Dada\nDocument content: Dada was an art movement of the European "
+    "avant-garde that began in Zurich in 1916.\n\n"
+    "Object id: d3\nDocument name: Alt-J\nDocument content: Alt-J is an English indie rock band formed in "
+    "Leeds in 2007; its four founding members met at university.\n\n"
+    "Connections:\n- Dada (band) and Dada are related\n\nSelection: "
+    '{"objects": ["d1", "d3"], "reasoning": "d1 gives the members of the band Dada and d3 those of Alt-J; '
+    'd2 is an art movement, not the band."}'
+)
+
 _VERIFY = ChatPromptTemplate.from_messages([
     ("system",
      "You check a draft set of documents and tables against a question. Keep the objects whose content "
      "covers some part of the question (see its keywords) or connects objects that do; leave out the "
-     "rest. Use only ids that appear in the draft. Reply with a JSON object "
-     '{{"reasoning": "<one or two sentences>", "objects": [ids]}} and nothing else.'),
+     "rest. Use only ids that appear in the draft. Reply with a JSON object: the ids kept under "
+     '"objects", then in "reasoning" one or two sentences saying why.\n\n'
+     + VERIFY_DEMO.replace("{", "{{").replace("}", "}}")),
     ("human", "Question: {question}\nKeywords: {keywords}\n\nDraft:\n{draft}\n\nSelection:"),
 ])
 

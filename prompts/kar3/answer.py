@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 from atomgraph.errors import ParseError
 from atomgraph.prompts.baselines import read_answer as read_reply
 from atomgraph.prompts.kar3.context import render_known
-from atomgraph.prompts.kar3.parsing import json_object
 from atomgraph.prompts.stage import Stage, text_parser
+from atomgraph.text import read_object
 
 ANSWER_PROMPT = ChatPromptTemplate.from_messages([
     ("system", "You are a helpful assistant that answers questions."),
@@ -73,7 +73,7 @@ def read_answer(text: str) -> str:
     """The ``answer`` of a JSON reply (read as a reply is: the text after a 'So the answer is:'
     written into it); else the text after 'So the answer is' / 'Answer:' or the first line. Held
     to the answer contract (``prompts/answer_contract.py``); ParseError when empty or refused."""
-    obj = json_object(text)
+    obj = read_object(text)
     if obj is not None and "answer" in obj:
         value = obj["answer"]
         value = ", ".join(map(str, value)) if isinstance(value, list) else str(value if value is not None else "")

@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.kar3.context import paragraph
-from atomgraph.prompts.kar3.parsing import as_str_list, json_object, question_lines
 from atomgraph.prompts.stage import Stage, text_parser
+from atomgraph.text import as_str_list, question_lines, read_object
 
 ATOMIZE_PROMPT = ChatPromptTemplate.from_messages([
     ("system", "You are a helpful assistant who reads content closely and asks good questions about it."),
@@ -48,7 +48,7 @@ def read_atomic_questions(text: str) -> list[str]:
     """Every non-empty line of the reply (bullets and numbering removed), or the
     ``questions`` list of a JSON reply. ParseError when there is none. Which lines are
     atomic questions is :func:`filter_atoms`' call."""
-    obj = json_object(text)
+    obj = read_object(text)
     if obj is not None:
         found = as_str_list(obj.get("questions") or obj.get("atomic_questions"))
         if found:

@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.kar3.context import render_known
-from atomgraph.prompts.kar3.parsing import as_str_list, json_object, question_lines
 from atomgraph.prompts.stage import Stage, text_parser
+from atomgraph.text import as_str_list, question_lines, read_object
 
 PROPOSE_PROMPT = ChatPromptTemplate.from_messages([
     ("system", "You break questions down into the pieces of knowledge needed to answer them."),
@@ -65,7 +65,7 @@ def read_proposal(text: str) -> Proposal:
     """The ``sub_questions`` list of a JSON reply (an empty list: stop); without JSON, the
     reply's lines that end in a question mark. Prose without questions is unreadable (never
     read as a stop: "not enough" is not an empty list)."""
-    obj = json_object(text)
+    obj = read_object(text)
     if obj is not None:
         for key in _KEYS:
             if key in obj:

@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
 from atomgraph.prompts.kar3.context import render_atom_candidates, render_known, render_paragraph_candidates
-from atomgraph.prompts.kar3.parsing import json_object
 from atomgraph.prompts.stage import Stage, text_parser
+from atomgraph.text import read_object
 
 _SYSTEM = "You are a helpful assistant that answers questions."
 _FORMAT = ("## Reply format\n"
@@ -112,7 +112,7 @@ def field_reader(key: str):
     mentioned in the thinking are never read as the pick."""
 
     def read(text: str) -> Selection:
-        obj = json_object(text)
+        obj = read_object(text)
         if obj is None or key not in obj:
             raise ParseError(f"no {key!r} field in the selector's reply: {(text or '')[:200]!r}")
         return Selection(_whole_number(obj[key], key), str(obj.get("thinking") or ""))
