@@ -99,10 +99,14 @@ def demonstration_questions(name: str | None) -> set[str]:
         for ex in examples:
             if isinstance(ex, Demo):
                 out.add(_norm_q(ex.question))
-            for line in getattr(ex, "text", ex).splitlines():
-                if line.startswith("Question: "):
-                    out.add(_norm_q(line[len("Question: "):].split(" (Filter condition:")[0]))
+            out |= {_norm_q(q.split(" (Filter condition:")[0]) for q in _questions_asked(ex)}
     return out
+
+
+def _questions_asked(example: Demo | str) -> list[str]:
+    """The questions a demonstration's text asks (its ``Question: `` lines)."""
+    text = getattr(example, "text", example)
+    return [ln[len("Question: "):] for ln in text.splitlines() if ln.startswith("Question: ")]
 
 
 def is_demonstration(question: str, name: str | None) -> bool:
@@ -126,9 +130,8 @@ def demonstration_answers(name: str | None, stage: str) -> tuple[tuple[str, str]
     answer copied by the model is no answer (the answer contract's ``demonstration`` clause)."""
     out: list[tuple[str, str]] = []
     for ex in get_pack(name).examples.get(stage, []):
-        text = ex.text if isinstance(ex, Demo) else str(ex)
-        question = next((ln[len("Question: "):] for ln in text.splitlines() if ln.startswith("Question: ")), "")
-        m = _ANSWER_LIST.search(text)
+        question = next(iter(_questions_asked(ex)), "")
+        m = _ANSWER_LIST.search(getattr(ex, "text", ex))
         try:
             items = json.loads(m.group(1)) if m else []
         except ValueError:
