@@ -113,7 +113,7 @@ def replies(path: Path) -> dict:
     EM/F1 of the prediction each reading gives (an unreadable reply scores 0 by default here:
     in a run, direct RAG would answer it)."""
     from atomgraph.evaluation.metrics import answer_scores
-    from atomgraph.prompts.answer_contract import refusal_reason
+    from atomgraph.prompts.stage import refusal_reason
     from atomgraph.prompts.atomr.answer_format import read_as_authors
     from atomgraph.prompts.atomr.stages import DIRECT_RAG_STAGE
 

@@ -1,5 +1,5 @@
 """The bundled local model (Gemma-3-270M, in process) through every registered method: no answer
-may break the answer contract (``prompts/answer_contract.py``).
+may break the answer contract (``prompts/stage.py``).
 
 Each method answers the first N demo questions (``atomgraph/demo/questions.jsonl``) over the
 demo knowledge pack: an in-memory ``wikipedia`` source of its 97 passages for the retrieval
@@ -37,7 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from atomgraph.prompts.answer_contract import AnswerRefused, check_answer, check_debris, refusal_reason  # noqa: E402
+from atomgraph.prompts.stage import AnswerRefused, check_answer, check_debris, refusal_reason  # noqa: E402
 
 # Small caps for every stage: enough for a short answer or a small plan, so a question costs
 # seconds rather than minutes on a CPU. A stage not named keeps its own cap.

@@ -19,8 +19,8 @@ from collections import Counter
 from pathlib import Path
 
 from atomgraph.evaluation.records import read_records
-from atomgraph.evaluation.runner import failure_kind, fallbacks_of, outcomes
-from atomgraph.prompts.answer_contract import AnswerRefused, check_answer, check_answer_to, refusal_reason
+from atomgraph.evaluation.runner import fallbacks_of, outcomes
+from atomgraph.prompts.stage import AnswerRefused, check_answer, check_answer_to
 
 from benchmarks.check_local_contract import demonstration_answers
 

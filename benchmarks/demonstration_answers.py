@@ -44,7 +44,7 @@ def gold_answers(path: Path) -> list[tuple[str, list[str]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from atomgraph.prompts.answer_contract import _norm
+    from atomgraph.prompts.stage import _norm
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=os.environ.get("ATOMGRAPH_SHARED_DATA", str(REPO.parent / "shared" / "data")))

@@ -163,7 +163,7 @@ def run_fingerprint(method: str, dataset: str, model: Any, settings: Settings, r
 
 def failure_kind(text: object) -> str:
     """A short category of an error or fallback reason, for counting."""
-    from atomgraph.prompts.answer_contract import refusal_reason
+    from atomgraph.prompts.stage import refusal_reason
 
     t = str(text or "")
     refused = refusal_reason(t)

@@ -39,7 +39,7 @@ from langchain_core.runnables.config import merge_configs
 from atomgraph import cache as reply_cache
 from atomgraph.cache import CACHE_HIT_KEY, CUT_FROM_KEY  # set on replayed and cut replies
 from atomgraph.nodes.sync import call_model, wait_in_daemon_thread
-from atomgraph.prompts.answer_contract import (AnswerRefused, answer_texts, cut_note, hold_to_question, refusal_reason,
+from atomgraph.prompts.stage import (AnswerRefused, answer_texts, cut_note, hold_to_question, refusal_reason,
                                                reply_limit)
 from atomgraph.prompts.constraints import Applied, Constraint, unwrap_reply
 from atomgraph.prompts.stage import Stage

@@ -4,21 +4,17 @@ chain-of-thought (two demonstrations each), and standard RAG over one retrieval.
 Every prompt asks the model to end with ``So the answer is: <answer>``;
 :func:`read_answer` reads the first such line back (after cutting the reply where the model
 starts inventing the next demonstration; the stages stop there too) and holds it to the
-answer contract (:mod:`atomgraph.prompts.answer_contract`). Each prompt takes ``examples`` (the first
+answer contract (:mod:`atomgraph.prompts.stage`). Each prompt takes ``examples`` (the first
 ``demonstrations`` worked examples, :func:`examples`) and ``question``; RAG also ``evidence``.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Sequence
-
 from langchain_core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.answer_contract import FEW_SHOT_STOPS, check_answer, clean_reply
-from atomgraph.prompts.stage import Stage, text_parser
+from atomgraph.prompts.stage import FEW_SHOT_STOPS, Stage, answer_parser, read_answer, without_restated_question
 
 _SYSTEM = (
     "You answer knowledge-intensive questions. Give the shortest answer that fully answers "
@@ -74,77 +70,7 @@ RAG_PROMPT = ChatPromptTemplate.from_messages([
 
 PROMPTS = {"standard": STANDARD_PROMPT, "cot": COT_PROMPT, "rag": RAG_PROMPT}
 
-_MARKER = re.compile(r"(?:so\s+)?the\s+(?:final\s+)?answer\s+is\s*[:：]?\s*", re.I)
-_LEAD_LABEL = re.compile(r"^\s*(?:final\s+answer|short\s+answer|answer|a)\s*[:：]\s*", re.I)
-_RUN_ON = re.compile(r"\s+(?:Question|Answer|Q|Passages?|Context|Explanation|Reasoning)\s*[:：]")
 DEMONSTRATION_PAIRS: list[tuple[str, str]] = [(q, a) for q, _why, a in DEMONSTRATIONS]
-
-
-def _tidy(answer: str) -> str:
-    answer = answer.strip().strip("*").strip()
-    answer = _LEAD_LABEL.sub("", answer).strip()
-    if answer.endswith(".") and not re.search(r"\b[A-Z]\.$", answer):
-        answer = answer[:-1]
-    return answer.strip().strip('"').strip().strip("*").strip()
-
-
-def read_answer(text: str, *, instructions: Sequence[str] = (), demonstrations: Sequence[tuple[str, str]] = (),
-                require_marker: bool = False, stops: Sequence[str] = FEW_SHOT_STOPS) -> str:
-    """The answer to *our* question in a reply, checked against the answer contract.
-
-    The reply is cut where the model starts inventing the next demonstration (a ``Question:``
-    line, a chat-template token: :func:`~atomgraph.prompts.answer_contract.clean_reply`), a
-    copied demonstration or an echo of ``instructions`` is refused, and the answer is the rest
-    of the line after the *first* 'So the answer is:' marker (the one that ends the model's own
-    reasoning). Without a marker, the first non-empty line is the answer, unless
-    ``require_marker`` (stages that ask for reasoning first). The answer must pass
-    :func:`~atomgraph.prompts.answer_contract.check_answer`.
-
-    Raises ParseError (an :class:`~atomgraph.prompts.answer_contract.AnswerRefused` when the
-    text is there but is not an answer).
-    """
-    reply = clean_reply(text or "", instructions=instructions, demonstrations=demonstrations, stops=stops)
-    m = _MARKER.search(reply)
-    if m:
-        tail = reply[m.end():].strip()
-        answer = tail.splitlines()[0] if tail else ""
-        if not _tidy(answer):
-            raise ParseError(f"no answer after 'So the answer is:' in: {reply[:200]!r}")
-    elif require_marker:
-        raise ParseError(f"no 'So the answer is:' line in: {reply[:200]!r}")
-    else:
-        answer = next(ln for ln in reply.splitlines() if ln.strip())
-    # a run-on past the answer on the same line (a server that ignored the stop sequences)
-    answer = _RUN_ON.split(answer, maxsplit=1)[0]
-    return check_answer(_tidy(answer))
-
-
-def without_restated_question(text: str, question: str) -> str | None:
-    """``text`` without a first line that restates *our* ``question`` ('Question: <question>'),
-    or None when it does not start so. A small model often restates the question before
-    answering; a restated *demonstration* stays a refused copy."""
-    first, _, rest = (text or "").lstrip().partition("\n")
-    m = re.match(r"\s*(?:Question|Q)\s*[:：]\s*(.*)$", first)
-    norm = lambda x: " ".join(re.sub(r"[^\w\s]", " ", x.casefold()).split())  # noqa: E731
-    if m and norm(m.group(1)) == norm(question) and rest.strip():
-        return rest
-    return None
-
-
-def extract_answer(text: str) -> str:
-    """:func:`read_answer` with no prompt to compare against: the first marker's answer, else the
-    first non-empty line, checked against the answer contract. ParseError for an empty reply."""
-    return read_answer(text)
-
-
-def answer_parser(instructions: Sequence[str] = (), demonstrations: Sequence[tuple[str, str]] = (), *,
-                  require_marker: bool = False, name: str = "final_answer"):
-    """A stage parser that reads the answer with :func:`read_answer` against a prompt's own
-    ``instructions`` and ``demonstrations``."""
-    def read(text: str) -> str:
-        return read_answer(text, instructions=instructions, demonstrations=demonstrations, require_marker=require_marker)
-
-    return text_parser(read, name)
 
 
 class FinalAnswer(BaseModel):

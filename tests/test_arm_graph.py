@@ -9,7 +9,7 @@ import pytest
 
 from langchain_core.messages import AIMessage
 
-from atomgraph.errors import ConfigError, ParseError
+from atomgraph.errors import ParseError
 from atomgraph.graphs.arm import arm_llm_retriever, build_arm_graph
 from atomgraph.nodes.arm.self_verification import aggregate_votes as aggregate, span_logprobs
 from atomgraph.prompts.arm.stages import parse_changes, parse_keywords, parse_ngram, parse_selection

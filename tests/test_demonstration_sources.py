@@ -9,7 +9,6 @@ import re
 import unicodedata
 from pathlib import Path
 
-import pytest
 
 from atomgraph.evaluation.datasets import dataset_setting, load_file
 from atomgraph.prompts.atomr.answer_format import parse_answer

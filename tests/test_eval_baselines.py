@@ -6,7 +6,7 @@ import pytest
 
 from atomgraph.errors import ConfigError, ParseError, SourceError
 from atomgraph.graphs.registry import build_method, method_names, register_method
-from atomgraph.prompts.baselines import extract_answer
+from atomgraph.prompts.stage import extract_answer
 from atomgraph.state.run import Evidence
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.base import KnowledgeSource
@@ -120,7 +120,7 @@ async def test_hostile_question_text_reaches_the_model_verbatim():
 
 
 async def test_a_reply_over_the_cap_is_refused_and_kept_cut_and_marked():
-    from atomgraph.prompts.answer_contract import REPLY_CUT_MARK
+    from atomgraph.prompts.stage import REPLY_CUT_MARK
 
     model = ScriptedChatModel(default="So the answer is: " + "x" * 200_000)
     out = await build_method("rag", model=model, sources=[KeywordSource("wiki", PASSAGES)]).ainvoke(

@@ -15,7 +15,7 @@ import pytest
 
 from atomgraph.demo_pack import load_passages
 from atomgraph.graphs.registry import build_method, method_names
-from atomgraph.prompts.answer_contract import MAX_ANSWER_CHARS
+from atomgraph.prompts.stage import MAX_ANSWER_CHARS
 from atomgraph.settings import Settings
 from atomgraph.tools.memory_source import InMemorySource
 from tests.hostile_server import DEBRIS, MARKERS, MODES, UNSAFE, HostileServer

@@ -4,7 +4,6 @@ paragraph backup and no silent top hit, the switches, unreadable output everywhe
 
 from __future__ import annotations
 
-import json
 
 import pytest
 

@@ -14,7 +14,6 @@ from atomgraph.evaluation.runner import arun_eval
 from atomgraph.graphs.atomr import build_atomr_graph
 from atomgraph.graphs.registry import method_descriptions
 from atomgraph.testing import answer_reply, atomr_scripted_model, kar3_scripted_model
-from atomgraph.tools.atom_source import AtomSource
 from atomgraph.tools.registry import build_sources
 
 from kar3_fixtures import PLAN, QUESTION, build_demo_index, demo_source, settings_at

@@ -5,7 +5,6 @@ check mechanics — streaming, structured output, tool calls, usage — not answ
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -1,5 +1,5 @@
 """The bundled local model (Gemma-3-270M, in process) through every registered method on one demo
-question, at tiny output caps: no answer breaks the answer contract (prompts/answer_contract.py).
+question, at tiny output caps: no answer breaks the answer contract (prompts/stage.py).
 
 The full check, 5 questions per method at the small caps, is ``python -m
 benchmarks.check_local_contract`` (its numbers are in the README, "Nothing but an answer is an

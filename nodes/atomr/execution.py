@@ -43,7 +43,7 @@ from langgraph.types import Command, Send
 from atomgraph.errors import ParseError
 from atomgraph.nodes.call import StageResult
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.prompts.answer_contract import hold_to_question, refusal_reason
+from atomgraph.prompts.stage import hold_to_question, refusal_reason
 from atomgraph.prompts.atomr.answer_format import answer_text, read_as_authors
 from atomgraph.prompts.atomr.packs import demonstration_answers
 from atomgraph.prompts.stage import Stage

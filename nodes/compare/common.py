@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 
 from atomgraph.nodes.call import StageResult
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.prompts.answer_contract import REPLY_CUT_MARK, cap_reply
+from atomgraph.prompts.stage import REPLY_CUT_MARK, cap_reply
 from atomgraph.state.compare import DecomposedRagState, LoopState
 from atomgraph.state.run import Evidence, render_evidence
 
@@ -55,7 +55,7 @@ def same_answer(a: str, b: str) -> bool:
 
 def shown_reply(result: StageResult) -> str | None:
     """The reply as the trace keeps it: cut at the stage's output cap and marked where a server
-    sent more than the cap allows (``rt.ask`` cut it already; answer_contract.cap_reply)."""
+    sent more than the cap allows (``rt.ask`` cut it already; stage.cap_reply)."""
     if result.text is None:
         return None
     call = result.call

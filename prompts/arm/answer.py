@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate
 
-from atomgraph.prompts.baselines import answer_parser
+from atomgraph.prompts.stage import answer_parser
 from atomgraph.prompts.stage import Stage
 
 _ANSWER = ChatPromptTemplate.from_messages([

@@ -9,7 +9,7 @@ Real models bend this in many ways — markdown, code fences, single-quoted or u
 lists, numbered lines instead of ``(1)``/``(2)``, a bare answer line, an invented next
 example after the answer. :func:`parse_answer` reads all of these and raises
 :class:`~atomgraph.errors.ParseError` when nothing answer-like is present, or when an item of
-the list breaks the answer contract (``prompts/answer_contract.py``: too long, evidence, an
+the list breaks the answer contract (``prompts/stage.py``: too long, evidence, an
 echo, a template token, markup, instructions to the reader; the error says ``answer refused
 (<reason>)``).
 """
@@ -22,7 +22,7 @@ import re
 from pydantic import BaseModel
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.answer_contract import AnswerRefused, check_answer, reply_problem
+from atomgraph.prompts.stage import AnswerRefused, check_answer, reply_problem
 from atomgraph.text import loads as read_value
 
 ANSWER_FORMAT = 'So the answer is: (1) Paraphrase Answer: <one sentence>; (2) Answer List: ["<item>", ...]'
@@ -323,7 +323,7 @@ def parse_answer(text: str) -> ParsedAnswer:
 def read_items(answers: list[str]) -> list[str]:
     """The items of an answer list: tidied, without 'Unknown' / 'I cannot tell' ones, each held
     to the answer contract (an item that is no answer makes the reply unreadable:
-    :class:`~atomgraph.prompts.answer_contract.AnswerRefused`)."""
+    :class:`~atomgraph.prompts.stage.AnswerRefused`)."""
     items = [a for a in _tidy([str(x) for x in answers if x is not None])
              if not _is_unknown_item(a) and not _CANNOT_RE.search(a)]
     for a in items:

@@ -142,10 +142,10 @@ def root_overlap(root: str, question: str) -> float:
 
 def plan_reply_problem(text: str | None, question: str, pack: str | None = None) -> str | None:
     """Why a planner reply that gave no tree for ``question`` is no plan at all, in words
-    (``answer_contract.reply_problem`` against the plan prompt's instructions and the pack's
+    (``stage.reply_problem`` against the plan prompt's instructions and the pack's
     demonstrations), e.g. ``the reply is no plan but instructions to the reader (injection)``;
     None when the reply shows no such sign."""
-    from atomgraph.prompts.answer_contract import reply_problem
+    from atomgraph.prompts.stage import reply_problem
     from atomgraph.prompts.atomr.packs import get_pack
     from atomgraph.prompts.atomr.plan import PLAN_SYSTEM
 

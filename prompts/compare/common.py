@@ -7,8 +7,8 @@ import re
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.answer_contract import FEW_SHOT_STOPS
-from atomgraph.prompts.baselines import answer_parser, extract_answer, read_answer
+from atomgraph.prompts.stage import FEW_SHOT_STOPS
+from atomgraph.prompts.stage import answer_parser, extract_answer, read_answer
 
 __all__ = ["ANSWER_RULE", "FEW_SHOT_STOPS", "answer_parser", "extract_answer", "read_answer", "strip_label",
            "first_sentence", "clean_reply", "has_answer_marker", "instructions_of", "final_answer_parser"]

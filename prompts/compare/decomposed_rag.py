@@ -9,7 +9,7 @@ import re
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.answer_contract import clean_reply as contract_reply
+from atomgraph.prompts.stage import clean_reply as contract_reply
 from atomgraph.text import read_json
 from atomgraph.prompts.compare.common import (ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, final_answer_parser,
                                               instructions_of, strip_label)

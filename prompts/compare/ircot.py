@@ -11,7 +11,7 @@ import re
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.answer_contract import clean_reply as contract_reply
+from atomgraph.prompts.stage import clean_reply as contract_reply
 from atomgraph.prompts.compare.common import (ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, final_answer_parser,
                                               first_sentence, has_answer_marker, instructions_of, read_answer,
                                               strip_label)

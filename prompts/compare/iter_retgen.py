@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate
 
-from atomgraph.prompts.answer_contract import clean_reply as contract_reply
+from atomgraph.prompts.stage import clean_reply as contract_reply
 from atomgraph.prompts.compare.common import ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, instructions_of, read_answer
 from atomgraph.prompts.stage import Stage, text_parser
 

@@ -13,7 +13,7 @@ import re
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.answer_contract import clean_reply as contract_reply
+from atomgraph.prompts.stage import clean_reply as contract_reply
 from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, final_answer_parser, instructions_of, read_answer
 from atomgraph.prompts.stage import Stage, text_parser
 

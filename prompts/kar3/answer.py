@@ -14,7 +14,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.baselines import read_answer as read_reply
+from atomgraph.prompts.stage import read_answer as read_reply
 from atomgraph.prompts.kar3.context import render_known
 from atomgraph.prompts.stage import Stage, text_parser
 from atomgraph.text import read_object
@@ -72,7 +72,7 @@ def render_answer(inputs: dict[str, Any]) -> dict[str, Any]:
 def read_answer(text: str) -> str:
     """The ``answer`` of a JSON reply (read as a reply is: the text after a 'So the answer is:'
     written into it); else the text after 'So the answer is' / 'Answer:' or the first line. Held
-    to the answer contract (``prompts/answer_contract.py``); ParseError when empty or refused."""
+    to the answer contract (``prompts/stage.py``); ParseError when empty or refused."""
     obj = read_object(text)
     if obj is not None and "answer" in obj:
         value = obj["answer"]
