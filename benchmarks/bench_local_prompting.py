@@ -256,7 +256,7 @@ def stage_inputs(n: int) -> dict[str, list[tuple[dict, object]]]:
     from types import SimpleNamespace
 
     from atomgraph.nodes.atomr.leaf_reasoning import executor_question
-    from atomgraph.prompts.arm.verification import selection_schema
+    from atomgraph.prompts.arm import selection_schema
     from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT
     from atomgraph.prompts.atomr.knowledge import format_knowledge
     from atomgraph.prompts.atomr.reasoning import format_qa_pairs
@@ -394,7 +394,7 @@ def stage_object(name: str):
     elif EVERY[name].startswith("kar3"):
         from atomgraph.prompts.kar3.stages import STAGES
     elif EVERY[name] == "arm":
-        from atomgraph.prompts.arm.stages import STAGES
+        from atomgraph.prompts.arm import STAGES
     else:
         from atomgraph.prompts.baselines import STAGES
     return STAGES[name]

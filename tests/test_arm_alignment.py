@@ -18,7 +18,7 @@ from atomgraph.nodes.arm.ngrams import (
     snap,
 )
 from atomgraph.nodes.arm.common import MODES, decoding_mode
-from atomgraph.prompts.arm.alignment import shortlist_choice
+from atomgraph.prompts.arm import shortlist_choice
 from atomgraph.prompts.constraints import choice_grammar, fit_enum, gbnf_literal, request_form
 from atomgraph.tools.arm_index import ArmIndex, normalize_ngram
 from atomgraph.tools.objects import parse_object

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 from atomgraph.errors import ParseError
 from atomgraph.graphs.arm import arm_llm_retriever, build_arm_graph
 from atomgraph.nodes.arm.self_verification import aggregate_votes as aggregate, span_logprobs
-from atomgraph.prompts.arm.stages import parse_changes, parse_keywords, parse_ngram, parse_selection
+from atomgraph.prompts.arm import parse_changes, parse_keywords, parse_ngram, parse_selection
 from atomgraph.state.run import OUTPUT_KEYS
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.arm_index import ArmIndex
@@ -50,7 +50,7 @@ def test_parse_keywords_reads_json_lines_and_commas():
     # drafts, three unencodable verification requests tripped the circuit breaker before the answer's refusal):
     # the call path reads no stage's reply that holds one (nodes/call.py: read_reply)
     from atomgraph.nodes.call import Reply, read_reply
-    from atomgraph.prompts.arm.alignment import DECOMPOSE
+    from atomgraph.prompts.arm import DECOMPOSE
     from atomgraph.state.run import LLMCall
 
     for reply in ('["Ulm\ud800", "Munich"]', '["Munich", "\x1b[31mUlm"]'):

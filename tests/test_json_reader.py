@@ -62,8 +62,7 @@ def test_hostile_text_is_read_in_bounded_time(text):
 
 
 def test_every_stage_reads_through_it():
-    from atomgraph.prompts.arm.alignment import parse_keywords
-    from atomgraph.prompts.arm.verification import parse_selection
+    from atomgraph.prompts.arm import parse_keywords, parse_selection
     from atomgraph.prompts.atomr.kg_program import read_program
     from atomgraph.prompts.compare.decomposed_rag import read_sub_questions
     from atomgraph.prompts.kar3.answer import read_answer

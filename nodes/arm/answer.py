@@ -9,7 +9,7 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.arm.common import ArmRuntime
 from atomgraph.nodes.arm.verbalize import verbalize_object
-from atomgraph.prompts.arm.answer import ANSWER
+from atomgraph.prompts.arm import ANSWER
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import ArmState
 

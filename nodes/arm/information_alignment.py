@@ -39,7 +39,7 @@ from atomgraph.nodes.arm.ngrams import (
     align_keyword, alignment_request, extract_keywords, informative_keywords, keyword_parts, parse_alignment,
 )
 from atomgraph.nodes.arm.common import ArmRuntime, decoding_mode
-from atomgraph.prompts.arm.alignment import (
+from atomgraph.prompts.arm import (
     ALIGN, ALIGN_LIST, DECOMPOSE, DECOMPOSE_LIST, LIST_CLOSE, LIST_SEP, LOCAL_LIST_OPEN, ngram_list_grammar, shortlist_choice,
 )
 from atomgraph.prompts.constraints import Constraint, Grammar, TokenTrie, unwrap

@@ -132,7 +132,7 @@ def snap(text: Any, index: ArmIndex, *, limit: int = 1, candidates: Sequence[str
 @dataclass(frozen=True)
 class AlignmentRequest:
     """One keyword and the corpus n-grams its reply may choose from, best first (the
-    constraint is :func:`atomgraph.prompts.arm.alignment.shortlist_choice` of ``allowed``)."""
+    constraint is :func:`atomgraph.prompts.arm.shortlist_choice` of ``allowed``)."""
 
     keyword: str
     allowed: tuple[str, ...]

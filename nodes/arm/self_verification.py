@@ -26,7 +26,7 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.arm.common import ArmRuntime, titles
 from atomgraph.nodes.arm.verbalize import verbalize_draft
-from atomgraph.prompts.arm.verification import VERIFY, selection_schema
+from atomgraph.prompts.arm import VERIFY, selection_schema
 from atomgraph.prompts.constraints import accepts_logprobs
 from atomgraph.state.arm_graph import ArmState, Draft, Verdict, Vote
 from atomgraph.tools.arm_index import ArmIndex

@@ -29,7 +29,7 @@ from atomgraph.nodes.arm.compatibility import compatibility_for, neighbours
 from atomgraph.nodes.arm.information_alignment import Scores, _minmax, question_scores
 from atomgraph.nodes.arm.mip import solve_structure
 from atomgraph.nodes.arm.verbalize import verbalize_draft
-from atomgraph.prompts.arm.verification import DRAFT, changes_schema
+from atomgraph.prompts.arm import DRAFT, changes_schema
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import ArmState, Draft
 from atomgraph.tools.arm_index import ArmIndex
