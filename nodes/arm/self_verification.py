@@ -37,7 +37,6 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.arm.structure_alignment import column_compatibility, sentences
 from atomgraph.prompts.arm import DRAFT, VERIFY, changes_schema, selection_schema
-from atomgraph.prompts.constraints import accepts_logprobs
 from atomgraph.state.arm_graph import ArmState, Draft, Verdict, Vote
 from atomgraph.tools.arm_index import ArmIndex, title_key, tokens
 from atomgraph.tools.objects import DataObject, serialize
@@ -188,7 +187,7 @@ def make_verify_node(art: ArmRuntime) -> Callable:
             return {"verdicts": []}
         index = await art.aindex(ctx)
         dec = await art.decoding(ctx, state, VERIFY.role)
-        logprobs = ctx.logprobs and accepts_logprobs(await art.amodel(VERIFY.role))
+        logprobs = ctx.logprobs and art.takes_logprobs(await art.amodel(VERIFY.role))
         question = state["question"]
 
         async def one(d: Draft):
