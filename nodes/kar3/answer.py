@@ -13,7 +13,7 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.loop import EXIT_TEXT, Kar3Runtime
-from atomgraph.prompts.kar3.answer import ANSWER_STAGE, SHORT_ANSWER_STAGE
+from atomgraph.prompts.kar3.stages import ANSWER_STAGE, SHORT_ANSWER_STAGE
 from atomgraph.state.kar3 import AtomHit, Kar3State, Round
 from atomgraph.state.run import LLMCall
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.loop import Kar3Runtime, loop_exit, refuse_start
-from atomgraph.prompts.kar3.propose import PROPOSE_STAGE
+from atomgraph.prompts.kar3.stages import PROPOSE_STAGE
 from atomgraph.state.kar3 import Kar3State, Round
 from atomgraph.state.run import InvalidQuestion, check_question
 

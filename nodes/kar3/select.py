@@ -11,7 +11,7 @@ from typing import Any, Callable
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.kar3.loop import Kar3Runtime, loop_exit
-from atomgraph.prompts.kar3.select import SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE
+from atomgraph.prompts.kar3.stages import SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE
 from atomgraph.state.kar3 import AtomHit, Kar3State, Round
 from atomgraph.state.run import LLMCall
 
