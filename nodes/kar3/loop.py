@@ -34,8 +34,7 @@ from atomgraph.prompts.kar3.stages import (
 )
 from atomgraph.state.kar3 import AtomHit, ExitReason, Kar3Context, Kar3State, Round
 from atomgraph.state.run import InvalidQuestion, LLMCall, RetrieverCall, check_question
-from atomgraph.tools.atom_index import AtomIndex
-from atomgraph.tools.atom_source import hit_evidence
+from atomgraph.tools.atom_index import AtomIndex, hit_evidence
 from atomgraph.tools.base import KnowledgeSource, SourceSet, retriever_run
 
 
