@@ -133,12 +133,6 @@ def arm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
     return retrieve
 
 
-def arm_llm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
-                      settings: Settings | None = None) -> Callable:
-    """:func:`arm_retriever` (the name kept)."""
-    return arm_retriever(index, ctx, model=model, settings=settings)
-
-
 def _graph_for(index: Any, model: ModelsArg, settings: Settings | None) -> CompiledStateGraph:
     """The ``arm`` graph over ``index``; without a model or settings, built once per index."""
     if model is not None or settings is not None or not hasattr(index, "__dict__"):

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from atomgraph.errors import ParseError
-from atomgraph.graphs.arm import arm_llm_retriever, build_arm_graph
+from atomgraph.graphs.arm import arm_retriever, build_arm_graph
 from atomgraph.nodes.arm.self_verification import aggregate_votes as aggregate, span_logprobs
 from atomgraph.prompts.arm import parse_changes, parse_keywords, parse_ngram, parse_selection
 from atomgraph.state.run import OUTPUT_KEYS
@@ -231,7 +231,7 @@ def test_objects_from_the_run_context_file(tmp_path, monkeypatch):
 
 
 def test_llm_retriever_for_the_retrieve_command(index):
-    retrieve = arm_llm_retriever(index, model=good_model())
+    retrieve = arm_retriever(index, model=good_model())
     res = retrieve(Question("q1", QUESTION, ("p1", "p2")))
     assert res.method == "arm" and res.ids == ["p1", "p2"] and len(res.scores) == 2  # the verified objects
     assert res.trace["answered"] is False and res.trace["llm_calls"] >= 3

@@ -132,9 +132,9 @@ def _llm_retriever(args, index, ctx):
     settings, model, _ = model_and_sources(args, require_model=False, require_sources=False)
     if model is None and not settings.model_for("decoder"):
         return None
-    from atomgraph.graphs.arm import arm_llm_retriever
+    from atomgraph.graphs.arm import arm_retriever
 
-    return arm_llm_retriever(index, ctx, model=model, settings=settings)
+    return arm_retriever(index, ctx, model=model, settings=settings)
 
 
 def register(sub) -> None:
