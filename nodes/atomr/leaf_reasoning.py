@@ -24,9 +24,8 @@ from atomgraph.nodes.atomr.execution import (AtomRRuntime, advance, budget_note,
                                              node_outcome, plan_operator, read_into, selection_calls)
 from atomgraph.nodes.call import StageResult
 from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT, program_problem
-from atomgraph.prompts.atomr.knowledge import format_knowledge
 from atomgraph.prompts.atomr.source_selection import choose_sources, describe_sources
-from atomgraph.prompts.atomr.stages import KG_PROGRAM_STAGE, SOURCE_SELECTION_STAGE, operator_stage
+from atomgraph.prompts.atomr.stages import KG_PROGRAM_STAGE, SOURCE_SELECTION_STAGE, format_knowledge, operator_stage
 from atomgraph.state.atomr import OperatorCall, StepInput, SubCall
 from atomgraph.state.run import Evidence, RetrieverCall
 from atomgraph.tools.wikidata_source import ProgramError

@@ -16,10 +16,8 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.atomr.execution import (AtomRRuntime, advance, budget_note, collect, current_run, first_problem,
                                              node_outcome, plan_question, read_into, refs_in)
-from atomgraph.prompts.atomr.knowledge import format_knowledge
-from atomgraph.prompts.atomr.reasoning import format_qa_pairs
 from atomgraph.prompts.atomr.stages import (CHILD_REASONING_STAGE, CLOSED_BOOK_STAGE, DIRECT_RAG_STAGE,
-                                            SIBLING_REASONING_STAGE)
+                                            SIBLING_REASONING_STAGE, format_knowledge, format_qa_pairs)
 from atomgraph.prompts.stage import Stage
 from atomgraph.state.atomr import NodeRun, ReasoningTree, StepInput, SubCall
 
