@@ -255,7 +255,7 @@ def stage_inputs(n: int) -> dict[str, list[tuple[dict, object]]]:
     import ast
     from types import SimpleNamespace
 
-    from atomgraph.nodes.atomr.leaf_reasoning import executor_question
+    from atomgraph.nodes.atomr.node_reasoning import executor_question
     from atomgraph.prompts.arm.verification import selection_schema
     from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT
     from atomgraph.prompts.atomr.stages import format_knowledge

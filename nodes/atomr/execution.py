@@ -4,9 +4,9 @@ One module for the whole of Algorithm 1's control, read top to bottom: the step 
 settling a node from its sub-calls, the per-answer fan-out (one call per referenced answer, as
 the authors run it), the scheduler (each node whose dependencies are answered goes to its next
 step, all at once, within the LLM-call budget) and the result. The steps themselves are
-:mod:`~atomgraph.nodes.atomr.leaf_reasoning` (§3.3.1: source selection, retrieval, the atomic
-operator) and :mod:`~atomgraph.nodes.atomr.parent_reasoning` (§3.3.2: child / sibling answer
-reasoning, direct RAG); planning (§3.2) is :mod:`~atomgraph.nodes.atomr.plan`.
+:mod:`~atomgraph.nodes.atomr.node_reasoning` (§3.3.1 Leaf Node Reasoning: source selection,
+retrieval, the atomic operator; §3.3.2 Parent Node Reasoning: child / sibling answer reasoning,
+direct RAG); planning (§3.2) is :mod:`~atomgraph.nodes.atomr.plan`.
 
 Every step of a tree node ends with an outcome; the table says what the node does next.
 ``DONE`` settles the node. A :class:`Switch` row is one of atomgraph's additions: it applies
