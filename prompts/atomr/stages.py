@@ -130,10 +130,6 @@ def _questions_asked(example: Demo | str) -> list[str]:
     return [ln[len("Question: "):] for ln in text.splitlines() if ln.startswith("Question: ")]
 
 
-def is_demonstration(question: str, name: str | None) -> bool:
-    return _norm_q(question) in demonstration_questions(name)
-
-
 _ANSWER_LIST = re.compile(r"Answer List:\s*(\[.*?\])\s*$", re.S)
 
 
