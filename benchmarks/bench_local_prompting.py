@@ -391,7 +391,11 @@ EVERY = {
 def stage_object(name: str):
     if EVERY[name] == "atomr":
         from atomgraph.prompts.atomr.stages import STAGES
-    elif EVERY[name].startswith("kar3"):
+    elif EVERY[name] == "kar3_index":
+        from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE
+
+        return ATOMIZE_STAGE
+    elif EVERY[name] == "kar3":
         from atomgraph.prompts.kar3.stages import STAGES
     elif EVERY[name] == "arm":
         from atomgraph.prompts.arm.stages import STAGES
