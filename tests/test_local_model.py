@@ -295,7 +295,7 @@ def test_grounded_answer_is_a_span_of_the_evidence(engine):
     """Mechanics: the Answer List is decoded under the evidence trie (every string a span of
     the evidence, or none for Unknown) and the reply reads in the stage's format."""
     from atomgraph.local.grounded import evidence_ngrams
-    from atomgraph.prompts.atomr.answer_format import parse_answer
+    from atomgraph.prompts.atomr.stages import parse_answer
 
     evidence = "Wikipedia Passages:\n[1] Ulm Minster | Ulm Minster is the church with the tallest steeple in the world."
     model = ChatLocalLlama(max_tokens=24, grounded_answers=True)
