@@ -24,7 +24,10 @@ drafts' own votes, no verification) over one index per set:
 - ``corpuskw`` / ``ia_corpuskw``, ``infkw`` / ``ia_infkw``: the defaults / information alignment
   only with ``question_keywords=corpus`` (the question's corpus n-grams alone, the LLM-free
   keywords before session 5) or ``informative`` (names and the rarer n-grams, at most 6); the
-  default ``all`` is the corpus n-grams and the names the corpus spells otherwise.
+  default ``all`` is the corpus n-grams and the names the corpus spells otherwise;
+- ``exp3``: the defaults with ``expansion_per_seed=3`` (the default before session 6; now -1 = k,
+  §3.2.2's "its k most compatible objects"); ``kwpool5``: ``keyword_pool=5`` (five objects per
+  keyword query); ``dense5``: ``dense_pool=5`` (the question's k nearest objects join the base set).
 
 Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
 report adds the distinct drafts per question (histogram and mean), the MIP statuses and the
@@ -60,6 +63,9 @@ CONFIGS: dict[str, dict | None] = {
     "ia_corpuskw": {"question_keywords": "corpus", "structure_alignment": False},
     "infkw": {"question_keywords": "informative"},
     "ia_infkw": {"question_keywords": "informative", "structure_alignment": False},
+    "exp3": {"expansion_per_seed": 3},
+    "kwpool5": {"keyword_pool": 5},
+    "dense5": {"dense_pool": 5},
 }
 
 

@@ -119,8 +119,9 @@ class ArmContext:
                                "1 = steps 1, 2, 3)", ge=0)
     ] = 0
     expansion_per_seed: Annotated[
-        int, Field(description="most compatible objects each object adds per expansion step (paper's k; 0 = no expansion)", ge=0)
-    ] = 3
+        int, Field(description="most compatible objects each object adds per expansion step: -1 = k (paper: §3.2.2's "
+                               "'its k most compatible objects', k the run's k, 5); 0 = no expansion; was 3", ge=-1)
+    ] = -1
     neighbour_candidates: Annotated[
         int, Field(description="nearest objects by embedding scored for compatibility when expanding one object", ge=1)
     ] = 20
@@ -236,7 +237,8 @@ class ArmContext:
         bool, Field(description="True: the paper's setting, every extension off at once (relevance='cosine', "
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
                                 "compatibility_scale=1, max_links=k-1, served_alignment='grammar', fill_to_k=False, "
-                                "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free'); these fields then take the paper's values whatever else is set"),
+                                "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free', "
+                                "expansion_per_seed=-1 (k)); these fields then take the paper's values whatever else is set"),
     ] = False
 
     def __post_init__(self) -> None:
@@ -264,6 +266,6 @@ PAPER: dict = {
     "relevance": "cosine", "database_weight": 0.0, "coverage_weight": 0.0, "compatibility": "graded",
     "links": "pairs", "compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
     "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
-    "decompose_constraint": "free",
+    "decompose_constraint": "free", "expansion_per_seed": -1,
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""
