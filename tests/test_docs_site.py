@@ -34,3 +34,89 @@ def test_readme_is_a_newcomers_page():
 
     for link in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (REPO / link).is_file(), link
+
+
+# --- every code reference in the README and the docs names something that exists ------------------
+PROJECT_DIRS = ("atomgraph", "state", "nodes", "graphs", "tools", "prompts", "evaluation", "tests", "benchmarks",
+                "notebooks", "docs")
+_PATH = r"(?<![\w/.$-])((?:%s)(?:/[\w.{},-]+)+/?)" % "|".join(PROJECT_DIRS)
+
+
+def _expand(ref: str) -> list[str]:
+    """``prompts/{a,b}.py`` → ``prompts/a.py``, ``prompts/b.py``."""
+    import re
+
+    m = re.search(r"\{([^}]*)\}", ref)
+    if not m:
+        return [ref]
+    return [p for alt in m.group(1).split(",") for p in _expand(ref[:m.start()] + alt + ref[m.end():])]
+
+
+def _defines(path: Path, name: str) -> bool:
+    import re
+
+    return bool(re.search(rf"^\s*(?:async\s+)?def {name}\b|^\s*class {name}\b|^{name}\s*[:=]", path.read_text(), re.M))
+
+
+def _missing_path(ref: str) -> str | None:
+    """Why ``ref`` (a file, a folder, ``folder/module`` or ``folder/module.attr``) names nothing; None when it does."""
+    ref = ref.rstrip(".,;:")
+    if (REPO / ref).exists():
+        return None
+    head, _, last = ref.rpartition("/")
+    stem, _, attr = last.partition(".")
+    module = REPO / head / f"{stem}.py"
+    if attr in ("py", "md", "json", "jsonl", "toml", "ipynb", "yml", "txt"):
+        return "no such file"
+    if not module.is_file():
+        return "no such file, folder or module"
+    if attr and not _defines(module, attr.split(".")[0]):
+        return f"{head}/{stem}.py defines no {attr.split('.')[0]}"
+    return None
+
+
+def _missing_module(dotted: str) -> str | None:
+    """Why ``atomgraph.x.y[.attr]`` names nothing importable; None when it does."""
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        name = ".".join(parts[:i])
+        try:
+            obj = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name):
+                continue
+            raise
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return f"{name} has no {'.'.join(parts[i:])}"
+            obj = getattr(obj, attr)
+        return None
+    return "no such module"
+
+
+def test_every_code_reference_in_the_docs_exists():
+    """A module, file or function the README or a docs page names exists today (modules move; the pages follow)."""
+    import re
+
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    broken = []
+    for page in pages:
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            where = f"{page.relative_to(REPO)}:{n}"
+            for ref in re.findall(_PATH, line):
+                for one in _expand(ref):
+                    why = _missing_path(one)
+                    if why:
+                        broken.append(f"{where}: {one} ({why})")
+            for path, name in re.findall(r"((?:%s)/[\w/]+\.py):(\w+)" % "|".join(PROJECT_DIRS), line):
+                if (REPO / path).is_file() and not _defines(REPO / path, name):
+                    broken.append(f"{where}: {path}:{name} (not defined there)")
+            for dotted in re.findall(r"(?<![\w./])(atomgraph(?:\.\w+)+)", line):
+                if dotted.endswith((".toml", ".json")):
+                    continue  # atomgraph.toml, the settings file
+                why = _missing_module(dotted)
+                if why:
+                    broken.append(f"{where}: {dotted} ({why})")
+    assert not broken, "\n".join(broken)
