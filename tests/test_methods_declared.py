@@ -141,6 +141,27 @@ def test_a_method_with_new_roles_from_its_declaration_alone(registry_restored):
     assert Settings(model="m").model_for("critic") == "m"
 
 
+def test_a_run_time_roles_model_comes_from_its_environment_variable(registry_restored, monkeypatch):
+    """A role with no settings field (its method registered at run time) reads ATOMGRAPH_<ROLE>_MODEL; unset and with
+    no default model, the missing-model help names that variable."""
+    from atomgraph.models import chat_model, resolve_models
+
+    register_method(Method("critique", build_critique_graph, CritiqueContext, "Toy", roles=("drafter", "critic")))
+    monkeypatch.delenv("ATOMGRAPH_MODEL", raising=False)
+    monkeypatch.setenv("ATOMGRAPH_CRITIC_MODEL", "served-critic")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the critic's client is built below, never called
+    settings = Settings(model="m", cache=False)
+    assert settings.role_model("critic") == "served-critic" and settings.model_for("critic") == "served-critic"
+    assert settings.role_model("drafter") is None and settings.model_for("drafter") == "m"
+    # A model given for one role stands in for the others, but not for a role set in the environment.
+    drafter = ScriptedChatModel(stages={})
+    models = resolve_models({"drafter": drafter}, settings, roles=("drafter", "critic"))
+    assert models["drafter"] is drafter and getattr(models["critic"], "model_name", None) == "served-critic"
+    monkeypatch.delenv("ATOMGRAPH_CRITIC_MODEL")
+    with pytest.raises(ConfigError, match="ATOMGRAPH_CRITIC_MODEL"):
+        chat_model("critic", Settings(cache=False))
+
+
 def test_a_stage_of_an_undeclared_role_is_refused(registry_restored):
     register_method(Method("critique_misdeclared", build_critique_graph, CritiqueContext, "Toy", roles=("drafter",)))
     rt = MethodRuntime.for_method("critique_misdeclared", ScriptedChatModel(stages={}), [], Settings(cache=False))
