@@ -45,42 +45,34 @@ def test_settings_sections_eval_methods_and_cli_come_from_the_declarations():
     assert all(m.name in help_text for m in METHODS if m.kind == "qa")
 
 
-@dataclasses.dataclass(kw_only=True)
-class ShoutContext:
-    """Run parameters of a toy method."""
+def guide_example() -> str:
+    """The Python block of docs/guides/adding-a-method.md (the first), as a reader copies it."""
+    import re
 
-    exclaim: Annotated[int, Field(ge=0, le=5, description="How many exclamation marks to add.")] = 1
-
-
-SHOUT = Stage(name="shout", role="answerer", parser=text_parser(lambda t: t.strip().upper(), "upper"),
-              prompt=ChatPromptTemplate.from_messages([("human", "Repeat: {question}")]), max_tokens=32)
+    page = (REPO / "docs" / "guides" / "adding-a-method.md").read_text(encoding="utf-8")
+    return re.search(r"```python\n(.*?)```", page, re.S).group(1)
 
 
-def build_shout_graph(model=None, sources=None, settings=None, checkpointer=None):
-    rt = MethodRuntime.for_method(SHOUT_METHOD, model, [], settings)
+def test_the_guides_method_runs_as_written(registry_restored):
+    """The guide's toy method — its own files, a role of its own, one declaration — runs exactly as the page
+    writes it, and returns the whole output contract."""
+    from atomgraph.state.run import OUTPUT_KEYS
 
-    async def answer(state, config):
-        result = await rt.ask(SHOUT, {"question": state["question"]}, config)
-        text = (result.value or "") + "!" * rt.params(config).exclaim
-        return {"answer": text, "answers": [text], "llm_calls": [result.call], "error": result.problem}
-
-    g = rt.state_graph(BaselineState)
-    g.add_node("answer", dual(answer))
-    g.add_edge(START, "answer")
-    g.add_edge("answer", END)
-    return g.compile(checkpointer=checkpointer, name="shout")
-
-
-SHOUT_METHOD = Method("shout", build_shout_graph, ShoutContext, "Toy: repeat the question in capitals")
-
-
-def test_a_toy_method_from_its_declaration_alone():
-    register_method(SHOUT_METHOD)
+    namespace = {"my_model": ScriptedChatModel(stages={"shout": "hello"})}
+    exec(compile(guide_example(), "adding-a-method.md", "exec", dont_inherit=True), namespace)  # as a script
+    out = namespace["out"]
+    assert out["answer"] == "HELLO!!!" and set(out) == set(OUTPUT_KEYS) and not out["error"]
+    assert [(c["stage"], c["role"]) for c in out["llm_calls"]] == [("shout", "shouter")]
     assert "shout" in method_names() and method_descriptions()["shout"].startswith("Toy")
-    graph = build_method("shout", model=ScriptedChatModel(stages={"shout": "hello there"}))
+    graph = build_method("shout", model={"shouter": ScriptedChatModel(stages={"shout": "hi"})})
     assert "exclaim" in graph.get_context_jsonschema()["properties"]
-    out = graph.invoke({"question": "hello there"}, context={"exclaim": 3})
-    assert out["answer"] == "HELLO THERE!!!" and out["llm_calls"][0]["stage"] == "shout"
+    assert graph.invoke({"question": "hi"}, context={"exclaim": 0})["answer"] == "HI"
+    # A failed model call is the run's error, not an answer of exclamation marks.
+    down = ScriptedChatModel(stages={"shout": ConnectionError("server down")})
+    failed = build_method("shout", model=down).invoke({"question": "hi"})
+    assert failed["answer"] == "" and failed["error"] and set(failed) == set(OUTPUT_KEYS)
+    with pytest.raises(ValueError, match="empty"):
+        graph.invoke({"question": "  "})
 
 
 # --- a method with roles of its own, from its declaration alone ----------------------------------
