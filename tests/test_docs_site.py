@@ -13,15 +13,37 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` of the site at ``root``. Never with ``-q``: quiet mode drops the warnings strict
+    mode counts, and a broken link or a page outside the navigation then builds with exit status 0."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+                          cwd=root, capture_output=True, text=True, env=env, timeout=300)
+
+
 def test_mkdocs_build_strict(tmp_path):
     pytest.importorskip("mkdocs")
     pytest.importorskip("material")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
-                         cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+    run = mkdocs_build(REPO, tmp_path / "site")
     assert run.returncode == 0, run.stdout + run.stderr
     settings_page = (tmp_path / "site" / "reference" / "settings" / "index.html").read_text(encoding="utf-8")
     assert "ATOMGRAPH_ATOMR__TOP_K" in settings_page and "settings-reference" not in settings_page
+
+
+def test_a_broken_link_or_a_page_outside_the_navigation_fails_the_build(tmp_path):
+    """The build above would fail on either (it has teeth): a copy of the site with one of each."""
+    import shutil
+
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("material")
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    (tmp_path / "docs" / "guides" / "orphan.md").write_text("# Orphan\n", encoding="utf-8")
+    with (tmp_path / "docs" / "index.md").open("a", encoding="utf-8") as f:
+        f.write("\n[gone](guides/no-such-page.md)\n")
+    run = mkdocs_build(tmp_path, tmp_path / "site")
+    assert run.returncode != 0
+    assert "orphan.md" in run.stderr and "no-such-page.md" in run.stderr, run.stderr
 
 
 def test_readme_is_a_newcomers_page():
