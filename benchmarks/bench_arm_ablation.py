@@ -24,7 +24,10 @@ drafts' own votes, no verification) over one index per set:
 - ``corpuskw`` / ``ia_corpuskw``, ``infkw`` / ``ia_infkw``: the defaults / information alignment
   only with ``question_keywords=corpus`` (the question's corpus n-grams alone, the LLM-free
   keywords before session 5) or ``informative`` (names and the rarer n-grams, at most 6); the
-  default ``all`` is the corpus n-grams and the names the corpus spells otherwise.
+  default ``all`` is the corpus n-grams and the names the corpus spells otherwise;
+- ``exp5``: the defaults with ``expansion_per_seed=5`` (§3.2.2's "its k most compatible objects"
+  read with the paper's k = 5); ``first1``: with ``first_expansion=1`` (three *expanded* sets: 1, 2
+  and 3 steps); ``exp5_first1``: both (issue 30, session 6: MuSiQue's levers).
 
 Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
 report adds the distinct drafts per question (histogram and mean), the MIP statuses and the
@@ -60,6 +63,9 @@ CONFIGS: dict[str, dict | None] = {
     "ia_corpuskw": {"question_keywords": "corpus", "structure_alignment": False},
     "infkw": {"question_keywords": "informative"},
     "ia_infkw": {"question_keywords": "informative", "structure_alignment": False},
+    "exp5": {"expansion_per_seed": 5},
+    "first1": {"first_expansion": 1},
+    "exp5_first1": {"expansion_per_seed": 5, "first_expansion": 1},
 }
 
 

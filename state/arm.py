@@ -120,8 +120,9 @@ class ArmContext:
                                "1 = steps 1, 2, 3)", ge=0)
     ] = 0
     expansion_per_seed: Annotated[
-        int, Field(description="most compatible objects each object adds per expansion step (paper's k; 0 = no expansion)", ge=0)
-    ] = 3
+        int, Field(description="most compatible objects each object adds per expansion step (§3.2.2's 'its k most "
+                               "compatible objects', the paper's k = 5; 0 = no expansion)", ge=0)
+    ] = 5
     neighbour_candidates: Annotated[
         int, Field(description="nearest objects by embedding scored for compatibility when expanding one object", ge=1)
     ] = 20
