@@ -77,7 +77,7 @@ class ArmRetriever(_MethodRetriever):
     def model_post_init(self, __context: Any) -> None:
         if self.graph is None and self.objects is not None:
             from atomgraph.graphs.arm import build_arm_graph
-            from atomgraph.nodes.arm.collection import Collection
+            from atomgraph.nodes.arm.pipeline import Collection
 
             self.index = Collection(self.objects).index()
             self.graph = build_arm_graph(model=self.model, settings=self.settings, objects=self.index)
@@ -102,7 +102,7 @@ class ArmRetriever(_MethodRetriever):
                      **context: Any) -> "ArmRetriever":
         """``objects``: an ArmIndex, a list of DataObject, or an objects.jsonl path."""
         from atomgraph.graphs.arm import build_arm_graph
-        from atomgraph.nodes.arm.collection import Collection
+        from atomgraph.nodes.arm.pipeline import Collection
 
         index = Collection(objects).index()
         graph = build_arm_graph(model=model, settings=settings, objects=index)
@@ -113,7 +113,7 @@ class ArmRetriever(_MethodRetriever):
 
     def _index(self, ctx: dict):
         if self.index is None:
-            from atomgraph.nodes.arm.collection import Collection
+            from atomgraph.nodes.arm.pipeline import Collection
             from atomgraph.settings import get_settings
 
             arm = get_settings().arm

@@ -73,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     from atomgraph.commands.retrieve import _parse_sets
     from atomgraph.evaluation.retrieval import evaluate
     from atomgraph.graphs.arm import arm_retriever
-    from atomgraph.nodes.arm.compatibility import UnitCache
-    from atomgraph.nodes.arm.retrieval import dense_retrieve
+    from atomgraph.nodes.arm.structure_alignment import UnitCache
+    from atomgraph.nodes.arm.pipeline import dense_retrieve
     from atomgraph.state.arm import ArmContext
     from atomgraph.tools.arm_index import ArmIndex
     from atomgraph.tools.objects import load_objects, load_questions

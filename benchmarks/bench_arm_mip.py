@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from atomgraph.nodes.arm.mip import brute_force, solve_structure
+from atomgraph.nodes.arm.structure_alignment import brute_force, solve_structure
 from benchmarks.stats import percentile  # noqa: E402
 
 

@@ -114,7 +114,7 @@ def replies(path: Path) -> dict:
     in a run, direct RAG would answer it)."""
     from atomgraph.evaluation.metrics import answer_scores
     from atomgraph.prompts.stage import refusal_reason
-    from atomgraph.prompts.atomr.answer_format import read_as_authors
+    from atomgraph.prompts.atomr.stages import read_as_authors
     from atomgraph.prompts.atomr.stages import DIRECT_RAG_STAGE
 
     out: dict = {}

@@ -73,7 +73,7 @@ def gather() -> list[dict]:
         for r in _jsonl(p):
             if isinstance(r.get("reply"), str):
                 out.append({"stage": "answer", "source": f"{p.name} ({r.get('mode')})", "reply": r["reply"]})
-                # The answer stage itself reads only what follows "Answer List:" (prompts/atomr/answer_format.py):
+                # The answer stage itself reads only what follows "Answer List:" (prompts/atomr/stages.py, parse_answer):
                 # the same replies cut there give LangChain's reader the text it is built for.
                 tail = r["reply"].rpartition("Answer List:")
                 if tail[1]:

@@ -255,11 +255,11 @@ def stage_inputs(n: int) -> dict[str, list[tuple[dict, object]]]:
     import ast
     from types import SimpleNamespace
 
-    from atomgraph.nodes.atomr.leaf_reasoning import executor_question
-    from atomgraph.prompts.arm.verification import selection_schema
+    from atomgraph.nodes.atomr.node_reasoning import executor_question
+    from atomgraph.prompts.arm import selection_schema
     from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT
-    from atomgraph.prompts.atomr.knowledge import format_knowledge
-    from atomgraph.prompts.atomr.reasoning import format_qa_pairs
+    from atomgraph.prompts.atomr.stages import format_knowledge
+    from atomgraph.prompts.atomr.stages import format_qa_pairs
     from atomgraph.prompts.atomr.source_selection import describe_sources
     from atomgraph.prompts.atomr.stages import plan_constraint
     from atomgraph.prompts.baselines import examples
@@ -391,10 +391,14 @@ EVERY = {
 def stage_object(name: str):
     if EVERY[name] == "atomr":
         from atomgraph.prompts.atomr.stages import STAGES
-    elif EVERY[name].startswith("kar3"):
+    elif EVERY[name] == "kar3_index":
+        from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE
+
+        return ATOMIZE_STAGE
+    elif EVERY[name] == "kar3":
         from atomgraph.prompts.kar3.stages import STAGES
     elif EVERY[name] == "arm":
-        from atomgraph.prompts.arm.stages import STAGES
+        from atomgraph.prompts.arm import STAGES
     else:
         from atomgraph.prompts.baselines import STAGES
     return STAGES[name]

@@ -28,7 +28,7 @@ import time
 import warnings
 from pathlib import Path
 
-from atomgraph.prompts.arm.alignment import ngram_list_grammar
+from atomgraph.prompts.arm import ngram_list_grammar
 from atomgraph.prompts.constraints import gbnf_literal
 from benchmarks.stats import write_result
 
@@ -96,7 +96,7 @@ def measure(path: Path, sizes: list[int], xgrammar_timeout: float) -> dict:
 
     from atomgraph.local.chat import ChatLocalLlama
     from atomgraph.local.engine import load_engine
-    from atomgraph.prompts.arm.alignment import ALIGN_LIST
+    from atomgraph.prompts.arm import ALIGN_LIST
 
     t0 = time.perf_counter()
     every = corpus_ngrams(path)

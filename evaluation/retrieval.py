@@ -73,7 +73,7 @@ def evaluate(
     keep_trace: bool = True,
     progress: bool = False,
 ) -> EvalRun:
-    """Score ``retrieve`` (question → :class:`~atomgraph.nodes.arm.retrieval.RetrievalResult`)
+    """Score ``retrieve`` (question → :class:`~atomgraph.nodes.arm.pipeline.RetrievalResult`)
     on every question; with ``out_dir``, write ``results.jsonl`` (one line per question) and
     ``summary.json``. A question whose retrieval raises is scored as retrieving nothing, with
     the error recorded. ``progress``: a bar on a terminal, periodic lines with rate and ETA

@@ -495,7 +495,7 @@ def _drop_for_retry(pred_path: Path, existing: list[dict], retry: list[dict]) ->
 def _leave_out_demonstrations(examples: list, packs: list[str]) -> tuple[list, list[str]]:
     """(the examples that are not demonstrations of ``packs``, the ids left out): an example is a
     demonstration when a pack shows its question or a stage demonstration was written on it."""
-    from atomgraph.prompts.atomr.packs import _norm_q, demonstration_questions
+    from atomgraph.prompts.atomr.stages import _norm_q, demonstration_questions
 
     shown: set[str] = set()
     for pack in packs:

@@ -2,13 +2,13 @@
 
 decompose → align → retrieve → structure → draft → verify → aggregate → answer
 
-| paper | nodes | module (``nodes/arm/``) | stages (``prompts/arm/``) |
+| paper | nodes | module (``nodes/arm/``) | stages (``prompts/arm.py``) |
 |---|---|---|---|
-| §3.2.1 information alignment | decompose, align | ``information_alignment`` (``ngrams``: n-gram matching) | ``alignment`` |
+| §3.2.1 information alignment (with n-gram matching) | decompose, align | ``information_alignment`` | ``arm_decompose``, ``arm_align``, ``arm_align_list`` |
 | §3.2.1 (end) the base search objects | retrieve | ``information_alignment`` | — |
-| §3.2.2 structure alignment: R_i, expansion, drafts | structure, draft | ``structure_alignment`` (``compatibility``: C_ij, ``mip``: the MIP) | ``verification`` (draft) |
-| §3.3 self-verification, aggregation | verify, aggregate | ``self_verification`` (Appendix C: ``verbalize``) | ``verification`` (verify) |
-| answer | answer (and the trace) | ``answer`` | ``answer`` |
+| §3.2.2 structure alignment: R_i, C_ij, expansion, the MIP, drafts | structure | ``structure_alignment`` | — |
+| §3.3 self-verification (Appendix C: drafts in words), aggregation | draft (extension), verify, aggregate | ``self_verification`` | ``arm_draft``, ``arm_verify`` |
+| the run: data collection, runtime, answer, trace | answer | ``pipeline`` | ``arm_answer`` |
 
 >>> graph = build_arm_graph(model=my_model, objects="objects.jsonl")
 >>> out = graph.invoke({"question": "Which singers performed in 2014?"}, context={"k": 5})
@@ -36,12 +36,10 @@ from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
 
 from atomgraph.models import ModelsArg
-from atomgraph.nodes.arm.answer import make_answer_node
-from atomgraph.nodes.arm.collection import Collection
-from atomgraph.nodes.arm.common import ArmRuntime
 from atomgraph.nodes.arm.information_alignment import make_align_node, make_decompose_node, make_retrieve_node
-from atomgraph.nodes.arm.structure_alignment import make_draft_node, make_structure_node
-from atomgraph.nodes.arm.self_verification import make_aggregate_node, make_verify_node
+from atomgraph.nodes.arm.pipeline import ArmRuntime, Collection, after_decompose, make_answer_node
+from atomgraph.nodes.arm.self_verification import make_aggregate_node, make_draft_node, make_verify_node
+from atomgraph.nodes.arm.structure_alignment import make_structure_node
 from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.arm import ArmContext
@@ -74,7 +72,7 @@ def build_arm_graph(model: ModelsArg = None, sources: Any = None, settings: Sett
     for name in STEPS:
         g.add_node(name, dual(makers[name](art)))
     g.add_edge(START, "decompose")
-    g.add_conditional_edges("decompose", lambda s: "answer" if s.get("error") else "align", ["align", "answer"])
+    g.add_conditional_edges("decompose", after_decompose, ["align", "answer"])
     for a, b in zip(STEPS[1:-1], STEPS[2:]):
         g.add_edge(a, b)
     g.add_edge("answer", END)
@@ -93,7 +91,7 @@ def arm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
     """
     from dataclasses import asdict, fields
 
-    from atomgraph.nodes.arm.retrieval import RetrievalResult
+    from atomgraph.nodes.arm.pipeline import RetrievalResult
 
     graph = _graph_for(index, model, settings)
     names = {f.name for f in fields(ArmContext)}
@@ -135,12 +133,6 @@ def arm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
     return retrieve
 
 
-def arm_llm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
-                      settings: Settings | None = None) -> Callable:
-    """:func:`arm_retriever` (the name kept)."""
-    return arm_retriever(index, ctx, model=model, settings=settings)
-
-
 def _graph_for(index: Any, model: ModelsArg, settings: Settings | None) -> CompiledStateGraph:
     """The ``arm`` graph over ``index``; without a model or settings, built once per index."""
     if model is not None or settings is not None or not hasattr(index, "__dict__"):
@@ -165,7 +157,7 @@ def retrieve(method: str, question: Any, index: Any, k: int = 5, ctx: Any = None
     without a model here; :func:`arm_retriever` runs it with one)."""
     from dataclasses import asdict
 
-    from atomgraph.nodes.arm.retrieval import METHODS, bm25_retrieve, dense_retrieve
+    from atomgraph.nodes.arm.pipeline import METHODS, bm25_retrieve, dense_retrieve
 
     if method == "dense":
         return dense_retrieve(question, index, k)

@@ -39,9 +39,9 @@ from langgraph.types import Checkpointer
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.atomr.execution import ALGORITHM_1  # noqa: F401 - the step table, shown above
 from atomgraph.nodes.atomr.execution import STEP_NODES, finalize, make_schedule_node
-from atomgraph.nodes.atomr.leaf_reasoning import make_run_operator_node, make_select_sources_node
-from atomgraph.nodes.atomr.parent_reasoning import (make_closed_book_node, make_direct_rag_node,
-                                                    make_reason_children_node, make_reason_siblings_node)
+from atomgraph.nodes.atomr.node_reasoning import (make_closed_book_node, make_direct_rag_node,
+                                                  make_reason_children_node, make_reason_siblings_node,
+                                                  make_run_operator_node, make_select_sources_node)
 from atomgraph.nodes.atomr.plan import make_plan_node, make_review_node
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.nodes.sync import dual

@@ -30,11 +30,10 @@ from typing import Any
 from langgraph.graph import END, START
 
 from atomgraph.models import ModelsArg
-from atomgraph.nodes.kar3.answer import make_answer_node
-from atomgraph.nodes.kar3.loop import Kar3Runtime, after_propose, after_retrieve, after_select
-from atomgraph.nodes.kar3.propose import make_propose_node
-from atomgraph.nodes.kar3.retrieve import make_retrieve_node
-from atomgraph.nodes.kar3.select import make_select_node
+from atomgraph.nodes.kar3.loop import (
+    Kar3Runtime, after_propose, after_retrieve, after_select, make_answer_node, make_propose_node, make_retrieve_node,
+    make_select_node,
+)
 from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.kar3 import Kar3State

@@ -41,7 +41,7 @@ from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.backends import backend, is_local
+from atomgraph.backends import accepts_logprobs, backend, is_local
 from atomgraph.errors import ConfigError
 from atomgraph.methods import Method, declaration
 from atomgraph.models import ModelsArg, chat_model_named, is_model_like, model_name, resolve_models, with_temperature
@@ -110,7 +110,9 @@ class MethodRuntime(Generic[C]):
         self._settings = settings
         self._sourcing = RunSources(sources, self.settings)
         self._chains: dict[tuple, Any] = {}  # (stage, role, model, cap, mode, temperature) -> capped model
-        self._facts: dict[int, tuple[Any, str, bool]] = {}  # id(model) -> (model, its name, whether in-process)
+        # id(model) -> (model, its name, whether in-process, whether its client takes logprobs)
+        self._facts: dict[int, tuple[Any, str, bool, bool]] = {}
+        self._backends: dict[tuple[int, str], tuple[Any, tuple[str, str]]] = {}  # (id(model), asked) -> (model, backend)
         self._caps: dict[tuple[str, int | None], int] = {}  # (stage, its default) -> the stage's output cap
         self._section_read = False
         self._section_values: Any = None
@@ -154,10 +156,28 @@ class MethodRuntime(Generic[C]):
 
     def model_facts(self, model: Any) -> tuple[str, bool]:
         """``model``'s name and whether it runs in-process: facts of the model, read once per model."""
+        facts = self._model_facts(model)
+        return facts[1], facts[2]
+
+    def takes_logprobs(self, model: Any) -> bool:
+        """Whether ``model``'s client takes a ``logprobs`` request
+        (:func:`~atomgraph.backends.accepts_logprobs`): a fact of the model, read once per model."""
+        return self._model_facts(model)[3]
+
+    def _model_facts(self, model: Any) -> tuple[Any, str, bool, bool]:
         facts = self._facts.get(id(model))
         if facts is None or facts[0] is not model:
-            facts = self._facts[id(model)] = (model, model_name(model), is_local(model))
-        return facts[1], facts[2]
+            facts = self._facts[id(model)] = (model, model_name(model), is_local(model), accepts_logprobs(model))
+        return facts
+
+    def backend_of(self, model: Any, requested: str = "auto") -> tuple[str, str]:
+        """``(backend, reason)`` of ``model`` as :func:`~atomgraph.backends.backend` decides it for
+        ``requested``, decided once per model and request (the first time may ask a server who it
+        is: off the event loop)."""
+        found = self._backends.get((id(model), requested))
+        if found is None or found[0] is not model:
+            found = self._backends[(id(model), requested)] = (model, backend(model, requested))
+        return found[1]
 
     def model(self, role: str) -> Any:
         """The chat model (or Runnable wrapping one) for ``role`` in this run: the run's own
@@ -300,8 +320,8 @@ class MethodRuntime(Generic[C]):
         recorder.defaults["model"] = name
         if temperature is None:
             temperature = self.run_choices().temperature
-        if constraint is not None:  # may ask the server who it is (HTTP, cached): not on the event loop
-            await asyncio.to_thread(backend, model, backend_kind)
+        if constraint is not None and (id(model), backend_kind) not in self._backends:
+            await asyncio.to_thread(self.backend_of, model, backend_kind)  # may ask the server who it is: off the loop
         runnable, applied = self._runnable(stage, role, model, local, cap, temperature, constraint, logprobs,
                                            backend_kind)
         result = await call_stage(stage, variables, runnable, config, recorder, cap, constraint=constraint,
@@ -326,11 +346,13 @@ class MethodRuntime(Generic[C]):
                 sampler = model if temperature is None else with_temperature(model, temperature)
                 runnable = self._chains[key] = stage.model_for(sampler, cap, structured=structured)
             return runnable, None
-        sampler = model if temperature is None else with_temperature(model, temperature)
-        capped = stage.model_for(sampler, cap)
+        capped = self._chains.get((*key[:5], "capped", temperature))
+        if capped is None:  # the capped model, built once per stage and model; the constraint is this call's
+            sampler = model if temperature is None else with_temperature(model, temperature)
+            capped = self._chains[(*key[:5], "capped", temperature)] = stage.model_for(sampler, cap)
         applied = None
         if constraint is not None:
-            kind, reason = backend(model, backend_kind)
+            kind, reason = self.backend_of(model, backend_kind)
             capped, applied = constrain(capped, constraint, kind, reason)
         if logprobs:
             capped = capped.bind(logprobs=True)

@@ -172,7 +172,7 @@ class TreeParseError(ValueError):
 def _known_pack(name: str) -> str:
     """``name`` when it is a prompt pack; ValueError naming the packs otherwise (the settings
     section, the run's context and Studio's form are all validated by it)."""
-    from atomgraph.prompts.atomr.packs import get_pack
+    from atomgraph.prompts.atomr.stages import get_pack
 
     get_pack(name)  # ValueError: unknown prompt pack 'x'; packs are general, hotpotqa, ...
     return name

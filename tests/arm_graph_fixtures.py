@@ -49,7 +49,7 @@ HOSTILE = [
 
 def stage_of_system(system: str) -> str | None:
     """Which ARM stage a request is for, by its messages' text (the stage's own templates)."""
-    from atomgraph.prompts.arm.stages import STAGES
+    from atomgraph.prompts.arm import STAGES
 
     return stage_of(system, STAGES)
 

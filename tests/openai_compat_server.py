@@ -66,7 +66,7 @@ def all_stages() -> dict:
     from atomgraph.prompts.stage import Stage
 
     found: dict = {}
-    for module in ("atomr.stages", "baselines", "kar3.stages", "arm.stages", "compare.iter_retgen",
+    for module in ("atomr.stages", "baselines", "kar3.stages", "kar3.atomize", "arm", "compare.iter_retgen",
                    "compare.self_ask", "compare.decomposed_rag", "compare.ircot", "compare.react"):
         for value in vars(importlib.import_module(f"atomgraph.prompts.{module}")).values():
             for stage in (value.values() if isinstance(value, dict) else [value]):

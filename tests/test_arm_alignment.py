@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from atomgraph.nodes.arm.ngrams import (
+from atomgraph.nodes.arm.information_alignment import (
     align_keyword,
     alignment_request,
     extract_keywords,
@@ -17,8 +17,8 @@ from atomgraph.nodes.arm.ngrams import (
     shortlist,
     snap,
 )
-from atomgraph.nodes.arm.common import MODES, decoding_mode
-from atomgraph.prompts.arm.alignment import shortlist_choice
+from atomgraph.nodes.arm.pipeline import MODES, decoding_mode
+from atomgraph.prompts.arm import shortlist_choice
 from atomgraph.prompts.constraints import choice_grammar, fit_enum, gbnf_literal, request_form
 from atomgraph.tools.arm_index import ArmIndex, normalize_ngram
 from atomgraph.tools.objects import parse_object
@@ -170,7 +170,7 @@ def towns_index(tmp_path_factory):
 
 
 def test_informative_keywords_keep_names_and_rare_words_not_generic_ones(towns_index):
-    from atomgraph.nodes.arm.ngrams import informative_keywords
+    from atomgraph.nodes.arm.information_alignment import informative_keywords
 
     question = "What kind of waterfall is in the country where the Bubye River is located?"
     every = extract_keywords(question, towns_index)  # question_keywords="corpus": every corpus span

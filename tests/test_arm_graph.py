@@ -10,9 +10,9 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from atomgraph.errors import ParseError
-from atomgraph.graphs.arm import arm_llm_retriever, build_arm_graph
+from atomgraph.graphs.arm import arm_retriever, build_arm_graph
 from atomgraph.nodes.arm.self_verification import aggregate_verified, aggregate_votes, span_logprobs
-from atomgraph.prompts.arm.stages import parse_changes, parse_keywords, parse_ngram, parse_selection
+from atomgraph.prompts.arm import parse_changes, parse_keywords, parse_ngram, parse_selection
 from atomgraph.state.run import OUTPUT_KEYS
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.arm_index import ArmIndex
@@ -50,7 +50,7 @@ def test_parse_keywords_reads_json_lines_and_commas():
     # drafts, three unencodable verification requests tripped the circuit breaker before the answer's refusal):
     # the call path reads no stage's reply that holds one (nodes/call.py: read_reply)
     from atomgraph.nodes.call import Reply, read_reply
-    from atomgraph.prompts.arm.alignment import DECOMPOSE
+    from atomgraph.prompts.arm import DECOMPOSE
     from atomgraph.state.run import LLMCall
 
     for reply in ('["Ulm\ud800", "Munich"]', '["Munich", "\x1b[31mUlm"]'):
@@ -273,12 +273,12 @@ def test_objects_from_the_run_context_file(tmp_path, monkeypatch):
 
 
 def test_llm_retriever_for_the_retrieve_command(index):
-    retrieve = arm_llm_retriever(index, model=good_model())
+    retrieve = arm_retriever(index, model=good_model())
     res = retrieve(Question("q1", QUESTION, ("p1", "p2")))
     # the verified objects first, then the drafts' others (§3.3), k = 5 in all; scores are the vote's confidences
     assert res.method == "arm" and res.ids[:2] == ["p1", "p2"] and len(res.ids) == len(res.scores) == 5
     assert res.scores == sorted(res.scores, reverse=True) and res.scores[1] > res.scores[2]
-    res = arm_llm_retriever(index, {"aggregation": "verified"}, model=good_model())(Question("q1", QUESTION, ("p1", "p2")))
+    res = arm_retriever(index, {"aggregation": "verified"}, model=good_model())(Question("q1", QUESTION, ("p1", "p2")))
     assert res.ids == ["p1", "p2"] and len(res.scores) == 2  # the switch: the verified objects only
     assert res.trace["answered"] is False and res.trace["llm_calls"] >= 3
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from atomgraph.graphs.arm import build_arm_graph
-from atomgraph.nodes.arm.common import decoding_mode
+from atomgraph.nodes.arm.pipeline import decoding_mode
 from atomgraph.backends import probe_server
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.arm_index import ArmIndex

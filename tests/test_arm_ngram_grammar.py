@@ -14,7 +14,7 @@ import warnings
 import pytest
 
 from atomgraph.graphs.arm import build_arm_graph
-from atomgraph.prompts.arm.alignment import ALIGN_LIST, ngram_list_grammar, parse_ngram_list
+from atomgraph.prompts.arm import ALIGN_LIST, ngram_list_grammar, parse_ngram_list
 from atomgraph.backends import probe_server
 from atomgraph.prompts.constraints import list_grammar
 from atomgraph.tools.arm_index import ArmIndex

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from atomgraph.cli import main
 from atomgraph.evaluation.retrieval import id_scores, question_groups
 from atomgraph.graphs.arm import arm_retrieve, retrieve
-from atomgraph.nodes.arm.retrieval import bm25_retrieve, dense_retrieve
+from atomgraph.nodes.arm.pipeline import bm25_retrieve, dense_retrieve
 from atomgraph.state.arm import ArmContext
 from atomgraph.tools.arm_index import ArmIndex, object_fields, tokens
 from atomgraph.tools.objects import load_objects, load_questions, parse_object

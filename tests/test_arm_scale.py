@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from atomgraph.errors import AtomgraphError
-from atomgraph.nodes.arm.retrieval import dense_retrieve
+from atomgraph.nodes.arm.pipeline import dense_retrieve
 from atomgraph.tools.arm_index import (ArmIndex, _object_ngrams, bm25_index, ngram_tables, object_chars,
                                        object_tokens)
 from atomgraph.tools.objects import DataObject, load_objects, load_questions

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from atomgraph.nodes.arm.compatibility import column_compatibility, compatibility_matrix, table_compatibility
-from atomgraph.nodes.arm.mip import (
+from atomgraph.nodes.arm.structure_alignment import column_compatibility, compatibility_matrix, table_compatibility
+from atomgraph.nodes.arm.structure_alignment import (
     brute_force,
     build_model,
     greedy,
@@ -168,7 +168,7 @@ def test_passage_links_from_title_mentions(tmp_path):
 def test_graded_compatibility_follows_appendix_b(tmp_path):
     """Appendix B: best sentence pair for passages, best column pair for tables (weighted
     semantic + exact-value similarity), nothing across databases; symmetric, zero diagonal."""
-    from atomgraph.nodes.arm.compatibility import graded_matrix, sentences
+    from atomgraph.nodes.arm.structure_alignment import graded_matrix, sentences
     from atomgraph.nodes.arm.information_alignment import Scores, base_pool
     from atomgraph.nodes.arm.structure_alignment import expanded_pools
     from atomgraph.state.arm import ArmContext

@@ -1,10 +1,10 @@
-"""Drafts in words (``nodes/arm/verbalize.py``): each object's rows/sentences are encoded once per
+"""Drafts in words (``nodes/arm/self_verification.py``, Appendix C): each object's rows/sentences are encoded once per
 index, not once per draft and question — and the verbalized drafts are what fresh encoding gives."""
 
 from __future__ import annotations
 
-from atomgraph.nodes.arm import verbalize
-from atomgraph.nodes.arm.verbalize import verbalize_draft
+from atomgraph.nodes.arm import self_verification
+from atomgraph.nodes.arm.self_verification import verbalize_draft
 from atomgraph.tools.arm_index import ArmIndex
 from atomgraph.tools.objects import parse_object
 from tests.arm_fixtures import OBJECTS
@@ -17,8 +17,8 @@ def test_unit_vectors_are_encoded_once_per_object(tmp_path, monkeypatch):
     index = ArmIndex.build([parse_object(o, "fixture") for o in [*OBJECTS, LONG]], cache_dir=tmp_path)
     ids = ["p-long", "p-zimmer", "concert_singer#sep#singer"]
     calls = []
-    real = verbalize._encode
-    monkeypatch.setattr(verbalize, "_encode", lambda idx, texts: calls.append(len(texts)) or real(idx, texts))
+    real = self_verification._encode
+    monkeypatch.setattr(self_verification, "_encode", lambda idx, texts: calls.append(len(texts)) or real(idx, texts))
     first = verbalize_draft(index, ids, [], "Who composed the score?", 2)
     n_first = len(calls)
     assert n_first >= 1  # the long passage's sentences (more than n = 2) were encoded

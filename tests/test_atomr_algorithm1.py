@@ -84,7 +84,7 @@ def test_unknown_is_offered_where_the_authors_offer_it(pack, offered):
 def test_the_authors_reading_takes_the_last_list():
     """``read_as_authors`` (keep_raw_reply): the last [...] after "answer is:" is the answer list;
     a reply with no such list gives its paraphrase, else its text."""
-    from atomgraph.prompts.atomr.answer_format import read_as_authors
+    from atomgraph.prompts.atomr.stages import read_as_authors
 
     listed = 'Two passages. So the answer is: (1) Paraphrase Answer: both; (2) Answer List: ["Uppsala", "Ulm"] trailing'
     assert read_as_authors(listed).answers == ["Uppsala", "Ulm"]
@@ -97,7 +97,7 @@ async def test_keep_raw_reply_never_takes_a_copied_demonstration_answer():
     """The authors' reading keeps an unreadable reply's last list, but a demonstration's answer the
     model copied (nothing in the question or the evidence supports it) is still no answer: the answer
     contract's ``demonstration`` clause, held against the pack's demonstrations of the stage."""
-    from atomgraph.prompts.atomr.packs import demonstration_answers
+    from atomgraph.prompts.atomr.stages import demonstration_answers
 
     q, a = next((q, a) for q, a in demonstration_answers("hotpotqa", "relate")
                 if a.replace(" ", "").isalpha() and a not in str(PASSAGES))

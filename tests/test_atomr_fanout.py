@@ -302,7 +302,7 @@ async def test_eval_run_uses_the_datasets_prompt_pack(tmp_path):
 
 
 def test_search_descriptor_and_filter_condition_reach_the_executor_question():
-    from atomgraph.nodes.atomr.leaf_reasoning import executor_question
+    from atomgraph.nodes.atomr.node_reasoning import executor_question
 
     assert executor_question("Search", "What is Wild Strawberries?", ["Wild Strawberries", "1957 Swedish film"]) == \
         "What is Wild Strawberries? (1957 Swedish film)"

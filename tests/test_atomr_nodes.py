@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from langgraph.types import Command, Send
 
-from atomgraph.nodes.atomr.parent_reasoning import make_direct_rag_node, make_reason_children_node, sibling_refs
-from atomgraph.nodes.atomr.leaf_reasoning import (gate, make_run_operator_node, make_select_sources_node,
-                                                  overlap_coefficient)
+from atomgraph.nodes.atomr.node_reasoning import (gate, make_direct_rag_node, make_reason_children_node,
+                                                  make_run_operator_node, make_select_sources_node,
+                                                  overlap_coefficient, sibling_refs)
 from atomgraph.text import split_entities
 from atomgraph.nodes.atomr.execution import finalize, make_schedule_node
 from atomgraph.nodes.atomr.plan import initial_runs, make_plan_node

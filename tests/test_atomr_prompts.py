@@ -477,7 +477,7 @@ def test_prompt_packs_have_the_sizes_and_never_use_test_questions():
 
 
 def test_a_pack_is_chosen_with_one_parameter():
-    from atomgraph.prompts.atomr.packs import get_pack
+    from atomgraph.prompts.atomr.stages import get_pack
 
     general = stage_messages("plan", question="Q?")[0].content
     hotpot = stage_messages("plan", "hotpotqa", question="Q?")[0].content

@@ -4,7 +4,7 @@ is taken alone; web and KG sources are never cut; the switch turns it off."""
 
 from __future__ import annotations
 
-from atomgraph.nodes.atomr.leaf_reasoning import top1_share, top1_shortcut
+from atomgraph.nodes.atomr.node_reasoning import top1_share, top1_shortcut
 from atomgraph.state.atomr import AtomRContext
 from atomgraph.state.run import Evidence
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 
 from atomgraph.evaluation.datasets import dataset_setting, load_file
-from atomgraph.prompts.atomr.answer_format import parse_answer
-from atomgraph.prompts.atomr.packs import PACKS, demonstration_questions as pack_questions, _norm_q
+from atomgraph.prompts.atomr.packs import PACKS
+from atomgraph.prompts.atomr.stages import _norm_q, parse_answer
+from atomgraph.prompts.atomr.stages import demonstration_questions as pack_questions
 from atomgraph.prompts.atomr.packs.common import Demo
 from atomgraph.prompts.baselines import DEMONSTRATION_SOURCES, DEMONSTRATIONS
 from atomgraph.prompts.atomr.source_selection import EXAMPLE_SOURCES as SELECTION_SOURCES

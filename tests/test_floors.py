@@ -28,7 +28,7 @@ FLOORS = (("atomgraph.errors", 0), ("atomgraph.state", 0), ("atomgraph.prompts",
 ALLOWED = {
     ("atomgraph.local.trie", "atomgraph.tools.arm_index"): "the trie reuses ARM's n-gram tokenisation (one tokeniser)",
     ("atomgraph.evaluation.runner", "atomgraph.testing"): "--model scripted:RULES.json, asked for by name",
-    ("atomgraph.state.atomr", "atomgraph.prompts.atomr.packs"): "AtomRContext validates prompt_pack against the packs",
+    ("atomgraph.state.atomr", "atomgraph.prompts.atomr.stages"): "AtomRContext validates prompt_pack against the packs",
 }
 
 

@@ -62,11 +62,10 @@ def test_hostile_text_is_read_in_bounded_time(text):
 
 
 def test_every_stage_reads_through_it():
-    from atomgraph.prompts.arm.alignment import parse_keywords
-    from atomgraph.prompts.arm.verification import parse_selection
+    from atomgraph.prompts.arm import parse_keywords, parse_selection
     from atomgraph.prompts.atomr.kg_program import read_program
     from atomgraph.prompts.compare.decomposed_rag import read_sub_questions
-    from atomgraph.prompts.kar3.answer import read_answer
+    from atomgraph.prompts.kar3.stages import read_answer
     from atomgraph.text import read_object
 
     assert read_object("{'answer': 'the nullification crisis', 'rationale': null}")["answer"] == "the nullification crisis"

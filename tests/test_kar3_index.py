@@ -176,3 +176,25 @@ def test_paragraphs_are_atomized_whole_unless_split(tmp_path):
     assert split["stats"]["chunks"] > 5
     atomized = [c for c in model.calls if c["stage"] == "atomize"]
     assert "Title: Acme. Content: " + long_text in atomized[0]["prompt"]
+
+
+def test_the_embedding_model_is_checked_once_per_opened_index(tmp_path, monkeypatch):
+    """An atom index built by another embedding model is refused with the model it records; an
+    index that passed the check is not checked again on every round of every question."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from atomgraph.tools import atom_index
+    from atomgraph.tools.atom_index import AtomIndex
+
+    assert build_demo_index(tmp_path, limit=3)["error"] is None
+    other = AtomIndex("demo", settings=settings_at(tmp_path), embeddings=DeterministicFakeEmbedding(size=384))
+    reason = other.unavailable_reason()
+    assert "built with embedding model" in reason and "DeterministicFakeEmbedding" in reason
+    assert other.unavailable_reason() == reason  # a refused index stays refused
+
+    checks = []
+    real = atom_index.check_model
+    monkeypatch.setattr(atom_index, "check_model", lambda coll, *a: checks.append(coll.name) or real(coll, *a))
+    index = AtomIndex("demo", settings=settings_at(tmp_path))
+    assert index.unavailable_reason() is None and index.unavailable_reason() is None
+    assert checks == ["demo", atoms_name("demo")]

@@ -355,7 +355,8 @@ async def test_atomizer_temperature_is_bound_only_for_the_atomizer_call():
     from atomgraph.models import with_temperature
     from atomgraph.nodes.kar3.loop import Kar3Runtime
     from atomgraph.nodes.runtime import MethodRuntime
-    from atomgraph.prompts.kar3.stages import ATOMIZE_STAGE, PROPOSE_STAGE
+    from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE
+    from atomgraph.prompts.kar3.stages import PROPOSE_STAGE
 
     hot = with_temperature(ChatOpenAI(model="gpt-4o", api_key="x", temperature=0), 0.7)
     assert hot.temperature == 0.7

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from atomgraph.errors import ParseError
+from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE, filter_atoms, read_atomic_questions, render_atomize
 from atomgraph.prompts.kar3.stages import (
-    ANSWER_STAGE, ATOMIZE_STAGE, PROPOSE_STAGE, SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE,
-    SHORT_ANSWER_STAGE, STAGES, filter_atoms, read_answer, read_atomic_questions, read_paragraph_selection,
-    read_proposal, read_selection, render_answer, render_atomize, render_select, render_select_paragraph,
+    ANSWER_STAGE, PROPOSE_STAGE, SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE, SHORT_ANSWER_STAGE, STAGES,
+    read_answer, read_paragraph_selection, read_proposal, read_selection, render_answer, render_select,
+    render_select_paragraph,
 )
 from atomgraph.state.kar3 import AtomHit
 
@@ -24,11 +25,12 @@ def human(stage, variables) -> str:
 
 
 def test_stages_and_roles():
-    assert {n: s.role for n, s in STAGES.items()} == {"atomize": "atomizer", "propose": "proposer", "select": "selector",
-                                                       "select_paragraph": "selector", "answer": "answerer"}
-    assert all(s.schema is not None for s in STAGES.values())
+    every = {"atomize": ATOMIZE_STAGE, **STAGES}  # the indexing graph's stage and the question path's
+    assert {n: s.role for n, s in every.items()} == {"atomize": "atomizer", "propose": "proposer", "select": "selector",
+                                                      "select_paragraph": "selector", "answer": "answerer"}
+    assert all(s.schema is not None for s in every.values())
     # caps high enough for GPT-4-class replies, still bounded
-    for s in (*STAGES.values(), SELECT_OR_REJECT_STAGE, SHORT_ANSWER_STAGE):
+    for s in (*every.values(), SELECT_OR_REJECT_STAGE, SHORT_ANSWER_STAGE):
         assert 1024 <= s.max_tokens <= 4096
 
 

@@ -530,7 +530,7 @@ async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_serve
     does: its declared sources (Wikipedia only: no Wikidata call, no query-program call) and,
     for ATOMR, its prompt pack; a file with no declared setting runs on the server's own sources."""
     from atomgraph.evaluation.runner import arun_eval
-    from atomgraph.prompts.atomr.packs import get_pack
+    from atomgraph.prompts.atomr.stages import get_pack
 
     record, out = run(langgraph_server, "wikipedia_index", {"inputs": [str(server_files / "corpus.jsonl")]})
     assert record["status"] == "success" and out["error"] is None, (out, server_log(langgraph_server))

@@ -86,7 +86,7 @@ from atomgraph.retrievers import ArmRetriever, Kar3Retriever  # noqa: E402
 @lru_cache(maxsize=None)
 def _arm_index():
     """The ARM fixture objects (8 passages and a table), indexed once for every retriever built."""
-    from atomgraph.nodes.arm.collection import Collection
+    from atomgraph.nodes.arm.pipeline import Collection
     from tests.arm_graph_fixtures import OBJECTS
 
     return Collection(list(OBJECTS)).index()

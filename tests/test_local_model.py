@@ -295,7 +295,7 @@ def test_grounded_answer_is_a_span_of_the_evidence(engine):
     """Mechanics: the Answer List is decoded under the evidence trie (every string a span of
     the evidence, or none for Unknown) and the reply reads in the stage's format."""
     from atomgraph.local.grounded import evidence_ngrams
-    from atomgraph.prompts.atomr.answer_format import parse_answer
+    from atomgraph.prompts.atomr.stages import parse_answer
 
     evidence = "Wikipedia Passages:\n[1] Ulm Minster | Ulm Minster is the church with the tallest steeple in the world."
     model = ChatLocalLlama(max_tokens=24, grounded_answers=True)
@@ -393,7 +393,7 @@ def test_the_alignment_list_depends_on_the_keyword(engine, model, hotpot_trie, h
     different lists, each a list of corpus n-grams. (The prompt once had no demonstrations and
     opened the list with "(": the base model read it as an enumeration and returned "(1)", "(a)"
     or "(the)" whatever the keyword.) Each decoding starts from an empty KV cache (fixed history)."""
-    from atomgraph.prompts.arm.alignment import ALIGN_LIST, LIST_CLOSE, LIST_SEP, LOCAL_LIST_OPEN
+    from atomgraph.prompts.arm import ALIGN_LIST, LIST_CLOSE, LIST_SEP, LOCAL_LIST_OPEN
     from tests.conftest import reset_local_history
 
     question = "Which band, Counting Crows or Sleeping with Sirens, formed first?"
@@ -415,7 +415,7 @@ def test_arm_verification_reads_under_its_schema_objects_first(model):
     reasoning, so a reply cut at a small cap still parses with the ids it chose (the schema once
     led with a reasoning string: the base model wrote the prompt's placeholder into it, and a
     reasoning cut at the cap left ``"objects": []``)."""
-    from atomgraph.prompts.arm.verification import VERIFY, parse_selection, selection_schema
+    from atomgraph.prompts.arm import VERIFY, parse_selection, selection_schema
 
     ids = ["p1", "p2", "p3"]
     draft = ("Object id: p1\nDocument name: Werner Heisenberg\nDocument content: Werner Heisenberg was a German "

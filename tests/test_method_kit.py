@@ -148,7 +148,7 @@ def test_wikipedia_index_graph_indexes_and_reports_bad_input(tmp_path, monkeypat
 
 def test_a_copied_evidence_line_is_not_an_answer_list():
     from atomgraph.errors import ParseError
-    from atomgraph.prompts.atomr.answer_format import parse_answer
+    from atomgraph.prompts.atomr.stages import parse_answer
 
     seen = "Answer: [3] Albert Einstein | Albert Einstein (1879–1955) was a German-born theoretical physicist"
     for text in (seen, seen.removeprefix("Answer: ")):

@@ -34,6 +34,7 @@ from atomgraph.embeddings import embedding_id, embedding_model
 from atomgraph.errors import ConfigError, SourceError
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.kar3 import AtomHit
+from atomgraph.state.run import Evidence
 from atomgraph.tools.chroma_source import (
     META_DIM, META_KIND, META_MODEL, check_model, chroma_client, create_collection, get_collection,
 )
@@ -97,6 +98,12 @@ def cosine_at(metric: str, delta: float) -> float:
     return delta if metric == "cosine" else 1.0 - (1.0 - delta) * math.sqrt(2.0) / 2.0
 
 
+def hit_evidence(hit: AtomHit, source: str) -> Evidence:
+    """A hit as the evidence a trace span (or a knowledge source) reports: its chunk, with its atom and tier."""
+    return Evidence(title=hit.title, text=hit.text, source=source, id=hit.chunk_id, score=hit.score,
+                    metadata={"atom": hit.atom, "via": hit.via})
+
+
 def _cos(a, b) -> float:
     dot = sum(x * y for x, y in zip(a, b))
     na = math.sqrt(sum(x * x for x in a))
@@ -119,6 +126,7 @@ class AtomIndex:
         self._client = None
         self._chunks = None
         self._atoms = None
+        self._model_checked = False
         self._lock = threading.Lock()
 
     # --- storage --------------------------------------------------------------------------
@@ -162,12 +170,17 @@ class AtomIndex:
             return True
 
     def unavailable_reason(self) -> str | None:
+        """Why this index cannot be read (None: it can). The embedding model both collections
+        record is checked once, the first time they are found open: the open handles stay this
+        index's for the process, so a run's every round does not check it again."""
         try:
             if not self.open():
                 return (f"atom index {self.name!r} (collections {self.name!r} and {atoms_name(self.name)!r}) does not "
                         f"exist at {self.where()}; build it with: {index_hint(self.name)}")
-            check_model(self._chunks, self.model_id)
-            check_model(self._atoms, self.model_id)
+            if not self._model_checked:
+                check_model(self._chunks, self.model_id)
+                check_model(self._atoms, self.model_id)
+                self._model_checked = True
             if self._atoms.count() == 0:
                 return f"atom index {self.name!r} at {self.where()} holds no atomic questions; fill it with: {index_hint(self.name)}"
         except (SourceError, ConfigError) as exc:

@@ -17,13 +17,8 @@ from langchain_core.embeddings import Embeddings
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.run import Evidence
 from atomgraph.state.kar3 import AtomHit
-from atomgraph.tools.atom_index import AtomIndex
+from atomgraph.tools.atom_index import AtomIndex, hit_evidence
 from atomgraph.tools.base import KnowledgeSource
-
-
-def hit_evidence(hit: AtomHit, source: str) -> Evidence:
-    return Evidence(title=hit.title, text=hit.text, source=source, id=hit.chunk_id, score=hit.score,
-                    metadata={"atom": hit.atom, "via": hit.via})
 
 
 class AtomSource(KnowledgeSource):

@@ -39,10 +39,11 @@ class DataObject:
     columns: tuple[str, ...] = ()
     rows: tuple[tuple[str, ...], ...] = ()
     database: str | None = None
+    # whether the object is a table (``kind == "table"``): set once, when the object is made
+    is_table: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def is_table(self) -> bool:
-        return self.kind == "table"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_table", self.kind == "table")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "kind": self.kind, "title": self.title, "text": self.text}

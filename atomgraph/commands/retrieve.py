@@ -88,7 +88,7 @@ def _run(args) -> int:
     if args.method in ("dense", "arm"):
         index.prime_queries([q.question for q in questions])
     if args.method == "arm" and ctx.compatibility == "graded" and ctx.structure_alignment:
-        from atomgraph.nodes.arm.compatibility import UnitCache
+        from atomgraph.nodes.arm.structure_alignment import UnitCache
 
         UnitCache.of(index, ctx.column_headers).prime_all()  # sentence/cell/column embeddings, once per collection (cached)
     llm = _llm_retriever(args, index, ctx) if args.method == "arm" and not args.no_llm else None
@@ -132,9 +132,9 @@ def _llm_retriever(args, index, ctx):
     settings, model, _ = model_and_sources(args, require_model=False, require_sources=False)
     if model is None and not settings.model_for("decoder"):
         return None
-    from atomgraph.graphs.arm import arm_llm_retriever
+    from atomgraph.graphs.arm import arm_retriever
 
-    return arm_llm_retriever(index, ctx, model=model, settings=settings)
+    return arm_retriever(index, ctx, model=model, settings=settings)
 
 
 def register(sub) -> None:

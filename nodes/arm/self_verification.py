@@ -1,8 +1,18 @@
-"""§3.3 self-verification and aggregation: the ``verify`` node (the decoder keeps, per draft,
-the objects that answer the question — only the draft's objects count — with the token
-log-probabilities of their names where the server returns them) and the ``aggregate`` node
-(the confidence-weighted vote over the drafts, :func:`aggregate_votes`; without verification,
-:func:`vote_drafts`).
+"""§3.3 self-verification and aggregation: the decoder reads each draft in words (Appendix C),
+keeps the objects that answer the question, and the verified drafts vote.
+
+- the drafts in words (Appendix C: :func:`verbalize_draft`, :func:`verbalize_object`): each
+  object serialised as in Appendix A (:func:`atomgraph.tools.objects.serialize`) but keeping only
+  its ``n`` rows or sentences most similar to the question (embedding similarity, in their
+  original order), then the connections: joinable columns between tables ("column X in A
+  connects with column Y in B") and entity links ("A includes '…' which mentions B");
+- the ``draft`` node (an extension, off by default: ``max_draft_changes``): the decoder may add
+  or drop up to ``max_draft_changes`` objects of each solver draft before verification;
+- the ``verify`` node: the decoder keeps, per draft, the objects that answer the question (only
+  the draft's objects count), with the token log-probabilities of their names where the server
+  returns them;
+- the ``aggregate`` node: the confidence-weighted vote over the drafts (:func:`aggregate_votes`;
+  without verification, :func:`vote_drafts`).
 
 Aggregation, as §3.3 writes it (``aggregation="drafts"``, the default): "the number of votes an
 object receives is the count of its occurrences across all drafts", softmaxed, and "the weight
@@ -29,16 +39,153 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+import numpy as np
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.arm.common import ArmRuntime, titles
-from atomgraph.nodes.arm.verbalize import verbalize_draft
-from atomgraph.prompts.arm.verification import VERIFY, selection_schema
-from atomgraph.prompts.constraints import accepts_logprobs
+from atomgraph.nodes.arm.structure_alignment import column_compatibility, sentences
+from atomgraph.prompts.arm import DRAFT, VERIFY, changes_schema, selection_schema
 from atomgraph.state.arm_graph import ArmState, Draft, Verdict, Vote
-from atomgraph.tools.arm_index import ArmIndex
+from atomgraph.tools.arm_index import ArmIndex, title_key, tokens
+from atomgraph.tools.objects import DataObject, serialize
+
+if TYPE_CHECKING:
+    from atomgraph.nodes.arm.pipeline import ArmRuntime
+
+
+# --- drafts in words (Appendix C): what the decoder reads -------------------------------------------
+
+MAX_UNITS = 200  # rows or sentences of one object compared with the question
+
+
+def _encode(index: ArmIndex, texts: list[str]) -> np.ndarray:
+    emb = index.embeddings
+    encode = getattr(emb, "encode", None)
+    vecs = np.asarray(encode(texts) if callable(encode) else emb.embed_documents(texts), dtype=np.float32)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs / np.where(norms == 0, 1, norms)
+
+
+MEMO_OBJECTS = 4096  # objects whose unit vectors are kept per index (drafts and questions share objects)
+
+
+def unit_vectors(index: ArmIndex, obj: DataObject, units: list[str]) -> np.ndarray:
+    """``_encode(index, units)`` of one object, encoded once per index (a draft's objects recur
+    in the other drafts and in other questions' drafts); the same call, so the same vectors."""
+    memo = index.__dict__.setdefault("_verbalize_units", {})
+    vecs = memo.get(obj.id)
+    if vecs is None or len(vecs) != len(units):
+        vecs = _encode(index, units)
+        if len(memo) >= MEMO_OBJECTS:
+            memo.pop(next(iter(memo)))
+        memo[obj.id] = vecs
+    return vecs
+
+
+def top_units(index: ArmIndex, obj: DataObject, question: str, n: int) -> list[int]:
+    """Positions of the ``n`` rows (table) or sentences (passage) most similar to the question."""
+    units = [" | ".join(r) for r in obj.rows] if obj.is_table else sentences(obj.text)
+    units = units[:MAX_UNITS]
+    if len(units) <= n:
+        return list(range(len(units)))
+    try:
+        sims = unit_vectors(index, obj, units) @ index.embed_query(question)
+    except Exception:  # noqa: BLE001 - fall back to word overlap when the encoder fails
+        q = set(tokens(question))
+        sims = np.array([len(q & set(tokens(u))) for u in units], dtype=float)
+    return sorted(int(i) for i in np.argsort(-sims, kind="stable")[:n])
+
+
+def verbalize_object(index: ArmIndex, obj: DataObject, question: str, n: int) -> str:
+    keep = top_units(index, obj, question, n)
+    if obj.is_table:
+        body = serialize(obj, [obj.rows[i] for i in keep]) if obj.rows else serialize(obj)
+    else:
+        sents = sentences(obj.text)
+        text = " ".join(sents[i] for i in keep) if len(sents) > n else obj.text
+        body = f"Document name: {obj.title}\nDocument content: {text}"
+    return f"Object id: {obj.id}\n{body}"
+
+
+def _mention_sentence(a: DataObject, b: DataObject) -> str | None:
+    key = title_key(b.title)
+    for s in sentences(a.text) if not a.is_table else [" | ".join(r) for r in a.rows]:
+        if key and key in " ".join(tokens(s)):
+            return s
+    return None
+
+
+def connection(index: ArmIndex, a: DataObject, b: DataObject) -> str:
+    """One connection between two draft objects, in words."""
+    if a.is_table and b.is_table:
+        best = max(((column_compatibility(a, x, b, y), x, y) for x in a.columns for y in b.columns),
+                   default=(0.0, "", ""))
+        if best[0] > 0:
+            return f"column {best[1]} in {a.title} connects with column {best[2]} in {b.title}"
+    for x, y in ((a, b), (b, a)):
+        s = _mention_sentence(x, y)
+        if s:
+            return f"{x.title} includes \"{s[:300]}\" which mentions {y.title}"
+    return f"{a.title} and {b.title} are related"
+
+
+def verbalize_draft(index: ArmIndex, ids: Sequence[str], links: Sequence[dict], question: str, n: int) -> str:
+    """The draft as the decoder reads it: objects, then connections among them."""
+    objs = [index.objects[index.position(i)] for i in ids]
+    parts = [verbalize_object(index, o, question, n) for o in objs]
+    inside = set(ids)
+    lines = [connection(index, index.objects[index.position(l["a"])], index.objects[index.position(l["b"])])
+             for l in links if l.get("a") in inside and l.get("b") in inside]
+    text = "\n\n".join(parts)
+    if lines:
+        text += "\n\nConnections:\n" + "\n".join(f"- {ln}" for ln in lines)
+    return text
+
+
+# --- the nodes: draft (an extension), verify, aggregate ------------------------------------------------
+
+def make_draft_node(art: ArmRuntime) -> Callable:
+    async def draft(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
+        ctx = art.params(config)
+        drafts: list[Draft] = [Draft(**d) for d in state.get("drafts") or []]
+        if ctx.max_draft_changes == 0 or not drafts:
+            return {}
+        index = await art.aindex(ctx)
+        dec = await art.decoding(ctx, state, DRAFT.role)
+        question = state["question"]
+
+        async def one(d: Draft):
+            others = sorted((i for i in d["pool"] if i not in d["ids"]), key=lambda i: -d["relevance"].get(i, 0))[:20]
+            if not others and not d["ids"]:
+                return None
+            inputs = {"question": question, "keywords": state.get("keywords"), "max_changes": ctx.max_draft_changes,
+                      "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows),
+                      "others": "\n".join(f"{i} — {index.objects[index.position(i)].title}" for i in others) or "(none)"}
+            return await art.ask(DRAFT, inputs, config, constraint=changes_schema(d["pool"]),
+                                    backend_kind=dec["backend"])
+
+        results = await asyncio.gather(*(one(d) for d in drafts))
+        calls, problems = [], []
+        for d, result in zip(drafts, results):
+            if result is None:
+                continue
+            calls.append(result.call)
+            if not result.ok:
+                problems.append(f"draft {d['draft']}: {result.problem}; the solver's draft kept")
+                continue
+            inside = set(d["ids"])
+            adds = [i for i in result.value["add"] if i in d["pool"] and i not in inside][: ctx.max_draft_changes]
+            drops = [i for i in result.value["drop"] if i in inside][: max(0, ctx.max_draft_changes - len(adds))]
+            ids = [i for i in d["ids"] if i not in drops] + adds
+            if not ids:
+                problems.append(f"draft {d['draft']}: the changes left no object; the solver's draft kept")
+                continue
+            ignored = [i for i in result.value["add"] + result.value["drop"] if i not in adds + drops]
+            d.update(ids=ids, added=adds, dropped=drops, ignored=ignored)
+        return {"drafts": drafts, "llm_calls": calls, "problems": problems}
+
+    return draft
 
 
 def make_verify_node(art: ArmRuntime) -> Callable:
@@ -49,7 +196,7 @@ def make_verify_node(art: ArmRuntime) -> Callable:
             return {"verdicts": []}
         index = await art.aindex(ctx)
         dec = await art.decoding(ctx, state, VERIFY.role)
-        logprobs = ctx.logprobs and accepts_logprobs(await art.amodel(VERIFY.role))
+        logprobs = ctx.logprobs and art.takes_logprobs(await art.amodel(VERIFY.role))
         question = state["question"]
 
         async def one(d: Draft):
@@ -114,7 +261,8 @@ def make_aggregate_node(art: ArmRuntime) -> Callable:
                 for i in d["ids"]:
                     if len(chosen) < ctx.k and i not in chosen:
                         chosen.append(i)
-        return {"votes": votes, "retrieved_ids": chosen, "retrieved_titles": titles(index, chosen),
+        return {"votes": votes, "retrieved_ids": chosen,
+                "retrieved_titles": [index.objects[index.position(i)].title for i in chosen],
                 "decoding": {**(state.get("decoding") or {}), "vote": how, "aggregation": ctx.aggregation},
                 "problems": problems}
 

@@ -1,17 +1,20 @@
-"""§3.2.2 structure alignment: relevance R_i, the expanded sets of search objects, one MIP draft
-per set, and the ``structure`` and ``draft`` nodes.
+"""§3.2.2 structure alignment: from the base set of search objects to k objects and their
+connections, by a mixed-integer program — the relevance R_i, the compatibility C_ij, the expanded
+sets of search objects, one MIP draft per set, and the ``structure`` node. No model call.
 
-- :func:`relevance` — R_i of each search object (the paper's cosine similarity of the question
-  and the object; ``relevance="mix"`` a switch), plus the ``database_weight`` extension
-  (:func:`database_relevance`);
-- :func:`expanded_pools` — "Constructing multiple alignment drafts": the base set expanded
-  ``first_expansion`` + d steps (d = 0, 1, 2; by default the base set itself, then 1 and 2
-  steps), each step adding every new object's most compatible objects
-  (:func:`atomgraph.nodes.arm.compatibility.neighbours`);
-- :func:`solve_draft` — the MIP (:mod:`atomgraph.nodes.arm.mip`) over one set: k objects and
-  their connections; :func:`solve_drafts` — one draft per expanded set;
-- the ``structure`` node runs them; the ``draft`` node (an extension, off by default) lets the
-  decoder add or drop up to ``max_draft_changes`` objects of each solver draft.
+- **R_i** (:func:`solve_draft`): the paper's cosine similarity of the question and the object
+  (``relevance="mix"`` a switch), plus the ``database_weight`` extension (:func:`database_relevance`);
+- **C_ij** (section "compatibility" below, Appendix B): :func:`compatibility_for` over a set of
+  objects (``compatibility="graded"``, the paper's, by default; ``"rules"`` a switch),
+  :func:`neighbours` an object's most compatible objects;
+- **the pool** (:func:`expanded_pools`, "Constructing multiple alignment drafts"): the base set
+  expanded ``first_expansion`` + d steps (d = 0, 1, 2; by default the base set itself, then 1 and
+  2 steps), each step adding every new object's most compatible objects;
+- **the MIP** (section "the MIP" below, Appendix B: :func:`build_model`, each equation commented,
+  solved by :func:`solve_structure`); :func:`solve_draft` runs it over one set, :func:`solve_drafts`
+  one draft per expanded set;
+- the ``structure`` node runs them. The decoder's changes to a draft (the ``draft`` node, an
+  extension) and the drafts in words are :mod:`atomgraph.nodes.arm.self_verification`'s.
 
 Positions are indices into ``index.objects``; what goes into the graph state is ids.
 """
@@ -19,21 +22,28 @@ Positions are indices into ``index.objects``; what goes into the graph state is 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Sequence
+import itertools
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 from langchain_core.runnables import RunnableConfig
+from rapidfuzz import fuzz
 
-from atomgraph.nodes.arm.common import ArmRuntime
-from atomgraph.nodes.arm.compatibility import compatibility_for, neighbours
 from atomgraph.nodes.arm.information_alignment import Scores, _minmax, question_scores
-from atomgraph.nodes.arm.mip import solve_structure
-from atomgraph.nodes.arm.verbalize import verbalize_draft
-from atomgraph.prompts.arm.verification import DRAFT, changes_schema
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import ArmState, Draft
-from atomgraph.tools.arm_index import ArmIndex
+from atomgraph.tools.arm_index import ArmIndex, _embed, stopwords, tokens
+from atomgraph.tools.objects import DataObject, split_identifier
 
+if TYPE_CHECKING:
+    from atomgraph.nodes.arm.pipeline import ArmRuntime
+
+
+# --- R_i, the expanded sets of search objects, one draft per set -------------------------------------
 
 def database_relevance(objects: Sequence, R: np.ndarray, weight: float) -> np.ndarray:
     """R with each table's *database relevance* added: ``weight`` × the best R of any candidate
@@ -161,6 +171,705 @@ def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: Arm
     return drafts
 
 
+# --- compatibility C_ij (Appendix B): every C in one place -----------------------------------------
+#
+# :func:`compatibility_for` is the run's C over a set of search objects (``compatibility="graded"``,
+# the paper's, by default; ``"rules"`` a switch); :func:`neighbours` an object's most compatible
+# objects, which §3.2.2's expansion adds.
+#
+# Graded C (Appendix B):
+#
+# "Compatibility … is computed based on both semantic similarity (cosine similarity of
+# embeddings) and exact-value similarity between contents from both objects":
+#
+# - table–table: the best pair of columns, each scored ``w × cos(header_a, header_b) +
+#   (1 − w) × Jaccard(values_a, values_b)`` (one joinable column pair connects two tables).
+#   A column's header is written with its table's name (``column_headers="table_column"``:
+#   ``superhero.gender_id`` → "superhero gender id", ``gender.id`` → "gender id"), as the
+#   authors' join-aware retrieval code (JAR, whose MIP ARM follows) serialises a column; the
+#   bare column name is ``column_headers="column"``. Tables without rows (schemas only) have
+#   no values: their exact-value part is the Jaccard of the two headers' words, so
+#   ``gender.id`` and ``superhero.gender_id`` share "gender id" while ``gender.id`` and
+#   ``superpower.id`` share only "id" (with bare names both pairs scored 1);
+# - table–passage: the best (cell, sentence) pair, ``w × cos + (1 − w) × overlap coefficient``
+#   of their word sets;
+# - passage–passage: the best (sentence, sentence) pair, scored the same way.
+#
+# A passage's units are its sentences and its title (the title is how another passage
+# mentions it); a table's are its column headers (for table–table) and its distinct cells
+# (for table–passage). Word sets drop stopwords; the overlap coefficient is
+# ``|A ∩ B| / min(|A|, |B|)``. Tables of two different ``database`` values score 0 (a join
+# never crosses databases).
+#
+# Units (embeddings and word sets) are computed once per object, lazily, in batches, and kept
+# on the index (:class:`UnitCache`); :func:`graded_matrix` is vectorised over the candidate
+# pool only (one matrix product, then a block maximum per object pair).
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+MAX_SENTENCES = 40
+MAX_CELLS = 200
+COLUMN_HEADERS = ("table_column", "column")
+
+
+@dataclass
+class ObjectUnits:
+    """One object's comparable units: text units (sentences or cells) and columns."""
+
+    texts: list[str]
+    text_vectors: np.ndarray  # (len(texts), dim)
+    text_words: list[frozenset[str]]
+    headers: list[str]
+    header_vectors: np.ndarray  # (len(headers), dim)
+    values: list[frozenset[str]]  # per column: its distinct casefolded cell values, or the header's words
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a passage (a light splitter: end punctuation then a capital/digit)."""
+    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
+
+
+def _words(text: str, stop: frozenset[str]) -> frozenset[str]:
+    return frozenset(t for t in tokens(text) if t not in stop)
+
+
+class UnitCache:
+    """Units per object position, embedded in batches on first use (thread-safe); one cache
+    per index and ``column_headers`` mode."""
+
+    def __init__(self, index: ArmIndex, column_headers: str = "table_column"):
+        if column_headers not in COLUMN_HEADERS:
+            raise ValueError(f"unknown column_headers {column_headers!r}; expected one of {', '.join(COLUMN_HEADERS)}")
+        self.index = index
+        self.column_headers = column_headers
+        self._units: dict[int, ObjectUnits] = {}
+        self._lock = threading.Lock()
+        self._stop = stopwords()
+
+    @classmethod
+    def of(cls, index: ArmIndex, column_headers: str = "table_column") -> "UnitCache":
+        key = f"_unit_cache_{column_headers}"
+        cache = index.__dict__.get(key)
+        if cache is None:
+            cache = index.__dict__.setdefault(key, cls(index, column_headers))
+        return cache
+
+    @property
+    def file_name(self) -> str:
+        return "units.npz" if self.column_headers == "table_column" else f"units-{self.column_headers}.npz"
+
+    def _raw(self, p: int) -> tuple[list[str], list[str], list[frozenset[str]]]:
+        o = self.index.objects[p]
+        if o.is_table:
+            cells = list(dict.fromkeys(c.strip() for r in o.rows for c in r if c and c.strip()))[:MAX_CELLS]
+            headers = [split_identifier(c) or c for c in o.columns]
+            if self.column_headers == "table_column":
+                table = split_identifier(o.title.split(".")[-1]) if o.title else ""
+                headers = [f"{table} {h}".strip() for h in headers]
+            if o.rows:
+                values = [frozenset(r[i].strip().casefold() for r in o.rows if i < len(r) and r[i].strip())
+                          for i in range(len(o.columns))]
+            else:
+                values = [frozenset(h.casefold().split()) for h in headers]
+            return cells, headers, values
+        texts = [o.title] + sentences(o.text)[:MAX_SENTENCES]
+        return [t for t in texts if t.strip()], [], []
+
+    def prime_all(self) -> None:
+        """Units of every object: read from the index's cache folder (:attr:`file_name`:
+        ``units.npz``, ``units-column.npz`` for bare headers) when there, else embedded in one
+        batch and written there (evaluation runs)."""
+        n = len(self.index.objects)
+        where = getattr(self.index, "cache_path", None)
+        f = where / self.file_name if where is not None else None
+        if f is not None and f.is_file():
+            try:
+                data = np.load(f)
+                raws = [self._raw(p) for p in range(n)]
+                tn = np.array([len(r[0]) for r in raws]); hn = np.array([len(r[1]) for r in raws])
+                tv, hv = data["text"].astype(np.float32), data["header"].astype(np.float32)
+                same = "units" in data.files and str(data["units"]) == _fingerprint(raws)
+                if same and len(tv) == tn.sum() and len(hv) == hn.sum():
+                    ta, ha = np.r_[0, np.cumsum(tn)], np.r_[0, np.cumsum(hn)]
+                    with self._lock:
+                        for p, r in enumerate(raws):
+                            self._units.setdefault(p, ObjectUnits(r[0], tv[ta[p]:ta[p + 1]], [_words(t, self._stop) for t in r[0]],
+                                                                  r[1], hv[ha[p]:ha[p + 1]], r[2]))
+                    return
+            except Exception:  # noqa: BLE001 - a damaged cache is recomputed
+                pass
+        units = self.get(list(range(n)))
+        if f is not None:
+            try:
+                dim = self.index.chunk_vectors.shape[1]
+                text = np.concatenate([u.text_vectors for u in units] or [np.zeros((0, dim))]).astype(np.float16)
+                header = np.concatenate([u.header_vectors for u in units] or [np.zeros((0, dim))]).astype(np.float16)
+                np.savez(f, text=text, header=header, units=np.array(_fingerprint([(u.texts, u.headers, u.values) for u in units])))
+            except OSError:
+                pass
+
+    def get(self, positions: Sequence[int]) -> list[ObjectUnits]:
+        todo = [p for p in dict.fromkeys(positions) if p not in self._units]
+        if todo:
+            raws = {p: self._raw(p) for p in todo}
+            flat = [t for p in todo for t in raws[p][0]] + [h for p in todo for h in raws[p][1]]
+            vecs = _embed(self.index.embeddings, flat) if flat else np.zeros((0, 1), dtype=np.float32)
+            dim = self.index.chunk_vectors.shape[1]
+            at = 0
+            built: dict[int, ObjectUnits] = {}
+            for p in todo:
+                texts = raws[p][0]
+                tv = vecs[at : at + len(texts)] if texts else np.zeros((0, dim), dtype=np.float32)
+                at += len(texts)
+                built[p] = ObjectUnits(texts, tv, [_words(t, self._stop) for t in texts], raws[p][1],
+                                       np.zeros((0, dim), dtype=np.float32), raws[p][2])
+            for p in todo:
+                hs = raws[p][1]
+                built[p].header_vectors = vecs[at : at + len(hs)] if hs else np.zeros((0, dim), dtype=np.float32)
+                at += len(hs)
+            with self._lock:
+                for p, u in built.items():
+                    self._units.setdefault(p, u)
+        return [self._units[p] for p in positions]
+
+
+def _fingerprint(raws) -> str:
+    """What the cached unit embeddings were computed from (texts and headers), so a cache
+    written for other units (another version's headers) is recomputed, not misread."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for texts, headers, _ in raws:
+        for t in [*texts, "\x1e", *headers, "\x1d"]:
+            h.update(t.encode("utf-8", "surrogatepass") + b"\x1f")
+    return h.hexdigest()
+
+
+def _set_matrix(sets: list[frozenset[str]]):
+    """A sparse 0/1 matrix (sets × vocabulary) and the set sizes."""
+    from scipy.sparse import csr_matrix
+
+    vocab: dict[str, int] = {}
+    rows, cols = [], []
+    for i, s in enumerate(sets):
+        for w in s:
+            rows.append(i)
+            cols.append(vocab.setdefault(w, len(vocab)))
+    X = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(sets), max(1, len(vocab))))
+    return X, np.array([len(s) for s in sets], dtype=np.float32)
+
+
+def _block_max(S: np.ndarray, owner_a: np.ndarray, owner_b: np.ndarray, n: int) -> np.ndarray:
+    """``M[i, j]`` = max of ``S`` over the units of object ``i`` (rows) × object ``j`` (columns)."""
+    out = np.zeros((n, n), dtype=np.float32)
+    if S.size == 0:
+        return out
+    # owners are sorted (units are stacked object by object)
+    ra = np.flatnonzero(np.r_[True, owner_a[1:] != owner_a[:-1]])
+    rb = np.flatnonzero(np.r_[True, owner_b[1:] != owner_b[:-1]])
+    M = np.maximum.reduceat(np.maximum.reduceat(S, ra, axis=0), rb, axis=1)
+    out[np.ix_(owner_a[ra], owner_b[rb])] = M
+    return out
+
+
+def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 0.5,
+                  column_headers: str = "table_column") -> np.ndarray:
+    """C_ij over the objects at ``positions`` (Appendix B; the compatibility section above), symmetric, zero diagonal.
+
+    ``weight`` is w, the share of semantic similarity (1 − w: exact-value similarity);
+    ``column_headers``: how a column's header is written (the compatibility section)."""
+    ps = list(positions)
+    n = len(ps)
+    C = np.zeros((n, n), dtype=np.float32)
+    if n < 2:
+        return C.astype(float)
+    units = UnitCache.of(index, column_headers).get(ps)
+    objs = [index.objects[p] for p in ps]
+    is_table = np.array([o.is_table for o in objs])
+
+    # sentences and cells: passage–passage and table–passage
+    owner = np.array([i for i, u in enumerate(units) for _ in u.texts], dtype=np.int64)
+    if len(owner):
+        V = np.concatenate([u.text_vectors for u in units if len(u.texts)], axis=0)
+        words = [w for u in units for w in u.text_words]
+        X, size = _set_matrix(words)
+        inter = np.asarray((X @ X.T).todense(), dtype=np.float32)
+        low = np.minimum.outer(size, size)
+        overlap = np.divide(inter, low, out=np.zeros_like(inter), where=low > 0)
+        S = weight * (V @ V.T) + (1 - weight) * overlap
+        T = _block_max(S, owner, owner, n)
+        both_tables = np.logical_and.outer(is_table, is_table)
+        T[both_tables] = 0.0  # tables are compared by their columns
+        C = np.maximum(C, T)
+
+    # columns: table–table
+    col_owner = np.array([i for i, u in enumerate(units) for _ in u.headers], dtype=np.int64)
+    if len(col_owner):
+        H = np.concatenate([u.header_vectors for u in units if len(u.headers)], axis=0)
+        values = [v for u in units for v in u.values]
+        Y, size = _set_matrix(values)
+        inter = np.asarray((Y @ Y.T).todense(), dtype=np.float32)
+        union = np.add.outer(size, size) - inter
+        jac = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+        S = weight * (H @ H.T) + (1 - weight) * jac
+        T = _block_max(S, col_owner, col_owner, n)
+        dbs = [o.database for o in objs]
+        for a in range(n):
+            for b in range(n):
+                if dbs[a] is not None and dbs[b] is not None and dbs[a] != dbs[b]:
+                    T[a, b] = 0.0
+        C = np.maximum(C, T)
+    C = np.clip(C, 0.0, None)
+    np.fill_diagonal(C, 0.0)
+    return np.maximum(C, C.T).astype(float)
+
+
+def neighbour_candidates(index: ArmIndex, p: int, limit: int) -> list[int]:
+    """Objects that may be among ``p``'s most compatible: its ``limit`` nearest objects by
+    embedding, the passages it mentions or that mention it, and its database's tables."""
+    out: dict[int, None] = {}
+    for q in list(index.mentions[p]) + _mentioned_by(index)[p]:
+        out.setdefault(q)
+    o = index.objects[p]
+    if o.is_table and o.database is not None:
+        for q in index.database_members(o.database):
+            out.setdefault(q)
+    for q in index.nearest_objects(p, limit + 1):
+        out.setdefault(q)
+    out.pop(p, None)
+    return list(out)
+
+
+# --- rules compatibility (compatibility="rules", a switch) ----------------------------------
+
+_KEYLIKE = ("id", "code", "key", "no", "number", "num")
+_GENERIC = {"id", "name", "description", "date", "type", "title", "details", "year", "age", "other details"}
+
+
+def _singular(w: str) -> str:
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+        return w[:-1]
+    return w
+
+
+def _table_name(obj: DataObject) -> str:
+    name = obj.title.split(".")[-1] if obj.database and obj.title.startswith(obj.database + ".") else obj.title
+    return " ".join(_singular(w) for w in split_identifier(name).split())
+
+
+def column_compatibility(a: DataObject, x: str, b: DataObject, y: str, *, value_weight: float = 0.5) -> float:
+    """Join-ability of column ``x`` of table ``a`` with column ``y`` of table ``b`` in [0, 1]:
+    same key-like name (``singer_id`` = ``singer_id``), a foreign-key pattern (``singer_id`` in
+    one, ``id`` in a table named singer), a close name, and value overlap (Jaccard) when both
+    tables have rows."""
+    wx, wy = split_identifier(x), split_identifier(y)
+    name = 0.0
+    if wx == wy:
+        last = wx.split()[-1] if wx else ""
+        if wx == "id":
+            name = 0.2
+        elif last in _KEYLIKE:
+            name = 1.0
+        elif wx in _GENERIC:
+            name = 0.3
+        else:
+            name = 0.6
+    else:
+        ta, tb = _table_name(a), _table_name(b)
+        if (wy in ("id", f"{tb} id") and wx in (f"{tb} id", f"{tb} code")) or (
+            wx in ("id", f"{ta} id") and wy in (f"{ta} id", f"{ta} code")
+        ):
+            name = 1.0
+        elif wx.split()[-1:] == wy.split()[-1:] and wx.split()[-1:] and wx.split()[-1] in _KEYLIKE[:3]:
+            r = fuzz.ratio(wx, wy) / 100
+            name = 0.5 * r if r >= 0.8 else 0.0
+    if a.rows and b.rows and value_weight > 0:
+        ix, iy = a.columns.index(x), b.columns.index(y)
+        vx = {r[ix].strip().casefold() for r in a.rows if r[ix].strip()}
+        vy = {r[iy].strip().casefold() for r in b.rows if r[iy].strip()}
+        jac = len(vx & vy) / len(vx | vy) if vx and vy else 0.0
+        return (1 - value_weight) * name + value_weight * jac
+    return name
+
+
+def table_compatibility(a: DataObject, b: DataObject) -> float:
+    """The best column pair's join-ability; 0 across two different databases."""
+    if a.database is not None and b.database is not None and a.database != b.database:
+        return 0.0
+    return max((column_compatibility(a, x, b, y) for x in a.columns for y in b.columns), default=0.0)
+
+
+def compatibility_matrix(
+    index: ArmIndex,
+    positions: Sequence[int],
+    *,
+    link_weight: float = 1.0,
+    join_weight: float = 1.0,
+    semantic_weight: float = 0.0,
+    semantic_floor: float = 0.5,
+) -> np.ndarray:
+    """C_ij over the candidates at ``positions`` (object indices of ``index``).
+
+    passage/passage and table/passage: ``link_weight`` when one mentions the other's title;
+    table/table: ``join_weight`` × the best column join-ability; every pair also gets
+    ``semantic_weight`` × (cosine − ``semantic_floor``)₊ of their embeddings.
+    """
+    pos = list(positions)
+    n = len(pos)
+    C = np.zeros((n, n))
+    objs = [index.objects[p] for p in pos]
+    where = {p: a for a, p in enumerate(pos)}
+    if link_weight:
+        for a, p in enumerate(pos):
+            for q in index.mentions[p]:
+                b = where.get(q)
+                if b is not None and b != a:
+                    C[a, b] = C[b, a] = max(C[a, b], link_weight)
+    if join_weight:
+        for a, b in itertools.combinations(range(n), 2):
+            if objs[a].is_table and objs[b].is_table:
+                v = join_weight * table_compatibility(objs[a], objs[b])
+                if v > 0:
+                    C[a, b] = C[b, a] = max(C[a, b], v)
+    if semantic_weight and n:
+        V = index.object_vectors[pos]
+        S = np.clip(V @ V.T - semantic_floor, 0, None) * semantic_weight
+        np.fill_diagonal(S, 0)
+        C = C + S
+    np.fill_diagonal(C, 0)
+    return C
+
+
+# --- the run's C_ij and an object's most compatible objects (§3.2.2's expansion) -------------
+
+def compatibility_for(index: ArmIndex, positions: Sequence[int], ctx: ArmContext) -> np.ndarray:
+    """C_ij over ``positions`` by the run's ``compatibility`` (graded: Appendix B)."""
+    if ctx.compatibility == "rules":
+        return compatibility_matrix(index, positions, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
+                                    semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
+    return graded_matrix(index, positions, weight=ctx.compatibility_weight, column_headers=ctx.column_headers)
+
+
+def _mentioned_by(index: ArmIndex) -> list[list[int]]:
+    if not hasattr(index, "_mentioned_by"):
+        back: list[list[int]] = [[] for _ in index.objects]
+        for i, targets in enumerate(index.mentions):
+            for j in targets:
+                back[j].append(i)
+        index._mentioned_by = back
+    return index._mentioned_by
+
+
+def rule_neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int) -> list[int]:
+    """``compatibility="rules"``: passages linked by a title mention either way; tables
+    joinable with a table by the column rules (same database), best first."""
+    if limit <= 0:
+        return []
+    obj = index.objects[p]
+    scored: dict[int, float] = {}
+    for q in list(index.mentions[p]) + _mentioned_by(index)[p]:
+        if q != p:
+            scored[q] = 1.0
+    if obj.is_table:
+        for q, o in enumerate(index.objects):
+            if q != p and o.is_table and (obj.database is None or o.database == obj.database):
+                v = table_compatibility(obj, o)
+                if v > 0:
+                    scored[q] = max(scored.get(q, 0.0), v)
+    ranked = sorted(scored, key=lambda q: (-scored[q], -float(dense[q])))
+    return ranked[:limit]
+
+
+def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int, ctx: ArmContext | None = None) -> list[int]:
+    """The ``limit`` objects most compatible with object ``p`` (§3.2.2 expansion), by the
+    run's compatibility (Appendix B's graded C by default; cached per object)."""
+    ctx = ctx or ArmContext()
+    if limit <= 0:
+        return []
+    if ctx.compatibility == "rules":
+        return rule_neighbours(index, p, dense, limit)
+    cache = index.__dict__.setdefault("_neighbours", {})
+    key = (p, limit, ctx.compatibility_weight, ctx.neighbour_candidates, ctx.column_headers)
+    if key not in cache:
+        cands = neighbour_candidates(index, p, ctx.neighbour_candidates)
+        C = graded_matrix(index, [p] + cands, weight=ctx.compatibility_weight, column_headers=ctx.column_headers)[0, 1:]
+        order = np.argsort(-C, kind="stable")
+        cache[key] = [cands[i] for i in order if C[i] > 0][:limit]
+    return cache[key]
+
+
+# --- the MIP (§3.2.2, Appendix B) -------------------------------------------------------------------
+#
+# Choose k of M candidate objects maximising  Σ_i R_i b_i + Σ_{i<j} C_ij c_ij  subject to
+# Σ_i b_i = k, at most ``max_links`` connections (Appendix B's Σ c_ij ≤ 2(k−1) over ordered
+# pairs is k−1 unordered links: the chosen objects may form a tree of connections), and
+# linking constraints. Two formulations:
+#
+# - ``tight`` (default): a variable c_ij only for pairs with C_ij > 0 (a pair that cannot add
+#   to the objective needs none), linked by c_ij ≤ b_i and c_ij ≤ b_j;
+# - ``naive``: a variable for every pair and the aggregated 2 c_ij ≤ b_i + b_j of Appendix B
+#   (kept for the benchmark; its LP relaxation is weaker and it has M(M−1)/2 variables).
+#
+# The solver is CBC through python-mip, silenced, warm-started with a greedy solution
+# (``model.start``) and bounded by a time limit: a proven optimum is ``optimal``, the best
+# feasible solution found in time is ``feasible``, and when CBC returns nothing usable the
+# greedy solution is used (``greedy``). :func:`brute_force` is the reference for tests.
+
+@dataclass
+class StructureResult:
+    """The objects the MIP chose (candidate positions), and how it got them."""
+
+    chosen: list[int]
+    objective: float
+    status: str  # "optimal" | "feasible" | "greedy"
+    solve_seconds: float
+    greedy_objective: float
+    links: list[tuple[int, int, float]] = field(default_factory=list)
+    pair_variables: int = 0
+    formulation: str = "tight"
+    time_limit_s: float | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "chosen": self.chosen,
+            "objective": round(self.objective, 6),
+            "status": self.status,
+            "solve_ms": round(self.solve_seconds * 1000, 3),
+            "greedy_objective": round(self.greedy_objective, 6),
+            "links": [[i, j, round(c, 4)] for i, j, c in self.links],
+            "pair_variables": self.pair_variables,
+            "formulation": self.formulation,
+            "time_limit_s": self.time_limit_s,
+        }
+
+
+# --- objective, greedy and brute force ---------------------------------------------------
+
+def _pairs(C: np.ndarray) -> list[tuple[int, int, float]]:
+    n = C.shape[0]
+    sym = np.maximum(C, C.T)
+    iu, ju = np.triu_indices(n, k=1)
+    vals = sym[iu, ju]
+    keep = vals > 0
+    return [(int(i), int(j), float(v)) for i, j, v in zip(iu[keep], ju[keep], vals[keep])]
+
+
+LINK_RULES = ("forest", "pairs")
+
+
+def _forest(links: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    """The heaviest spanning forest of ``links`` (Kruskal; ``links`` sorted best first)."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    kept = []
+    for a, b, c in links:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[ra] = rb
+            kept.append((a, b, c))
+    return kept
+
+
+def coverage_value(chosen: Sequence[int], coverage: np.ndarray | None) -> float:
+    """Σ over keywords of the best coverage any chosen object gives it (0 without ``coverage``)."""
+    s = list(chosen)
+    if coverage is None or not len(coverage) or not s:
+        return 0.0
+    return float(np.asarray(coverage)[:, s].max(axis=1).sum())
+
+
+def selection_value(chosen: Sequence[int], R: np.ndarray, C: np.ndarray, max_links: int | None,
+                    links_rule: str = "forest", coverage: np.ndarray | None = None) -> tuple[float, list]:
+    """The objective of a chosen set and its counted links: the best ``max_links`` pairs
+    (``pairs``), or the heaviest spanning forest of the chosen objects (``forest``: no cycle
+    counts, so k objects in c connected groups count at most k − c links); plus, with
+    ``coverage`` (keywords × objects), each keyword's best coverage by a chosen object."""
+    s = list(chosen)
+    links = []
+    for a, b in itertools.combinations(sorted(s), 2):
+        c = float(max(C[a, b], C[b, a]))
+        if c > 0:
+            links.append((a, b, c))
+    links.sort(key=lambda t: (-t[2], t[0], t[1]))
+    if links_rule == "forest":
+        links = _forest(links)
+    elif links_rule != "pairs":
+        raise ValueError(f"unknown links rule {links_rule!r}; expected one of {', '.join(LINK_RULES)}")
+    if max_links is not None:
+        links = links[: max(0, max_links)]
+    return float(sum(R[i] for i in s)) + sum(c for _, _, c in links) + coverage_value(s, coverage), links
+
+
+def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_rule: str = "forest",
+           coverage: np.ndarray | None = None) -> list[int]:
+    """Add, one at a time, the object that raises the objective most (the warm start)."""
+    n = len(R)
+    chosen: list[int] = []
+    while len(chosen) < min(k, n):
+        best, best_v = None, -np.inf
+        for j in range(n):
+            if j in chosen:
+                continue
+            v, _ = selection_value(chosen + [j], R, C, max_links, links_rule, coverage)
+            if v > best_v + 1e-12:
+                best, best_v = j, v
+        chosen.append(best)
+    return chosen
+
+
+def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None,
+                links_rule: str = "forest", coverage: np.ndarray | None = None) -> tuple[float, tuple[int, ...]]:
+    """The optimum by enumeration (reference for tests; n ≤ 12 or so)."""
+    n = len(R)
+    best = (-np.inf, ())
+    for s in itertools.combinations(range(n), min(k, n)):
+        v, _ = selection_value(s, R, C, max_links, links_rule, coverage)
+        if v > best[0] + 1e-12:
+            best = (v, s)
+    return best
+
+
+# --- the program -------------------------------------------------------------------------------
+
+def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None, formulation: str = "tight",
+                links_rule: str = "forest", coverage: np.ndarray | None = None):
+    """The python-mip model (CBC, silent), its b and c variables, and the pairs they cover.
+
+    ``links_rule="forest"`` adds a single-commodity flow that makes the counted links a
+    spanning forest of the chosen objects: a chosen object is a root (r_i) or receives one
+    unit of flow along counted links from a root, and Σ c = k − Σ r; so every group of
+    connected objects is a tree and k objects in g groups count k − g links.
+
+    ``coverage`` (keywords × objects, ≥ 0) adds Σ_q Σ_i cov_qi y_qi with y_qi ≤ b_i and
+    Σ_i y_qi ≤ 1: each keyword counts the best chosen object covering it (JAR's sub-query
+    coverage, reduced to one score per keyword and object). The y are continuous; with b
+    integral an optimal y is integral too."""
+    import mip
+
+    n = len(R)
+    model = mip.Model(sense=mip.MAXIMIZE, solver_name=mip.CBC)
+    model.verbose = 0
+    model.threads = 1
+    # b_i ∈ {0, 1}: object i is chosen
+    b = [model.add_var(var_type=mip.BINARY, name=f"b{i}") for i in range(n)]
+    if formulation == "tight":
+        pairs = _pairs(C)
+    elif formulation == "naive":
+        sym = np.maximum(C, C.T)
+        pairs = [(i, j, float(sym[i, j])) for i, j in itertools.combinations(range(n), 2)]
+    else:
+        raise ValueError(f"unknown formulation {formulation!r}")
+    # c_ij ∈ {0, 1}: the connection of objects i and j is counted (one variable per unordered pair)
+    c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
+    # objective: max Σ_i R_i b_i + Σ_{i<j} C_ij c_ij
+    objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(w * v for (_, _, w), v in zip(pairs, c))
+    if coverage is not None and len(coverage):  # extension (coverage_weight): + Σ_q Σ_i cov_qi y_qi
+        for q, row in enumerate(np.asarray(coverage, dtype=float)):
+            ys = [(i, model.add_var(lb=0.0, ub=1.0, name=f"y{q}_{i}")) for i in range(n) if row[i] > 0]
+            for i, y in ys:
+                model += y <= b[i]  # y_qi ≤ b_i: keyword q is covered only by a chosen object
+            if ys:
+                model += mip.xsum(y for _, y in ys) <= 1  # Σ_i y_qi ≤ 1: by one object, its best
+                objective = objective + mip.xsum(float(row[i]) * y for i, y in ys)
+    model.objective = objective
+    model += mip.xsum(b) == k  # Σ_i b_i = k: exactly k objects
+    if max_links is not None and c:
+        model += mip.xsum(c) <= max_links  # Σ_{i<j} c_ij ≤ k − 1 (Appendix B's 2(k − 1) over ordered pairs)
+    for (i, j, _), v in zip(pairs, c):
+        if formulation == "tight":
+            model += v <= b[i]  # c_ij ≤ b_i
+            model += v <= b[j]  # c_ij ≤ b_j: a connection counts only between chosen objects
+        else:
+            model += 2 * v <= b[i] + b[j]  # Appendix B's aggregated 2 c_ij ≤ b_i + b_j
+    if links_rule == "forest" and c:  # the counted links form a spanning forest of the chosen objects
+        # r_i ∈ {0, 1}: object i is the root of its group; f_az ≥ 0: flow from a to z along a counted link
+        r = [model.add_var(var_type=mip.BINARY, name=f"r{i}") for i in range(n)]
+        inflow: list[list] = [[] for _ in range(n)]
+        outflow: list[list] = [[] for _ in range(n)]
+        for (i, j, _), v in zip(pairs, c):
+            for a, z in ((i, j), (j, i)):
+                f = model.add_var(lb=0.0, name=f"f{a}_{z}")
+                model += f <= (k - 1) * v  # f_az ≤ (k − 1) c_az: flow only along counted links
+                outflow[a].append(f)
+                inflow[z].append(f)
+        for i in range(n):
+            model += r[i] <= b[i]  # r_i ≤ b_i: only a chosen object is a root
+            # Σ_a f_ai + k r_i − Σ_z f_iz ≥ b_i: a chosen object is a root or keeps one unit of flow from one
+            model += mip.xsum(inflow[i]) + k * r[i] - mip.xsum(outflow[i]) >= b[i]
+        model += mip.xsum(c) == k - mip.xsum(r)  # Σ c_ij = k − Σ_i r_i: each group a tree, no cycle counted
+    elif links_rule not in LINK_RULES:
+        raise ValueError(f"unknown links rule {links_rule!r}; expected one of {', '.join(LINK_RULES)}")
+    return model, b, c, pairs
+
+
+def solve_structure(
+    R: Sequence[float],
+    C: np.ndarray,
+    k: int,
+    *,
+    max_links: int | None = -1,
+    time_limit_s: float = 0.5,
+    formulation: str = "tight",
+    links_rule: str = "forest",
+    coverage: np.ndarray | None = None,
+) -> StructureResult:
+    """Choose ``k`` objects maximising relevance plus compatibility (§3.2.2, Appendix B).
+
+    ``max_links=-1`` (default) is the paper's k−1 links; ``None`` counts every chosen pair.
+    The best solution CBC finds within ``time_limit_s`` is used; see the MIP section's comment.
+    ``coverage`` (keywords × objects): the optional keyword-coverage term (:func:`build_model`).
+    """
+    import mip
+
+    R = np.asarray(R, dtype=float)
+    C = np.asarray(C, dtype=float)
+    n = len(R)
+    if C.shape != (n, n):
+        raise ValueError(f"C must be {n}x{n}, got {C.shape}")
+    k = max(0, min(int(k), n))
+    if max_links == -1:
+        max_links = max(0, k - 1)
+    t0 = time.perf_counter()
+    if coverage is not None:
+        coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
+        if not coverage.any():
+            coverage = None
+    start = greedy(R, C, k, max_links, links_rule, coverage)
+    g_val, g_links = selection_value(start, R, C, max_links, links_rule, coverage)
+    if k == 0 or k == n or (not _pairs(C) and coverage is None):
+        # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
+        chosen = list(range(n)) if k == n else sorted(range(n), key=lambda i: -R[i])[:k]
+        v, links = selection_value(chosen, R, C, max_links, links_rule, coverage)
+        return StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, formulation, time_limit_s)
+    model, b, c, pairs = build_model(R, C, k, max_links=max_links, formulation=formulation, links_rule=links_rule,
+                                     coverage=coverage)
+    chosen_set = set(start)
+    counted = {(i, j) for i, j, _ in g_links}
+    if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
+        model.start = [(b[i], 1.0 if i in chosen_set else 0.0) for i in range(n)] + [
+            (v, 1.0 if (i, j) in counted else 0.0) for (i, j, _), v in zip(pairs, c)
+        ]
+    status = model.optimize(max_seconds=max(time_limit_s, 1e-3))
+    elapsed = time.perf_counter() - t0
+    chosen: list[int] = []
+    if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and model.num_solutions:
+        chosen = [i for i in range(n) if b[i].x is not None and b[i].x >= 0.5]
+    label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
+    if len(chosen) != k:
+        chosen, label = start, "greedy"
+    v, links = selection_value(chosen, R, C, max_links, links_rule, coverage)
+    if v < g_val - 1e-9:  # never worse than the warm start
+        chosen, v, links, label = start, g_val, g_links, "greedy"
+    chosen.sort(key=lambda i: -R[i])
+    return StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), formulation, time_limit_s)
+
+
 # --- the nodes ----------------------------------------------------------------------------------
 
 def make_structure_node(art: ArmRuntime) -> Callable:
@@ -185,46 +894,3 @@ def make_structure_node(art: ArmRuntime) -> Callable:
         return {"drafts": drafts, "problems": notes}
 
     return structure
-
-
-def make_draft_node(art: ArmRuntime) -> Callable:
-    async def draft(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
-        ctx = art.params(config)
-        drafts: list[Draft] = [Draft(**d) for d in state.get("drafts") or []]
-        if ctx.max_draft_changes == 0 or not drafts:
-            return {}
-        index = await art.aindex(ctx)
-        dec = await art.decoding(ctx, state, DRAFT.role)
-        question = state["question"]
-
-        async def one(d: Draft):
-            others = sorted((i for i in d["pool"] if i not in d["ids"]), key=lambda i: -d["relevance"].get(i, 0))[:20]
-            if not others and not d["ids"]:
-                return None
-            inputs = {"question": question, "keywords": state.get("keywords"), "max_changes": ctx.max_draft_changes,
-                      "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows),
-                      "others": "\n".join(f"{i} — {index.objects[index.position(i)].title}" for i in others) or "(none)"}
-            return await art.ask(DRAFT, inputs, config, constraint=changes_schema(d["pool"]),
-                                    backend_kind=dec["backend"])
-
-        results = await asyncio.gather(*(one(d) for d in drafts))
-        calls, problems = [], []
-        for d, result in zip(drafts, results):
-            if result is None:
-                continue
-            calls.append(result.call)
-            if not result.ok:
-                problems.append(f"draft {d['draft']}: {result.problem}; the solver's draft kept")
-                continue
-            inside = set(d["ids"])
-            adds = [i for i in result.value["add"] if i in d["pool"] and i not in inside][: ctx.max_draft_changes]
-            drops = [i for i in result.value["drop"] if i in inside][: max(0, ctx.max_draft_changes - len(adds))]
-            ids = [i for i in d["ids"] if i not in drops] + adds
-            if not ids:
-                problems.append(f"draft {d['draft']}: the changes left no object; the solver's draft kept")
-                continue
-            ignored = [i for i in result.value["add"] + result.value["drop"] if i not in adds + drops]
-            d.update(ids=ids, added=adds, dropped=drops, ignored=ignored)
-        return {"drafts": drafts, "llm_calls": calls, "problems": problems}
-
-    return draft

@@ -4,9 +4,9 @@ One module for the whole of Algorithm 1's control, read top to bottom: the step 
 settling a node from its sub-calls, the per-answer fan-out (one call per referenced answer, as
 the authors run it), the scheduler (each node whose dependencies are answered goes to its next
 step, all at once, within the LLM-call budget) and the result. The steps themselves are
-:mod:`~atomgraph.nodes.atomr.leaf_reasoning` (§3.3.1: source selection, retrieval, the atomic
-operator) and :mod:`~atomgraph.nodes.atomr.parent_reasoning` (§3.3.2: child / sibling answer
-reasoning, direct RAG); planning (§3.2) is :mod:`~atomgraph.nodes.atomr.plan`.
+:mod:`~atomgraph.nodes.atomr.node_reasoning` (§3.3.1 Leaf Node Reasoning: source selection,
+retrieval, the atomic operator; §3.3.2 Parent Node Reasoning: child / sibling answer reasoning,
+direct RAG); planning (§3.2) is :mod:`~atomgraph.nodes.atomr.plan`.
 
 Every step of a tree node ends with an outcome; the table says what the node does next.
 ``DONE`` settles the node. A :class:`Switch` row is one of atomgraph's additions: it applies
@@ -43,10 +43,8 @@ from langgraph.types import Command, Send
 from atomgraph.errors import ParseError
 from atomgraph.nodes.call import StageResult
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.prompts.stage import hold_to_question, refusal_reason
-from atomgraph.prompts.atomr.answer_format import answer_text, read_as_authors
-from atomgraph.prompts.atomr.packs import demonstration_answers
-from atomgraph.prompts.stage import Stage
+from atomgraph.prompts.atomr.stages import answer_text, demonstration_answers, read_as_authors
+from atomgraph.prompts.stage import Stage, hold_to_question, refusal_reason
 from atomgraph.state.atomr import (AtomRContext, AtomRState, NodeRun, OperatorCall, REF_RE, StepInput, SubCall,
                                    substitute_refs)
 from atomgraph.text import listed_or_whole
@@ -151,7 +149,7 @@ def read_into(sub: SubCall, result: StageResult, keep_raw: bool = False, stage: 
     (the call failed, its reply could not be read, or the answer contract refused it: Algorithm
     1's operator execution failure). ``keep_raw`` (the switch ``keep_raw_reply``, the authors'
     reading): an unreadable reply that was not refused is read as the authors read every reply
-    (:func:`~atomgraph.prompts.atomr.answer_format.read_as_authors`), its items still held to
+    (:func:`~atomgraph.prompts.atomr.stages.read_as_authors`), its items still held to
     the answer contract (with ``stage`` and ``variables``: to the question asked and never a copy
     of the stage's demonstrations, as every stage's reading is); the sub-call's ``problem`` keeps
     what our reader said."""

@@ -1,7 +1,7 @@
 """Adaptive LLM executor prompts for the atomic operators (ATOMR §3.1; preprint Figures 8-10),
 in our words. Variables: ``question`` and ``knowledge`` (see :func:`format_knowledge`);
 ``FILTER_PROMPT`` also ``condition``; ``examples`` and ``rules`` come from the prompt pack
-(``prompts/atomr/packs/``). All end in the answer format of ``answer_format``."""
+(``prompts/atomr/packs/``). All end in ATOMR's answer format (read by ``stages.parse_answer``)."""
 
 from __future__ import annotations
 

@@ -5,12 +5,13 @@
 - ``SIBLING_REASONING_PROMPT`` (``question``, ``qa_pairs``): answer a ``[DR]`` question from the
   answers of the earlier sibling questions it references.
 - ``DIRECT_RAG_PROMPT`` (``question``, ``knowledge``): answer straight from retrieved knowledge.
+- ``CLOSED_BOOK_PROMPT`` (``question``): the authors' direct answer when the root ends empty.
+
+``qa_pairs`` and ``knowledge`` are written by :mod:`~atomgraph.prompts.atomr.stages`
+(``format_qa_pairs``, ``format_knowledge``), which also reads the replies (``parse_answer``).
 """
 
 from __future__ import annotations
-
-import json
-import re
 
 from atomgraph.prompts.atomr.templating import ANSWER_RULES, UNKNOWN_RULE, chat_prompt
 
@@ -18,35 +19,6 @@ CHILD_MARKER = "Task: answer from child answers"
 SIBLING_MARKER = "Task: answer from sibling answers"
 DIRECT_RAG_MARKER = "Task: answer from retrieved knowledge"
 CLOSED_BOOK_MARKER = "Task: answer from your own knowledge"
-
-NO_PAIRS = "(none)"
-
-
-def _flat(text: str) -> str:
-    return re.sub(r"\s+", " ", str(text or "")).strip()
-
-
-def format_qa_pairs(pairs) -> str:
-    """One line per question, in id order: ``Q: 2. Who wrote [1]? A: <answer>``.
-
-    Each pair is ``(node_id, question, answers)`` or ``(node_id, question, answers,
-    paraphrase)``; ``answers`` is a list (written as a JSON list; ``[]`` when the node found
-    nothing, never "Unknown") or already-written text. With a paraphrase the answer reads
-    ``<paraphrase>. ["a", "b"]`` (the authors show it for questions that reference others,
-    whose bare list would be ambiguous)."""
-    lines = []
-    for pair in sorted(pairs or [], key=lambda p: p[0]):
-        node_id, question, answers = pair[0], pair[1], pair[2]
-        paraphrase = _flat(pair[3]) if len(pair) > 3 and pair[3] else ""
-        q = _flat(question)
-        prefix = f"{node_id}. "
-        if not q.startswith(prefix):
-            q = prefix + q
-        listed = json.dumps([_flat(a) for a in answers], ensure_ascii=False) if isinstance(answers, list) \
-            else (_flat(answers) or "[]")
-        lines.append(f"Q: {q} A: {paraphrase.rstrip('.')}. {listed}" if paraphrase else f"Q: {q} A: {listed}")
-    return "\n".join(lines) if lines else NO_PAIRS
-
 
 _CHILD_SYSTEM = f"""{CHILD_MARKER}.
 

@@ -9,12 +9,22 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from atomgraph.prompts.atomr.knowledge import source_label
 from atomgraph.prompts.atomr.templating import chat_prompt
 
 SOURCE_SELECTION_MARKER = "Task: select knowledge sources"
 
 _KIND_WORDS = {"text": "text corpus", "web": "web search", "kg": "knowledge graph"}
+_LABELS = {"wikipedia": "Wikipedia", "google": "Google", "wikidata": "Wikidata"}
+
+
+def source_label(name: str) -> str:
+    """Display name of a registered source: "wikipedia" → "Wikipedia", "my_corpus" → "My Corpus"
+    (how the source list names it, and the heading of its block of retrieved knowledge)."""
+    key = (name or "").strip().lower()
+    if key in _LABELS:
+        return _LABELS[key]
+    words = re.split(r"[\s_\-]+", (name or "").strip())
+    return " ".join(w[:1].upper() + w[1:] for w in words if w) or "Source"
 
 _SYSTEM = f"""{SOURCE_SELECTION_MARKER}.
 

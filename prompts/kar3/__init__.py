@@ -1,1 +1,1 @@
-"""KAR³'s prompt stages: atomize, propose, select, answer (see :mod:`.stages`)."""
+"""KAR³'s prompt stages: the question path's (propose, select, answer: :mod:`.stages`) and the atomizer's (:mod:`.atomize`)."""

@@ -17,7 +17,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
-from atomgraph.prompts.kar3.context import paragraph
+from atomgraph.prompts.kar3.stages import paragraph
 from atomgraph.prompts.stage import Stage, text_parser
 from atomgraph.text import as_str_list, question_lines, read_object
 

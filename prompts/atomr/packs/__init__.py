@@ -22,16 +22,15 @@ which every BlendQA evaluation, of any method, leaves out (``DatasetSetting.demo
 | ``crag`` | 22 (one call, chains, comparisons, Filter) | 4 | 7 | 2 | 5 / 3 | 8 | 4 | figures with units, as of a time |
 | ``blendqa`` | 21 (bridging questions: KG-Web, KG-Text, Web-Text) | 5 | 8 | 2 | 4 / 2 | 7 | 3 | bridge first; short phrases |
 
-Each stage renders its pack (:func:`render_for`): the prompt templates carry ``{examples}``
-and ``{rules}``, filled from the pack named by the ``pack`` input (default ``general``).
+A pack is data only. Each stage renders its pack (``stages.render_for``): the prompt templates
+carry ``{examples}`` and ``{rules}``, filled from the pack named by the ``pack`` input (default
+``general``); ``stages.get_pack`` looks a pack up by name, ``stages.demonstration_questions`` and
+``stages.demonstration_answers`` list what a pack shows.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
 
 from atomgraph.prompts.atomr.packs import blendqa, crag, general, hotpotqa, musique, twowiki
 from atomgraph.prompts.atomr.packs.common import EXAMPLES, Demo
@@ -39,7 +38,6 @@ from atomgraph.prompts.atomr.packs.general import GENERAL_PLAN
 from atomgraph.prompts.atomr.packs.hotpotqa import HOTPOTQA_PLAN
 from atomgraph.prompts.atomr.packs.musique import MUSIQUE_PLAN
 from atomgraph.prompts.atomr.packs.twowiki import TWOWIKI_PLAN
-from atomgraph.prompts.atomr.templating import UNKNOWN_RULE
 
 
 @dataclass(frozen=True)
@@ -57,21 +55,6 @@ class PromptPack:
     # always do, Search and Filter never (the authors' operator prompts).
     direct_rag_unknown: bool = True
 
-    def plan_text(self) -> str:
-        return "\n\n".join(
-            f"Question: {q}\nDecomposition Tree: {json.dumps(tree, ensure_ascii=False)}" for q, tree in self.plan_examples
-        )
-
-    def examples_text(self, stage: str) -> str:
-        return "\n\n".join(f"Example {i}.\n{getattr(ex, 'text', ex)}" for i, ex in enumerate(self.examples.get(stage, []), 1))
-
-    def rules_text(self) -> str:
-        return f"\n{self.rules}" if self.rules else ""
-
-    def unknown_rule(self, stage: str) -> str:
-        """The Unknown option for ``stage``'s instructions ("" where the authors offer none)."""
-        return f" {UNKNOWN_RULE}" if stage == "direct_rag" and self.direct_rag_unknown else ""
-
 
 PACKS: dict[str, PromptPack] = {
     "general": PromptPack("general", GENERAL_PLAN, general.RULES),
@@ -82,70 +65,3 @@ PACKS: dict[str, PromptPack] = {
     "blendqa": PromptPack("blendqa", blendqa.BLENDQA_PLAN, blendqa.RULES, blendqa.EXAMPLES),
 }
 DEFAULT_PACK = "general"
-
-
-def _norm_q(text: str) -> str:
-    return " ".join("".join(c for c in str(text).lower() if c.isalnum() or c.isspace()).split())
-
-
-def demonstration_questions(name: str | None) -> set[str]:
-    """The questions pack ``name`` shows as demonstrations (planner questions and the questions
-    of every stage's examples, and for a :class:`Demo` the dataset question it was written on),
-    normalised (lower case, letters and digits): an evaluation split leaves these out (``eval run``
-    says how many)."""
-    pack = get_pack(name)
-    out = {_norm_q(q) for q, _ in pack.plan_examples}
-    for examples in pack.examples.values():
-        for ex in examples:
-            if isinstance(ex, Demo):
-                out.add(_norm_q(ex.question))
-            out |= {_norm_q(q.split(" (Filter condition:")[0]) for q in _questions_asked(ex)}
-    return out
-
-
-def _questions_asked(example: Demo | str) -> list[str]:
-    """The questions a demonstration's text asks (its ``Question: `` lines)."""
-    text = getattr(example, "text", example)
-    return [ln[len("Question: "):] for ln in text.splitlines() if ln.startswith("Question: ")]
-
-
-def is_demonstration(question: str, name: str | None) -> bool:
-    return _norm_q(question) in demonstration_questions(name)
-
-
-def get_pack(name: str | None) -> PromptPack:
-    """The pack called ``name`` (None or "" is ``general``); ValueError naming the packs otherwise."""
-    key = (name or DEFAULT_PACK).strip().lower()
-    if key not in PACKS:
-        raise ValueError(f"unknown prompt pack {name!r}; packs are {', '.join(PACKS)}")
-    return PACKS[key]
-
-
-_ANSWER_LIST = re.compile(r"Answer List:\s*(\[.*?\])\s*$", re.S)
-
-
-def demonstration_answers(name: str | None, stage: str) -> tuple[tuple[str, str], ...]:
-    """``(question, answer)`` for each answer of pack ``name``'s demonstrations of ``stage``: what
-    a reply read the authors' way (``keep_raw_reply``) is held against, so that a demonstration's
-    answer copied by the model is no answer (the answer contract's ``demonstration`` clause)."""
-    out: list[tuple[str, str]] = []
-    for ex in get_pack(name).examples.get(stage, []):
-        question = next(iter(_questions_asked(ex)), "")
-        m = _ANSWER_LIST.search(getattr(ex, "text", ex))
-        try:
-            items = json.loads(m.group(1)) if m else []
-        except ValueError:
-            items = []
-        out += [(question, str(a)) for a in items if str(a).strip()]
-    return tuple(out)
-
-
-def render_for(stage: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A stage's renderer: its inputs plus the chosen pack's ``examples`` and ``rules``."""
-
-    def render(inputs: dict[str, Any]) -> dict[str, Any]:
-        pack = get_pack(inputs.get("pack"))
-        text = pack.plan_text() if stage == "plan" else pack.examples_text(stage)
-        return {**inputs, "examples": text, "rules": pack.rules_text(), "unknown_rule": pack.unknown_rule(stage)}
-
-    return render

@@ -2,7 +2,7 @@
 
 Each builder returns a :class:`~atomgraph.prompts.atomr.packs.common.Demo`: the example as ATOMR's
 stage shows it (``Retrieved Knowledge:`` blocks as
-:func:`atomgraph.prompts.atomr.knowledge.format_knowledge` renders them, the question, the
+:func:`atomgraph.prompts.atomr.stages.format_knowledge` renders them, the question, the
 reasoning and the answer line) and the dataset question it was written on (file, id, question).
 The planner demonstrations' sources are recorded beside them (``PLAN_SOURCES`` of each pack:
 question -> (file, id)). Evaluation leaves every such question out of the split evaluated

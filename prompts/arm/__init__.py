@@ -1,1 +1,0 @@
-"""arm (work in progress)."""
