@@ -26,7 +26,8 @@ drafts' own votes, no verification) over one index per set:
   keywords before session 5) or ``informative`` (names and the rarer n-grams, at most 6); the
   default ``all`` is the corpus n-grams and the names the corpus spells otherwise;
 - ``exp5``: the defaults with ``expansion_per_seed=5`` (§3.2.2's "its k most compatible objects"
-  read with the paper's k = 5); ``first1``: with ``first_expansion=1`` (three *expanded* sets: 1, 2
+  read with the paper's k = 5; the default since session 6, so ``sa`` now); ``exp3``: with 3 (the
+  default before); ``first1``: with ``first_expansion=1`` (three *expanded* sets: 1, 2
   and 3 steps); ``exp5_first1``: both (issue 30, session 6: MuSiQue's levers).
 
 Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
@@ -63,6 +64,7 @@ CONFIGS: dict[str, dict | None] = {
     "ia_corpuskw": {"question_keywords": "corpus", "structure_alignment": False},
     "infkw": {"question_keywords": "informative"},
     "ia_infkw": {"question_keywords": "informative", "structure_alignment": False},
+    "exp3": {"expansion_per_seed": 3},
     "exp5": {"expansion_per_seed": 5},
     "first1": {"first_expansion": 1},
     "exp5_first1": {"expansion_per_seed": 5, "first_expansion": 1},
