@@ -28,7 +28,8 @@ drafts' own votes, no verification) over one index per set:
 - ``exp5``: the defaults with ``expansion_per_seed=5`` (§3.2.2's "its k most compatible objects"
   read with the paper's k = 5; the default since session 6, so ``sa`` now); ``exp3``: with 3 (the
   default before); ``first1``: with ``first_expansion=1`` (three *expanded* sets: 1, 2
-  and 3 steps); ``exp5_first1``: both (issue 30, session 6: MuSiQue's levers).
+  and 3 steps); ``exp5_first1``: both; ``kwpool5``: ``keyword_pool=5`` (5 objects per keyword query,
+  a number the paper does not give) (issue 30, session 6: MuSiQue's levers).
 
 Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
 report adds the distinct drafts per question (histogram and mean), the MIP statuses and the
@@ -68,6 +69,7 @@ CONFIGS: dict[str, dict | None] = {
     "exp5": {"expansion_per_seed": 5},
     "first1": {"first_expansion": 1},
     "exp5_first1": {"expansion_per_seed": 5, "first_expansion": 1},
+    "kwpool5": {"keyword_pool": 5},
 }
 
 
