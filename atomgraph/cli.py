@@ -42,11 +42,28 @@ def main(argv: list[str] | None = None) -> int:
     saved = sys.stdout, sys.stderr
     safe_text.install()
     try:
-        return _main(argv)
+        code = _main(argv)
+        sys.stdout.flush()  # buffered output meets a reader that left here
+        return code
+    except BrokenPipeError:
+        return _reader_left()
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:
+            _reader_left()
         sys.stdout, sys.stderr = saved
+
+
+def _reader_left() -> int:
+    """`atomgraph ... | head`: the pipe's reader is gone; not an error of ours. What is left to write goes
+    to the null device (no second BrokenPipeError at exit); 141, as a shell reports SIGPIPE."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -71,18 +88,14 @@ def _main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("atomgraph: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader left mid-command (caught before `Exception`, which would take it)
+        return _reader_left()
     except Exception as exc:  # a file system or store failure no command turned into its own message
         line = store_failure(exc)
         if line is None or args.verbose:
             raise
         print(f"atomgraph: error: {line}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # `atomgraph ... | head`: the reader left; not an error of ours
-        import os
-
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
 
 
 def store_failure(exc: BaseException) -> str | None:

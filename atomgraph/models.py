@@ -73,7 +73,10 @@ def chat_model(role: Role = "answerer", settings: Settings | None = None) -> Bas
     settings = settings or get_settings()
     name = settings.model_for(role)
     if not name:
-        raise ConfigError(MISSING_MODEL_HELP)
+        if role in ROLES:
+            raise ConfigError(MISSING_MODEL_HELP)
+        raise ConfigError(f"{MISSING_MODEL_HELP} The role {role!r}, of a method registered at run time: "
+                          f"ATOMGRAPH_{role.upper()}_MODEL in the environment, or model={{{role!r}: ...}}.")
     return chat_model_named(name, settings)
 
 
@@ -211,7 +214,7 @@ def resolve_models(models: ModelsArg = None, settings: Settings | None = None,
         for role in wanted:
             if role in given:
                 continue
-            if default is not None and not getattr(settings, f"{role}_model", None):
+            if default is not None and not settings.role_model(role):
                 given[role] = default
             else:
                 given[role] = chat_model(role, settings)

@@ -38,8 +38,9 @@ from atomgraph.errors import ConfigError
 from atomgraph.methods import METHODS, roles_of, settings_sections
 
 # The model roles: every role a built-in method declares (atomgraph/methods.py), each a field
-# ``<role>_model`` below. A role of a method registered at run time takes ``model`` unless the
-# graph is given a model for it (``models={"critic": ...}``).
+# ``<role>_model`` below. A role of a method registered at run time has no field: its model is the
+# one the graph is given for it (``models={"critic": ...}``), else ``ATOMGRAPH_CRITIC_MODEL`` in the
+# environment, else ``model`` (``Settings.role_model``).
 Role = str
 ROLES: tuple[str, ...] = roles_of(METHODS)
 
@@ -163,10 +164,17 @@ class _Settings(BaseSettings):
             self.__pydantic_fields_set__.discard("structured_output")  # derived, not set by the user
         return self
 
+    def role_model(self, role: Role) -> str | None:
+        """The model set for ``role`` itself (None: the role takes ``model``): its field ``<role>_model``;
+        for a role of a method registered at run time (no field), ``ATOMGRAPH_<ROLE>_MODEL`` in the
+        environment, so that variable is never silently ignored."""
+        if f"{role}_model" in type(self).model_fields:
+            return getattr(self, f"{role}_model")
+        return os.environ.get(f"ATOMGRAPH_{role.upper()}_MODEL", "").strip() or None
+
     def model_for(self, role: Role) -> str | None:
-        """The model name configured for ``role`` (its own, else the default; a role with no field of
-        its own, from a method registered at run time, takes the default)."""
-        return getattr(self, f"{role}_model", None) or self.model
+        """The model name configured for ``role``: its own (:meth:`role_model`), else the default."""
+        return self.role_model(role) or self.model
 
     def stage_cap(self, stage: str, default: int | None = None) -> int:
         """The output-token cap of ``stage``: its setting, else its own default, else ``max_tokens``."""

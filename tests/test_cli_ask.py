@@ -130,3 +130,17 @@ def test_help_texts_hold_no_code_references():
     for parser in walk(build_parser()):
         text = parser.format_help()
         assert not re.search(r"``|:(?:mod|func|class|meth):`|\b[A-Z_]+_HELP\b", text), (parser.prog, text[:300])
+
+
+def test_a_reader_that_leaves_early_is_not_a_traceback(tmp_path):
+    """`atomgraph eval methods | head -1`: the pipe's reader is gone before the command writes; the command ends
+    quietly (exit 141, as a shell reports SIGPIPE) instead of a BrokenPipeError traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader left before the first line
+    try:
+        done = subprocess.run([str(ATOMGRAPH), "eval", "methods"], cwd=tmp_path, env=clean_env(tmp_path),
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.returncode == 141

@@ -45,42 +45,34 @@ def test_settings_sections_eval_methods_and_cli_come_from_the_declarations():
     assert all(m.name in help_text for m in METHODS if m.kind == "qa")
 
 
-@dataclasses.dataclass(kw_only=True)
-class ShoutContext:
-    """Run parameters of a toy method."""
+def guide_example() -> str:
+    """The Python block of docs/guides/adding-a-method.md (the first), as a reader copies it."""
+    import re
 
-    exclaim: Annotated[int, Field(ge=0, le=5, description="How many exclamation marks to add.")] = 1
-
-
-SHOUT = Stage(name="shout", role="answerer", parser=text_parser(lambda t: t.strip().upper(), "upper"),
-              prompt=ChatPromptTemplate.from_messages([("human", "Repeat: {question}")]), max_tokens=32)
+    page = (REPO / "docs" / "guides" / "adding-a-method.md").read_text(encoding="utf-8")
+    return re.search(r"```python\n(.*?)```", page, re.S).group(1)
 
 
-def build_shout_graph(model=None, sources=None, settings=None, checkpointer=None):
-    rt = MethodRuntime.for_method(SHOUT_METHOD, model, [], settings)
+def test_the_guides_method_runs_as_written(registry_restored):
+    """The guide's toy method — its own files, a role of its own, one declaration — runs exactly as the page
+    writes it, and returns the whole output contract."""
+    from atomgraph.state.run import OUTPUT_KEYS
 
-    async def answer(state, config):
-        result = await rt.ask(SHOUT, {"question": state["question"]}, config)
-        text = (result.value or "") + "!" * rt.params(config).exclaim
-        return {"answer": text, "answers": [text], "llm_calls": [result.call], "error": result.problem}
-
-    g = rt.state_graph(BaselineState)
-    g.add_node("answer", dual(answer))
-    g.add_edge(START, "answer")
-    g.add_edge("answer", END)
-    return g.compile(checkpointer=checkpointer, name="shout")
-
-
-SHOUT_METHOD = Method("shout", build_shout_graph, ShoutContext, "Toy: repeat the question in capitals")
-
-
-def test_a_toy_method_from_its_declaration_alone():
-    register_method(SHOUT_METHOD)
+    namespace = {"my_model": ScriptedChatModel(stages={"shout": "hello"})}
+    exec(compile(guide_example(), "adding-a-method.md", "exec", dont_inherit=True), namespace)  # as a script
+    out = namespace["out"]
+    assert out["answer"] == "HELLO!!!" and set(out) == set(OUTPUT_KEYS) and not out["error"]
+    assert [(c["stage"], c["role"]) for c in out["llm_calls"]] == [("shout", "shouter")]
     assert "shout" in method_names() and method_descriptions()["shout"].startswith("Toy")
-    graph = build_method("shout", model=ScriptedChatModel(stages={"shout": "hello there"}))
+    graph = build_method("shout", model={"shouter": ScriptedChatModel(stages={"shout": "hi"})})
     assert "exclaim" in graph.get_context_jsonschema()["properties"]
-    out = graph.invoke({"question": "hello there"}, context={"exclaim": 3})
-    assert out["answer"] == "HELLO THERE!!!" and out["llm_calls"][0]["stage"] == "shout"
+    assert graph.invoke({"question": "hi"}, context={"exclaim": 0})["answer"] == "HI"
+    # A failed model call is the run's error, not an answer of exclamation marks.
+    down = ScriptedChatModel(stages={"shout": ConnectionError("server down")})
+    failed = build_method("shout", model=down).invoke({"question": "hi"})
+    assert failed["answer"] == "" and failed["error"] and set(failed) == set(OUTPUT_KEYS)
+    with pytest.raises(ValueError, match="empty"):
+        graph.invoke({"question": "  "})
 
 
 # --- a method with roles of its own, from its declaration alone ----------------------------------
@@ -141,6 +133,27 @@ def test_a_method_with_new_roles_from_its_declaration_alone(registry_restored):
     assert Settings(model="m").model_for("critic") == "m"
 
 
+def test_a_run_time_roles_model_comes_from_its_environment_variable(registry_restored, monkeypatch):
+    """A role with no settings field (its method registered at run time) reads ATOMGRAPH_<ROLE>_MODEL; unset and with
+    no default model, the missing-model help names that variable."""
+    from atomgraph.models import chat_model, resolve_models
+
+    register_method(Method("critique", build_critique_graph, CritiqueContext, "Toy", roles=("drafter", "critic")))
+    monkeypatch.delenv("ATOMGRAPH_MODEL", raising=False)
+    monkeypatch.setenv("ATOMGRAPH_CRITIC_MODEL", "served-critic")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the critic's client is built below, never called
+    settings = Settings(model="m", cache=False)
+    assert settings.role_model("critic") == "served-critic" and settings.model_for("critic") == "served-critic"
+    assert settings.role_model("drafter") is None and settings.model_for("drafter") == "m"
+    # A model given for one role stands in for the others, but not for a role set in the environment.
+    drafter = ScriptedChatModel(stages={})
+    models = resolve_models({"drafter": drafter}, settings, roles=("drafter", "critic"))
+    assert models["drafter"] is drafter and getattr(models["critic"], "model_name", None) == "served-critic"
+    monkeypatch.delenv("ATOMGRAPH_CRITIC_MODEL")
+    with pytest.raises(ConfigError, match="ATOMGRAPH_CRITIC_MODEL"):
+        chat_model("critic", Settings(cache=False))
+
+
 def test_a_stage_of_an_undeclared_role_is_refused(registry_restored):
     register_method(Method("critique_misdeclared", build_critique_graph, CritiqueContext, "Toy", roles=("drafter",)))
     rt = MethodRuntime.for_method("critique_misdeclared", ScriptedChatModel(stages={}), [], Settings(cache=False))
@@ -159,26 +172,29 @@ def test_role_fields_and_missing_model_help_come_from_the_declarations():
 
 
 def test_every_stage_role_is_declared_by_its_method():
-    """Each method's prompt stages use only the roles its declaration names."""
+    """Each prompt module's stages use only the roles its method declares. A module belongs to the methods its path
+    names (``prompts/arm.py``: arm; ``prompts/kar3/atomize.py``: kar3 and kar3_index; ``prompts/compare/ircot.py``:
+    ircot), so a new method's ``prompts/<name>`` is checked with no list to extend."""
     import importlib
     import pkgutil
 
+    import atomgraph.prompts
     from atomgraph.prompts.stage import Stage as StageType
 
-    stage_modules = {"atomr": ["atomgraph.prompts.atomr"], "kar3": ["atomgraph.prompts.kar3"],
-                     "arm": ["atomgraph.prompts.arm"],
-                     **{m: [f"atomgraph.prompts.compare.{m}"] for m in
-                        ("self_ask", "ircot", "react", "iter_retgen", "decomposed_rag")}}
-    by_name = {m.name: m for m in METHODS}
-    for method, packages in stage_modules.items():
-        roles = set(by_name[method].roles) | ({"atomizer"} if method == "kar3" else set())  # kar3_index's stage
-        for package in packages:
-            mod = importlib.import_module(package)
-            modules = [mod] + [importlib.import_module(f"{package}.{i.name}")
-                               for i in pkgutil.iter_modules(getattr(mod, "__path__", []))]
-            stages = [v for m in modules for v in vars(m).values() if isinstance(v, StageType)]
-            assert stages, package
-            assert {s.role for s in stages} <= roles, (method, {s.role for s in stages} - roles)
+    checked = []
+    for info in pkgutil.walk_packages(atomgraph.prompts.__path__, "atomgraph.prompts."):
+        module = importlib.import_module(info.name)
+        stages = [v for v in vars(module).values() if isinstance(v, StageType)]
+        if not stages:
+            continue
+        parts = info.name.split(".")[2:]
+        owners = [m for m in METHODS if any(m.name == p or m.name.startswith(f"{p}_") for p in parts)]
+        assert owners, f"{info.name} holds stages but its path names no declared method"
+        roles = {r for m in owners for r in m.roles}
+        assert {s.role for s in stages} <= roles, (info.name, {s.role for s in stages} - roles)
+        checked.append(info.name)
+    assert {"atomgraph.prompts.arm", "atomgraph.prompts.atomr.stages", "atomgraph.prompts.kar3.stages",
+            "atomgraph.prompts.compare.react"} <= set(checked), checked
 
 
 def test_pyproject_lists_every_package_folder():
