@@ -16,10 +16,11 @@ atoms → select) and stops before the answer; each chunk's metadata holds the a
 that led to it, its score, the retrieval tier, the round it was chosen in, and why the loop
 ended. ``k`` (the constructor's, ``search_kwargs={"k": n}``, or ``invoke(q, k=n)``, the last
 winning) is the number of documents returned, as LangChain's retriever contract has it (fewer
-only when the collection holds fewer): ARM's vote keeps only the objects its verifier kept
-(the paper), so the retriever tops the vote up to ``k`` from the drafts (ARM's ``fill_to_k``,
-on by default here; ``context={"fill_to_k": False}`` gives the paper's vote, ``k`` then an upper
-bound) and each document's metadata says whether it was ``verified``; KAR³'s loop may stop
+only when the collection holds fewer): ARM's vote (§3.3) ranks every draft object, the ones its
+verifier kept first, so it returns k whenever the drafts hold k; with the ``aggregation="verified"``
+switch (only kept objects voted for) the retriever tops the vote up to ``k`` from the drafts
+(ARM's ``fill_to_k``, on by default here; ``context={"fill_to_k": False}`` makes ``k`` an upper
+bound); each document's metadata says whether a verifier kept it (``verified``); KAR³'s loop may stop
 before N chunks, and the retriever tops its chosen chunks up with the best-scored chunks its
 atom retrieval found (``metadata["chosen"]`` False). Model calls run as child runs of the
 retriever's run.
@@ -156,7 +157,7 @@ def arm_documents(out: dict, index: Any) -> list[Document]:
             "in_drafts": [n for n, d in enumerate(drafts) if oid in (d.get("ids") or [])],
             "verified_in": [v.get("draft") for v in verdicts if oid in (v.get("selected") or [])],
             "keywords": keywords, "aligned_ngrams": aligned,
-            "verified": oid in votes,  # False: topped up to k from the drafts (fill_to_k)
+            "verified": vote.get("selected", 0) > 0,  # False: no verifier kept it (ranked by its drafts, or topped up)
         }
         if obj.is_table:
             meta.update(columns=list(obj.columns), database=obj.database)

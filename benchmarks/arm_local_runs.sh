@@ -14,6 +14,8 @@
 #             else the question's corpus n-grams), on the same questions
 # Rows on request ($ROWS, default the five above):
 #   full_fill  full with fill_to_k=true (the voted objects topped up to k from the drafts; replies replayed)
+#   full_verified  full with aggregation=verified (only verified objects voted for: the reading before
+#             session 6; replies replayed)
 #   ngrams     full with decompose_constraint=ngrams (keywords decoded under the question's and corpus n-grams)
 #   free       the full LLM-free pipeline (the replayed-keyword path item 5 of issue 30 compares with)
 # Output caps of the local model: $ARM_LOCAL_CAPS (ATOMGRAPH_STAGE_MAX_TOKENS; default below).
@@ -41,6 +43,7 @@ for s in $SETS; do
     ia_free) run ia_free --no-llm --set structure_alignment=false --set verification=false ;;
     sa_free) run sa_free --no-llm --set verification=false ;;
     full_fill) run full_fill --no-keywords --set fill_to_k=true ;;
+    full_verified) run full_verified --no-keywords --set aggregation=verified ;;
     ngrams) run ngrams --no-keywords --set decompose_constraint=ngrams ;;
     free) run free --no-llm ;;
     *) echo "unknown row $row" >&2; exit 2 ;;

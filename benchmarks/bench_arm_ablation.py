@@ -25,9 +25,12 @@ drafts' own votes, no verification) over one index per set:
   only with ``question_keywords=corpus`` (the question's corpus n-grams alone, the LLM-free
   keywords before session 5) or ``informative`` (names and the rarer n-grams, at most 6); the
   default ``all`` is the corpus n-grams and the names the corpus spells otherwise;
-- ``exp3``: the defaults with ``expansion_per_seed=3`` (the default before session 6; now -1 = k,
-  §3.2.2's "its k most compatible objects"); ``kwpool5``: ``keyword_pool=5`` (five objects per
-  keyword query); ``dense5``: ``dense_pool=5`` (the question's k nearest objects join the base set).
+- ``exp5``: the defaults with ``expansion_per_seed=5`` (§3.2.2's "its k most compatible objects"
+  read with the paper's k = 5; the default since session 6, so ``sa`` now); ``exp3``: with 3 (the
+  default before); ``first1``: with ``first_expansion=1`` (three *expanded* sets: 1, 2
+  and 3 steps); ``exp5_first1``: both; ``kwpool5``: ``keyword_pool=5`` (5 objects per keyword query,
+  a number the paper does not give) (issue 30, session 6: MuSiQue's levers).
+  ``dense5``: ``dense_pool=5`` (the question's 5 nearest objects join the base set; an extension).
 
 Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
 report adds the distinct drafts per question (histogram and mean), the MIP statuses and the
@@ -64,6 +67,9 @@ CONFIGS: dict[str, dict | None] = {
     "infkw": {"question_keywords": "informative"},
     "ia_infkw": {"question_keywords": "informative", "structure_alignment": False},
     "exp3": {"expansion_per_seed": 3},
+    "exp5": {"expansion_per_seed": 5},
+    "first1": {"first_expansion": 1},
+    "exp5_first1": {"expansion_per_seed": 5, "first_expansion": 1},
     "kwpool5": {"keyword_pool": 5},
     "dense5": {"dense_pool": 5},
 }

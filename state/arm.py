@@ -6,10 +6,11 @@ Paper by default (issues 15, 30): R_i the cosine similarity of question and obje
 graded compatibility (Appendix B), the base set from the per-keyword n-gram-list queries
 alone (``bm25_pool``/``dense_pool`` extensions, 0), drafts over the base set and its 1- and
 2-step expansions (``first_expansion=0``), served models decoding the n-gram list under a
-grammar, no top-up to k, no draft add/drop stage. The project additions on by default are
+grammar, the vote over every draft object (§3.3, ``aggregation="drafts"``), no top-up to k, no
+draft add/drop stage. The project additions on by default are
 ``database_weight`` and ``coverage_weight`` (measured extensions listed in the deviation
 table; 0 is the paper); ``relevance="mix"``, ``compatibility="rules"``, ``links="forest"``,
-``served_alignment="shortlist"``, ``fill_to_k`` and ``max_draft_changes`` are named
+``served_alignment="shortlist"``, ``aggregation="verified"``, ``fill_to_k`` and ``max_draft_changes`` are named
 switches, off. ``paper=True`` sets every one of them to the paper's value at once
 (:data:`PAPER`); :meth:`ArmContext.extensions` lists what a run has on.
 
@@ -119,9 +120,9 @@ class ArmContext:
                                "1 = steps 1, 2, 3)", ge=0)
     ] = 0
     expansion_per_seed: Annotated[
-        int, Field(description="most compatible objects each object adds per expansion step: -1 = k (paper: §3.2.2's "
-                               "'its k most compatible objects', k the run's k, 5); 0 = no expansion; was 3", ge=-1)
-    ] = -1
+        int, Field(description="most compatible objects each object adds per expansion step (§3.2.2's 'its k most "
+                               "compatible objects', the paper's k = 5; 0 = no expansion)", ge=0)
+    ] = 5
     neighbour_candidates: Annotated[
         int, Field(description="nearest objects by embedding scored for compatibility when expanding one object", ge=1)
     ] = 20
@@ -226,6 +227,13 @@ class ArmContext:
         bool, Field(description="ask the server for token log-probabilities to weight verification votes"),
     ] = True
     answer: Annotated[bool, Field(description="write an answer from the retrieved objects (off: retrieval only)")] = True
+    aggregation: Annotated[
+        Literal["drafts", "verified"],
+        Field(description="§3.3 vote: 'drafts' (paper) = an object's votes are its occurrences across all drafts "
+                          "(softmaxed), weighted by the verifiers' selections, so draft objects no verifier kept rank "
+                          "after the kept ones and the final set holds k; 'verified' (switch) = only verified objects "
+                          "are voted for (fewer than k when the verifier keeps fewer)"),
+    ] = "drafts"
     fill_to_k: Annotated[
         bool, Field(description="extension: top the voted objects up to k with the best draft objects (retrieval at exactly k)"),
     ] = False
@@ -236,9 +244,9 @@ class ArmContext:
     paper: Annotated[
         bool, Field(description="True: the paper's setting, every extension off at once (relevance='cosine', "
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
-                                "compatibility_scale=1, max_links=k-1, served_alignment='grammar', fill_to_k=False, "
+                                "compatibility_scale=1, max_links=k-1, served_alignment='grammar', aggregation='drafts', fill_to_k=False, "
                                 "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free', "
-                                "expansion_per_seed=-1 (k)); these fields then take the paper's values whatever else is set"),
+                                "expansion_per_seed=5); these fields then take the paper's values whatever else is set"),
     ] = False
 
     def __post_init__(self) -> None:
@@ -265,7 +273,7 @@ class ArmContext:
 PAPER: dict = {
     "relevance": "cosine", "database_weight": 0.0, "coverage_weight": 0.0, "compatibility": "graded",
     "links": "pairs", "compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
-    "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
-    "decompose_constraint": "free", "expansion_per_seed": -1,
+    "aggregation": "drafts", "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
+    "decompose_constraint": "free", "expansion_per_seed": 5,
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""

@@ -113,8 +113,9 @@ class Vote(TypedDict):
     """One object's share of the aggregated vote (§3.3)."""
 
     id: str
-    votes: int
-    weight: float  # mean vote weight (exp of the names' mean token log-probability; 1 without)
+    votes: int  # aggregation="drafts" (paper): occurrences across the drafts; "verified": verdicts that kept it
+    selected: int  # verdicts that kept it (0: a draft object no verifier selected)
+    weight: float  # mean weight of its selections (exp of the names' mean token log-probability; 1 without; 0 if none)
     share: float  # softmax of the vote counts
     confidence: float
 

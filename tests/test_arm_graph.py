@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 
 from atomgraph.errors import ParseError
 from atomgraph.graphs.arm import arm_retriever, build_arm_graph
-from atomgraph.nodes.arm.self_verification import aggregate_votes as aggregate, span_logprobs
+from atomgraph.nodes.arm.self_verification import aggregate_verified, aggregate_votes, span_logprobs
 from atomgraph.prompts.arm import parse_changes, parse_keywords, parse_ngram, parse_selection
 from atomgraph.state.run import OUTPUT_KEYS
 from atomgraph.testing import ScriptedChatModel
@@ -77,19 +77,59 @@ def test_parse_ngram_changes_and_selection():
 
 # --- voting and log-probabilities ------------------------------------------------------------------
 
-def test_vote_by_frequency_without_logprobs():
-    votes, how = aggregate([{"selected": ["a", "b"]}, {"selected": ["a"]}, {"selected": ["a", "c"]}], vote_weight=0.5)
+def draft(n: int, ids: list[str], rel: dict[str, float] | None = None) -> dict:
+    return {"draft": n, "ids": ids, "relevance": rel or {}}
+
+
+def test_the_paper_vote_ranks_every_draft_object_selected_ones_first():
+    # §3.3: an object's votes are its occurrences across all drafts (softmaxed); the verifiers' selections weigh them
+    drafts = [draft(0, ["a", "b", "c", "d", "e"], {"d": 0.9, "e": 0.2}),
+              draft(1, ["a", "b", "c", "d", "f"], {"f": 0.95}),
+              draft(2, ["a", "c", "d", "e", "g"], {"g": 0.1})]
+    verdicts = [{"draft": 0, "selected": ["b"]}, {"draft": 1, "selected": ["b", "f"]}, {"draft": 2, "selected": ["g"]}]
+    votes, how = aggregate_votes(drafts, verdicts, vote_weight=0.5)
     assert how == "frequency"
-    assert [v["id"] for v in votes] == ["a", "b", "c"]
-    assert votes[0]["votes"] == 3 and votes[0]["confidence"] > votes[1]["confidence"]
+    # selected first by confidence (b: 2 drafts, kept twice; f and g: 1 draft each, f the more relevant), then the
+    # draft-only objects by their occurrences (a, c, d: 3 drafts; ties by relevance), then e (2 drafts)
+    assert [v["id"] for v in votes] == ["b", "f", "g", "d", "a", "c", "e"]
+    by = {v["id"]: v for v in votes}
+    assert (by["a"]["votes"], by["a"]["selected"], by["a"]["weight"]) == (3, 0, 0.0)
+    assert (by["b"]["votes"], by["b"]["selected"], by["b"]["weight"]) == (2, 2, 1.0)
+    assert all(by[x]["confidence"] > by[y]["confidence"] for x in "bfg" for y in "acde")
+    assert [v["confidence"] for v in votes] == sorted((v["confidence"] for v in votes), reverse=True)
+    # the final set reaches k when the drafts hold k objects, though the verifiers kept three
+    assert len([v["id"] for v in votes][:5]) == 5
+    # with log-probabilities a selection weighs the probability of its name's tokens
+    weighted = [{**verdicts[0], "weights": {"b": -0.1}}, {**verdicts[1], "weights": {"b": -0.1, "f": -2.0}}, verdicts[2]]
+    votes, how = aggregate_votes(drafts, weighted, vote_weight=0.5)
+    # g's vote, its name not among the returned tokens, weighs 1; f, kept once with its name at probability
+    # e^-2, falls below the objects of all three drafts: the paper's weighted sum, not "kept first" at any cost
+    assert how == "logprobs" and [v["id"] for v in votes] == ["g", "b", "d", "a", "c", "f", "e"]
+    # nothing kept: the drafts' own votes (occurrences, then relevance), as the LLM-free path ranks them
+    from atomgraph.nodes.arm.self_verification import vote_drafts
+
+    votes, _ = aggregate_votes(drafts, [], vote_weight=0.5)
+    assert [v["id"] for v in votes] == vote_drafts(drafts, 10) == ["d", "a", "c", "e", "b", "f", "g"]
+
+
+def test_the_verified_switch_votes_for_verified_objects_only():
+    drafts = [draft(0, ["a", "b", "c"]), draft(1, ["a", "b", "d"]), draft(2, ["a", "c", "d"])]
+    verdicts = [{"selected": ["a", "b"]}, {"selected": ["a"]}, {"selected": ["a", "c"]}]
+    votes, how = aggregate_verified(verdicts, vote_weight=0.5)
+    assert how == "frequency"
+    assert [v["id"] for v in votes] == ["a", "b", "c"]  # d, in two drafts, is never voted for: fewer than k
+    assert votes[0]["votes"] == votes[0]["selected"] == 3 and votes[0]["confidence"] > votes[1]["confidence"]
+    votes, _ = aggregate_votes(drafts, verdicts, vote_weight=0.5)
+    assert [v["id"] for v in votes] == ["a", "b", "c", "d"]
 
 
 def test_vote_weighted_by_logprobs_can_reorder_equal_counts():
     verdicts = [{"selected": ["a", "b"], "weights": {"a": -3.0, "b": -0.01}},
                 {"selected": ["a", "b"], "weights": {"a": -2.5, "b": -0.02}}]
-    votes, how = aggregate(verdicts, vote_weight=0.5)
-    assert how == "logprobs"
-    assert [v["id"] for v in votes] == ["b", "a"]
+    for votes, how in (aggregate_verified(verdicts, vote_weight=0.5),
+                       aggregate_votes([draft(0, ["a", "b"]), draft(1, ["a", "b"])], verdicts, vote_weight=0.5)):
+        assert how == "logprobs"
+        assert [v["id"] for v in votes] == ["b", "a"]
 
 
 def test_span_logprobs_averages_the_tokens_of_a_name():
@@ -108,8 +148,8 @@ def test_graph_returns_the_method_contract_with_retrieved_ids(index):
                                                             context={"k": 3, "max_draft_changes": 2})
     assert set(out) == set(OUTPUT_KEYS)
     assert out["answer"] == "Munich" and out["error"] is None
-    # the paper's vote: only verified objects (fill_to_k, topping up to k, is off by default)
-    assert out["retrieved_ids"] == ["p1", "p2"]
+    # the paper's vote (§3.3): the verified objects first, then the drafts' other objects, k in all
+    assert out["retrieved_ids"][:2] == ["p1", "p2"] and len(out["retrieved_ids"]) == 3
     assert out["retrieved_titles"][:2] == ["Werner Heisenberg", "Arnold Sommerfeld"]
     trace = out["trace"]
     assert trace["method"] == "arm" and trace["keyword_source"] == "model"
@@ -117,7 +157,9 @@ def test_graph_returns_the_method_contract_with_retrieved_ids(index):
     assert all(index.has_ngram(a["ngram"]) for a in trace["aligned"]) and trace["aligned"]
     assert trace["drafts"] and all(d["mip"]["status"] in ("optimal", "feasible", "greedy") for d in trace["drafts"])
     assert trace["verdicts"][0]["selected"] == ["p1", "p2"]
-    assert {v["id"] for v in trace["votes"]} == {"p1", "p2"}
+    assert {v["id"] for v in trace["votes"] if v["selected"]} == {"p1", "p2"}
+    assert {v["id"] for v in trace["votes"]} == {i for d in trace["drafts"] for i in d["ids"]}
+    assert trace["decoding"]["aggregation"] == "drafts"
     stages = [c["stage"] for c in out["llm_calls"]]
     assert stages[0] == "arm_decompose" and stages[-1] == "arm_answer"
     assert {"arm_align", "arm_draft", "arm_verify"} <= set(stages)
@@ -233,7 +275,11 @@ def test_objects_from_the_run_context_file(tmp_path, monkeypatch):
 def test_llm_retriever_for_the_retrieve_command(index):
     retrieve = arm_retriever(index, model=good_model())
     res = retrieve(Question("q1", QUESTION, ("p1", "p2")))
-    assert res.method == "arm" and res.ids == ["p1", "p2"] and len(res.scores) == 2  # the verified objects
+    # the verified objects first, then the drafts' others (§3.3), k = 5 in all; scores are the vote's confidences
+    assert res.method == "arm" and res.ids[:2] == ["p1", "p2"] and len(res.ids) == len(res.scores) == 5
+    assert res.scores == sorted(res.scores, reverse=True) and res.scores[1] > res.scores[2]
+    res = arm_retriever(index, {"aggregation": "verified"}, model=good_model())(Question("q1", QUESTION, ("p1", "p2")))
+    assert res.ids == ["p1", "p2"] and len(res.scores) == 2  # the switch: the verified objects only
     assert res.trace["answered"] is False and res.trace["llm_calls"] >= 3
 
 

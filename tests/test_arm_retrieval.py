@@ -176,7 +176,7 @@ def test_cli_retrieve_arm_uses_the_graph_when_a_model_is_given(files, tmp_path, 
     ]}))
     common = ["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--k", "3",
               "--cache", str(tmp_path / "cache"), "--json"]
-    # the verifier keeps nothing: the paper's vote retrieves nothing; the fill_to_k extension tops up to k
+    # the verifier keeps nothing: the drafts' own votes (said in problems); fill_to_k (a no-op then) is accepted
     assert main([*common, "--model", f"scripted:{rules}", "--set", "fill_to_k=true", "--out", str(tmp_path / "llm")]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["llm"] is True and payload["errors"] == 0 and payload["context"]["fill_to_k"] is True

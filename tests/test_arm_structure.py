@@ -236,22 +236,21 @@ def test_drafts_are_the_base_set_and_its_expansions_by_default(tmp_path):
     assert none == [(0, base)]
 
 
-def test_expansion_adds_k_objects_per_seed_by_default(tmp_path):
-    """§3.2.2 "for each base object, we add its k most compatible objects": expansion_per_seed
-    -1 (the default, and the paper preset's) is the run's k; an explicit count overrides it."""
+
+def test_expansion_adds_the_papers_k_objects_per_seed_and_paper_mode_keeps_it(tmp_path):
+    """§3.2.2 "for each base object, we add its k most compatible objects" (the paper's k = 5):
+    the default, and the value ``paper=True`` sets whatever else is given."""
     from atomgraph.nodes.arm.information_alignment import Scores, base_pool
-    from atomgraph.nodes.arm.structure_alignment import expand, per_seed
+    from atomgraph.nodes.arm.structure_alignment import expand
     from atomgraph.state.arm import PAPER, ArmContext
 
-    assert ArmContext().expansion_per_seed == -1 and PAPER["expansion_per_seed"] == -1
-    assert per_seed(ArmContext(k=4)) == 4 and per_seed(ArmContext(k=4, expansion_per_seed=2)) == 2
-    assert per_seed(ArmContext(k=4, expansion_per_seed=0)) == 0
-    assert ArmContext(paper=True, expansion_per_seed=3).expansion_per_seed == -1
+    assert ArmContext().expansion_per_seed == 5 and PAPER["expansion_per_seed"] == 5
+    assert ArmContext(paper=True, expansion_per_seed=3).expansion_per_seed == 5
+    assert ArmContext(expansion_per_seed=3).extensions()["expansion_per_seed"] == 3  # 3 (before) is a deviation
+    assert "expansion_per_seed" not in ArmContext().extensions()
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
     scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
-    ctx = ArmContext(k=2, keyword_pool=1)
+    ctx = ArmContext(k=2, keyword_pool=1, expansion_per_seed=1)
     base = base_pool(idx, scores, ctx)
-    assert expand(idx, base, scores, ctx, 1) == expand(idx, base, scores, ArmContext(k=2, keyword_pool=1,
-                                                                                     expansion_per_seed=2), 1)
-    with pytest.raises(Exception):
-        ArmContext.validated(expansion_per_seed=-2)
+    one, more = expand(idx, base, scores, ctx, 1), expand(idx, base, scores, ArmContext(k=2, keyword_pool=1), 1)
+    assert set(base) <= set(one) <= set(more) and len(more) - len(base) <= 5 * len(base)

@@ -11,18 +11,27 @@ keeps the objects that answer the question, and the verified drafts vote.
 - the ``verify`` node: the decoder keeps, per draft, the objects that answer the question (only
   the draft's objects count), with the token log-probabilities of their names where the server
   returns them;
-- the ``aggregate`` node: the confidence-weighted vote over the verified drafts
-  (:func:`aggregate_votes`; without verification, :func:`vote_drafts`).
+- the ``aggregate`` node: the confidence-weighted vote over the drafts (:func:`aggregate_votes`;
+  without verification, :func:`vote_drafts`).
 
-Aggregation: Each draft's verification votes for the objects it kept. An object's confidence is
+Aggregation, as §3.3 writes it (``aggregation="drafts"``, the default): "the number of votes an
+object receives is the count of its occurrences across all drafts", softmaxed, and "the weight
+of a vote" is the probability of the tokens that name the object in the verifier's reply (exp of
+their mean log-probability; 1 where the server returned none or the name's tokens were not
+found). An object's confidence is
 
-    vote_weight × (mean weight of its votes) + (1 − vote_weight) × softmax(vote counts)
+    vote_weight × (mean weight of the votes the verifiers cast for it) + (1 − vote_weight) × softmax(occurrences)
 
-where a vote's weight is the probability of the tokens that name the object in the
-verifier's reply (exp of their mean log-probability) when the server returned
-log-probabilities; without any, the confidence is the softmaxed vote count alone
-(frequency). A vote whose name tokens were not found in the returned log-probabilities
-weighs 1.
+so every object of every draft has a confidence: an object no verifier selected has vote weight
+0 and ranks by its occurrences after the selected ones (with ``vote_weight`` ≥ 0.5 and no
+log-probabilities always after them), and the final set — "the data objects with the highest
+confidence" — holds k objects whenever the drafts do (the paper: ARM retrieves "on average 5.00
+objects" at k = 5 on every set). Ties: the best relevance R_i, then first occurrence.
+
+``aggregation="verified"`` (switch; the reading before issue 30's session 6): only the verified
+objects are voted for — the count is the drafts whose verifier selected the object, the
+confidence the softmaxed count alone without log-probabilities — so a verifier that keeps one
+object per draft retrieves fewer than k (:func:`aggregate_verified`; ``fill_to_k`` tops it up).
 """
 
 from __future__ import annotations
@@ -223,28 +232,39 @@ def make_aggregate_node(art: ArmRuntime) -> Callable:
         index = await art.aindex(ctx)
         drafts: list[Draft] = state.get("drafts") or []
         usable = [v for v in state.get("verdicts") or [] if v.get("selected") is not None]
-        votes, how = aggregate_votes(usable, vote_weight=ctx.vote_weight)
+        if ctx.aggregation == "verified":
+            votes, how = aggregate_verified(usable, vote_weight=ctx.vote_weight)
+        else:
+            votes, how = aggregate_votes(drafts, usable, vote_weight=ctx.vote_weight)
         problems = []
         chosen = [v["id"] for v in votes][: ctx.k]
+        kept = any(v.get("selected") for v in usable)
         if not ctx.verification or not ctx.llm:
             how = "draft votes (" + ("no model: llm=False" if not ctx.llm else "verification off") + ")"
-            chosen = vote_drafts(drafts, ctx.k)
+            votes, chosen = [], vote_drafts(drafts, ctx.k)
         elif not usable and drafts:
-            how = "first draft (no verification was readable)"
-            problems.append("aggregate: no draft was verified; the first draft's objects are used")
-            chosen = list(drafts[0]["ids"])[: ctx.k]
-        elif not chosen and drafts:  # every verifier kept nothing: said, and the drafts' own votes used
+            problems.append("aggregate: no draft was verified; " + (
+                "the first draft's objects are used" if ctx.aggregation == "verified" else "the drafts' own votes are used"))
+            if ctx.aggregation == "verified":
+                how = "first draft (no verification was readable)"
+                chosen = list(drafts[0]["ids"])[: ctx.k]
+            else:
+                how = "draft votes (no verification was readable)"
+        elif not kept and drafts:  # every verifier kept nothing: said, and the drafts' own votes used
             how = "draft votes (every verification kept no object)"
             problems.append(f"aggregate: all {len(usable)} readable verification(s) kept no object; "
                             "the drafts' own votes are used")
-            chosen = vote_drafts(drafts, ctx.k)
+            if ctx.aggregation == "verified":
+                chosen = vote_drafts(drafts, ctx.k)
         if ctx.fill_to_k and len(chosen) < ctx.k:
             for d in drafts:
                 for i in d["ids"]:
                     if len(chosen) < ctx.k and i not in chosen:
                         chosen.append(i)
-        return {"votes": votes, "retrieved_ids": chosen, "retrieved_titles": [index.objects[index.position(i)].title for i in chosen],
-                "decoding": {**(state.get("decoding") or {}), "vote": how}, "problems": problems}
+        return {"votes": votes, "retrieved_ids": chosen,
+                "retrieved_titles": [index.objects[index.position(i)].title for i in chosen],
+                "decoding": {**(state.get("decoding") or {}), "vote": how, "aggregation": ctx.aggregation},
+                "problems": problems}
 
     return aggregate
 
@@ -312,12 +332,57 @@ def span_logprobs(tokens: Sequence[tuple[str, float]], names: Sequence[str]) -> 
 
 # --- aggregation (§3.3) -------------------------------------------------------------------------
 
-def aggregate_votes(verdicts: Sequence[Verdict], *, vote_weight: float) -> tuple[list[Vote], str]:
-    """Votes per object, best first, and the mode (``logprobs`` or ``frequency``).
+def aggregate_votes(drafts: Sequence[Draft], verdicts: Sequence[Verdict], *,
+                    vote_weight: float) -> tuple[list[Vote], str]:
+    """§3.3's aggregation (``aggregation="drafts"``): every object of every draft, best first,
+    and the mode (``logprobs`` or ``frequency``).
 
-    ``verdicts``: the verified drafts' verdicts (``selected`` ids, ``weights``: id → mean
-    logprob; drafts whose verification failed are left out by the caller). Ties keep
-    first-vote order.
+    ``votes`` is the object's occurrences across the drafts (softmaxed into ``share``);
+    ``selected`` the verdicts that kept it; ``weight`` the mean weight of those selections
+    (exp of the name tokens' mean log-probability, 1 without) and 0 for an object no verifier
+    kept; ``confidence`` = vote_weight × weight + (1 − vote_weight) × share. ``verdicts``: the
+    readable ones (``selected`` ids, ``weights``: id → mean logprob). Ties: best R_i, then
+    first occurrence.
+    """
+    counts: dict[str, int] = {}
+    rel: dict[str, float] = {}
+    for d in drafts:
+        for oid in dict.fromkeys(d["ids"]):
+            counts[oid] = counts.get(oid, 0) + 1
+            rel[oid] = max(rel.get(oid, float("-inf")), float((d.get("relevance") or {}).get(oid, 0.0)))
+    any_logprobs = any(v.get("weights") for v in verdicts)
+    weights: dict[str, list[float]] = {}
+    for v in verdicts:
+        lp = v.get("weights") or {}
+        for oid in dict.fromkeys(v.get("selected") or []):
+            counts.setdefault(oid, 1)  # a verdict's ids are its draft's; a hand-made one may not be
+            rel.setdefault(oid, float("-inf"))
+            weights.setdefault(oid, []).append(math.exp(min(0.0, float(lp[oid]))) if oid in lp else 1.0)
+    mode = "logprobs" if any_logprobs else "frequency"
+    if not counts:
+        return [], mode
+    top = max(counts.values())
+    z = sum(math.exp(c - top) for c in counts.values())
+    order = {oid: i for i, oid in enumerate(counts)}
+    scored = []
+    for oid, c in counts.items():
+        share = math.exp(c - top) / z
+        w = weights.get(oid) or []
+        mean_w = sum(w) / len(w) if w else 0.0
+        conf = vote_weight * mean_w + (1 - vote_weight) * share
+        scored.append((conf, Vote(id=oid, votes=c, selected=len(w), weight=round(mean_w, 6), share=round(share, 6),
+                                  confidence=round(conf, 6))))
+    scored.sort(key=lambda r: (-r[0], -rel[r[1]["id"]], order[r[1]["id"]]))
+    return [v for _, v in scored], mode
+
+
+def aggregate_verified(verdicts: Sequence[Verdict], *, vote_weight: float) -> tuple[list[Vote], str]:
+    """The ``aggregation="verified"`` switch: votes for the verified objects only, best first,
+    and the mode (``logprobs`` or ``frequency``).
+
+    ``votes`` = ``selected`` = the verdicts that kept the object; without log-probabilities
+    the confidence is the softmaxed count alone. Objects no verifier kept are not voted for, so
+    the final set may hold fewer than k. Ties keep first-vote order.
     """
     counts: dict[str, int] = {}
     weights: dict[str, list[float]] = {}
@@ -336,7 +401,8 @@ def aggregate_votes(verdicts: Sequence[Verdict], *, vote_weight: float) -> tuple
         share = math.exp(c - top) / z
         mean_w = sum(weights[oid]) / len(weights[oid])
         conf = vote_weight * mean_w + (1 - vote_weight) * share if any_logprobs else share
-        out.append(Vote(id=oid, votes=c, weight=round(mean_w, 6), share=round(share, 6), confidence=round(conf, 6)))
+        out.append(Vote(id=oid, votes=c, selected=c, weight=round(mean_w, 6), share=round(share, 6),
+                        confidence=round(conf, 6)))
     order = {oid: i for i, oid in enumerate(counts)}
     out.sort(key=lambda r: (-r["confidence"], order[r["id"]]))
     return out, "logprobs" if any_logprobs else "frequency"

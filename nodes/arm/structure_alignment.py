@@ -65,15 +65,9 @@ def database_relevance(objects: Sequence, R: np.ndarray, weight: float) -> np.nd
     return R + weight * np.array([best[d] if d is not None else 0.0 for d in dbs])
 
 
-def per_seed(ctx: ArmContext) -> int:
-    """Objects each expanded object adds (§3.2.2: "its k most compatible objects"):
-    ``expansion_per_seed``, -1 (the default) being the run's ``k``."""
-    return ctx.k if ctx.expansion_per_seed < 0 else ctx.expansion_per_seed
-
-
 def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext, steps: int) -> dict[int, str]:
     """``pool`` expanded ``steps`` times (§3.2.2): each step, every object added by the step
-    before (the base objects first) adds its :func:`per_seed` (k) most compatible objects.
+    before (the base objects first) adds its ``expansion_per_seed`` most compatible objects.
 
     Past ``max_candidates`` (our cap; the paper has none): ``expansion_keep="relevance"`` keeps
     the base objects, most relevant first, then the most relevant expanded ones — a base of
@@ -85,7 +79,7 @@ def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContex
     for step in range(1, steps + 1):
         new = []
         for s in frontier:
-            for q in neighbours(index, s, scores.dense, per_seed(ctx), ctx):
+            for q in neighbours(index, s, scores.dense, ctx.expansion_per_seed, ctx):
                 if q not in out:
                     out[q] = f"expansion of {index.objects[s].id}"
                     step_of[q] = step
@@ -116,14 +110,14 @@ def expanded_pools(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: A
     ``expansion_per_seed = 0`` gives the base set alone."""
     out: list[tuple[int, dict[int, str]]] = []
     seen: set[frozenset[int]] = set()
-    steps = ctx.first_expansion if per_seed(ctx) > 0 else 0
+    steps = ctx.first_expansion if ctx.expansion_per_seed > 0 else 0
     while len(out) < max(1, drafts) and steps <= ctx.first_expansion + max(1, drafts) + 1:
         s = expand(index, pool, scores, ctx, steps)
         key = frozenset(s)
         if key not in seen:
             seen.add(key)
             out.append((steps, s))
-        if per_seed(ctx) <= 0:
+        if ctx.expansion_per_seed <= 0:
             break
         steps += 1
     return out

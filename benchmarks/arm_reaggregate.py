@@ -1,0 +1,81 @@
+"""Re-aggregate recorded ARM runs (``atomgraph retrieve --method arm --out DIR``) under both §3.3
+readings, on the very drafts and verdicts each record holds (issue 30, session 6): a like-for-like
+comparison that no second model run can give (an unreadable reply is not cached, and a fresh greedy
+reply depends on the engine's KV-cache history).
+
+    python -m benchmarks.arm_reaggregate NAME=DIR [NAME=DIR ...] [--k 5] [--out F.json]
+
+Per run: recall / perfect recall at k and objects per question for ``aggregation=drafts`` (the
+paper's reading, the default), ``aggregation=verified`` (the switch: the selections alone) and
+``verified`` with ``fill_to_k``; and how many records the recorded vote reproduces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _fill(chosen: list[str], drafts: list[dict], k: int) -> list[str]:
+    out = list(chosen)
+    for d in drafts:
+        for i in d["ids"]:
+            if len(out) < k and i not in out:
+                out.append(i)
+    return out
+
+
+def rows(records: list[dict], k: int, vote_weight: float = 0.5) -> dict:
+    from atomgraph.nodes.arm.self_verification import aggregate_verified, aggregate_votes, vote_drafts
+
+    got: dict[str, list[list[str]]] = {"drafts": [], "verified": [], "verified_fill": []}
+    golds, same = [], 0
+    for r in records:
+        tr = r["trace"]
+        drafts = tr.get("drafts") or []
+        usable = [v for v in tr.get("verdicts") or [] if v.get("selected") is not None]
+        kept = any(v.get("selected") for v in usable)
+        paper = [v["id"] for v in aggregate_votes(drafts, usable, vote_weight=vote_weight)[0]][:k]
+        verified = [v["id"] for v in aggregate_verified(usable, vote_weight=vote_weight)[0]][:k]
+        if not usable and drafts:
+            verified = list(drafts[0]["ids"])[:k]
+        elif not kept and drafts:
+            verified = vote_drafts(drafts, k)
+        got["drafts"].append(paper)
+        got["verified"].append(verified)
+        got["verified_fill"].append(_fill(verified, drafts, k))
+        golds.append(set(r["gold_ids"]))
+        recorded = list(r.get("retrieved") or [])
+        mode = (r.get("trace", {}).get("decoding") or {}).get("aggregation", "verified")
+        same += recorded == (paper if mode == "drafts" else verified)
+    out: dict = {"questions": len(records), "recorded_vote_reproduced": same}
+    for name, lists in got.items():
+        rec = [len(g & set(x)) / len(g) for g, x in zip(golds, lists) if g]
+        pr = [float(g <= set(x)) for g, x in zip(golds, lists) if g]
+        out[name] = {"recall": round(100 * sum(rec) / len(rec), 2), "perfect_recall": round(100 * sum(pr) / len(pr), 2),
+                     "objects": round(sum(map(len, lists)) / len(lists), 3)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="+", metavar="NAME=DIR")
+    ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    report: dict = {"benchmark": "arm_reaggregate", "k": args.k, "runs": {}}
+    for item in args.runs:
+        name, _, folder = item.partition("=")
+        records = [json.loads(x) for x in (Path(folder) / "results.jsonl").read_text().splitlines() if x.strip()]
+        report["runs"][name] = r = rows(records, args.k)
+        print(f"{name:18s} n={r['questions']:3d} reproduced {r['recorded_vote_reproduced']}  " + "  ".join(
+            f"{m} {r[m]['recall']:.1f}/{r[m]['perfect_recall']:.1f} ({r[m]['objects']})" for m in ("drafts", "verified", "verified_fill")))
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
