@@ -18,6 +18,9 @@
 #             session 6; replies replayed)
 #   ngrams     full with decompose_constraint=ngrams (keywords decoded under the question's and corpus n-grams)
 #   free       the full LLM-free pipeline (the replayed-keyword path item 5 of issue 30 compares with)
+#   full_qkw   full with add_question_keywords=true (the question's own keywords added to the model's, aligned
+#             as the LLM-free path aligns them)
+#   ngrams_qkw  ngrams with add_question_keywords=true
 # Output caps of the local model: $ARM_LOCAL_CAPS (ATOMGRAPH_STAGE_MAX_TOKENS; default below).
 set -euo pipefail
 RUNS=${1:?RUNS_DIR}; shift || true
@@ -46,6 +49,8 @@ for s in $SETS; do
     full_verified) run full_verified --no-keywords --set aggregation=verified ;;
     ngrams) run ngrams --no-keywords --set decompose_constraint=ngrams ;;
     free) run free --no-llm ;;
+    full_qkw) run full_qkw --no-keywords --set add_question_keywords=true ;;
+    ngrams_qkw) run ngrams_qkw --no-keywords --set decompose_constraint=ngrams --set add_question_keywords=true ;;
     *) echo "unknown row $row" >&2; exit 2 ;;
   esac; done
 done

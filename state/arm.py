@@ -246,7 +246,13 @@ class ArmContext:
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
                                 "compatibility_scale=1, max_links=k-1, served_alignment='grammar', aggregation='drafts', fill_to_k=False, "
                                 "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free', "
-                                "expansion_per_seed=5); these fields then take the paper's values whatever else is set"),
+                                "expansion_per_seed=5, add_question_keywords=False); these fields then take the paper's values whatever else is set"),
+    ] = False
+    add_question_keywords: Annotated[
+        bool, Field(description="switch (not the paper's: its keywords come from the model alone): with a model "
+                                "decomposing, the question's own keywords (question_keywords, as the LLM-free path "
+                                "takes them) are added after the model's and aligned as the LLM-free path aligns them "
+                                "(they are corpus spans already); the model's keywords keep their model alignment"),
     ] = False
 
     def __post_init__(self) -> None:
@@ -274,6 +280,6 @@ PAPER: dict = {
     "relevance": "cosine", "database_weight": 0.0, "coverage_weight": 0.0, "compatibility": "graded",
     "links": "pairs", "compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
     "aggregation": "drafts", "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
-    "decompose_constraint": "free", "expansion_per_seed": 5,
+    "decompose_constraint": "free", "expansion_per_seed": 5, "add_question_keywords": False,
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""

@@ -136,3 +136,4 @@ class ArmState(ArmInput, MethodOutput, total=False):
     verdicts: list[Verdict]  # one per draft
     votes: list[Vote]  # one per voted object, best first
     problems: Annotated[list[str], operator.add]  # what went wrong, stage by stage (never raised)
+    added_keywords: list[str]  # add_question_keywords (switch): the question's own keywords added to the model's

@@ -334,3 +334,40 @@ def test_constrained_decomposition_with_the_bundled_local_model(index, tmp_path,
     asked = set(ngrams(tokens(QUESTION), 3))
     assert trace["keywords"] and all(k in asked or index.has_ngram(k) for k in trace["keywords"]), trace["keywords"]
     assert out["error"] is None
+
+
+def test_question_keywords_switch_adds_the_questions_own_keywords(index):
+    """add_question_keywords (switch, off by default): the keywords the pipeline aligns are the model's
+    and, with the switch on, the question's own (the LLM-free path's), those aligned without the model."""
+    import asyncio
+
+    from atomgraph.nodes.arm.information_alignment import question_keywords
+    from atomgraph.state.arm import ArmContext
+
+    def model() -> ScriptedChatModel:
+        m = good_model()
+        m.stages["arm_decompose"] = '["Heisenberg doctoral advisor"]'
+        return m
+
+    own = question_keywords(QUESTION, index, ArmContext())
+    assert own and "heisenberg doctoral advisor" not in own
+    off = build_arm_graph(model=model(), objects=index).invoke({"question": QUESTION}, context={"k": 2, "answer": False})
+    assert off["trace"]["keywords"] == ["Heisenberg doctoral advisor"] and off["trace"]["added_keywords"] == []
+    assert {a["keyword"] for a in off["trace"]["alignment"]} <= {"Heisenberg doctoral advisor"}
+
+    on = asyncio.run(build_arm_graph(model=model(), objects=index).ainvoke(
+        {"question": QUESTION}, context={"k": 2, "answer": False, "add_question_keywords": True}))
+    trace = on["trace"]
+    assert trace["keyword_source"] == "model" and trace["keywords"][0] == "Heisenberg doctoral advisor"
+    assert trace["added_keywords"] == own and trace["keywords"][1:] == own
+    aligned = {a["keyword"] for a in trace["alignment"]}
+    assert set(own) <= aligned and "Heisenberg doctoral advisor" in aligned
+    # the model aligned its own keyword only; the question's were aligned as the LLM-free path aligns them
+    n_align = sum(c["stage"] == "arm_align" for c in on["llm_calls"])
+    assert n_align > 0 and n_align == sum(c["stage"] == "arm_align" for c in off["llm_calls"])
+    assert all(a["mode"] == "none" for a in trace["aligned"] if a["keyword"] in own)
+    assert all(index.has_ngram(a["ngram"]) for a in trace["aligned"])
+    assert "add_question_keywords" in trace["decoding"]["why"]
+    assert ArmContext(add_question_keywords=True).extensions() == {
+        "database_weight": 1.0, "coverage_weight": 1.0, "add_question_keywords": True}
+    assert ArmContext(paper=True, add_question_keywords=True).add_question_keywords is False

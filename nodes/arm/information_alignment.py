@@ -53,6 +53,13 @@ if TYPE_CHECKING:
 
 def make_decompose_node(art: ArmRuntime) -> Callable:
     async def decompose(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
+        out = await _decompose(state, config)
+        ctx = art.params(config)
+        if ctx.add_question_keywords and ctx.llm and out.get("keyword_source") not in (None, "replayed"):
+            out = with_question_keywords(out, await art.aindex(ctx), ctx)
+        return out
+
+    async def _decompose(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         try:
             question = check_question(state.get("question"))
         except AtomgraphError as exc:
@@ -121,6 +128,15 @@ async def _decompose_ngrams(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, q
             "problems": [f"decompose (n-gram list): {why}; keywords taken from the question's corpus n-grams"]}
 
 
+def with_question_keywords(out: dict[str, Any], index: ArmIndex, ctx: ArmContext) -> dict[str, Any]:
+    """``add_question_keywords=True`` (switch): the decomposition's keywords, then the question's own
+    (:func:`question_keywords`, the LLM-free path's) that it lacks, recorded as ``added_keywords``
+    so that alignment aligns them as the LLM-free path does."""
+    have = {normalize_ngram(k) for k in out["keywords"]}
+    added = [k for k in question_keywords(out["question"], index, ctx) if normalize_ngram(k) not in have]
+    return {**out, "keywords": list(out["keywords"]) + added, "added_keywords": added}
+
+
 def question_token_trie(question: str, engine: Any):
     """The token trie of the question's own 1–3-grams (ARM's normalisation), built per question."""
     from atomgraph.local.trie import TokenTrie as Trie
@@ -172,17 +188,22 @@ def make_align_node(art: ArmRuntime) -> Callable:
         # other way; keywords from the question's n-grams after an unusable decomposition are still
         # aligned by the model when there is one (the paper's constrained lists, not a silent downgrade)
         if state.get("keyword_source") == "replayed" or not ctx.llm:
-            entries = []
-            for kw in keywords:
-                got = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=ctx.min_alignment_score)
-                if not got:
-                    problems.append(f"align {kw!r}: no corpus n-gram matches it (score >= min_alignment_score "
-                                    f"{ctx.min_alignment_score}); the keyword is left out")
-                entries += [Aligned(keyword=a.keyword, ngram=a.ngram, score=round(a.score, 4), path=a.path, mode="none")
-                            for a in got]
+            entries = align_without_model(keywords, index, ctx, problems)
             why = "no model (llm=False)" if not ctx.llm else f"keywords {state.get('keyword_source')}"
             dec = Decoding(mode="none", why=f"{why}: keywords aligned without a model")
             return _aligned(index, entries, [], problems, dec)
+        added = list(state.get("added_keywords") or [])
+        if added:  # add_question_keywords (switch): the question's own keywords, aligned as the LLM-free path does
+            out = await _align_model(ctx, index, {**state, "keywords": [k for k in keywords if k not in added]}, config)
+            entries = align_without_model(added, index, ctx, problems)
+            kept = out["aligned"] + [e for e in entries if index.has_ngram(e["ngram"])]
+            out.update(aligned=kept, alignment=group_alignment(kept), problems=out["problems"] + problems)
+            out["decoding"] = {**out["decoding"], "why": f"{out['decoding'].get('why', '')}; add_question_keywords: "
+                               f"{len(added)} keyword(s) of the question aligned without the model"}
+            return out
+        return await _align_model(ctx, index, state, config)
+
+    async def _align_model(ctx: ArmContext, index: ArmIndex, state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         dec = await art.decoding_of(ALIGN.role, ctx.decoding)  # decided once per model
         if dec["backend"] == "local":
             trie = await asyncio.to_thread(ngram_token_trie, index, unwrap(await art.amodel(ALIGN.role)).engine)
@@ -268,6 +289,20 @@ async def _align_lists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state:
         entries += [Aligned(keyword=kw, ngram=a.ngram, score=round(a.score, 4), path="fallback", mode=dec["mode"])
                     for a in fallback]
     return _aligned(index, entries, [r.call for r in results], problems, dec)
+
+
+def align_without_model(keywords: Sequence[str], index: ArmIndex, ctx: ArmContext, problems: list[str]) -> list[Aligned]:
+    """Keywords aligned as the LLM-free path aligns them (:func:`align_keyword`); a keyword that
+    matches no corpus n-gram is left out, with a ``problems`` line."""
+    entries: list[Aligned] = []
+    for kw in keywords:
+        got = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=ctx.min_alignment_score)
+        if not got:
+            problems.append(f"align {kw!r}: no corpus n-gram matches it (score >= min_alignment_score "
+                            f"{ctx.min_alignment_score}); the keyword is left out")
+        entries += [Aligned(keyword=a.keyword, ngram=a.ngram, score=round(a.score, 4), path=a.path, mode="none")
+                    for a in got]
+    return entries
 
 
 def _no_list_cause(result: Any, best: dict, index: ArmIndex) -> str:

@@ -256,6 +256,7 @@ def trace(state: ArmState, ctx: ArmContext, problems: list[str]) -> dict[str, An
         "llm": ctx.llm,
         "keywords": state.get("keywords") or [],
         "keyword_source": state.get("keyword_source"),
+        "added_keywords": state.get("added_keywords") or [],  # add_question_keywords (switch)
         "decoding": state.get("decoding") or {},
         "alignment": state.get("alignment") or [],
         "aligned": state.get("aligned") or [],
