@@ -77,6 +77,10 @@ def _main(argv: list[str] | None = None) -> int:
         import os
 
         os.environ["ATOMGRAPH_CONFIG"] = args.config
+    from atomgraph.settings import unknown_environment_notes
+
+    for note in unknown_environment_notes():  # a mistyped variable is said first, not ignored
+        print(f"atomgraph: warning: {note}", file=sys.stderr)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -20,8 +20,10 @@ LangGraph ``context_schema``; see :mod:`atomgraph.state.run`.
 from __future__ import annotations
 
 import contextvars
+import difflib
 import os
 import tomllib
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -43,6 +45,78 @@ from atomgraph.methods import METHODS, roles_of, settings_sections
 # environment, else ``model`` (``Settings.role_model``).
 Role = str
 ROLES: tuple[str, ...] = roles_of(METHODS)
+
+
+# Variables read straight from the environment where they are used, not settings fields. With the
+# fields (``ATOMGRAPH_<FIELD>``, ``ATOMGRAPH_<SECTION>__<FIELD>``) and the roles' ``ATOMGRAPH_<ROLE>_MODEL``
+# they are every ``ATOMGRAPH_*`` name atomgraph reads; any other is a typo, and loading the settings
+# says so (:func:`unknown_environment`) rather than ignoring it in silence.
+ENV_ONLY: dict[str, str] = {
+    "ATOMGRAPH_CONFIG": "the TOML config file (else ./atomgraph.toml)",
+    "ATOMGRAPH_MODEL_FACTORY": "module:function building the chat model of the command line's runs",
+    "ATOMGRAPH_LOCAL_THREADS": "CPU threads of the in-process model (default: half the CPUs)",
+    "ATOMGRAPH_MAX_FILE_MB": "largest input file read whole (MB)",
+    "ATOMGRAPH_MAX_LINE_MB": "longest line of a JSONL or corpus file (MB)",
+    "ATOMGRAPH_MAX_STREAM_MB": "largest stream read from standard input (MB)",
+    "ATOMGRAPH_ARM_CACHE": "folder of ARM's built object indexes",
+    "ATOMGRAPH_ARM_DENSE_SEARCH": "ARM index building: exact, ann or auto dense search",
+    "ATOMGRAPH_ARM_MAX_OBJECT_CHARS": "ARM index building: characters of an object kept",
+    "ATOMGRAPH_SHARED_DATA": "the shared data folder (default ../shared/data)",
+    "ATOMGRAPH_PROGRESS_EVERY": "seconds between progress lines of a long run",
+    "ATOMGRAPH_NOTEBOOK_SCRIPTED": "the notebooks run with scripted models (tests)",
+    "ATOMGRAPH_TRIE_DIR": "folder of the in-process model's saved n-gram tries",
+}
+_WARNED: set[str] = set()
+
+
+class UnknownSettingWarning(UserWarning):
+    """An ``ATOMGRAPH_*`` environment variable that names no setting: it has no effect."""
+
+
+def unknown_environment(environ: Any = None) -> list[tuple[str, str | None]]:
+    """The ``ATOMGRAPH_*`` variables of ``environ`` (default ``os.environ``) that atomgraph does not
+    read, each with the closest name it does read (or None). A wrong name inside a known section
+    (``ATOMGRAPH_ATOMR__TOPK``) is not listed: loading the settings refuses it already."""
+    environ = os.environ if environ is None else environ
+    fields = {name.upper() for name in Settings.model_fields}
+    sections = {name.upper(): sorted(f.upper() for f in getattr(method.context, "__dataclass_fields__", {}))
+                for name, method in settings_sections().items()}
+    # what a typo is compared with -> the name shown
+    names = {f: f"ATOMGRAPH_{f}" for f in fields} | {k[len("ATOMGRAPH_"):]: k for k in ENV_ONLY}
+    names |= {f: f"ATOMGRAPH_<SECTION>__{f} (a method's run parameter)" for fs in sections.values() for f in fs}
+    out = []
+    for key in environ:
+        name = key.upper()
+        if not name.startswith("ATOMGRAPH_") or name in ENV_ONLY:
+            continue
+        rest = name[len("ATOMGRAPH_"):]
+        section, nested, _ = rest.partition("__")
+        if (not nested and rest in fields) or (nested and section in sections):
+            continue  # a field, or a value inside a section (validated when the settings load)
+        if rest.endswith("_MODEL") and not nested:
+            continue  # a role's model: roles of methods registered at run time have no field
+        close = difflib.get_close_matches(rest, sorted(names), n=1, cutoff=0.75)
+        out.append((key, names[close[0]] if close else None))
+    return sorted(out)
+
+
+def unknown_environment_notes() -> list[str]:
+    """One line per unknown ``ATOMGRAPH_*`` variable not reported yet in this process (each is
+    reported once: by the command line first thing, else when the settings load, as an
+    :class:`UnknownSettingWarning`)."""
+    notes = []
+    for key, close in unknown_environment():
+        if key not in _WARNED:
+            _WARNED.add(key)
+            hint = f" (did you mean {close}?)" if close else ""
+            notes.append(f"{key} is not an atomgraph setting and has no effect{hint}; "
+                         "settings: docs/reference/settings.md")
+    return notes
+
+
+def _warn_unknown_environment() -> None:
+    for note in unknown_environment_notes():
+        warnings.warn(note, UnknownSettingWarning, stacklevel=3)
 
 
 # The TOML file the settings being built read (chosen by Settings.load).
@@ -211,6 +285,7 @@ class _Settings(BaseSettings):
                 tomllib.loads(text)
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"config file {p} is not valid TOML: {exc}") from exc
+        _warn_unknown_environment()
         token = _CONFIG_FILE.set(str(path) if path else None)
         try:
             return cls(**{k: v for k, v in overrides.items() if v is not None})

@@ -60,7 +60,11 @@ def settings_reference() -> str:
     schema = Settings.model_json_schema()
     defs, props = schema.get("$defs", {}), schema["properties"]
     sections = settings_sections()
+    from atomgraph.settings import ENV_ONLY
+
     out = ["## Global settings", "", *_table({k: v for k, v in props.items() if k not in sections}, "ATOMGRAPH_")]
+    out += ["", "## Environment only", "", "Read where they are used, not settings fields (`atomgraph/settings.py`: `ENV_ONLY`).",
+            "", "| variable | what |", "|---|---|", *[f"| `{k}` | {_cell(v)} |" for k, v in ENV_ONLY.items()]]
     for section, method in sections.items():
         ref = props[section].get("$ref", "").rsplit("/", 1)[-1]
         body = defs.get(ref, {})
