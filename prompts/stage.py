@@ -165,7 +165,8 @@ class Stage(Generic[T]):
 # - is not a line of evidence or a run of citation markers (``[1] Title | text``, ``[2][3]``,
 #   ``Passage 1:``; reason ``evidence``);
 # - is not an echo of the prompt: its instructions, placeholders (``<answer>``), labels
-#   (``Question:``, the answer format's own ``So the answer is:``) or a question (reason ``echo``), nor a demonstration's question or answer
+#   (``Question:``, the answer format's own ``So the answer is:``) or a question — not a title ending in '?',
+#   :func:`_title_cased` — (reason ``echo``), nor a demonstration's question or answer
 #   copied back (reason ``demonstration``: a copied question by :func:`clean_reply`, a copied answer by
 #   :func:`check_not_copied`, applied by ``rt.ask`` to every stage that declares its ``demonstrations``);
 # - holds no chat-template token (``<start_of_turn>``, ``[/INST]``, ``<|im_end|>``; reason
@@ -333,11 +334,24 @@ def check_answer(answer: object, *, max_chars: int = MAX_ANSWER_CHARS, max_words
         raise AnswerRefused("repetition", _show(text))
     if _CITATION_RUN.match(text) or _EVIDENCE_LINE.match(text):
         raise AnswerRefused("evidence", _show(text))
-    if _PLACEHOLDER.search(text) or _LABEL.match(text) or _FORMAT_LABEL.search(text) or text.rstrip().endswith("?"):
+    if (_PLACEHOLDER.search(text) or _LABEL.match(text) or _FORMAT_LABEL.search(text)
+            or (text.rstrip().endswith("?") and not _title_cased(text))):
         raise AnswerRefused("echo", _show(text))
     if _MARKUP.search(text):
         raise AnswerRefused("markup", _show(text))
     return text
+
+
+_MINOR_WORDS = frozenset("a an and as at but by for from in into nor of on or the to with".split())
+
+
+def _title_cased(text: str) -> bool:
+    """Whether every word of ``text`` but the minor ones (``of``, ``the``…) starts with a capital: a
+    title that ends in '?' ("Who Framed Roger Rabbit?", "What'S Your Husband Doing?", two of 2Wiki's
+    dev answers) is an answer; a question a model restates ("When did Arnold Sommerfeld die?") or a
+    bare "Where?" is not."""
+    words = [w for w in re.findall(r"[^\W\d_][\w'’]*", text) if w.casefold() not in _MINOR_WORDS]
+    return len(words) >= 2 and all(w[0].isupper() for w in words)  # "Where?" alone is an echo
 
 
 def check_debris(answer: object, question: object) -> str:

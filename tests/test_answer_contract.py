@@ -280,3 +280,17 @@ def test_hold_to_question_refuses_unsafe_bytes_a_parser_let_through():
     with pytest.raises(AnswerRefused) as exc:
         hold_to_question({"answer": "Ulm\x1b]0;PWNED\x07"}, {"question": "Where?"})
     assert exc.value.reason == "control_chars" and "\\u001b" in str(exc.value)
+
+
+@pytest.mark.parametrize("title", ["Who Framed Roger Rabbit?", "Begrijpt U Nu Waarom Ik Huil?",
+                                   "What'S Your Husband Doing?", "Who's Afraid of Virginia Woolf?"])
+def test_a_title_that_ends_in_a_question_mark_is_an_answer(title):
+    # two of 2Wiki's dev answers end in '?': a title, not an echo of the question
+    assert check_answer(title) == title
+
+
+@pytest.mark.parametrize("echo", ["When did Arnold Sommerfeld die?", "Who designed the tower?", "Where?",
+                                  "what is the capital of France?"])
+def test_a_restated_question_is_still_an_echo(echo):
+    with pytest.raises(AnswerRefused, match=r"\(echo\)"):
+        check_answer(echo)
