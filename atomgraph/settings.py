@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextvars
 import difflib
+import functools
 import os
 import tomllib
 import warnings
@@ -73,17 +74,24 @@ class UnknownSettingWarning(UserWarning):
     """An ``ATOMGRAPH_*`` environment variable that names no setting: it has no effect."""
 
 
+@functools.lru_cache(maxsize=1)
+def _known_names() -> tuple[frozenset[str], dict[str, frozenset[str]], dict[str, str]]:
+    """The settings' fields, each section's fields, and what a typo is compared with -> the name
+    shown: fixed once the settings class is built (read once, not at every load)."""
+    fields = frozenset(name.upper() for name in Settings.model_fields)
+    sections = {name.upper(): frozenset(f.upper() for f in getattr(method.context, "__dataclass_fields__", {}))
+                for name, method in settings_sections().items()}
+    names = {f: f"ATOMGRAPH_{f}" for f in fields} | {k[len("ATOMGRAPH_"):]: k for k in ENV_ONLY}
+    names |= {f: f"ATOMGRAPH_<SECTION>__{f} (a method's run parameter)" for fs in sections.values() for f in fs}
+    return fields, sections, names
+
+
 def unknown_environment(environ: Any = None) -> list[tuple[str, str | None]]:
     """The ``ATOMGRAPH_*`` variables of ``environ`` (default ``os.environ``) that atomgraph does not
     read, each with the closest name it does read (or None). A wrong name inside a known section
     (``ATOMGRAPH_ATOMR__TOPK``) is not listed: loading the settings refuses it already."""
     environ = os.environ if environ is None else environ
-    fields = {name.upper() for name in Settings.model_fields}
-    sections = {name.upper(): sorted(f.upper() for f in getattr(method.context, "__dataclass_fields__", {}))
-                for name, method in settings_sections().items()}
-    # what a typo is compared with -> the name shown
-    names = {f: f"ATOMGRAPH_{f}" for f in fields} | {k[len("ATOMGRAPH_"):]: k for k in ENV_ONLY}
-    names |= {f: f"ATOMGRAPH_<SECTION>__{f} (a method's run parameter)" for fs in sections.values() for f in fs}
+    fields, sections, names = _known_names()
     out = []
     for key in environ:
         name = key.upper()
