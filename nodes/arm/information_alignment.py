@@ -53,18 +53,17 @@ if TYPE_CHECKING:
 
 def make_decompose_node(art: ArmRuntime) -> Callable:
     async def decompose(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
-        out = await _decompose(state, config)
         ctx = art.params(config)
+        out = await _decompose(state, config, ctx)
         if ctx.add_question_keywords and ctx.llm and out.get("keyword_source") not in (None, "replayed"):
             out = with_question_keywords(out, await art.aindex(ctx), ctx)
         return out
 
-    async def _decompose(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
+    async def _decompose(state: ArmState, config: RunnableConfig, ctx: ArmContext) -> dict[str, Any]:
         try:
             question = check_question(state.get("question"))
         except AtomgraphError as exc:
             return {"error": str(exc), "problems": [f"question: {exc}"]}
-        ctx = art.params(config)
         try:
             index = await art.aopen(ctx)  # the run's one opening of the index
         except AtomgraphError as exc:  # no objects file, bad objects: data, not an exception (issue 21)

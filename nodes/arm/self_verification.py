@@ -332,6 +332,35 @@ def span_logprobs(tokens: Sequence[tuple[str, float]], names: Sequence[str]) -> 
 
 # --- aggregation (§3.3) -------------------------------------------------------------------------
 
+def _draft_counts(drafts: Sequence[Draft]) -> tuple[dict[str, int], dict[str, float]]:
+    """Each object's occurrences across the drafts (in first-occurrence order) and its best R_i."""
+    counts: dict[str, int] = {}
+    rel: dict[str, float] = {}
+    for d in drafts:
+        for oid in dict.fromkeys(d["ids"]):
+            counts[oid] = counts.get(oid, 0) + 1
+            rel[oid] = max(rel.get(oid, float("-inf")), float((d.get("relevance") or {}).get(oid, 0.0)))
+    return counts, rel
+
+
+def _selection_weights(verdicts: Sequence[Verdict]) -> tuple[dict[str, list[float]], str]:
+    """The weight of each selection of each object (exp of its name tokens' mean log-probability,
+    capped at 1; 1 without log-probabilities), in first-selection order, and the mode."""
+    weights: dict[str, list[float]] = {}
+    for v in verdicts:
+        lp = v.get("weights") or {}
+        for oid in dict.fromkeys(v.get("selected") or []):
+            weights.setdefault(oid, []).append(math.exp(min(0.0, float(lp[oid]))) if oid in lp else 1.0)
+    return weights, "logprobs" if any(v.get("weights") for v in verdicts) else "frequency"
+
+
+def _shares(counts: dict[str, int]) -> dict[str, float]:
+    """The counts softmaxed (the paper's normalised number of votes)."""
+    top = max(counts.values())
+    z = sum(math.exp(c - top) for c in counts.values())
+    return {oid: math.exp(c - top) / z for oid, c in counts.items()}
+
+
 def aggregate_votes(drafts: Sequence[Draft], verdicts: Sequence[Verdict], *,
                     vote_weight: float) -> tuple[list[Vote], str]:
     """§3.3's aggregation (``aggregation="drafts"``): every object of every draft, best first,
@@ -344,29 +373,18 @@ def aggregate_votes(drafts: Sequence[Draft], verdicts: Sequence[Verdict], *,
     readable ones (``selected`` ids, ``weights``: id → mean logprob). Ties: best R_i, then
     first occurrence.
     """
-    counts: dict[str, int] = {}
-    rel: dict[str, float] = {}
-    for d in drafts:
-        for oid in dict.fromkeys(d["ids"]):
-            counts[oid] = counts.get(oid, 0) + 1
-            rel[oid] = max(rel.get(oid, float("-inf")), float((d.get("relevance") or {}).get(oid, 0.0)))
-    any_logprobs = any(v.get("weights") for v in verdicts)
-    weights: dict[str, list[float]] = {}
-    for v in verdicts:
-        lp = v.get("weights") or {}
-        for oid in dict.fromkeys(v.get("selected") or []):
-            counts.setdefault(oid, 1)  # a verdict's ids are its draft's; a hand-made one may not be
-            rel.setdefault(oid, float("-inf"))
-            weights.setdefault(oid, []).append(math.exp(min(0.0, float(lp[oid]))) if oid in lp else 1.0)
-    mode = "logprobs" if any_logprobs else "frequency"
+    counts, rel = _draft_counts(drafts)
+    weights, mode = _selection_weights(verdicts)
+    for oid in weights:  # a verdict's ids are its draft's; a hand-made one may not be
+        counts.setdefault(oid, 1)
+        rel.setdefault(oid, float("-inf"))
     if not counts:
         return [], mode
-    top = max(counts.values())
-    z = sum(math.exp(c - top) for c in counts.values())
+    shares = _shares(counts)
     order = {oid: i for i, oid in enumerate(counts)}
     scored = []
     for oid, c in counts.items():
-        share = math.exp(c - top) / z
+        share = shares[oid]
         w = weights.get(oid) or []
         mean_w = sum(w) / len(w) if w else 0.0
         conf = vote_weight * mean_w + (1 - vote_weight) * share
@@ -384,39 +402,26 @@ def aggregate_verified(verdicts: Sequence[Verdict], *, vote_weight: float) -> tu
     the confidence is the softmaxed count alone. Objects no verifier kept are not voted for, so
     the final set may hold fewer than k. Ties keep first-vote order.
     """
-    counts: dict[str, int] = {}
-    weights: dict[str, list[float]] = {}
-    any_logprobs = any(v.get("weights") for v in verdicts)
-    for v in verdicts:
-        lp = v.get("weights") or {}
-        for oid in dict.fromkeys(v.get("selected") or []):
-            counts[oid] = counts.get(oid, 0) + 1
-            weights.setdefault(oid, []).append(math.exp(min(0.0, float(lp[oid]))) if oid in lp else 1.0)
-    if not counts:
-        return [], "logprobs" if any_logprobs else "frequency"
-    top = max(counts.values())
-    z = sum(math.exp(c - top) for c in counts.values())
+    weights, mode = _selection_weights(verdicts)
+    if not weights:
+        return [], mode
+    counts = {oid: len(w) for oid, w in weights.items()}
+    shares = _shares(counts)
     out = []
     for oid, c in counts.items():
-        share = math.exp(c - top) / z
+        share = shares[oid]
         mean_w = sum(weights[oid]) / len(weights[oid])
-        conf = vote_weight * mean_w + (1 - vote_weight) * share if any_logprobs else share
+        conf = vote_weight * mean_w + (1 - vote_weight) * share if mode == "logprobs" else share
         out.append(Vote(id=oid, votes=c, selected=c, weight=round(mean_w, 6), share=round(share, 6),
                         confidence=round(conf, 6)))
     order = {oid: i for i, oid in enumerate(counts)}
     out.sort(key=lambda r: (-r["confidence"], order[r["id"]]))
-    return out, "logprobs" if any_logprobs else "frequency"
+    return out, mode
 
 
 def vote_drafts(drafts: Sequence[Draft], k: int) -> list[str]:
     """Aggregation without verification (the LLM-free path, ``verification=False``): each
     draft votes for its objects; most votes first, ties by best relevance, then draft order."""
-    votes: dict[str, int] = {}
-    rel: dict[str, float] = {}
-    order: dict[str, int] = {}
-    for d in drafts:
-        for oid in d["ids"]:
-            votes[oid] = votes.get(oid, 0) + 1
-            rel[oid] = max(rel.get(oid, float("-inf")), float(d.get("relevance", {}).get(oid, 0.0)))
-            order.setdefault(oid, len(order))
+    votes, rel = _draft_counts(drafts)
+    order = {oid: i for i, oid in enumerate(votes)}
     return sorted(votes, key=lambda o: (-votes[o], -rel[o], order[o]))[:k]
