@@ -5,7 +5,7 @@
 Spider's LLM-free runs replay an LLM decomposition released with JAR (``keywords``); MuSiQue's
 retrieval set has none, so the LLM-free pipeline takes the question's own words. MuSiQue ships
 a decomposition of every question (``question_decomposition`` in
-``../shared/data/hipporag/musique_train.json``): one sub-question per hop, the later ones naming
+``../shared/data/hipporag/musique_train.json``, read by the ``hipporag-musique`` dataset): one sub-question per hop, the later ones naming
 the earlier answers as ``#1``, ``#2``. This writes ``OUT_DIR/musique/`` (the objects as they are,
 the questions with ``keywords``) from the sub-questions' **text only** — the ``#n`` placeholders
 dropped, ``>>`` read as a separator; each hop's ``answer`` and ``paragraph_support_idx`` are
@@ -24,23 +24,19 @@ the reading of its figures says so.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import re
 import sys
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-
-def sub_questions(record: dict) -> list[str]:
+def sub_questions(decomposition: list[dict]) -> list[str]:
     """The decomposition's sub-question texts, ``#n`` dropped and ``>>`` a comma (answers unread)."""
-    steps = record["question_decomposition"]
-    steps = ast.literal_eval(steps) if isinstance(steps, str) else steps
-    return [re.sub(r"#\d+", " ", s["question"]).replace(">>", " , ") for s in steps]
+    return [re.sub(r"#\d+", " ", s["question"]).replace(">>", " , ") for s in decomposition]
 
 
 def main(argv: list[str] | None = None) -> int:
+    from atomgraph.evaluation.datasets import data_dir, load_dataset
     from atomgraph.nodes.arm.information_alignment import question_keywords
     from atomgraph.state.arm import ArmContext
     from atomgraph.tools.arm_index import ArmIndex
@@ -49,10 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--form", choices=("hop", "flat"), default="hop")
-    ap.add_argument("--data", type=Path, default=SHARED)
+    ap.add_argument("--data", type=Path, help="the shared data folder (default: as the datasets find it)")
     args = ap.parse_args(argv)
-    src = args.data / "retrieval" / "musique"
-    records = {r["id"]: r for r in json.loads((args.data / "hipporag" / "musique_train.json").read_text())}
+    src = data_dir(args.data) / "retrieval" / "musique"
+    decompositions = {e.id: e.metadata["decomposition"] for e in load_dataset("hipporag-musique", data_dir_=args.data)}
     index = ArmIndex.build(load_objects(src / "objects.jsonl"))
     ctx = ArmContext()
     out = args.out_dir / "musique"
@@ -61,12 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     lines, missing = [], 0
     for line in (src / "questions.jsonl").read_text().splitlines():
         q = json.loads(line)
-        if q["id"] not in records:
+        if q["id"] not in decompositions:
             missing += 1
             lines.append(line)
             continue
         keywords: list[str] = []
-        for text in sub_questions(records[q["id"]]):
+        for text in sub_questions(decompositions[q["id"]]):
             spans = question_keywords(text, index, ctx)
             if args.form == "hop" and spans:
                 keywords.append(":".join(spans))

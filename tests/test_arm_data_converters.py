@@ -39,10 +39,10 @@ def test_bird_conversion_writes_spiders_form_and_counts_questions_without_gold(t
 
 
 def test_musique_sub_questions_never_carry_a_hops_answer():
-    record = {"question_decomposition": str([
+    decomposition = [
         {"id": 1, "question": "Bubye River >> country", "answer": "Zimbabwe", "paragraph_support_idx": 3},
         {"id": 2, "question": "what is the name of the waterfall in #1", "answer": "Victoria Falls",
-         "paragraph_support_idx": 11}])}
-    subs = sub_questions(record)
+         "paragraph_support_idx": 11}]
+    subs = sub_questions(decomposition)
     assert len(subs) == 2 and "Bubye River" in subs[0] and "waterfall" in subs[1]
     assert not any("#" in s or ">>" in s or "Zimbabwe" in s or "Victoria" in s for s in subs)
