@@ -3,7 +3,7 @@
 and the failure recorded with its reason. Retries are off, so the matrix stays fast. The client
 timeout is generous (``TIMEOUT_S``: a loaded machine must not turn a hostile reply into a
 timeout) except against ``hang`` and ``drip``, where the bound *is* the behaviour under test: the
-server stays silent ``HANG_S`` (30 s) or drips its body over minutes, 15 times and more the
+server stays silent ``HANG_S`` (30 s) or drips its body over minutes, 30 times and more the
 ``HANG_TIMEOUT_S`` the client waits."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.hostile_server import DEBRIS, MARKERS, MODES, UNSAFE, HostileServer
 
 Q = "In which city did Werner Heisenberg's doctoral advisor die?"
 TIMEOUT_S = 30.0  # a reply from the loopback server takes well under 1 s; a shared machine can stall seconds
-HANG_TIMEOUT_S = 2.0  # against `hang` and `drip` only: nothing for HANG_S = 30 s / a byte every DRIP_S
+HANG_TIMEOUT_S = 1.0  # against `hang` and `drip` only: nothing for HANG_S = 30 s / a byte every DRIP_S
 WALL_S = 25.0  # per method and mode: the circuit breaker ends a question after a few failed calls
 
 
@@ -237,7 +237,7 @@ def test_cli_ask_prints_no_raw_control_bytes(server, tmp_path, mode):
 
 
 # --- one deadline for everything (issue 29.3) ---------------------------------------------------
-DEADLINE_S = 2.0
+DEADLINE_S = 1.0  # the bound under test: the hostile server never replies in time, so a run ends here
 
 
 def _bounded_settings(server, mode: str, tag: str, **kw) -> Settings:
@@ -284,13 +284,13 @@ def test_a_question_is_bounded_without_a_deadline(server, sources, method):
 @pytest.mark.parametrize("method", ["standard", "react"])
 def test_a_dripping_server_is_cut_by_the_request_timeout(server, sources, method):
     """request_timeout bounds a whole request (sync runs; ReAct's agent steps too): a server sending a
-    byte every half second (a ~300-byte body: minutes) is cut at a 3-second bound."""
-    settings = _bounded_settings(server, "drip", f"request-bound-{method}", request_timeout=3.0,
+    byte every half second (a ~300-byte body: minutes) is cut at a 1.5-second bound."""
+    settings = _bounded_settings(server, "drip", f"request-bound-{method}", request_timeout=1.5,
                                  max_consecutive_failures=1)
     graph = build_method(method, settings=settings, sources=sources(method))
     t0 = time.monotonic()
     out = graph.invoke({"question": Q})
-    assert time.monotonic() - t0 < 40.0  # the whole body would take ~150 s; the bound cuts it at 3 s
+    assert time.monotonic() - t0 < 40.0  # the whole body would take ~150 s; the bound cuts it at 1.5 s
     assert out["answer"] == "" and "longer than its bound" in out["llm_calls"][0]["error"]
 
 
