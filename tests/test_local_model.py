@@ -196,7 +196,7 @@ def test_model_strings_build_the_local_model(monkeypatch, engine, tmp_path):
 
 # --- ATOMR's plan stage under its JSON-schema grammar -----------------------------------------
 
-def test_plan_stage_parses_on_five_questions(engine, model):
+def test_plan_stage_parses_on_two_questions(engine, model):
     """The plan stage under the root-pinned plan grammar (``plan_constraint``), completion-style
     prompt for the base model, each reply from an empty KV cache (``reset_cache``: the reply does
     not depend on earlier tests). Mechanics, not accuracy: every reply is a sentence of the
@@ -208,12 +208,9 @@ def test_plan_stage_parses_on_five_questions(engine, model):
     from atomgraph.prompts.atomr.stages import PLAN_STAGE, plan_constraint
     from atomgraph.prompts.constraints import constrain
 
-    questions = [
-        "Who directed the film that won Best Picture in 1998?",
+    questions = [  # a bridge and a comparison: two plan shapes (five cost the suite ~30 s more, same checks)
         "In which city was the doctoral advisor of Werner Heisenberg born?",
-        "Which river flows through the capital of Austria?",
         "Are Lake Geneva and Lake Constance in the same country?",
-        "What instrument did the composer of The Four Seasons play?",
     ]
     assert engine.prompt_style() == "completion"  # the bundled GGUF has no chat template
     for q in questions:
