@@ -28,7 +28,7 @@ demo: install
 # two workers, each test file on one (its module fixtures, servers and the local model built once
 # per file); the 20 slowest tests of the run are listed at the end
 test: install
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=20
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
 bench: install
 	$(BIN)/python -m benchmarks.run_all

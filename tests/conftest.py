@@ -16,6 +16,27 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("ATOMGRAPH_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+# The longest files first (seconds of test time in one `--durations=0` run, 2 CPUs, session 8), so
+# `make test` (`pytest -n 2 --dist loadfile --no-loadscope-reorder`: xdist's own reordering is by
+# number of tests) hands them out at the start and the run does not end with one worker finishing a
+# long file while the other idles (longest-first scheduling). Files run whole on one worker in any
+# order, so no test can depend on this; the rest keep their collection order.
+LONGEST_FIRST = ("test_hostile_matrix.py",  # ~160 s
+                 "test_local_contract.py",  # ~105 s
+                 "test_notebooks.py",  # ~95 s
+                 "test_langgraph_dev.py",  # ~80 s
+                 "test_local_model.py",  # ~80 s
+                 "test_lc_standard.py",  # ~60 s
+                 "test_kar3_index.py",  # ~40 s
+                 "test_sync_clients.py",  # ~37 s
+                 "test_local_engine_speed.py")  # ~29 s
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: within a file, order kept
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
