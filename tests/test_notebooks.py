@@ -78,9 +78,9 @@ def test_arm_notebook(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_kar3_notebook(tmp_path, monkeypatch):
     text = run_notebook("kar3.ipynb", tmp_path, monkeypatch)
-    assert "atomized 97, skipped 0" in text and "answer: Munich" in text
-    assert "round 1: proposals ['Who was the doctoral advisor of Werner Heisenberg?']" in text
-    assert "exit: enough" in text and "'llm_calls': 6" in text
+    assert "atomized 97, skipped 0" in text and "answer: Munich" in text, text
+    assert "round 1: proposals ['Who was the doctoral advisor of Werner Heisenberg?']" in text, text
+    assert "exit: enough" in text and "'llm_calls': 6" in text, text
 
 
 @pytest.mark.slow
