@@ -26,7 +26,8 @@ demo: install
 	$(BIN)/atomgraph demo
 
 # two workers, each test file on one (its module fixtures, servers and the local model built once
-# per file); the 20 slowest tests of the run are listed at the end
+# per file), the longest files handed out first (tests/conftest.py LONGEST_FIRST; xdist's own
+# reordering off); the 20 slowest tests of the run are listed at the end
 test: install
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 

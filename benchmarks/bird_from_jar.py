@@ -38,9 +38,9 @@ def sql_tables(sql: str, names: dict[str, str]) -> list[str]:
 
 
 def convert(src: Path, out: Path) -> dict[str, int]:
-    tables = json.loads((src / "dev_tables.json").read_text())
-    dev = json.loads((src / "dev.json").read_text())
-    decomp = json.loads((src / "decomp.json").read_text())
+    tables = json.loads((src / "dev_tables.json").read_text(encoding="utf-8"))
+    dev = json.loads((src / "dev.json").read_text(encoding="utf-8"))
+    decomp = json.loads((src / "decomp.json").read_text(encoding="utf-8"))
     if len(dev) != len(decomp):
         raise SystemExit(f"dev.json has {len(dev)} questions but decomp.json {len(decomp)} decompositions")
     objects, by_db = [], {}
@@ -58,8 +58,8 @@ def convert(src: Path, out: Path) -> dict[str, int]:
         questions.append({"id": f"{q['db_id']}-{q['question_id']}", "question": q["question"], "gold_ids": gold,
                           "keywords": keywords})
     out.mkdir(parents=True, exist_ok=True)
-    (out / "objects.jsonl").write_text("".join(json.dumps(o) + "\n" for o in objects))
-    (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    (out / "objects.jsonl").write_text("".join(json.dumps(o) + "\n" for o in objects), encoding="utf-8")
+    (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
     return {"tables": len(objects), "questions": len(questions), "without_gold": no_gold}
 
 

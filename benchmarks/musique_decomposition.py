@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -53,9 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     ctx = ArmContext()
     out = args.out_dir / "musique"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "objects.jsonl").write_text((src / "objects.jsonl").read_text())
+    shutil.copyfile(src / "objects.jsonl", out / "objects.jsonl")
     lines, missing = [], 0
-    for line in (src / "questions.jsonl").read_text().splitlines():
+    for line in (src / "questions.jsonl").read_text(encoding="utf-8").splitlines():
         q = json.loads(line)
         if q["id"] not in decompositions:
             missing += 1
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                 keywords += [s for s in spans if s not in keywords]
         q["keywords"] = keywords
         lines.append(json.dumps(q))
-    (out / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    (out / "questions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(json.dumps({"questions": len(lines), "without_decomposition": missing, "form": args.form, "out": str(out)}))
     return 0
 
