@@ -5,7 +5,8 @@
 #   bash benchmarks/arm_local_runs.sh RUNS_DIR [SETS]      (SETS default: hotpotqa musique spider)
 #
 # Questions: $EVERY_<set> / $LIMIT_<set> (defaults below: a fixed, spread subset per set).
-# Rows per set (the paper's objective: database_weight=0 and coverage_weight=0, the project's database bonus and keyword coverage off):
+# Rows per set (the paper's objective: database_weight=0, coverage_weight=0 and table_compatibility_scale=1, the project's
+# database bonus, keyword coverage and join weight off):
 #   full      model: decompose, trie-beam alignment, drafts, verification, vote (a fresh response cache)
 #   ia_model  model's alignment only: structure_alignment=false verification=false (decompose/align replayed
 #             from the response cache: the same greedy replies)
@@ -35,7 +36,7 @@ for s in $SETS; do
   ev=EVERY_$s; lim=LIMIT_$s
   sel=(--every "${!ev:-1}" --limit "${!lim:-20}")
   base=(retrieve --method arm --objects "$DATA/$s/objects.jsonl" --questions "$DATA/$s/questions.jsonl" --k 5
-        --set database_weight=0 --set coverage_weight=0 "${sel[@]}" --json)
+        --set database_weight=0 --set coverage_weight=0 --set table_compatibility_scale=1 "${sel[@]}" --json)
   run() { local name=$1; shift; echo "== $s $name $(date -u +%H:%M:%S)" >&2
           nice -n 10 $PY -m atomgraph.cli "${base[@]}" --out "$RUNS/$s/$name" "$@" > "$RUNS/$s/$name.json"; }
   mkdir -p "$RUNS/$s"

@@ -8,8 +8,9 @@ alone (``bm25_pool``/``dense_pool`` extensions, 0), drafts over the base set and
 2-step expansions (``first_expansion=0``), served models decoding the n-gram list under a
 grammar, the vote over every draft object (§3.3, ``aggregation="drafts"``), no top-up to k, no
 draft add/drop stage. The project additions on by default are
-``database_weight`` and ``coverage_weight`` (measured extensions listed in the deviation
-table; 0 is the paper); ``relevance="mix"``, ``compatibility="rules"``, ``links="forest"``,
+``database_weight``, ``coverage_weight`` (0 is the paper) and ``table_compatibility_scale``
+(0.33, JAR's relevance-to-join weights; 1 is the paper) — measured extensions listed in the
+deviation table; ``relevance="mix"``, ``compatibility="rules"``, ``links="forest"``,
 ``served_alignment="shortlist"``, ``aggregation="verified"``, ``fill_to_k`` and ``max_draft_changes`` are named
 switches, off. ``paper=True`` sets every one of them to the paper's value at once
 (:data:`PAPER`); :meth:`ArmContext.extensions` lists what a run has on.
@@ -18,6 +19,10 @@ switches, off. ``paper=True`` sets every one of them to the paper's value at onc
 from 0.5/1/2 (PR 88.3/88.6/87.6, off 86.0), then measured on another fifth (off 87.6 → 88.9)
 and the whole 1,534 (88.0 → 91.1), and once on the shared sets: HotpotQA PR 65 → 81,
 MuSiQue 25 → 30, Spider (every 5th) 99.0 → 99.5.
+
+``table_compatibility_scale`` (session 9) is the authors' JAR value for Bird, not tuned here:
+LLM-free PR Bird (all 1,534) 85.3 → 88.1, Spider (every 5th) 97.1 → 100.0; sets without
+tables cannot move.
 
 Every field carries its description and bounds (pydantic ``Field`` in ``Annotated``), so a
 run's context can be validated (:meth:`ArmContext.validated`) and documented from one
@@ -170,6 +175,12 @@ class ArmContext:
                           "as the authors' JAR code serialises columns) or bare ('column')"),
     ] = "table_column"
     compatibility_scale: Annotated[float, Field(description="factor on C_ij in the MIP objective (paper: 1)", ge=0)] = 1.0
+    table_compatibility_scale: Annotated[
+        float,
+        Field(description="extension: factor on C_ij of two tables (a join) in the MIP objective, on top of "
+                          "compatibility_scale; 0.33 = the authors' JAR MIP on Bird, relevance 3 : join 1 "
+                          "(peterbaile/jar ilp.py w4 = 3, w3 = 1); passages untouched (paper: 1)", ge=0),
+    ] = 0.33
     link_weight: Annotated[float, Field(description="rules C_ij of an entity link (one object mentions the other's title)", ge=0)] = 0.5
     join_weight: Annotated[float, Field(description="rules C_ij scale of the best column join between two tables", ge=0)] = 0.25
     semantic_weight: Annotated[float, Field(description="rules C_ij share of embedding similarity above the floor", ge=0)] = 0.0
@@ -244,7 +255,7 @@ class ArmContext:
     paper: Annotated[
         bool, Field(description="True: the paper's setting, every extension off at once (relevance='cosine', "
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
-                                "compatibility_scale=1, max_links=k-1, served_alignment='grammar', aggregation='drafts', fill_to_k=False, "
+                                "compatibility_scale=1, table_compatibility_scale=1, max_links=k-1, served_alignment='grammar', aggregation='drafts', fill_to_k=False, "
                                 "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free', "
                                 "expansion_per_seed=5, add_question_keywords=False); these fields then take the paper's values whatever else is set"),
     ] = False
@@ -278,7 +289,7 @@ class ArmContext:
 
 PAPER: dict = {
     "relevance": "cosine", "database_weight": 0.0, "coverage_weight": 0.0, "compatibility": "graded",
-    "links": "pairs", "compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
+    "links": "pairs", "compatibility_scale": 1.0, "table_compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
     "aggregation": "drafts", "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
     "decompose_constraint": "free", "expansion_per_seed": 5, "add_question_keywords": False,
 }

@@ -229,7 +229,8 @@ def test_cli_retrieve_bm25_builds_no_embeddings(files, tmp_path, capsys, monkeyp
 def test_paper_switch_turns_every_extension_off_at_once():
     from atomgraph.state.arm import PAPER
 
-    assert ArmContext().extensions() == {"database_weight": 1.0, "coverage_weight": 1.0}  # the measured extensions on
+    assert ArmContext().extensions() == {"database_weight": 1.0, "coverage_weight": 1.0,  # the measured extensions on
+                                         "table_compatibility_scale": 0.33}
     ctx = ArmContext.validated(paper=True, coverage_weight=2.0, relevance="mix", served_alignment="shortlist")
     assert ctx.extensions() == {} and all(getattr(ctx, k) == v for k, v in PAPER.items())
     assert ArmContext().relevance == "cosine" and ArmContext().served_alignment == "grammar"  # the paper's by default

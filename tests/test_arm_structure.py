@@ -254,3 +254,16 @@ def test_expansion_adds_the_papers_k_objects_per_seed_and_paper_mode_keeps_it(tm
     base = base_pool(idx, scores, ctx)
     one, more = expand(idx, base, scores, ctx, 1), expand(idx, base, scores, ArmContext(k=2, keyword_pool=1), 1)
     assert set(base) <= set(one) <= set(more) and len(more) - len(base) <= 5 * len(base)
+
+
+def test_table_compatibility_scale_weights_only_joins():
+    from types import SimpleNamespace
+
+    from atomgraph.nodes.arm.structure_alignment import scale_table_links
+
+    objs = [SimpleNamespace(is_table=t) for t in (True, True, False)]
+    C = np.array([[0.0, 0.9, 0.6], [0.9, 0.0, 0.3], [0.6, 0.3, 0.0]])
+    got = scale_table_links(C, objs, 0.33)
+    assert got[0, 1] == pytest.approx(0.297) and got[1, 0] == pytest.approx(0.297)  # a join: scaled
+    assert got[0, 2] == 0.6 and got[2, 1] == 0.3  # table–passage: untouched
+    assert scale_table_links(C, objs, 1.0) is C  # the paper's weight: C as it is

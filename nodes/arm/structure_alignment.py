@@ -135,6 +135,20 @@ def keyword_coverage(scores: Scores, positions: Sequence[int], weight: float) ->
     return weight * np.stack([_minmax(s[ps]) for s in scores.keyword])
 
 
+def scale_table_links(C: np.ndarray, objects: Sequence, scale: float) -> np.ndarray:
+    """C with every table–table entry (a join) multiplied by ``scale`` (``table_compatibility_scale``).
+
+    The extension weights relevance against joins as the authors' JAR MIP does on Bird
+    (``ilp.py``: coarse relevance ``w4 = 3``, join compatibility ``w3 = 1``), which ARM says its
+    MIP follows and whose weights ARM's text does not restate; table–passage and passage–passage
+    entries are left as they are (JAR has no passages)."""
+    if scale == 1.0 or not len(objects):
+        return C
+    tables = np.array([bool(o.is_table) for o in objects])
+    both = np.logical_and.outer(tables, tables)
+    return np.where(both, C * scale, C)
+
+
 def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext) -> dict:
     """The MIP over one set of search objects: chosen ids (best first), links, solver report.
     ``structure_alignment=False`` (Figure 4's "information alignment only"): the k most
@@ -145,6 +159,7 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
         C = np.zeros((len(ps), len(ps)))
     else:
         C = compatibility_for(index, ps, ctx) * ctx.compatibility_scale
+        C = scale_table_links(C, [index.objects[p] for p in ps], ctx.table_compatibility_scale)
     res = solve_structure(R, C, ctx.k, max_links=ctx.max_links, time_limit_s=ctx.mip_time_limit_s,
                           links_rule=ctx.links, coverage=keyword_coverage(scores, ps, ctx.coverage_weight))
     ids = [index.objects[ps[i]].id for i in res.chosen]
