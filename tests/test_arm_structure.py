@@ -118,6 +118,17 @@ def test_time_limit_returns_a_feasible_solution_marked_as_such():
     assert res.to_json()["status"] == res.status and res.time_limit_s == 0.001
 
 
+def test_optimal_is_never_below_the_warm_start_and_says_optimal():
+    # a Bird draft under links="forest" where CBC's default gap (1e-4) stopped 8.5e-5 below the greedy
+    # warm start: the draft was labelled "greedy" and reported as stopped at the time limit, which it was not
+    R = [0.448241, 0.413633, 0.378232, 0.414039, 0.425852, 0.316589, 0.389413]
+    C = [[0.0, 0.184598, 0.175747, 0.172264, 0.176432, 0.16269, 0.156286], [0.184598, 0.0, 0.187708, 0.182194, 0.166256, 0.186812, 0.181973], [0.175747, 0.187708, 0.0, 0.187556, 0.172504, 0.186164, 0.18667], [0.172264, 0.182194, 0.187556, 0.0, 0.222269, 0.227277, 0.148231], [0.176432, 0.166256, 0.172504, 0.222269, 0.0, 0.205596, 0.159147], [0.16269, 0.186812, 0.186164, 0.227277, 0.205596, 0.0, 0.115937], [0.156286, 0.181973, 0.18667, 0.148231, 0.159147, 0.115937, 0.0]]
+    COV = [[1.0, 0.586011, 0.428857, 0.402991, 0.199691, 0.0, 0.294722], [1.0, 0.842937, 0.51618, 0.764434, 0.645824, 0.0, 0.625165], [1.0, 0.842937, 0.51618, 0.764434, 0.645824, 0.0, 0.625165]]
+    res = solve_structure(np.array(R), np.array(C), 5, max_links=-1, time_limit_s=20, links_rule="forest",
+                          coverage=np.array(COV))
+    assert res.status == "optimal" and res.objective >= res.greedy_objective - 1e-9
+
+
 def test_trivial_cases():
     R = np.array([0.1, 0.9, 0.5])
     none = solve_structure(R, np.zeros((3, 3)), 2)
