@@ -154,12 +154,13 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
     ``structure_alignment=False`` (Figure 4's "information alignment only"): the k most
     relevant objects, no MIP."""
     ps = list(positions)
-    R = database_relevance([index.objects[p] for p in ps], scores.relevance(ps, ctx.relevance, ctx.bm25_weight), ctx.database_weight)
+    objs = [index.objects[p] for p in ps]
+    R = database_relevance(objs, scores.relevance(ps, ctx.relevance, ctx.bm25_weight), ctx.database_weight)
     if not ctx.structure_alignment:
         C = np.zeros((len(ps), len(ps)))
     else:
-        C = compatibility_for(index, ps, ctx) * ctx.compatibility_scale
-        C = scale_table_links(C, [index.objects[p] for p in ps], ctx.table_compatibility_scale)
+        C = scale_table_links(compatibility_for(index, ps, ctx) * ctx.compatibility_scale, objs,
+                              ctx.table_compatibility_scale)
     res = solve_structure(R, C, ctx.k, max_links=ctx.max_links, time_limit_s=ctx.mip_time_limit_s,
                           links_rule=ctx.links, coverage=keyword_coverage(scores, ps, ctx.coverage_weight))
     ids = [index.objects[ps[i]].id for i in res.chosen]
