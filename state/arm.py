@@ -153,8 +153,9 @@ class ArmContext:
     ] = 0.3
     keyword_bm25_weight: Annotated[
         float, Field(description="share of BM25 (exact match, vs embedding similarity) in each keyword's n-gram-list "
-                                 "query for the base search objects (§3.2.1), min-max normalised", ge=0, le=1)
-    ] = 0.3
+                                 "query for the base search objects and the coverage term (§3.2.1 names both and "
+                                 "gives no share), min-max normalised; 0.7 measured (was 0.3)", ge=0, le=1)
+    ] = 0.7
     database_weight: Annotated[
         float, Field(description="measured extension (README): R_i bonus of a table, this share of the best R_i in its database (0 = paper)", ge=0)
     ] = 1.0

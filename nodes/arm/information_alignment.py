@@ -698,10 +698,11 @@ class Scores:
     keyword: list[np.ndarray] = field(default_factory=list)
 
     @classmethod
-    def of(cls, index: ArmIndex, question: str, groups: Sequence[Sequence[str]], bm25_weight: float = 0.3) -> "Scores":
-        """``bm25_weight``: the share of BM25 in each keyword's query (``keyword_bm25_weight``)."""
+    def of(cls, index: ArmIndex, question: str, groups: Sequence[Sequence[str]],
+           bm25_weight: float = ArmContext.keyword_bm25_weight) -> "Scores":
         """``groups``: the aligned n-gram list of each keyword (a flat list of strings is one
-        n-gram per keyword)."""
+        n-gram per keyword); ``bm25_weight``: the share of BM25 in each keyword's query
+        (``keyword_bm25_weight``, its default)."""
         groups = [[g] if isinstance(g, str) else list(g) for g in groups]
         groups = [g for g in groups if g]
         query = [t for g in groups for n in g for t in tokens(n)]
