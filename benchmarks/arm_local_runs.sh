@@ -22,6 +22,8 @@
 #   full_qkw   full with add_question_keywords=true (the question's own keywords added to the model's, aligned
 #             as the LLM-free path aligns them)
 #   ngrams_qkw  ngrams with add_question_keywords=true
+# Objective: $OBJECTIVE = paper (default: the three --set above) or defaults (the project's defaults, what
+# `atomgraph retrieve` runs with no --set: database bonus, keyword coverage and join weight on).
 # Output caps of the local model: $ARM_LOCAL_CAPS (ATOMGRAPH_STAGE_MAX_TOKENS; default below).
 set -euo pipefail
 RUNS=${1:?RUNS_DIR}; shift || true
@@ -35,8 +37,10 @@ PY=${PY:-.venv/bin/python}
 for s in $SETS; do
   ev=EVERY_$s; lim=LIMIT_$s
   sel=(--every "${!ev:-1}" --limit "${!lim:-20}")
+  objective=(--set database_weight=0 --set coverage_weight=0 --set table_compatibility_scale=1)
+  case ${OBJECTIVE:-paper} in paper) ;; defaults) objective=() ;; *) echo "OBJECTIVE: paper or defaults" >&2; exit 2 ;; esac
   base=(retrieve --method arm --objects "$DATA/$s/objects.jsonl" --questions "$DATA/$s/questions.jsonl" --k 5
-        --set database_weight=0 --set coverage_weight=0 --set table_compatibility_scale=1 "${sel[@]}" --json)
+        "${objective[@]}" "${sel[@]}" --json)
   run() { local name=$1; shift; echo "== $s $name $(date -u +%H:%M:%S)" >&2
           nice -n 10 $PY -m atomgraph.cli "${base[@]}" --out "$RUNS/$s/$name" "$@" > "$RUNS/$s/$name.json"; }
   mkdir -p "$RUNS/$s"

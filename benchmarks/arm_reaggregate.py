@@ -8,6 +8,12 @@ reply depends on the engine's KV-cache history).
 Per run: recall / perfect recall at k and objects per question for ``aggregation=drafts`` (the
 paper's reading, the default), ``aggregation=verified`` (the switch: the selections alone) and
 ``verified`` with ``fill_to_k``; and how many records the recorded vote reproduces.
+
+``--vote-weights 0,0.2,0.5,1`` also re-scores ``aggregation=drafts`` at each ``vote_weight`` (the
+share of the verifiers' selection weight against the drafts' softmaxed counts; the paper gives no
+value, 0.5 the default): ``vote_weight=0`` ignores the verdicts, which is the LLM-free vote over the
+same drafts (``verification=false``, Figure 4's "+ SA" bar), so the sweep shows what verification
+adds or costs on the very same drafts (issue 30 item 5, session 11).
 """
 
 from __future__ import annotations
@@ -63,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+", metavar="NAME=DIR")
     ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--vote-weights", default="", help="comma-separated vote_weight values to re-score 'drafts' at")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
+    weights = [float(x) for x in args.vote_weights.split(",") if x.strip()]
     report: dict = {"benchmark": "arm_reaggregate", "k": args.k, "runs": {}}
     for item in args.runs:
         name, _, folder = item.partition("=")
@@ -72,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         report["runs"][name] = r = rows(records, args.k)
         print(f"{name:18s} n={r['questions']:3d} reproduced {r['recorded_vote_reproduced']}  " + "  ".join(
             f"{m} {r[m]['recall']:.1f}/{r[m]['perfect_recall']:.1f} ({r[m]['objects']})" for m in ("drafts", "verified", "verified_fill")))
+        if weights:
+            r["drafts_by_vote_weight"] = {str(w): rows(records, args.k, w)["drafts"] for w in weights}
+            print(" " * 18 + " vote_weight " + "  ".join(
+                f"{w}: {x['recall']:.1f}/{x['perfect_recall']:.1f}" for w, x in r["drafts_by_vote_weight"].items()))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     return 0

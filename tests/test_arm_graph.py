@@ -112,6 +112,21 @@ def test_the_paper_vote_ranks_every_draft_object_selected_ones_first():
     assert [v["id"] for v in votes] == vote_drafts(drafts, 10) == ["d", "a", "c", "e", "b", "f", "g"]
 
 
+def test_vote_weight_zero_is_the_vote_of_the_drafts_alone():
+    # benchmarks/arm_reaggregate.py --vote-weights reads vote_weight=0 as "verification=false on the same drafts"
+    from atomgraph.nodes.arm.self_verification import vote_drafts
+
+    drafts = [draft(0, ["a", "b", "c", "d", "e"], {"d": 0.9, "e": 0.2}),
+              draft(1, ["a", "b", "c", "d", "f"], {"f": 0.95}),
+              draft(2, ["a", "c", "d", "e", "g"], {"g": 0.1})]
+    verdicts = [{"selected": ["g"], "weights": {"g": -0.01}}, {"selected": ["f", "g"]}, {"selected": ["e"]}]
+    votes, _ = aggregate_votes(drafts, verdicts, vote_weight=0.0)
+    assert [v["id"] for v in votes][:5] == vote_drafts(drafts, 5) == ["d", "a", "c", "e", "b"]
+    votes, _ = aggregate_votes(drafts, verdicts, vote_weight=0.5)
+    # at the default the kept objects come first: e (two drafts), then f and g (one each; g's name at e^-0.01)
+    assert [v["id"] for v in votes][:3] == ["e", "f", "g"]
+
+
 def test_the_verified_switch_votes_for_verified_objects_only():
     drafts = [draft(0, ["a", "b", "c"]), draft(1, ["a", "b", "d"]), draft(2, ["a", "c", "d"])]
     verdicts = [{"selected": ["a", "b"]}, {"selected": ["a"]}, {"selected": ["a", "c"]}]
