@@ -27,9 +27,10 @@ demo: install
 
 # two workers, each test file on one (its module fixtures, servers and the local model built once
 # per file), the longest files handed out first (tests/conftest.py LONGEST_FIRST; xdist's own
-# reordering off); the 20 slowest tests of the run are listed at the end
+# reordering off); the 20 slowest tests of the run are listed at the end. One OpenMP thread a
+# worker (tests/conftest.py says why; a value you set yourself is kept)
 test: install
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
 bench: install
 	$(BIN)/python -m benchmarks.run_all

@@ -11,6 +11,13 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+# One OpenMP thread per process: `make test` runs two xdist workers on a 2-CPU machine, and each
+# worker's torch (MiniLM embeddings) would otherwise run two intra-op threads that spin against the
+# other worker's (four busy threads on two CPUs). Set before torch is imported; inherited by the
+# CLI, notebook and `langgraph dev` subprocesses the tests start. Measured (`pytest -n 2 --dist
+# loadfile`, idle 2-CPU machine, session 11): 576 s → 496 s wall, user CPU 924 s → 771 s, the same
+# 1,742 passed. The local model's threads are its own setting (ATOMGRAPH_LOCAL_THREADS).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("ATOMGRAPH_SHARED_DATA", REPO.parent / "shared" / "data"))
