@@ -31,6 +31,8 @@ drafts' own votes, no verification) over one index per set:
   and 3 steps); ``exp5_first1``: both; ``kwpool5``: ``keyword_pool=5`` (5 objects per keyword query,
   a number the paper does not give) (issue 30, session 6: MuSiQue's levers).
   ``dense5``: ``dense_pool=5`` (the question's 5 nearest objects join the base set; an extension).
+  ``ent``: ``entity_links=true`` (passages linked by the rarest capitalised word they share; an
+  extension, session 12); ``ent_dense5``: with ``dense_pool=5`` as well.
 
 Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
 report adds the distinct drafts per question (histogram and mean), the MIP statuses and the
@@ -72,6 +74,8 @@ CONFIGS: dict[str, dict | None] = {
     "exp5_first1": {"expansion_per_seed": 5, "first_expansion": 1},
     "kwpool5": {"keyword_pool": 5},
     "dense5": {"dense_pool": 5},
+    "ent": {"entity_links": True},
+    "ent_dense5": {"entity_links": True, "dense_pool": 5},
 }
 
 

@@ -11,8 +11,8 @@ draft add/drop stage. The project additions on by default are
 ``database_weight``, ``coverage_weight`` (0 is the paper) and ``table_compatibility_scale``
 (0.33, JAR's relevance-to-join weights; 1 is the paper) — measured extensions listed in the
 deviation table; ``relevance="mix"``, ``compatibility="rules"``, ``links="forest"``,
-``served_alignment="shortlist"``, ``aggregation="verified"``, ``fill_to_k`` and ``max_draft_changes`` are named
-switches, off. ``paper=True`` sets every one of them to the paper's value at once
+``served_alignment="shortlist"``, ``aggregation="verified"``, ``fill_to_k``, ``max_draft_changes`` and
+``entity_links`` are named switches, off. ``paper=True`` sets every one of them to the paper's value at once
 (:data:`PAPER`); :meth:`ArmContext.extensions` lists what a run has on.
 
 ``coverage_weight`` was chosen on every 5th Bird dev question (JAR's release, 307; README)
@@ -170,6 +170,12 @@ class ArmContext:
     compatibility_weight: Annotated[
         float, Field(description="graded C_ij: share w of semantic similarity (1-w: Jaccard / overlap coefficient)", ge=0, le=1)
     ] = 0.5
+    entity_links: Annotated[
+        bool, Field(description="extension (off = paper): graded C_ij of two passages is at least the rarity of the "
+                                "rarest capitalised word both contain (log(N/df)/log(N)), and an expanded passage's "
+                                "candidates include the 10 passages sharing its rarest such words: the bridge entity "
+                                "of a multi-hop question (issue 30, session 12); tables unchanged"),
+    ] = False
     column_headers: Annotated[
         Literal["table_column", "column"],
         Field(description="graded C_ij of tables: a column's header written with its table's name ('table_column', "
@@ -258,7 +264,7 @@ class ArmContext:
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
                                 "compatibility_scale=1, table_compatibility_scale=1, max_links=k-1, served_alignment='grammar', aggregation='drafts', fill_to_k=False, "
                                 "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free', "
-                                "expansion_per_seed=5, add_question_keywords=False); these fields then take the paper's values whatever else is set"),
+                                "expansion_per_seed=5, add_question_keywords=False, entity_links=False); these fields then take the paper's values whatever else is set"),
     ] = False
     add_question_keywords: Annotated[
         bool, Field(description="switch (not the paper's: its keywords come from the model alone): with a model "
@@ -292,6 +298,6 @@ PAPER: dict = {
     "relevance": "cosine", "database_weight": 0.0, "coverage_weight": 0.0, "compatibility": "graded",
     "links": "pairs", "compatibility_scale": 1.0, "table_compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
     "aggregation": "drafts", "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
-    "decompose_constraint": "free", "expansion_per_seed": 5, "add_question_keywords": False,
+    "decompose_constraint": "free", "expansion_per_seed": 5, "add_question_keywords": False, "entity_links": False,
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""

@@ -160,9 +160,16 @@ def test_cli_on_shared_spider(shared_data, tmp_path, capsys):
     rc = main(["retrieve", "--method", "arm", "--objects", str(folder / "objects.jsonl"), "--questions",
                str(folder / "questions.jsonl"), "--limit", "30", "--cache", str(tmp_path / "cache"), "--json"])
     assert rc == 0
-    payload = json.loads(capsys.readouterr().out)
+    out = capsys.readouterr()
+    payload = json.loads(out.out)
     assert payload["questions"] == 30 and payload["errors"] == 0 and payload["groups"]["all"]["recall"] > 50
     assert len(load_objects(folder / "objects.jsonl")) == payload["objects"]
+    # what of the run is not the paper's setting: said before the run, and in the JSON
+    from atomgraph.state.arm import ArmContext
+
+    assert payload["extensions"] == ArmContext().extensions() and payload["extensions"]
+    said = [x for x in out.err.splitlines() if x.startswith("ARM settings: the paper's, except ")]
+    assert len(said) == 1 and all(f"{k}={v}" in said[0] for k, v in payload["extensions"].items())
 
 
 def test_cli_retrieve_arm_uses_the_graph_when_a_model_is_given(files, tmp_path, capsys):

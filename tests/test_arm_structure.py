@@ -278,3 +278,61 @@ def test_table_compatibility_scale_weights_only_joins():
     assert got[0, 1] == pytest.approx(0.297) and got[1, 0] == pytest.approx(0.297)  # a join: scaled
     assert got[0, 2] == 0.6 and got[2, 1] == 0.3  # table–passage: untouched
     assert scale_table_links(C, objs, 1.0) is C  # the paper's weight: C as it is
+
+
+ENTITY_PASSAGES = [
+    {"id": "hop1", "kind": "passage", "title": "Ahmed Farah",
+     "text": "Ahmed Farah is a long-distance runner. He was born in Qardho and trained abroad."},
+    {"id": "hop2", "kind": "passage", "title": "Qardho Falls",
+     "text": "The waterfall lies outside Qardho. Its water comes from the plateau in spring."},
+    {"id": "twin1", "kind": "passage", "title": "Bosaso District",
+     "text": "Bosaso District is a district in the Bari region of Somalia."},
+    {"id": "twin2", "kind": "passage", "title": "Iskushuban District",
+     "text": "Iskushuban District is a district in the Bari region of Somalia."},
+    {"id": "twin3", "kind": "passage", "title": "Alula District",
+     "text": "Alula District is a district in the Bari region of Somalia."},
+    {"id": "tab", "kind": "table", "title": "athletes.runner", "text": "runner: runner id, name, birthplace",
+     "database": "athletes", "columns": ["runner_id", "name", "birthplace"]},
+]
+
+
+def test_entity_links_join_passages_by_their_rarest_shared_name(tmp_path):
+    """``entity_links`` (an extension, off in the paper's setting): a passage pair's C is at
+    least e = log(N/df)/log(N) of the rarest capitalised word both contain, the passages sharing
+    an object's rarest words join its expansion candidates, tables are untouched, and off it is
+    Appendix B's C exactly."""
+    import math
+
+    from atomgraph.nodes.arm.structure_alignment import EntityLinks, graded_matrix, neighbour_candidates, neighbours
+    from atomgraph.state.arm import PAPER, ArmContext
+
+    idx = ArmIndex.build([_obj(o) for o in ENTITY_PASSAGES], cache_dir=tmp_path)
+    pos = {o.id: i for i, o in enumerate(idx.objects)}
+    links = EntityLinks.of(idx)
+    assert EntityLinks.of(idx) is links  # built once per index
+    n = len(ENTITY_PASSAGES)
+    # "Qardho" is in two passages: the bridge; "Somalia" / "Bari" in three; the table has no words
+    assert links.score(pos["hop1"], pos["hop2"]) == pytest.approx(math.log(n / 2) / math.log(n))
+    assert links.score(pos["twin1"], pos["twin2"]) == pytest.approx(math.log(n / 3) / math.log(n))
+    assert links.score(pos["hop1"], pos["twin1"]) == 0.0 and links.score(pos["tab"], pos["hop1"]) == 0.0
+
+    ps = list(range(n))
+    off, on = graded_matrix(idx, ps), graded_matrix(idx, ps, entities=True)
+    assert np.all(on >= off - 1e-9) and np.allclose(on, on.T) and np.all(np.diag(on) == 0)
+    h1, h2, t1, t2 = pos["hop1"], pos["hop2"], pos["twin1"], pos["twin2"]
+    assert off[h1, h2] < off[t1, t2]  # Appendix B: near-duplicates outrank the bridge pair
+    assert on[h1, h2] == pytest.approx(max(off[h1, h2], links.score(h1, h2))) and on[h1, h2] > off[h1, h2]
+    assert on[pos["tab"]].tolist() == off[pos["tab"]].tolist()  # tables unchanged
+
+    # candidates: one nearest object by embedding, plus the passages sharing the rarest words
+    near = neighbour_candidates(idx, h1, 1)
+    with_entities = neighbour_candidates(idx, h1, 1, entities=10)
+    assert h2 in with_entities and set(near) <= set(with_entities)
+    assert links.candidates(h1, 10) == [h2]  # only "Qardho" is shared with anyone
+    assert links.candidates(t1, 1) in ([t2], [pos["twin3"]])  # rarest first, one asked
+
+    # the switch: off by default and in the paper's setting, listed as an extension when on
+    assert ArmContext().entity_links is False and PAPER["entity_links"] is False
+    assert ArmContext(paper=True, entity_links=True).entity_links is False
+    assert ArmContext(entity_links=True).extensions() == {**ArmContext().extensions(), "entity_links": True}
+    assert h2 in neighbours(idx, h1, np.zeros(n), 2, ArmContext(entity_links=True, neighbour_candidates=1))

@@ -105,6 +105,10 @@ def _run(args) -> int:
         fn = arm_retriever(index, ctx)
     else:
         fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
+    if args.method == "arm":  # what of the run is not the paper's setting (paper=true: none)
+        ext = ctx.extensions()
+        print("ARM settings: the paper's" + (", except " + ", ".join(f"{k}={v}" for k, v in ext.items()) if ext else "")
+              + " (--set paper=true for the paper's setting)" * bool(ext), file=sys.stderr)
     run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out,
                    progress=not getattr(args, "no_progress", False))
     if args.json:
@@ -112,6 +116,7 @@ def _run(args) -> int:
                    "groups": run.summary, "errors": sum(1 for r in run.records if "error" in r)}
         if args.method == "arm":
             payload["context"] = ctx.to_json()
+            payload["extensions"] = ctx.extensions()
             payload["llm"] = llm is not None
             if no_model:
                 payload["llm_free_because"] = no_model

@@ -388,11 +388,12 @@ def _block_max(S: np.ndarray, owner_a: np.ndarray, owner_b: np.ndarray, n: int) 
 
 
 def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 0.5,
-                  column_headers: str = "table_column") -> np.ndarray:
+                  column_headers: str = "table_column", entities: bool = False) -> np.ndarray:
     """C_ij over the objects at ``positions`` (Appendix B; the compatibility section above), symmetric, zero diagonal.
 
     ``weight`` is w, the share of semantic similarity (1 − w: exact-value similarity);
-    ``column_headers``: how a column's header is written (the compatibility section)."""
+    ``column_headers``: how a column's header is written (the compatibility section);
+    ``entities``: a passage pair's C is at least its entity link (:class:`EntityLinks`, a switch)."""
     ps = list(positions)
     n = len(ps)
     C = np.zeros((n, n), dtype=np.float32)
@@ -435,13 +436,16 @@ def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 
                     T[a, b] = 0.0
         C = np.maximum(C, T)
     C = np.clip(C, 0.0, None)
+    if entities:
+        C = np.maximum(C, EntityLinks.of(index).matrix(ps))
     np.fill_diagonal(C, 0.0)
     return np.maximum(C, C.T).astype(float)
 
 
-def neighbour_candidates(index: ArmIndex, p: int, limit: int) -> list[int]:
+def neighbour_candidates(index: ArmIndex, p: int, limit: int, *, entities: int = 0) -> list[int]:
     """Objects that may be among ``p``'s most compatible: its ``limit`` nearest objects by
-    embedding, the passages it mentions or that mention it, and its database's tables."""
+    embedding, the passages it mentions or that mention it, its database's tables, and (with
+    ``entities`` > 0) that many passages sharing its rarest capitalised words (:class:`EntityLinks`)."""
     out: dict[int, None] = {}
     for q in list(index.mentions[p]) + _mentioned_by(index)[p]:
         out.setdefault(q)
@@ -451,8 +455,89 @@ def neighbour_candidates(index: ArmIndex, p: int, limit: int) -> list[int]:
             out.setdefault(q)
     for q in index.nearest_objects(p, limit + 1):
         out.setdefault(q)
+    if entities > 0:
+        for q in EntityLinks.of(index).candidates(p, entities):
+            out.setdefault(q)
     out.pop(p, None)
     return list(out)
+
+
+# --- entity links (``entity_links=True``, an extension; off in the paper's setting) --------------
+#
+# Appendix B scores a passage pair by its best sentence pair: cosine and word overlap. The
+# passages of a 3–4-hop question are often joined by one rare name instead, the bridge entity
+# ("… was born in Mogadishu" / "Mogadishu is the capital …"), in sentences that are otherwise
+# unalike, while near-duplicate distractors ("X is a town in … of Somalia") score high. With
+# ``entity_links`` a passage pair's C is at least e_ij, the rarity of the rarest capitalised word
+# both passages contain:
+#
+#     e_ij = max over shared words w of  log(N / df(w)) / log(N)
+#
+# (df(w): the passages containing w, ≥ 2 for a shared word; N: the collection's objects; so a
+# name two passages alone share scores 1 − log 2 / log N, a word every passage has 0), and an
+# expanded passage's candidates include the ``ENTITY_CANDIDATES`` passages sharing its rarest
+# such words. Capitalised words are ``[A-Z]`` followed by word characters, apostrophes or
+# hyphens, case-folded, in the title and the text. Tables have none: table pairs are unchanged.
+
+ENTITY_CANDIDATES = 10
+_CAPITALISED = re.compile(r"\b[A-Z][\w'’\-]+")
+
+
+class EntityLinks:
+    """Capitalised words per passage, their document frequencies and postings (built once per
+    index, lazily, thread-safe): :meth:`score`, :meth:`matrix` and :meth:`candidates`."""
+
+    def __init__(self, objects: Sequence[DataObject]):
+        self.words: list[frozenset[str]] = [
+            frozenset() if o.is_table else frozenset(w.casefold() for w in _CAPITALISED.findall(f"{o.title} {o.text}"))
+            for o in objects
+        ]
+        self.postings: dict[str, list[int]] = {}
+        for i, ws in enumerate(self.words):
+            for w in ws:
+                self.postings.setdefault(w, []).append(i)
+        self.n = max(2, len(objects))
+
+    _lock = threading.Lock()
+
+    @classmethod
+    def of(cls, index: ArmIndex) -> "EntityLinks":
+        links = index.__dict__.get("_entity_links")
+        if links is None:
+            with cls._lock:
+                links = index.__dict__.get("_entity_links")
+                if links is None:
+                    links = index.__dict__.setdefault("_entity_links", cls(index.objects))
+        return links
+
+    def rarity(self, word: str) -> float:
+        df = len(self.postings.get(word, ()))
+        return 0.0 if df < 2 else float(np.log(self.n / df) / np.log(self.n))
+
+    def score(self, i: int, j: int) -> float:
+        """e_ij: the rarity of the rarest capitalised word passages ``i`` and ``j`` share (0: none)."""
+        return max((self.rarity(w) for w in self.words[i] & self.words[j]), default=0.0)
+
+    def matrix(self, positions: Sequence[int]) -> np.ndarray:
+        ps = list(positions)
+        E = np.zeros((len(ps), len(ps)), dtype=float)
+        for a, b in itertools.combinations(range(len(ps)), 2):
+            E[a, b] = E[b, a] = self.score(ps[a], ps[b])
+        return E
+
+    def candidates(self, p: int, limit: int) -> list[int]:
+        """The ``limit`` passages sharing ``p``'s rarest capitalised words, rarest word first
+        (ties: the word, then collection order)."""
+        out: dict[int, None] = {}
+        for w in sorted(self.words[p], key=lambda w: (len(self.postings[w]), w)):
+            if len(self.postings[w]) < 2:
+                continue
+            for q in self.postings[w]:
+                if q != p:
+                    out.setdefault(q)
+                    if len(out) >= limit:
+                        return list(out)
+        return list(out)
 
 
 # --- rules compatibility (compatibility="rules", a switch) ----------------------------------
@@ -564,7 +649,8 @@ def compatibility_for(index: ArmIndex, positions: Sequence[int], ctx: ArmContext
     if ctx.compatibility == "rules":
         return compatibility_matrix(index, positions, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
                                     semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
-    return graded_matrix(index, positions, weight=ctx.compatibility_weight, column_headers=ctx.column_headers)
+    return graded_matrix(index, positions, weight=ctx.compatibility_weight, column_headers=ctx.column_headers,
+                         entities=ctx.entity_links)
 
 
 def _mentioned_by(index: ArmIndex) -> list[list[int]]:
@@ -606,10 +692,12 @@ def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int, ctx: ArmC
     if ctx.compatibility == "rules":
         return rule_neighbours(index, p, dense, limit)
     cache = index.__dict__.setdefault("_neighbours", {})
-    key = (p, limit, ctx.compatibility_weight, ctx.neighbour_candidates, ctx.column_headers)
+    key = (p, limit, ctx.compatibility_weight, ctx.neighbour_candidates, ctx.column_headers, ctx.entity_links)
     if key not in cache:
-        cands = neighbour_candidates(index, p, ctx.neighbour_candidates)
-        C = graded_matrix(index, [p] + cands, weight=ctx.compatibility_weight, column_headers=ctx.column_headers)[0, 1:]
+        cands = neighbour_candidates(index, p, ctx.neighbour_candidates,
+                                     entities=ENTITY_CANDIDATES if ctx.entity_links else 0)
+        C = graded_matrix(index, [p] + cands, weight=ctx.compatibility_weight, column_headers=ctx.column_headers,
+                          entities=ctx.entity_links)[0, 1:]
         order = np.argsort(-C, kind="stable")
         cache[key] = [cands[i] for i in order if C[i] > 0][:limit]
     return cache[key]
