@@ -277,6 +277,9 @@ class ArmContext:
         if self.paper:
             for name, value in PAPER.items():
                 setattr(self, name, value)
+        if self.entity_links and self.compatibility != "graded":
+            raise ValueError("entity_links raises graded C_ij; compatibility='rules' has its own title links "
+                             "(set one of the two)")
 
     def extensions(self) -> dict:
         """The fields that differ from the paper's setting (:data:`PAPER`), with their values."""

@@ -335,4 +335,6 @@ def test_entity_links_join_passages_by_their_rarest_shared_name(tmp_path):
     assert ArmContext().entity_links is False and PAPER["entity_links"] is False
     assert ArmContext(paper=True, entity_links=True).entity_links is False
     assert ArmContext(entity_links=True).extensions() == {**ArmContext().extensions(), "entity_links": True}
+    with pytest.raises(ValueError, match="entity_links"):  # rules C has no entity term: said, not ignored
+        ArmContext(entity_links=True, compatibility="rules")
     assert h2 in neighbours(idx, h1, np.zeros(n), 2, ArmContext(entity_links=True, neighbour_candidates=1))

@@ -61,7 +61,8 @@ def _run(args) -> int:
         ctx = ArmContext.validated(**{**_parse_sets(args.set), "k": args.k})
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ConfigError(f"--set {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        where = ".".join(map(str, first["loc"]))
+        raise ConfigError(f"--set {where}: {first['msg']}" if where else f"--set: {first['msg']}") from None
     objects = load_objects(args.objects, encoding=args.encoding)
     questions = load_questions(args.questions, object_ids=[o.id for o in objects], encoding=args.encoding)
     if args.every is not None:
@@ -106,9 +107,9 @@ def _run(args) -> int:
     else:
         fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
     if args.method == "arm":  # what of the run is not the paper's setting (paper=true: none)
-        ext = ctx.extensions()
-        print("ARM settings: the paper's" + (", except " + ", ".join(f"{k}={v}" for k, v in ext.items()) if ext else "")
-              + " (--set paper=true for the paper's setting)" * bool(ext), file=sys.stderr)
+        ext = ", ".join(f"{k}={v}" for k, v in ctx.extensions().items())
+        said = f"the paper's, except {ext} (--set paper=true for the paper's setting)" if ext else "the paper's"
+        print(f"ARM settings: {said}", file=sys.stderr)
     run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out,
                    progress=not getattr(args, "no_progress", False))
     if args.json:
