@@ -61,7 +61,8 @@ def validate_params(cls: type[C], values: Mapping[str, Any]) -> C:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(x) for x in first["loc"])
-        raise ConfigError(f"{cls.__name__} parameter {field!r} is invalid: {first['msg']}") from exc
+        what = f"parameter {field!r} is" if field else "parameters are"  # no field: a rule across fields
+        raise ConfigError(f"{cls.__name__} {what} invalid: {first['msg']}") from exc
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -337,4 +337,9 @@ def test_entity_links_join_passages_by_their_rarest_shared_name(tmp_path):
     assert ArmContext(entity_links=True).extensions() == {**ArmContext().extensions(), "entity_links": True}
     with pytest.raises(ValueError, match="entity_links"):  # rules C has no entity term: said, not ignored
         ArmContext(entity_links=True, compatibility="rules")
+    from atomgraph.errors import ConfigError
+    from atomgraph.state.run import validate_params
+
+    with pytest.raises(ConfigError, match=r"^ArmContext parameters are invalid: .*entity_links"):  # Studio's, lc's path
+        validate_params(ArmContext, {"entity_links": True, "compatibility": "rules"})
     assert h2 in neighbours(idx, h1, np.zeros(n), 2, ArmContext(entity_links=True, neighbour_candidates=1))

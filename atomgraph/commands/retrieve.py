@@ -106,8 +106,9 @@ def _run(args) -> int:
         fn = arm_retriever(index, ctx)
     else:
         fn = llm or (lambda q: retrieve(args.method, q, index, args.k, ctx))
-    if args.method == "arm":  # what of the run is not the paper's setting (paper=true: none)
-        ext = ", ".join(f"{k}={v}" for k, v in ctx.extensions().items())
+    extensions = ctx.extensions() if args.method == "arm" else {}  # what of the run is not the paper's setting
+    if args.method == "arm":
+        ext = ", ".join(f"{k}={v}" for k, v in extensions.items())
         said = f"the paper's, except {ext} (--set paper=true for the paper's setting)" if ext else "the paper's"
         print(f"ARM settings: {said}", file=sys.stderr)
     run = evaluate(fn, questions, objects, method=args.method, k=args.k, out_dir=args.out,
@@ -117,7 +118,7 @@ def _run(args) -> int:
                    "groups": run.summary, "errors": sum(1 for r in run.records if "error" in r)}
         if args.method == "arm":
             payload["context"] = ctx.to_json()
-            payload["extensions"] = ctx.extensions()
+            payload["extensions"] = extensions
             payload["llm"] = llm is not None
             if no_model:
                 payload["llm_free_because"] = no_model
