@@ -22,6 +22,8 @@
 #   full_qkw   full with add_question_keywords=true (the question's own keywords added to the model's, aligned
 #             as the LLM-free path aligns them)
 #   ngrams_qkw  ngrams with add_question_keywords=true
+#   ngrams_qkw_conn  ngrams_qkw with connected_selection=true (each verification cut to its part the draft's
+#             links join; run after ngrams_qkw with the same response cache, its replies are replayed)
 # Objective: $OBJECTIVE = paper (default: the three --set above) or defaults (the project's defaults, what
 # `atomgraph retrieve` runs with no --set: database bonus, keyword coverage and join weight on).
 # Output caps of the local model: $ARM_LOCAL_CAPS (ATOMGRAPH_STAGE_MAX_TOKENS; default below).
@@ -56,6 +58,8 @@ for s in $SETS; do
     free) run free --no-llm ;;
     full_qkw) run full_qkw --no-keywords --set add_question_keywords=true ;;
     ngrams_qkw) run ngrams_qkw --no-keywords --set decompose_constraint=ngrams --set add_question_keywords=true ;;
+    ngrams_qkw_conn) run ngrams_qkw_conn --no-keywords --set decompose_constraint=ngrams --set add_question_keywords=true \
+                       --set connected_selection=true ;;
     *) echo "unknown row $row" >&2; exit 2 ;;
   esac; done
 done

@@ -14,6 +14,10 @@ share of the verifiers' selection weight against the drafts' softmaxed counts; t
 value, 0.5 the default): ``vote_weight=0`` ignores the verdicts, which is the LLM-free vote over the
 same drafts (``verification=false``, Figure 4's "+ SA" bar), so the sweep shows what verification
 adds or costs on the very same drafts (issue 30 item 5, session 11).
+
+``--connected-selection`` re-scores ``aggregation=drafts`` with each verdict cut to the largest part
+of its selection that the draft's links join, as the ``connected_selection`` switch cuts it at run
+time (issue 30 item 5, session 13).
 """
 
 from __future__ import annotations
@@ -30,6 +34,28 @@ def _fill(chosen: list[str], drafts: list[dict], k: int) -> list[str]:
         for i in d["ids"]:
             if len(out) < k and i not in out:
                 out.append(i)
+    return out
+
+
+def connected(records: list[dict]) -> list[dict]:
+    """The records with each verdict cut as ``connected_selection=true`` cuts it (a switch the
+    recorded run may not have had): the largest part of the selection the draft's links join."""
+    from atomgraph.nodes.arm.self_verification import connected_part
+
+    out = []
+    for r in records:
+        tr = dict(r["trace"])
+        links = {d["draft"]: d["links"] for d in tr.get("drafts") or []}
+        verdicts = []
+        for v in tr.get("verdicts") or []:
+            if v.get("selected"):
+                kept, cut = connected_part(v["selected"], links.get(v["draft"], []), v.get("weights") or {})
+                if cut:
+                    v = {**v, "selected": kept, "unconnected": cut,
+                         "weights": {o: w for o, w in (v.get("weights") or {}).items() if o in kept}}
+            verdicts.append(v)
+        tr["verdicts"] = verdicts
+        out.append({**r, "trace": tr})
     return out
 
 
@@ -70,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="+", metavar="NAME=DIR")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--vote-weights", default="", help="comma-separated vote_weight values to re-score 'drafts' at")
+    ap.add_argument("--connected-selection", action="store_true",
+                    help="also re-score with each verdict cut to its connected part (connected_selection=true)")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     weights = [float(x) for x in args.vote_weights.split(",") if x.strip()]
@@ -84,6 +112,12 @@ def main(argv: list[str] | None = None) -> int:
             r["drafts_by_vote_weight"] = {str(w): rows(records, args.k, w)["drafts"] for w in weights}
             print(" " * 18 + " vote_weight " + "  ".join(
                 f"{w}: {x['recall']:.1f}/{x['perfect_recall']:.1f}" for w, x in r["drafts_by_vote_weight"].items()))
+        if args.connected_selection:
+            cut = connected(records)
+            r["connected_selection"] = c = rows(cut, args.k)["drafts"]
+            c["verdicts_cut"] = sum(1 for x in cut for v in x["trace"]["verdicts"] if v.get("unconnected"))
+            print(" " * 18 + f" connected_selection {c['recall']:.1f}/{c['perfect_recall']:.1f} "
+                  f"({c['verdicts_cut']} verdicts cut)")
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     return 0

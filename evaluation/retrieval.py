@@ -148,6 +148,15 @@ def format_summary(run: EvalRun) -> str:
         limit = max((m.get("time_limit_s") or 0 for m in mips), default=0)
         lines.append(f"MIPs: {len(mips)} solved, {len(limited)} stopped at the time limit ({limit:g} s; "
                      f"mip_time_limit_s){': best feasible solution used' if limited else ''}")
+    verdicts = [v for r in run.records if isinstance(r.get("trace"), dict)
+                for v in r["trace"].get("verdicts") or [] if isinstance(v, dict)]
+    if verdicts:  # ARM with a model: what the verifier did with each draft (§3.3)
+        unreadable = sum(1 for v in verdicts if v.get("selected") is None)
+        empty = sum(1 for v in verdicts if v.get("selected") == [])
+        cut = [v for v in verdicts if v.get("unconnected")]
+        lines.append(f"verifications: {len(verdicts)}, {unreadable} unreadable (left out of the vote), {empty} kept "
+                     f"no object" + (f", {len(cut)} cut to their connected part ({sum(len(v['unconnected']) for v in cut)} "
+                                     f"objects; connected_selection)" if cut else ""))
     problems = sum(1 for r in run.records if isinstance(r.get("trace"), dict) and r["trace"].get("problems"))
     if problems:
         lines.append(f"{problems} question(s) recorded problems; see 'problems' in each trace")

@@ -258,13 +258,19 @@ class ArmContext:
     max_draft_changes: Annotated[
         int, Field(description="extension: objects the decoder may add to or drop from one MIP draft (0 = no such stage)", ge=0),
     ] = 0
+    connected_selection: Annotated[
+        bool, Field(description="switch (§3.3 asks the verifier to check that the objects it selects are connected; "
+                                "the paper leaves that to the model): a selection is cut to its largest part joined by "
+                                "the draft's own links (the MIP's chosen pairs); the objects cut are recorded in the "
+                                "verdict ('unconnected') and counted in the run summary"),
+    ] = False
 
     paper: Annotated[
         bool, Field(description="True: the paper's setting, every extension off at once (relevance='cosine', "
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
                                 "compatibility_scale=1, table_compatibility_scale=1, max_links=k-1, served_alignment='grammar', aggregation='drafts', fill_to_k=False, "
                                 "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free', "
-                                "expansion_per_seed=5, add_question_keywords=False, entity_links=False); these fields then take the paper's values whatever else is set"),
+                                "expansion_per_seed=5, add_question_keywords=False, entity_links=False, connected_selection=False); these fields then take the paper's values whatever else is set"),
     ] = False
     add_question_keywords: Annotated[
         bool, Field(description="switch (not the paper's: its keywords come from the model alone): with a model "
@@ -302,5 +308,6 @@ PAPER: dict = {
     "links": "pairs", "compatibility_scale": 1.0, "table_compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
     "aggregation": "drafts", "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
     "decompose_constraint": "free", "expansion_per_seed": 5, "add_question_keywords": False, "entity_links": False,
+    "connected_selection": False,
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""

@@ -96,6 +96,7 @@ class Draft(_DraftChanges):
 
 class _VerdictReading(TypedDict, total=False):
     ignored: list[str]  # names in the reply that are no object of the draft
+    unconnected: list[str]  # connected_selection: selected objects cut, joined to the kept part by no draft link
     reasoning: str
 
 

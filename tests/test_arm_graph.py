@@ -247,6 +247,38 @@ def test_verifications_that_keep_nothing_are_recorded_not_silent(index):
     assert out["retrieved_ids"]  # the drafts' own votes, said
 
 
+def test_connected_selection_cuts_what_no_draft_link_joins_and_says_so(index):
+    """§3.3: the verifier checks "that selected objects are connected". The switch cuts a selection
+    to its largest part joined by the draft's own links, records the cut and counts it in the summary."""
+    from atomgraph.evaluation.retrieval import EvalRun, format_summary
+    from atomgraph.nodes.arm.self_verification import connected_part
+
+    links = [{"a": "t1", "b": "t2", "c": 0.4}, {"a": "t2", "b": "t3", "c": 0.3}]
+    assert connected_part(["t3", "x", "t2"], links, {}) == (["t3", "t2"], ["x"])
+    assert connected_part(["t1", "t3"], links, {}) == (["t1"], ["t3"])  # joined only through t2, which it left out
+    assert connected_part(["t1", "t3"], links, {"t3": -0.2, "t1": -1.5}) == (["t3"], ["t1"])  # the surer name
+    assert connected_part(["t1", "t2"], links, {}) == (["t1", "t2"], [])
+
+    model = good_model()
+    model.stages["arm_verify"] = '{"reasoning": "", "objects": ["p1", "p3"]}'  # the drafts link p1-p2-p3
+    graph = build_arm_graph(model=model, objects=index)
+    out = graph.invoke({"question": QUESTION}, context={"k": 3, "answer": False})
+    assert all(v["selected"] == ["p1", "p3"] and "unconnected" not in v for v in out["trace"]["verdicts"])  # off
+    out = graph.invoke({"question": QUESTION}, context={"k": 3, "answer": False, "connected_selection": True})
+    for d, v in zip(out["trace"]["drafts"], out["trace"]["verdicts"]):
+        assert {tuple(sorted((x["a"], x["b"]))) for x in d["links"]} == {("p1", "p2"), ("p2", "p3")}
+        assert v["selected"] == ["p1"] and v["unconnected"] == ["p3"]
+    assert out["retrieved_ids"][0] == "p1" and len(out["retrieved_ids"]) == 3
+    run = EvalRun("arm", 3, {}, [{"trace": out["trace"]}])
+    n = len(out["trace"]["verdicts"])
+    assert f"verifications: {n}, 0 unreadable (left out of the vote), 0 kept no object, {n} cut to their " \
+           f"connected part ({n} objects; connected_selection)" in format_summary(run)
+    from atomgraph.state.arm import ArmContext
+
+    assert ArmContext(connected_selection=True).extensions() == {**ArmContext().extensions(), "connected_selection": True}
+    assert ArmContext(connected_selection=True, paper=True).connected_selection is False
+
+
 def test_an_echoed_prompt_is_never_keywords(index):
     echo = '["names of entities", "attributes, relations", "denaroqq", "Keywords"]'
     model = good_model()

@@ -10,7 +10,8 @@ keeps the objects that answer the question, and the verified drafts vote.
   or drop up to ``max_draft_changes`` objects of each solver draft before verification;
 - the ``verify`` node: the decoder keeps, per draft, the objects that answer the question (only
   the draft's objects count), with the token log-probabilities of their names where the server
-  returns them;
+  returns them; with ``connected_selection`` (a switch) a selection is cut to its largest part
+  joined by the draft's links (:func:`connected_part`), the cut objects recorded;
 - the ``aggregate`` node: the confidence-weighted vote over the drafts (:func:`aggregate_votes`;
   without verification, :func:`vote_drafts`).
 
@@ -219,11 +220,44 @@ def make_verify_node(art: ArmRuntime) -> Callable:
             for name, oid in named.items():
                 if name in lps:
                     weights[oid] = round(max(weights.get(oid, -1e9), lps[name]), 6)
-            verdicts.append(Verdict(draft=d["draft"], selected=ids, weights=weights, ignored=unknown,
-                                    reasoning=result.value.get("reasoning", ""), problem=None))
+            verdict = Verdict(draft=d["draft"], selected=ids, weights=weights, ignored=unknown,
+                              reasoning=result.value.get("reasoning", ""), problem=None)
+            if ctx.connected_selection:
+                kept, cut = connected_part(ids, d["links"], weights)
+                if cut:
+                    verdict.update(selected=kept, unconnected=cut,
+                                   weights={o: w for o, w in weights.items() if o in kept})
+            verdicts.append(verdict)
         return {"verdicts": verdicts, "llm_calls": [r.call for r in results], "problems": problems}
 
     return verify
+
+
+def connected_part(selected: Sequence[str], links: Sequence[dict],
+                   weights: dict[str, float]) -> tuple[list[str], list[str]]:
+    """The ``connected_selection`` switch: the largest part of a selection joined by the draft's
+    links between selected objects (§3.3: the verifier checks "that selected objects are
+    connected"); ties go to the part holding the best-weighted object, then the first selected.
+    Returns (kept, cut), each in the selection's order."""
+    parent = {o: o for o in selected}
+
+    def root(o: str) -> str:
+        while parent[o] != o:
+            parent[o] = parent[parent[o]]
+            o = parent[o]
+        return o
+
+    for link in links:
+        if link["a"] in parent and link["b"] in parent:
+            parent[root(link["a"])] = root(link["b"])
+    parts: dict[str, list[str]] = {}
+    for o in selected:
+        parts.setdefault(root(o), []).append(o)
+    if len(parts) < 2:
+        return list(selected), []
+    order = {o: i for i, o in enumerate(selected)}
+    best = max(parts.values(), key=lambda p: (len(p), max(weights.get(o, -math.inf) for o in p), -min(order[o] for o in p)))
+    return best, [o for o in selected if o not in best]
 
 
 def make_aggregate_node(art: ArmRuntime) -> Callable:
