@@ -120,8 +120,35 @@ def evaluate(
             fh.close()
     summary = summarize(records)
     if out_dir is not None:
-        (Path(out_dir) / "summary.json").write_text(json.dumps({"method": method, "k": k, "groups": summary}, indent=2))
+        (Path(out_dir) / "summary.json").write_text(json.dumps({"method": method, "k": k, "groups": summary,
+                                                               "counts": run_counts(records)}, indent=2))
     return EvalRun(method, k, summary, records)
+
+
+def run_counts(records: Sequence[dict]) -> dict:
+    """What a run did besides its scores, counted from its records: failed questions, questions
+    whose trace records problems and, for ARM, the distinct drafts per question, the MIPs (how
+    many stopped at CBC's time limit) and the verifications (unreadable, kept nothing, cut by
+    ``connected_selection``). The summary's closing lines, ``summary.json``'s and
+    ``retrieve --json``'s ``counts``."""
+    traces = [r["trace"] for r in records if isinstance(r.get("trace"), dict)]
+    out: dict = {"errors": sum(1 for r in records if "error" in r),
+                 "problems": sum(1 for t in traces if t.get("problems"))}
+    drafts = [t["distinct_drafts"] for t in traces if isinstance(t.get("distinct_drafts"), int)]
+    if drafts:
+        out["distinct_drafts"] = {"mean": round(sum(drafts) / len(drafts), 4),
+                                  "histogram": {n: drafts.count(n) for n in sorted(set(drafts))}}
+    mips = [d.get("mip") or {} for t in traces for d in t.get("drafts") or [] if isinstance(d, dict)]
+    if mips:
+        out["mips"] = {"solved": len(mips), "stopped": sum(1 for m in mips if m.get("status") not in (None, "optimal")),
+                       "time_limit_s": max((m.get("time_limit_s") or 0 for m in mips), default=0)}
+    verdicts = [v for t in traces for v in t.get("verdicts") or [] if isinstance(v, dict)]
+    if verdicts:
+        cut = [v for v in verdicts if v.get("unconnected")]
+        out["verifications"] = {"read": len(verdicts), "unreadable": sum(1 for v in verdicts if v.get("selected") is None),
+                                "kept_nothing": sum(1 for v in verdicts if v.get("selected") == []),
+                                "cut": len(cut), "cut_objects": sum(len(v["unconnected"]) for v in cut)}
+    return out
 
 
 def format_summary(run: EvalRun) -> str:
@@ -133,31 +160,22 @@ def format_summary(run: EvalRun) -> str:
     widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
     lines = [f"method {run.method}, k = {run.k} (percent; PR = perfect recall)"]
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in cells]
-    errors = sum(1 for r in run.records if "error" in r)
-    if errors:
-        lines.append(f"{errors} question(s) failed; see 'error' in the results")
-    drafts = [r["trace"]["distinct_drafts"] for r in run.records
-              if isinstance(r.get("trace"), dict) and isinstance(r["trace"].get("distinct_drafts"), int)]
-    if drafts:  # ARM: how many drafts chose a different set of objects (§3.2.2's three drafts)
-        hist = ", ".join(f"{n}: {drafts.count(n)}" for n in sorted(set(drafts)))
-        lines.append(f"distinct drafts per question: mean {sum(drafts) / len(drafts):.2f} ({hist})")
-    mips = [d.get("mip") or {} for r in run.records if isinstance(r.get("trace"), dict)
-            for d in r["trace"].get("drafts") or [] if isinstance(d, dict)]
-    if mips:  # ARM: a MIP stopped by CBC's time limit gives its best feasible (or the greedy) solution
-        limited = [m for m in mips if m.get("status") not in (None, "optimal")]
-        limit = max((m.get("time_limit_s") or 0 for m in mips), default=0)
-        lines.append(f"MIPs: {len(mips)} solved, {len(limited)} stopped at the time limit ({limit:g} s; "
-                     f"mip_time_limit_s){': best feasible solution used' if limited else ''}")
-    verdicts = [v for r in run.records if isinstance(r.get("trace"), dict)
-                for v in r["trace"].get("verdicts") or [] if isinstance(v, dict)]
-    if verdicts:  # ARM with a model: what the verifier did with each draft (§3.3)
-        unreadable = sum(1 for v in verdicts if v.get("selected") is None)
-        empty = sum(1 for v in verdicts if v.get("selected") == [])
-        cut = [v for v in verdicts if v.get("unconnected")]
-        lines.append(f"verifications: {len(verdicts)}, {unreadable} unreadable (left out of the vote), {empty} kept "
-                     f"no object" + (f", {len(cut)} cut to their connected part ({sum(len(v['unconnected']) for v in cut)} "
-                                     f"objects; connected_selection)" if cut else ""))
-    problems = sum(1 for r in run.records if isinstance(r.get("trace"), dict) and r["trace"].get("problems"))
-    if problems:
-        lines.append(f"{problems} question(s) recorded problems; see 'problems' in each trace")
+    c = run_counts(run.records)
+    if c["errors"]:
+        lines.append(f"{c['errors']} question(s) failed; see 'error' in the results")
+    if "distinct_drafts" in c:  # ARM: how many drafts chose a different set of objects (§3.2.2's three drafts)
+        d = c["distinct_drafts"]
+        hist = ", ".join(f"{n}: {m}" for n, m in d["histogram"].items())
+        lines.append(f"distinct drafts per question: mean {d['mean']:.2f} ({hist})")
+    if "mips" in c:  # ARM: a MIP stopped by CBC's time limit gives its best feasible (or the greedy) solution
+        m = c["mips"]
+        lines.append(f"MIPs: {m['solved']} solved, {m['stopped']} stopped at the time limit ({m['time_limit_s']:g} s; "
+                     f"mip_time_limit_s){': best feasible solution used' if m['stopped'] else ''}")
+    if "verifications" in c:  # ARM with a model: what the verifier did with each draft (§3.3)
+        v = c["verifications"]
+        lines.append(f"verifications: {v['read']}, {v['unreadable']} unreadable (left out of the vote), {v['kept_nothing']} "
+                     f"kept no object" + (f", {v['cut']} cut to their connected part ({v['cut_objects']} objects; "
+                                          f"connected_selection)" if v["cut"] else ""))
+    if c["problems"]:
+        lines.append(f"{c['problems']} question(s) recorded problems; see 'problems' in each trace")
     return "\n".join(lines)

@@ -188,6 +188,14 @@ def test_cli_retrieve_arm_uses_the_graph_when_a_model_is_given(files, tmp_path, 
     payload = json.loads(capsys.readouterr().out)
     assert payload["llm"] is True and payload["errors"] == 0 and payload["context"]["fill_to_k"] is True
     lines = [json.loads(x) for x in (tmp_path / "llm" / "results.jsonl").read_text().splitlines()]
+    # what the run did besides its scores, counted in --json and summary.json alike: every verification kept nothing
+    counts = payload["counts"]
+    verdicts = sum(len(r["trace"]["verdicts"]) for r in lines)
+    assert counts["verifications"] == {"read": verdicts, "unreadable": 0, "kept_nothing": verdicts, "cut": 0,
+                                       "cut_objects": 0} and verdicts >= len(lines)
+    assert counts["problems"] == len(lines) and counts["mips"]["solved"] == sum(len(r["trace"]["drafts"]) for r in lines)
+    assert sum(counts["distinct_drafts"]["histogram"].values()) == len(lines)
+    assert json.loads((tmp_path / "llm" / "summary.json").read_text())["counts"] == counts
     assert all(len(r["retrieved"]) == 3 for r in lines)
     for r in lines:  # the alignment invariant, checked from the --out records
         for a in r["trace"]["alignment"]:

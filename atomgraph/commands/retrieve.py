@@ -49,7 +49,7 @@ def _parse_sets(items: list[str]) -> dict:
 def _run(args) -> int:
     from pydantic import ValidationError
 
-    from atomgraph.evaluation.retrieval import evaluate, format_summary
+    from atomgraph.evaluation.retrieval import evaluate, format_summary, run_counts
     from atomgraph.graphs.arm import retrieve
     from atomgraph.state.arm_graph import ArmGraphContext as ArmContext
     from atomgraph.tools.arm_index import ArmIndex
@@ -115,7 +115,8 @@ def _run(args) -> int:
                    progress=not getattr(args, "no_progress", False))
     if args.json:
         payload = {"method": args.method, "k": args.k, "objects": len(objects), "questions": len(questions),
-                   "groups": run.summary, "errors": sum(1 for r in run.records if "error" in r)}
+                   "groups": run.summary, "errors": sum(1 for r in run.records if "error" in r),
+                   "counts": run_counts(run.records)}
         if args.method == "arm":
             payload["context"] = ctx.to_json()
             payload["extensions"] = extensions
