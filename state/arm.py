@@ -262,7 +262,8 @@ class ArmContext:
         bool, Field(description="switch (§3.3 asks the verifier to check that the objects it selects are connected; "
                                 "the paper leaves that to the model): a selection is cut to its largest part joined by "
                                 "the draft's own links (the MIP's chosen pairs); the objects cut are recorded in the "
-                                "verdict ('unconnected') and counted in the run summary"),
+                                "verdict ('unconnected') and counted in the run summary; with structure_alignment=false (no links) "
+                                "nothing is cut"),
     ] = False
 
     paper: Annotated[

@@ -269,6 +269,9 @@ def test_connected_selection_cuts_what_no_draft_link_joins_and_says_so(index):
         assert {tuple(sorted((x["a"], x["b"]))) for x in d["links"]} == {("p1", "p2"), ("p2", "p3")}
         assert v["selected"] == ["p1"] and v["unconnected"] == ["p3"]
     assert out["retrieved_ids"][0] == "p1" and len(out["retrieved_ids"]) == 3
+    ia = graph.invoke({"question": QUESTION}, context={"k": 3, "answer": False, "connected_selection": True,
+                                                       "structure_alignment": False})
+    assert ia["trace"]["verdicts"] and all("unconnected" not in v for v in ia["trace"]["verdicts"])  # no links drawn
     run = EvalRun("arm", 3, {}, [{"trace": out["trace"]}])
     n = len(out["trace"]["verdicts"])
     assert f"verifications: {n}, 0 unreadable (left out of the vote), 0 kept no object, {n} cut to their " \

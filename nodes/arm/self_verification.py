@@ -222,7 +222,7 @@ def make_verify_node(art: ArmRuntime) -> Callable:
                     weights[oid] = round(max(weights.get(oid, -1e9), lps[name]), 6)
             verdict = Verdict(draft=d["draft"], selected=ids, weights=weights, ignored=unknown,
                               reasoning=result.value.get("reasoning", ""), problem=None)
-            if ctx.connected_selection:
+            if ctx.connected_selection and ctx.structure_alignment:  # information alignment alone draws no links
                 kept, cut = connected_part(ids, d["links"], weights)
                 if cut:
                     verdict.update(selected=kept, unconnected=cut,
