@@ -21,6 +21,8 @@ Positions are indices into ``index.objects``; what goes into the graph state is 
 
 from __future__ import annotations
 
+from array import array
+
 import asyncio
 import itertools
 import re
@@ -485,18 +487,31 @@ _CAPITALISED = re.compile(r"\b[A-Z][\w'’\-]+")
 
 class EntityLinks:
     """Capitalised words per passage, their document frequencies and postings (built once per
-    index, lazily, thread-safe): :meth:`score`, :meth:`matrix` and :meth:`candidates`."""
+    index, lazily, thread-safe): :meth:`score`, :meth:`matrix` and :meth:`candidates`.
+
+    Stored as integer arrays (each word once in ``names``; every passage's sorted word ids and
+    every word's passages as CSR slices): on MuSiQue's passages repeated to 945,000, 23 s to build
+    and 154 bytes a passage (sets of strings took ~2.5 KB), an 80-object matrix in 2 ms (session 13)."""
 
     def __init__(self, objects: Sequence[DataObject]):
-        self.words: list[frozenset[str]] = [
-            frozenset() if o.is_table else frozenset(w.casefold() for w in _CAPITALISED.findall(f"{o.title} {o.text}"))
-            for o in objects
-        ]
-        self.postings: dict[str, list[int]] = {}
-        for i, ws in enumerate(self.words):
-            for w in ws:
-                self.postings.setdefault(w, []).append(i)
+        vocab: dict[str, int] = {}
+        flat = array("i")
+        starts = [0]
+        for o in objects:
+            if not o.is_table:
+                flat.extend(sorted({vocab.setdefault(w.casefold(), len(vocab))
+                                    for w in _CAPITALISED.findall(f"{o.title} {o.text}")}))
+            starts.append(len(flat))
+        self.names: list[str] = list(vocab)  # word id -> the word (case-folded)
         self.n = max(2, len(objects))
+        self._flat = np.frombuffer(flat, dtype=np.int32).copy() if len(flat) else np.zeros(0, dtype=np.int32)
+        self._starts = np.asarray(starts, dtype=np.int64)
+        owner = np.repeat(np.arange(len(objects), dtype=np.int32), np.diff(self._starts))
+        self._postings = owner[np.argsort(self._flat, kind="stable")]  # each word's passages, in collection order
+        self.df = np.bincount(self._flat, minlength=len(self.names))
+        self._post_starts = np.concatenate([[0], np.cumsum(self.df)])
+        with np.errstate(divide="ignore"):
+            self._rarity = np.where(self.df >= 2, np.log(self.n / np.maximum(self.df, 1)) / np.log(self.n), 0.0)
 
     _lock = threading.Lock()
 
@@ -510,29 +525,42 @@ class EntityLinks:
                     links = index.__dict__.setdefault("_entity_links", cls(index.objects))
         return links
 
-    def rarity(self, word: str) -> float:
-        df = len(self.postings.get(word, ()))
-        return 0.0 if df < 2 else float(np.log(self.n / df) / np.log(self.n))
+    def words(self, i: int) -> np.ndarray:
+        """Passage ``i``'s capitalised words (ids into ``names``, sorted)."""
+        return self._flat[self._starts[i]:self._starts[i + 1]]
+
+    def postings(self, w: int) -> np.ndarray:
+        """The passages containing word ``w``, in collection order."""
+        return self._postings[self._post_starts[w]:self._post_starts[w + 1]]
 
     def score(self, i: int, j: int) -> float:
         """e_ij: the rarity of the rarest capitalised word passages ``i`` and ``j`` share (0: none)."""
-        return max((self.rarity(w) for w in self.words[i] & self.words[j]), default=0.0)
+        shared = np.intersect1d(self.words(i), self.words(j), assume_unique=True)
+        return float(self._rarity[shared].max()) if shared.size else 0.0
 
     def matrix(self, positions: Sequence[int]) -> np.ndarray:
+        """e_ij for every pair of ``positions`` (0 on the diagonal)."""
         ps = list(positions)
         E = np.zeros((len(ps), len(ps)), dtype=float)
-        for a, b in itertools.combinations(range(len(ps)), 2):
-            E[a, b] = E[b, a] = self.score(ps[a], ps[b])
+        holders: dict[int, list[int]] = {}
+        for a, p in enumerate(ps):
+            for w in self.words(p).tolist():
+                holders.setdefault(w, []).append(a)
+        for w, at in holders.items():
+            if len(at) > 1 and self._rarity[w] > 0:
+                block = np.ix_(at, at)
+                E[block] = np.maximum(E[block], self._rarity[w])
+        np.fill_diagonal(E, 0.0)
         return E
 
     def candidates(self, p: int, limit: int) -> list[int]:
         """The ``limit`` passages sharing ``p``'s rarest capitalised words, rarest word first
         (ties: the word, then collection order)."""
         out: dict[int, None] = {}
-        for w in sorted(self.words[p], key=lambda w: (len(self.postings[w]), w)):
-            if len(self.postings[w]) < 2:
+        for w in sorted(self.words(p).tolist(), key=lambda w: (int(self.df[w]), self.names[w])):
+            if self.df[w] < 2:
                 continue
-            for q in self.postings[w]:
+            for q in self.postings(w).tolist():
                 if q != p:
                     out.setdefault(q)
                     if len(out) >= limit:
