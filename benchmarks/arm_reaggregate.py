@@ -40,22 +40,13 @@ def _fill(chosen: list[str], drafts: list[dict], k: int) -> list[str]:
 def connected(records: list[dict]) -> list[dict]:
     """The records with each verdict cut as ``connected_selection=true`` cuts it (a switch the
     recorded run may not have had): the largest part of the selection the draft's links join."""
-    from atomgraph.nodes.arm.self_verification import connected_part
+    from atomgraph.nodes.arm.self_verification import cut_to_connected
 
     out = []
     for r in records:
-        tr = dict(r["trace"])
-        links = {d["draft"]: d["links"] for d in tr.get("drafts") or []}
-        verdicts = []
-        for v in tr.get("verdicts") or []:
-            if v.get("selected"):
-                kept, cut = connected_part(v["selected"], links.get(v["draft"], []), v.get("weights") or {})
-                if cut:
-                    v = {**v, "selected": kept, "unconnected": cut,
-                         "weights": {o: w for o, w in (v.get("weights") or {}).items() if o in kept}}
-            verdicts.append(v)
-        tr["verdicts"] = verdicts
-        out.append({**r, "trace": tr})
+        links = {d["draft"]: d["links"] for d in r["trace"].get("drafts") or []}
+        verdicts = [cut_to_connected(v, links.get(v["draft"], [])) for v in r["trace"].get("verdicts") or []]
+        out.append({**r, "trace": {**r["trace"], "verdicts": verdicts}})
     return out
 
 

@@ -223,10 +223,7 @@ def make_verify_node(art: ArmRuntime) -> Callable:
             verdict = Verdict(draft=d["draft"], selected=ids, weights=weights, ignored=unknown,
                               reasoning=result.value.get("reasoning", ""), problem=None)
             if ctx.connected_selection and ctx.structure_alignment:  # information alignment alone draws no links
-                kept, cut = connected_part(ids, d["links"], weights)
-                if cut:
-                    verdict.update(selected=kept, unconnected=cut,
-                                   weights={o: w for o, w in weights.items() if o in kept})
+                verdict = cut_to_connected(verdict, d["links"])
             verdicts.append(verdict)
         return {"verdicts": verdicts, "llm_calls": [r.call for r in results], "problems": problems}
 
@@ -258,6 +255,19 @@ def connected_part(selected: Sequence[str], links: Sequence[dict],
     order = {o: i for i, o in enumerate(selected)}
     best = max(parts.values(), key=lambda p: (len(p), max(weights.get(o, -math.inf) for o in p), -min(order[o] for o in p)))
     return best, [o for o in selected if o not in best]
+
+
+def cut_to_connected(verdict: Verdict, links: Sequence[dict]) -> Verdict:
+    """The verdict with its selection cut to :func:`connected_part` (a copy; the verdict itself
+    when nothing is cut): the cut objects in ``unconnected``, their weights dropped."""
+    if not verdict.get("selected"):
+        return verdict
+    weights = verdict.get("weights") or {}
+    kept, cut = connected_part(verdict["selected"], links, weights)
+    if not cut:
+        return verdict
+    return Verdict(**{**verdict, "selected": kept, "unconnected": cut,
+                      "weights": {o: w for o, w in weights.items() if o in kept}})
 
 
 def make_aggregate_node(art: ArmRuntime) -> Callable:
