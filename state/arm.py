@@ -174,7 +174,8 @@ class ArmContext:
         bool, Field(description="extension (off = paper): graded C_ij of two passages is at least the rarity of the "
                                 "rarest capitalised word both contain (log(N/df)/log(N)), and an expanded passage's "
                                 "candidates include the 10 passages sharing its rarest such words: the bridge entity "
-                                "of a multi-hop question (issue 30, session 12); tables unchanged"),
+                                "of a multi-hop question (issue 30, session 12); in a draft's C a word the question says "
+                                "links nothing (session 13: the bridge is the name it leaves unsaid); tables unchanged"),
     ] = False
     column_headers: Annotated[
         Literal["table_column", "column"],

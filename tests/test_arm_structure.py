@@ -323,6 +323,11 @@ def test_entity_links_join_passages_by_their_rarest_shared_name(tmp_path):
     assert off[h1, h2] < off[t1, t2]  # Appendix B: near-duplicates outrank the bridge pair
     assert on[h1, h2] == pytest.approx(max(off[h1, h2], links.score(h1, h2))) and on[h1, h2] > off[h1, h2]
     assert on[pos["tab"]].tolist() == off[pos["tab"]].tolist()  # tables unchanged
+    # a name the question says is not the bridge it leaves unsaid: in a draft's C it links nothing
+    said = graded_matrix(idx, ps, entities=True, said="What waterfall lies near QARDHO's market?")
+    assert said[h1, h2] == pytest.approx(off[h1, h2]) and said[t1, t2] == pytest.approx(on[t1, t2])
+    assert links.matrix([h1, h2], said="Which river runs by Qardho?")[0, 1] == 0.0
+    assert links.matrix([h1, h2], said="Which river runs by Bosaso?")[0, 1] == pytest.approx(links.score(h1, h2))
 
     # candidates: one nearest object by embedding, plus the passages sharing the rarest words
     near = neighbour_candidates(idx, h1, 1)

@@ -696,6 +696,7 @@ class Scores:
     bm25: np.ndarray
     dense: np.ndarray
     keyword: list[np.ndarray] = field(default_factory=list)
+    question: str = ""
 
     @classmethod
     def of(cls, index: ArmIndex, question: str, groups: Sequence[Sequence[str]],
@@ -711,7 +712,7 @@ class Scores:
             b = index.bm25_scores([t for n in g for t in tokens(n)])
             d = index.dense_scores(", ".join(g))
             per_kw.append(bm25_weight * _minmax(b) + (1 - bm25_weight) * _minmax(d))
-        return cls(index.bm25_scores(query), index.dense_scores(question), per_kw)
+        return cls(index.bm25_scores(query), index.dense_scores(question), per_kw, question)
 
     def relevance(self, positions: Sequence[int], how: str = "cosine", bm25_weight: float = 0.3) -> np.ndarray:
         """R_i over ``positions`` (§3.2.2): ``"cosine"`` (the paper's: the cosine similarity of the

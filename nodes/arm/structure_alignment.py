@@ -161,7 +161,7 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
     if not ctx.structure_alignment:
         C = np.zeros((len(ps), len(ps)))
     else:
-        C = scale_table_links(compatibility_for(index, ps, ctx) * ctx.compatibility_scale, objs,
+        C = scale_table_links(compatibility_for(index, ps, ctx, said=scores.question) * ctx.compatibility_scale, objs,
                               ctx.table_compatibility_scale)
     res = solve_structure(R, C, ctx.k, max_links=ctx.max_links, time_limit_s=ctx.mip_time_limit_s,
                           links_rule=ctx.links, coverage=keyword_coverage(scores, ps, ctx.coverage_weight))
@@ -390,12 +390,13 @@ def _block_max(S: np.ndarray, owner_a: np.ndarray, owner_b: np.ndarray, n: int) 
 
 
 def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 0.5,
-                  column_headers: str = "table_column", entities: bool = False) -> np.ndarray:
+                  column_headers: str = "table_column", entities: bool = False, said: str = "") -> np.ndarray:
     """C_ij over the objects at ``positions`` (Appendix B; the compatibility section above), symmetric, zero diagonal.
 
     ``weight`` is w, the share of semantic similarity (1 − w: exact-value similarity);
     ``column_headers``: how a column's header is written (the compatibility section);
-    ``entities``: a passage pair's C is at least its entity link (:class:`EntityLinks`, a switch)."""
+    ``entities``: a passage pair's C is at least its entity link (:class:`EntityLinks`, a switch),
+    not counting the words of ``said`` (the question, for a draft's C)."""
     ps = list(positions)
     n = len(ps)
     C = np.zeros((n, n), dtype=np.float32)
@@ -439,7 +440,7 @@ def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 
         C = np.maximum(C, T)
     C = np.clip(C, 0.0, None)
     if entities:
-        C = np.maximum(C, EntityLinks.of(index).matrix(ps))
+        C = np.maximum(C, EntityLinks.of(index).matrix(ps, said=said))
     np.fill_diagonal(C, 0.0)
     return np.maximum(C, C.T).astype(float)
 
@@ -480,9 +481,16 @@ def neighbour_candidates(index: ArmIndex, p: int, limit: int, *, entities: int =
 # expanded passage's candidates include the ``ENTITY_CANDIDATES`` passages sharing its rarest
 # such words. Capitalised words are ``[A-Z]`` followed by word characters, apostrophes or
 # hyphens, case-folded, in the title and the text. Tables have none: table pairs are unchanged.
+#
+# In a draft's C (:func:`solve_draft`) the words the question itself says (any case, possessives
+# also without 's) link nothing: the bridge of a multi-hop question is the name it leaves
+# unsaid, while passages sharing a name it says are near-duplicates the keywords find anyway
+# (session 13, all 100: MuSiQue 40 -> 41 PR, HotpotQA 82 -> 85; never lower on a half). An
+# object's expansion candidates and most compatible objects, cached per object, keep every name.
 
 ENTITY_CANDIDATES = 10
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’\-]+")
+_WORD = re.compile(r"[\w'’\-]+")
 
 
 class EntityLinks:
@@ -503,6 +511,7 @@ class EntityLinks:
                                     for w in _CAPITALISED.findall(f"{o.title} {o.text}")}))
             starts.append(len(flat))
         self.names: list[str] = list(vocab)  # word id -> the word (case-folded)
+        self._ids = vocab
         self.n = max(2, len(objects))
         self._flat = np.frombuffer(flat, dtype=np.int32).copy() if len(flat) else np.zeros(0, dtype=np.int32)
         self._starts = np.asarray(starts, dtype=np.int64)
@@ -538,8 +547,21 @@ class EntityLinks:
         shared = np.intersect1d(self.words(i), self.words(j), assume_unique=True)
         return float(self._rarity[shared].max()) if shared.size else 0.0
 
-    def matrix(self, positions: Sequence[int]) -> np.ndarray:
-        """e_ij for every pair of ``positions`` (0 on the diagonal)."""
+    @staticmethod
+    def words_in(text: str) -> set[str]:
+        """Every word of ``text`` as a capitalised word is stored (case-folded), capitalised or not,
+        and a possessive also without its 's ("Love's": "love's" and "love")."""
+        words = {w.casefold() for w in _WORD.findall(text)}
+        return words | {w[:-2] for w in words if len(w) > 2 and w[-2:] in ("'s", "’s")}
+
+    def matrix(self, positions: Sequence[int], said: str = "") -> np.ndarray:
+        """e_ij for every pair of ``positions`` (0 on the diagonal), not counting the words of
+        ``said``: a name the question says is not the bridge it leaves unsaid."""
+        rarity = self._rarity
+        drop = [self._ids[w] for w in self.words_in(said) if w in self._ids] if said else []
+        if drop:
+            rarity = rarity.copy()
+            rarity[drop] = 0.0
         ps = list(positions)
         E = np.zeros((len(ps), len(ps)), dtype=float)
         holders: dict[int, list[int]] = {}
@@ -547,9 +569,9 @@ class EntityLinks:
             for w in self.words(p).tolist():
                 holders.setdefault(w, []).append(a)
         for w, at in holders.items():
-            if len(at) > 1 and self._rarity[w] > 0:
+            if len(at) > 1 and rarity[w] > 0:
                 block = np.ix_(at, at)
-                E[block] = np.maximum(E[block], self._rarity[w])
+                E[block] = np.maximum(E[block], rarity[w])
         np.fill_diagonal(E, 0.0)
         return E
 
@@ -672,13 +694,14 @@ def compatibility_matrix(
 
 # --- the run's C_ij and an object's most compatible objects (§3.2.2's expansion) -------------
 
-def compatibility_for(index: ArmIndex, positions: Sequence[int], ctx: ArmContext) -> np.ndarray:
-    """C_ij over ``positions`` by the run's ``compatibility`` (graded: Appendix B)."""
+def compatibility_for(index: ArmIndex, positions: Sequence[int], ctx: ArmContext, *, said: str = "") -> np.ndarray:
+    """C_ij over ``positions`` by the run's ``compatibility`` (graded: Appendix B); ``said``: the
+    question, whose own words join no passages by ``entity_links``."""
     if ctx.compatibility == "rules":
         return compatibility_matrix(index, positions, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
                                     semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
     return graded_matrix(index, positions, weight=ctx.compatibility_weight, column_headers=ctx.column_headers,
-                         entities=ctx.entity_links)
+                         entities=ctx.entity_links, said=said)
 
 
 def _mentioned_by(index: ArmIndex) -> list[list[int]]:
