@@ -21,13 +21,12 @@ Positions are indices into ``index.objects``; what goes into the graph state is 
 
 from __future__ import annotations
 
-from array import array
-
 import asyncio
 import itertools
 import re
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
