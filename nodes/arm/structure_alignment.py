@@ -557,10 +557,7 @@ class EntityLinks:
         """e_ij for every pair of ``positions`` (0 on the diagonal), not counting the words of
         ``said``: a name the question says is not the bridge it leaves unsaid."""
         rarity = self._rarity
-        drop = [self._ids[w] for w in self.words_in(said) if w in self._ids] if said else []
-        if drop:
-            rarity = rarity.copy()
-            rarity[drop] = 0.0
+        drop = {self._ids[w] for w in self.words_in(said) if w in self._ids} if said else set()
         ps = list(positions)
         E = np.zeros((len(ps), len(ps)), dtype=float)
         holders: dict[int, list[int]] = {}
@@ -568,7 +565,7 @@ class EntityLinks:
             for w in self.words(p).tolist():
                 holders.setdefault(w, []).append(a)
         for w, at in holders.items():
-            if len(at) > 1 and rarity[w] > 0:
+            if len(at) > 1 and rarity[w] > 0 and w not in drop:
                 block = np.ix_(at, at)
                 E[block] = np.maximum(E[block], rarity[w])
         np.fill_diagonal(E, 0.0)
