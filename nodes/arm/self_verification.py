@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.arm.structure_alignment import column_compatibility, sentences
+from atomgraph.nodes.arm.structure_alignment import column_compatibility, find_root, sentences
 from atomgraph.prompts.arm import DRAFT, VERIFY, changes_schema, selection_schema
 from atomgraph.state.arm_graph import ArmState, Draft, Verdict, Vote
 from atomgraph.tools.arm_index import ArmIndex, title_key, tokens
@@ -236,20 +236,16 @@ def connected_part(selected: Sequence[str], links: Sequence[dict],
     links between selected objects (§3.3: the verifier checks "that selected objects are
     connected"); ties go to the part holding the best-weighted object, then the first selected.
     Returns (kept, cut), each in the selection's order."""
-    parent = {o: o for o in selected}
-
-    def root(o: str) -> str:
-        while parent[o] != o:
-            parent[o] = parent[parent[o]]
-            o = parent[o]
-        return o
-
+    chosen = set(selected)
+    parent: dict[str, str] = {}
     for link in links:
-        if link["a"] in parent and link["b"] in parent:
-            parent[root(link["a"])] = root(link["b"])
+        if link["a"] in chosen and link["b"] in chosen:
+            ra, rb = find_root(parent, link["a"]), find_root(parent, link["b"])
+            if ra != rb:
+                parent[ra] = rb
     parts: dict[str, list[str]] = {}
     for o in selected:
-        parts.setdefault(root(o), []).append(o)
+        parts.setdefault(find_root(parent, o), []).append(o)
     if len(parts) < 2:
         return list(selected), []
     order = {o: i for i, o in enumerate(selected)}

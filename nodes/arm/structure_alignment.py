@@ -809,18 +809,22 @@ def _pairs(C: np.ndarray) -> list[tuple[int, int, float]]:
 LINK_RULES = ("forest", "pairs")
 
 
+def find_root(parent: dict, x: Any) -> Any:
+    """Disjoint sets kept as a parent map (a key it lacks is its own root): ``x``'s root, the
+    path halved on the way. :func:`_forest` (Kruskal) and the verifier's ``connected_selection``
+    (:func:`atomgraph.nodes.arm.self_verification.connected_part`) both join objects with it."""
+    while parent.get(x, x) != x:
+        parent[x] = parent.get(parent[x], parent[x])
+        x = parent[x]
+    return x
+
+
 def _forest(links: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
     """The heaviest spanning forest of ``links`` (Kruskal; ``links`` sorted best first)."""
     parent: dict[int, int] = {}
-
-    def root(x: int) -> int:
-        while parent.get(x, x) != x:
-            x = parent[x]
-        return x
-
     kept = []
     for a, b, c in links:
-        ra, rb = root(a), root(b)
+        ra, rb = find_root(parent, a), find_root(parent, b)
         if ra != rb:
             parent[ra] = rb
             kept.append((a, b, c))
