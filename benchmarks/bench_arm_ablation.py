@@ -32,7 +32,9 @@ drafts' own votes, no verification) over one index per set:
   a number the paper does not give) (issue 30, session 6: MuSiQue's levers).
   ``dense5``: ``dense_pool=5`` (the question's 5 nearest objects join the base set; an extension).
   ``ent``: ``entity_links=true`` (passages linked by the rarest capitalised word they share; an
-  extension, session 12); ``ent_dense5``: with ``dense_pool=5`` as well.
+  extension, session 12); ``ent_dense5``: with ``dense_pool=5`` as well. ``title``:
+  ``same_title_links=false`` (passages of one title link nothing; an extension, session 14);
+  ``ent_title``: with ``entity_links=true`` as well.
 
 Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
 report adds the distinct drafts per question (histogram and mean), the MIP statuses and the
@@ -76,6 +78,8 @@ CONFIGS: dict[str, dict | None] = {
     "dense5": {"dense_pool": 5},
     "ent": {"entity_links": True},
     "ent_dense5": {"entity_links": True, "dense_pool": 5},
+    "title": {"same_title_links": False},
+    "ent_title": {"entity_links": True, "same_title_links": False},
 }
 
 

@@ -11,8 +11,8 @@ draft add/drop stage. The project additions on by default are
 ``database_weight``, ``coverage_weight`` (0 is the paper) and ``table_compatibility_scale``
 (0.33, JAR's relevance-to-join weights; 1 is the paper) — measured extensions listed in the
 deviation table; ``relevance="mix"``, ``compatibility="rules"``, ``links="forest"``,
-``served_alignment="shortlist"``, ``aggregation="verified"``, ``fill_to_k``, ``max_draft_changes`` and
-``entity_links`` are named switches, off. ``paper=True`` sets every one of them to the paper's value at once
+``served_alignment="shortlist"``, ``aggregation="verified"``, ``fill_to_k``, ``max_draft_changes``,
+``entity_links`` and ``same_title_links=False`` are named switches, off. ``paper=True`` sets every one of them to the paper's value at once
 (:data:`PAPER`); :meth:`ArmContext.extensions` lists what a run has on.
 
 ``coverage_weight`` was chosen on every 5th Bird dev question (JAR's release, 307; README)
@@ -177,6 +177,12 @@ class ArmContext:
                                 "of a multi-hop question (issue 30, session 12); in a draft's C a word the question says "
                                 "links nothing (session 13: the bridge is the name it leaves unsaid); tables unchanged"),
     ] = False
+    same_title_links: Annotated[
+        bool, Field(description="False = extension (True = paper, C_ij as computed): passages that share a title are "
+                                "paragraphs of one document and link nothing, in a draft's C and in the expansion "
+                                "(a link joins two documents; MuSiQue's collection splits 85 articles into several "
+                                "passages whose title units match at C = 1; issue 30, session 14); tables unchanged"),
+    ] = True
     column_headers: Annotated[
         Literal["table_column", "column"],
         Field(description="graded C_ij of tables: a column's header written with its table's name ('table_column', "
@@ -272,7 +278,7 @@ class ArmContext:
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
                                 "compatibility_scale=1, table_compatibility_scale=1, max_links=k-1, served_alignment='grammar', aggregation='drafts', fill_to_k=False, "
                                 "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free', "
-                                "expansion_per_seed=5, add_question_keywords=False, entity_links=False, connected_selection=False); these fields then take the paper's values whatever else is set"),
+                                "expansion_per_seed=5, add_question_keywords=False, entity_links=False, connected_selection=False, same_title_links=True); these fields then take the paper's values whatever else is set"),
     ] = False
     add_question_keywords: Annotated[
         bool, Field(description="switch (not the paper's: its keywords come from the model alone): with a model "
@@ -310,6 +316,6 @@ PAPER: dict = {
     "links": "pairs", "compatibility_scale": 1.0, "table_compatibility_scale": 1.0, "max_links": -1, "served_alignment": "grammar",
     "aggregation": "drafts", "fill_to_k": False, "max_draft_changes": 0, "bm25_pool": 0, "dense_pool": 0, "first_expansion": 0,
     "decompose_constraint": "free", "expansion_per_seed": 5, "add_question_keywords": False, "entity_links": False,
-    "connected_selection": False,
+    "connected_selection": False, "same_title_links": True,
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""

@@ -348,3 +348,56 @@ def test_entity_links_join_passages_by_their_rarest_shared_name(tmp_path):
     with pytest.raises(ConfigError, match=r"^ArmContext parameters are invalid: .*entity_links"):  # Studio's, lc's path
         validate_params(ArmContext, {"entity_links": True, "compatibility": "rules"})
     assert h2 in neighbours(idx, h1, np.zeros(n), 2, ArmContext(entity_links=True, neighbour_candidates=1))
+
+
+SAME_TITLE_PASSAGES = [
+    {"id": "hop1", "kind": "passage", "title": "Johnnycake",
+     "text": "Johnnycake is a hamlet in Dunmore County. It lies on the old mill road."},
+    {"id": "hop2", "kind": "passage", "title": "Dunmore County",
+     "text": "Dunmore County borders Carrow County to the north. Its seat is Elmsford."},
+    {"id": "para1", "kind": "passage", "title": "Carrow",
+     "text": "Carrow has a total area of 42 square miles. Carrow is bordered by a lake to the east."},
+    {"id": "para2", "kind": "passage", "title": "Carrow",
+     "text": "Carrow has a total area of 42 square miles, including two of water. It is hilly."},
+    {"id": "tab", "kind": "table", "title": "places.town", "text": "town: town id, name, county",
+     "database": "places", "columns": ["town_id", "name", "county"]},
+]
+
+
+def test_same_title_passages_link_nothing_when_switched_off(tmp_path):
+    """``same_title_links=False`` (an extension; True is the paper's C): two passages that share
+    a title are paragraphs of one document, so their C is 0 in a draft's C (both compatibility
+    kinds) and neither is the other's expansion neighbour; other pairs and tables keep their C."""
+    from atomgraph.nodes.arm.structure_alignment import compatibility_for, neighbours, unlink_same_title
+    from atomgraph.state.arm import PAPER, ArmContext
+
+    idx = ArmIndex.build([_obj(o) for o in SAME_TITLE_PASSAGES], cache_dir=tmp_path)
+    pos = {o.id: i for i, o in enumerate(idx.objects)}
+    ps = list(range(len(idx.objects)))
+    p1, p2, h1, h2 = pos["para1"], pos["para2"], pos["hop1"], pos["hop2"]
+    for kind in ("graded", "rules"):
+        paper = compatibility_for(idx, ps, ArmContext(compatibility=kind, link_weight=1.0))
+        ours = compatibility_for(idx, ps, ArmContext(compatibility=kind, link_weight=1.0, same_title_links=False))
+        assert paper[p1, p2] > 0 and ours[p1, p2] == ours[p2, p1] == 0.0, kind
+        mask = np.ones_like(paper, dtype=bool)
+        mask[p1, p2] = mask[p2, p1] = False
+        assert np.array_equal(paper[mask], ours[mask]), kind  # every other pair as it was
+    graded = compatibility_for(idx, ps, ArmContext())
+    assert graded[p1, p2] == pytest.approx(1.0)  # the title units match: the paper's C ranks the twins first
+    assert graded[p1, p2] > graded[h1, h2]
+    C = np.ones((2, 2))
+    assert unlink_same_title(C, [idx.objects[p1], idx.objects[p2]]).sum() == 0 and C.sum() == 4  # a copy
+    tables = [idx.objects[pos["tab"]], idx.objects[pos["tab"]]]
+    assert unlink_same_title(np.ones((2, 2)), tables).sum() == 4  # tables unchanged
+
+    dense = np.zeros(len(ps))
+    assert p2 in neighbours(idx, p1, dense, 3, ArmContext())
+    assert p2 not in neighbours(idx, p1, dense, 3, ArmContext(same_title_links=False))
+    assert neighbours(idx, p1, dense, 3, ArmContext(same_title_links=False))  # still expands to the others
+    for kind in ("rules",):
+        ctx = ArmContext(compatibility=kind, same_title_links=False)
+        assert p2 not in neighbours(idx, p1, dense, 3, ctx)
+
+    assert ArmContext().same_title_links is True and PAPER["same_title_links"] is True
+    assert ArmContext(paper=True, same_title_links=False).same_title_links is True
+    assert ArmContext(same_title_links=False).extensions() == {**ArmContext().extensions(), "same_title_links": False}

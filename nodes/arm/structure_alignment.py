@@ -692,12 +692,35 @@ def compatibility_matrix(
 
 def compatibility_for(index: ArmIndex, positions: Sequence[int], ctx: ArmContext, *, said: str = "") -> np.ndarray:
     """C_ij over ``positions`` by the run's ``compatibility`` (graded: Appendix B); ``said``: the
-    question, whose own words join no passages by ``entity_links``."""
+    question, whose own words join no passages by ``entity_links``; ``same_title_links=False``:
+    passages of one title link nothing (:func:`unlink_same_title`)."""
     if ctx.compatibility == "rules":
-        return compatibility_matrix(index, positions, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
-                                    semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
-    return graded_matrix(index, positions, weight=ctx.compatibility_weight, column_headers=ctx.column_headers,
-                         entities=ctx.entity_links, said=said)
+        C = compatibility_matrix(index, positions, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
+                                 semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
+    else:
+        C = graded_matrix(index, positions, weight=ctx.compatibility_weight, column_headers=ctx.column_headers,
+                          entities=ctx.entity_links, said=said)
+    if not ctx.same_title_links:
+        C = unlink_same_title(C, [index.objects[p] for p in positions])
+    return C
+
+
+def unlink_same_title(C: np.ndarray, objects: Sequence[DataObject]) -> np.ndarray:
+    """C with 0 between every two passages that share a title (``same_title_links=False``).
+
+    Such passages are paragraphs of one document (MuSiQue's collection splits 85 articles so):
+    their title units match at C = 1 and their sentences often repeat, so with the paper's C two
+    paragraphs of one distractor article outweigh the link from a question's first hop to its
+    second, which joins two documents. The paper's collections hold one passage per document."""
+    groups: dict[str, list[int]] = {}
+    for i, o in enumerate(objects):
+        if not o.is_table:
+            groups.setdefault(o.title, []).append(i)
+    C = np.array(C, dtype=float, copy=True)
+    for members in groups.values():
+        if len(members) > 1:
+            C[np.ix_(members, members)] = 0.0
+    return C
 
 
 def _mentioned_by(index: ArmIndex) -> list[list[int]]:
@@ -710,9 +733,10 @@ def _mentioned_by(index: ArmIndex) -> list[list[int]]:
     return index._mentioned_by
 
 
-def rule_neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int) -> list[int]:
+def rule_neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int, *, same_title: bool = True) -> list[int]:
     """``compatibility="rules"``: passages linked by a title mention either way; tables
-    joinable with a table by the column rules (same database), best first."""
+    joinable with a table by the column rules (same database), best first; ``same_title=False``:
+    not the passages of ``p``'s own title."""
     if limit <= 0:
         return []
     obj = index.objects[p]
@@ -726,7 +750,8 @@ def rule_neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int) -> l
                 v = table_compatibility(obj, o)
                 if v > 0:
                     scored[q] = max(scored.get(q, 0.0), v)
-    ranked = sorted(scored, key=lambda q: (-scored[q], -float(dense[q])))
+    ranked = sorted((q for q in scored if same_title or not _same_title(index, p, q)),
+                    key=lambda q: (-scored[q], -float(dense[q])))
     return ranked[:limit]
 
 
@@ -737,17 +762,24 @@ def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int, ctx: ArmC
     if limit <= 0:
         return []
     if ctx.compatibility == "rules":
-        return rule_neighbours(index, p, dense, limit)
+        return rule_neighbours(index, p, dense, limit, same_title=ctx.same_title_links)
     cache = index.__dict__.setdefault("_neighbours", {})
-    key = (p, limit, ctx.compatibility_weight, ctx.neighbour_candidates, ctx.column_headers, ctx.entity_links)
+    key = (p, limit, ctx.compatibility_weight, ctx.neighbour_candidates, ctx.column_headers, ctx.entity_links,
+           ctx.same_title_links)
     if key not in cache:
         cands = neighbour_candidates(index, p, ctx.neighbour_candidates,
                                      entities=ENTITY_CANDIDATES if ctx.entity_links else 0)
         C = graded_matrix(index, [p] + cands, weight=ctx.compatibility_weight, column_headers=ctx.column_headers,
                           entities=ctx.entity_links)[0, 1:]
         order = np.argsort(-C, kind="stable")
-        cache[key] = [cands[i] for i in order if C[i] > 0][:limit]
+        cache[key] = [cands[i] for i in order
+                      if C[i] > 0 and (ctx.same_title_links or not _same_title(index, p, cands[i]))][:limit]
     return cache[key]
+
+
+def _same_title(index: ArmIndex, p: int, q: int) -> bool:
+    a, b = index.objects[p], index.objects[q]
+    return not a.is_table and not b.is_table and a.title == b.title
 
 
 # --- the MIP (§3.2.2, Appendix B) -------------------------------------------------------------------
