@@ -2,7 +2,7 @@
 on ../shared/data/retrieval/* at k = 5 (issue 30).
 
     python -m benchmarks.bench_arm_ablation [--datasets hotpotqa,musique,spider] [--every N] \
-        [--configs dense,ia,sa1,sa,paper,mix] [--mip-time-limit S] [--out F.json]
+        [--configs dense,ia,sa1,sa,paper,mix,ent_title] [--mip-time-limit S] [--out F.json]
 
 Every configuration runs the one ARM pipeline (the ``arm`` graph, ``llm=False``: keywords
 replayed where the question has them — Spider — else the question's own corpus n-grams; the
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--every", type=int, default=1, help="every Nth question of each set")
     ap.add_argument("--spider-every", type=int, help="Spider's own --every (default: --every)")
-    ap.add_argument("--configs", default="dense,ia,sa1,sa,paper,mix")
+    ap.add_argument("--configs", default="dense,ia,sa1,sa,paper,mix,ent_title")
     ap.add_argument("--set", action="append", metavar="NAME=VALUE", help="applied to every ARM configuration")
     ap.add_argument("--mip-time-limit", type=float, default=20.0, help="CBC's limit per MIP (s) for every ARM configuration")
     ap.add_argument("--out")
