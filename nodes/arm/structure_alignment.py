@@ -769,11 +769,9 @@ def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int, ctx: ArmC
     if key not in cache:
         cands = neighbour_candidates(index, p, ctx.neighbour_candidates,
                                      entities=ENTITY_CANDIDATES if ctx.entity_links else 0)
-        C = graded_matrix(index, [p] + cands, weight=ctx.compatibility_weight, column_headers=ctx.column_headers,
-                          entities=ctx.entity_links)[0, 1:]
+        C = compatibility_for(index, [p] + cands, ctx)[0, 1:]  # the run's C; no question: every name counts
         order = np.argsort(-C, kind="stable")
-        cache[key] = [cands[i] for i in order
-                      if C[i] > 0 and (ctx.same_title_links or not _same_title(index, p, cands[i]))][:limit]
+        cache[key] = [cands[i] for i in order if C[i] > 0][:limit]
     return cache[key]
 
 
