@@ -714,8 +714,8 @@ def unlink_same_title(C: np.ndarray, objects: Sequence[DataObject]) -> np.ndarra
     second, which joins two documents. The paper's collections hold one passage per document."""
     groups: dict[str, list[int]] = {}
     for i, o in enumerate(objects):
-        if not o.is_table:
-            groups.setdefault(o.title, []).append(i)
+        if (doc := _document(o)) is not None:
+            groups.setdefault(doc, []).append(i)
     C = np.array(C, dtype=float, copy=True)
     for members in groups.values():
         if len(members) > 1:
@@ -775,9 +775,15 @@ def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int, ctx: ArmC
     return cache[key]
 
 
+def _document(o: DataObject) -> str | None:
+    """The document a passage is a paragraph of (its title), the unit ``same_title_links=False``
+    keeps apart; None for a table."""
+    return None if o.is_table else o.title
+
+
 def _same_title(index: ArmIndex, p: int, q: int) -> bool:
-    a, b = index.objects[p], index.objects[q]
-    return not a.is_table and not b.is_table and a.title == b.title
+    doc = _document(index.objects[p])
+    return doc is not None and doc == _document(index.objects[q])
 
 
 # --- the MIP (§3.2.2, Appendix B) -------------------------------------------------------------------
