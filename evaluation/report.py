@@ -23,7 +23,7 @@ from atomgraph.evaluation.metrics import aggregate_scores, mean
 from atomgraph.state.run import models_cost
 from atomgraph.evaluation.records import read_records
 from atomgraph.jsonl import UTF8_ONLY, check_file, read_json
-from atomgraph.evaluation.runner import PREDICTIONS, RUN_META
+from atomgraph.evaluation.runner import PREDICTIONS, RUN_META, suspect_counts
 
 
 def load_run(path: str | os.PathLike) -> tuple[dict, list[dict]]:
@@ -88,6 +88,7 @@ def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tupl
         "errors": sum(1 for r in records if r.get("error")),
         "stopped": sum(1 for r in records if r.get("stopped")),
         **_fallback_counts(records),
+        **suspect_counts(records),
     }
 
 
@@ -118,6 +119,15 @@ def _fmt(x: float, digits: int = 2) -> str:
     return f"{x:.{digits}f}"
 
 
+def _suspect_cell(r: dict) -> str:
+    """Retrieved passages that addressed the model: how many, in how many examples, how many dropped."""
+    n = int(r.get("suspect_evidence") or 0)
+    if not n:
+        return "0"
+    dropped = int(r.get("dropped_evidence") or 0)
+    return f"{n} in {r.get('suspect_examples', 0)} q" + (f", {dropped} dropped" if dropped else "")
+
+
 def markdown_tables(rows: Sequence[dict]) -> str:
     """One Markdown table per dataset (rows in the order given)."""
     by_dataset: dict[str, list[dict]] = defaultdict(list)
@@ -131,7 +141,7 @@ def markdown_tables(rows: Sequence[dict]) -> str:
         if has_retrieval:
             head += ["ret. P", "ret. R", "perfect R"]
         head += ["LLM calls", "cached", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s",
-                 "errors", "stopped", "by fallback", "fallbacks"]
+                 "errors", "stopped", "by fallback", "fallbacks", "suspect evidence"]
         lines = [f"### {dataset}", ""]
         for r in rs:  # a run answered only by fallbacks says so before its table
             if r.get("answered") and r.get("answered_by_fallback") == r.get("answered"):
@@ -152,7 +162,8 @@ def markdown_tables(rows: Sequence[dict]) -> str:
             by = r.get("answered_by_fallback", 0)
             all_by = bool(by) and by == r.get("answered")
             cells += [f"{by} of {r.get('answered', 0)}" + (" (ALL)" if all_by else ""),
-                      "; ".join(f"{n} {k}" for k, n in (r.get("fallbacks") or {}).items()) or "0"]
+                      "; ".join(f"{n} {k}" for k, n in (r.get("fallbacks") or {}).items()) or "0",
+                      _suspect_cell(r)]
             lines.append("| " + " | ".join(cells) + " |")
         unpriced = sorted({m for r in rs for m in r["unpriced_models"]})
         if unpriced:

@@ -54,7 +54,7 @@ def make_answer_node(rt: MethodRuntime, stage: Stage[str], *, with_reasoning: bo
         trace = {
             "method": stage.name,
             "response": shown_reply(result) or "",
-            "evidence": [e.model_dump(include={"id", "title", "source", "url", "text"}) for e in evidence],
+            "evidence": [e.view() for e in evidence],
             "unavailable_sources": dict(rt.sources().unavailable) if "evidence" in values else {},
         }
         out: dict[str, Any] = {

@@ -75,6 +75,7 @@ class AtomHit(BaseModel):
     text: str = ""  # the chunk's text
     score: float  # the hit's score on the run's delta_metric (the best atom's, for a chunk-backup hit)
     via: Via = "proposal"  # proposals, backup 1 (the question against atoms), backup 2 (chunk retrieval)
+    suspect_instruction: bool = False  # its atom or chunk addresses the model (atomgraph.injection)
 
 
 class Round(BaseModel):

@@ -85,6 +85,10 @@ class RunChoices:
         "Knowledge sources for this run, by name (e.g. [\"wikipedia\", \"wikidata\"]). "
         "Empty: the sources the graph was built with, or the settings' sources."))] = \
         dataclasses.field(default_factory=list)
+    drop_suspect_evidence: Annotated[bool | None, Field(description=(
+        "Drop retrieved passages that address the model (instruction phrasing, role markers, 'answer X': "
+        "atomgraph.injection) before any prompt sees them; off: they are flagged and counted only. "
+        "Blank: the settings' drop_suspect_evidence."))] = None
 
 
 def run_context() -> Any:
@@ -197,6 +201,8 @@ class RetrieverCall(BaseModel):
     hits: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    suspect: int = 0  # hits that address the model (atomgraph.injection), flagged or dropped
+    dropped: int = 0  # of those, dropped before any prompt (drop_suspect_evidence)
 
 
 def add_records(current: list | None, new: list | None) -> list[dict]:
@@ -356,21 +362,31 @@ class Evidence(BaseModel):
     id: str | None = None  # passage id / entity id
     score: float | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # it addresses the model (instruction phrasing, role markers, "answer X"): atomgraph.injection
+    suspect_instruction: bool = False
 
     def render(self) -> str:
         """'Title | text', the papers' passage format."""
         return f"{self.title} | {self.text}" if self.title else self.text
 
+    def view(self, fields: Iterable[str] = ("id", "title", "source", "url", "text")) -> dict[str, Any]:
+        """The item as a trace shows it: ``fields``, and ``suspect_instruction: true`` when flagged."""
+        out = self.model_dump(include=set(fields))
+        return {**out, "suspect_instruction": True} if self.suspect_instruction else out
+
 
 def render_evidence(items: list[Evidence], max_chars_per_item: int = 1200) -> str:
-    """Numbered lines ``[1] Title | text`` for a prompt."""
+    """Numbered lines ``[1] Title | text`` for a prompt, fenced as data (``<evidence>`` ...
+    ``</evidence>``: :func:`atomgraph.injection.fence`); ``""`` for none."""
+    from atomgraph.injection import fence
+
     lines = []
     for i, ev in enumerate(items, 1):
         text = ev.render()
         if len(text) > max_chars_per_item:
             text = text[: max_chars_per_item - 3] + "..."
         lines.append(f"[{i}] {text}")
-    return "\n".join(lines)
+    return fence("\n".join(lines))
 
 
 # --- The one output contract every method graph returns, and the runner, ``atomgraph ask``,

@@ -430,7 +430,8 @@ def best_answered(state: AtomRState) -> NodeRun | None:
 
 def evidence_trace(run: NodeRun, max_chars: int = 400) -> list[dict]:
     return [
-        {"source": e.source, "title": e.title, "text": e.text[:max_chars], "url": e.url, "score": e.score}
+        {"source": e.source, "title": e.title, "text": e.text[:max_chars], "url": e.url, "score": e.score,
+         **({"suspect_instruction": True} if e.suspect_instruction else {})}
         for e in run.evidence
     ]
 

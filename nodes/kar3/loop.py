@@ -242,9 +242,11 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
                 groups, secs, err = await timed(index.search_atoms, queries, k, params.delta, via,
                                                 params.delta_metric)
                 span.fail(err) if err else span.end(hit_evidence(h, "atoms") for g in groups or [] for h in g)
-            groups = groups or [[] for _ in queries]
-            for q, g in zip(queries, groups):
-                calls.append(RetrieverCall(source="atoms", query=q, hits=len(g), latency_s=secs / len(queries), error=err))
+            screened = [screen_hits(g, rt.drop_suspect()) for g in groups or [[] for _ in queries]]
+            groups = [g for g, _, _ in screened]
+            for q, (g, suspect, dropped) in zip(queries, screened):
+                calls.append(RetrieverCall(source="atoms", query=q, hits=len(g), latency_s=secs / len(queries), error=err,
+                                           suspect=suspect, dropped=dropped))
             found = (merge_hits if params.dedupe_candidates else in_order)(groups, exclude)
             r.tiers.append({"via": via, "queries": len(queries), "k": k, "hits": len(found), **({"error": err} if err else {})})
             if err:
@@ -260,7 +262,7 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
             hits = await atoms([question], "question")
             if not hits:
                 r.notes.append(f"backup 2: the question against the chunks ({gate}), each shown with its best atom")
-                hits = await chunk_hits(index, question, params, exclude, r, calls)
+                hits = await chunk_hits(index, question, params, exclude, r, calls, rt.drop_suspect())
         r.hits = hits
         exit_reason = loop_exit("retrieve", r, state.get("chosen") or [], params)
         return {"rounds": rounds[:-1] + [r], "retriever_calls": calls, "exit": exit_reason}
@@ -268,16 +270,25 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
     return retrieve
 
 
+def screen_hits(hits: list[AtomHit], drop: bool) -> tuple[list[AtomHit], int, int]:
+    """``(kept, suspect, dropped)``: hits whose atom or chunk addresses the model
+    (:mod:`atomgraph.injection`) marked ``suspect_instruction``, or left out when ``drop``."""
+    from atomgraph.injection import screen
+
+    return screen(hits, lambda h: f"{h.atom}\n{h.title} | {h.text}", drop=drop)
+
+
 async def chunk_hits(index, question: str, params: Kar3Context, exclude: set[str], r: Round,
-                     calls: list[RetrieverCall]) -> list[AtomHit]:
+                     calls: list[RetrieverCall], drop: bool = False) -> list[AtomHit]:
     """Backup 2: the question against the chunks (top ``chunk_top_k``, gated by δ), recorded on the round."""
     async with retriever_run("kar3_chunks", question, tags=["source:chunks"],
                              metadata={"k": params.chunk_top_k}) as span:
         found, secs, err = await timed(index.search_chunks, question, params.chunk_top_k, exclude, params.delta,
                                        params.delta_metric)
         span.fail(err) if err else span.end(hit_evidence(h, "chunks") for h in found or [])
-    found = found or []
-    calls.append(RetrieverCall(source="chunks", query=question, hits=len(found), latency_s=secs, error=err))
+    found, suspect, dropped = screen_hits(found or [], drop)
+    calls.append(RetrieverCall(source="chunks", query=question, hits=len(found), latency_s=secs, error=err,
+                               suspect=suspect, dropped=dropped))
     r.tiers.append({"via": "chunk", "queries": 1, "k": params.chunk_top_k, "hits": len(found),
                     **({"error": err} if err else {})})
     if err:
@@ -389,7 +400,8 @@ def make_answer_node(rt: Kar3Runtime) -> Callable:
             "rounds": [r.model_dump() for r in rounds],
             "exit": exit_reason,
             "exit_text": EXIT_TEXT.get(exit_reason or "", ""),
-            "chosen": [h.model_dump(include={"chunk_id", "title", "atom", "score", "via"}) for h in chosen],
+            "chosen": [h.model_dump(include={"chunk_id", "title", "atom", "score", "via"}
+                                    | ({"suspect_instruction"} if h.suspect_instruction else set())) for h in chosen],
             "response": response,
             "usage": usage_of(calls),
         }
