@@ -24,9 +24,9 @@ looks like the fence (``<evidence``, ``</ evidence>``, in any case) has its ``<`
 A passage that matches is *suspect*: every method marks it in its trace (the evidence item's
 ``suspect_instruction: true``; KAR³'s hits and ARM's candidates likewise) and counts it on the
 retrieval's record (``RetrieverCall.suspect``); ``eval run`` and ``eval report`` add them up.
-With the ``drop_suspect_evidence`` setting (or the run's context field of that name) a suspect
-passage is dropped before any prompt sees it, and counted as ``dropped``; by default it is
-flagged only. The patterns are deliberately narrow (instruction phrasing, not topics): on the
+With the ``drop_suspect_evidence`` setting (or the run's context field of that name, which can
+turn dropping on for a run but never off) a suspect passage is dropped before any prompt sees it,
+and counted as ``dropped``; by default it is flagged only. The patterns are deliberately narrow (instruction phrasing, not topics): on the
 demo pack's 97 passages none matches.
 """
 

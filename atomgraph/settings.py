@@ -209,7 +209,8 @@ class _Settings(BaseSettings):
     drop_suspect_evidence: bool = Field(
         False, description="Drop retrieved passages that address the model (instruction phrasing, role markers, "
                            "'answer X': atomgraph.injection) before any prompt sees them; off: flag and count "
-                           "them only. A run's context field of the same name overrides it.")
+                           "them only. A run's context field of the same name can turn dropping on for that run, "
+                           "never off.")
     chroma_path: str = ".atomgraph/chroma"
     chroma_host: str | None = Field(None, description="Chroma server host; embedded storage when unset.")
     chroma_port: int = 8000

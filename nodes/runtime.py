@@ -375,10 +375,10 @@ class MethodRuntime(Generic[C]):
                                    args=args, question=question, drop_suspect=self.drop_suspect())
 
     def drop_suspect(self) -> bool:
-        """Whether this run drops retrieved passages that address the model: the run's context
-        ``drop_suspect_evidence`` where it sets one, else the settings' (default off: flag only)."""
-        chosen = self.run_choices().drop_suspect_evidence
-        return bool(self.settings().drop_suspect_evidence if chosen is None else chosen)
+        """Whether this run drops retrieved passages that address the model: the settings'
+        ``drop_suspect_evidence`` (default off: flag only), or the run's context asking for it. A
+        run's context can turn dropping on, never off where the operator's settings turn it on."""
+        return bool(self.settings().drop_suspect_evidence or self.run_choices().drop_suspect_evidence)
 
 
 # --- source selection -----------------------------------------------------------------------

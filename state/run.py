@@ -87,8 +87,8 @@ class RunChoices:
         dataclasses.field(default_factory=list)
     drop_suspect_evidence: Annotated[bool | None, Field(description=(
         "Drop retrieved passages that address the model (instruction phrasing, role markers, 'answer X': "
-        "atomgraph.injection) before any prompt sees them; off: they are flagged and counted only. "
-        "Blank: the settings' drop_suspect_evidence."))] = None
+        "atomgraph.injection) before any prompt sees them; off or blank: the settings' drop_suspect_evidence "
+        "(a run turns dropping on, never off where the settings turn it on)."))] = None
 
 
 def run_context() -> Any:

@@ -136,3 +136,14 @@ def test_flagging_marks_the_trace_item(knowledge):
     marked = [e for e in out["trace"]["evidence"] if e.get("suspect_instruction")]
     assert [e["text"] for e in marked] == [POISON["text"]] and flagged(out["trace"])
     assert [c["suspect"] for c in out["retriever_calls"]] == [1]
+
+
+def test_a_run_context_cannot_turn_off_the_operators_drop(knowledge):
+    from atomgraph.graphs.registry import build_method
+    from atomgraph.settings import Settings
+
+    graph = build_method("rag", model=obedient(SCRIPTS["rag"]()), sources=[knowledge.wiki()],
+                         settings=Settings(cache=False, drop_suspect_evidence=True))
+    out = graph.invoke({"question": Q}, context={"drop_suspect_evidence": False})
+    assert [(c["suspect"], c["dropped"]) for c in out["retriever_calls"]] == [(1, 1)]
+    assert POISON["text"] not in json.dumps(out["trace"])
