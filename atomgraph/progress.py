@@ -14,7 +14,6 @@ at the end, each with the count, the rate and the ETA, so a long job in a log is
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any, TextIO
@@ -34,7 +33,9 @@ def duration(seconds: float) -> str:
 
 def _every_s() -> float:
     try:
-        value = float(os.environ.get("ATOMGRAPH_PROGRESS_EVERY", DEFAULT_EVERY_S))
+        from atomgraph.environment import env_value
+
+        value = float(env_value("ATOMGRAPH_PROGRESS_EVERY") or DEFAULT_EVERY_S)
     except ValueError:
         return DEFAULT_EVERY_S
     return value if value > 0 else DEFAULT_EVERY_S

@@ -109,7 +109,8 @@ class ArmRetriever(_MethodRetriever):
         return cls(graph=graph, index=index, search_kwargs={"k": k}, context=context)
 
     def _run_context(self, k: int | None) -> dict:
-        return {"fill_to_k": True, **self.context, "k": self._k(k), "answer": False}
+        top_up = {} if self.context.get("paper") else {"fill_to_k": True}  # paper=true sets it (False)
+        return {**top_up, **self.context, "k": self._k(k), "answer": False}
 
     def _index(self, ctx: dict):
         if self.index is None:

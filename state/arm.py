@@ -54,7 +54,7 @@ MIP stopped at the 0.5 s limit under CPU load, so that question's answer varies 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -278,7 +278,7 @@ class ArmContext:
                                 "database_weight=0, coverage_weight=0, compatibility='graded', links='pairs', "
                                 "compatibility_scale=1, table_compatibility_scale=1, max_links=k-1, served_alignment='grammar', aggregation='drafts', fill_to_k=False, "
                                 "max_draft_changes=0, bm25_pool=0, dense_pool=0, first_expansion=0, decompose_constraint='free', "
-                                "expansion_per_seed=5, add_question_keywords=False, entity_links=False, connected_selection=False, same_title_links=True); these fields then take the paper's values whatever else is set"),
+                                "expansion_per_seed=5, add_question_keywords=False, entity_links=False, connected_selection=False, same_title_links=True); these fields then take the paper's values, and another value given for one of them is refused as a conflict"),
     ] = False
     add_question_keywords: Annotated[
         bool, Field(description="switch (not the paper's: its keywords come from the model alone): with a model "
@@ -289,11 +289,24 @@ class ArmContext:
 
     def __post_init__(self) -> None:
         if self.paper:
+            conflicts = paper_conflicts(self, {f.name: getattr(self, f.name) for f in fields(self)
+                                              if getattr(self, f.name) != f.default})
+            if conflicts:
+                raise ValueError(conflicts)
             for name, value in PAPER.items():
                 setattr(self, name, value)
         if self.entity_links and self.compatibility != "graded":
             raise ValueError("entity_links raises graded C_ij; compatibility='rules' has its own title links "
                              "(set one of the two)")
+
+    @classmethod
+    def conflicts(cls, values: dict) -> str:
+        """The conflict among explicitly given ``values`` (a run's context, a recipe's ``[settings.arm]``
+        with its ``--set`` values), as one line; '' when none: ``paper=True`` beside an explicit value
+        of a field it sets."""
+        if values.get("paper") is not True:
+            return ""
+        return paper_conflicts(None, {k: v for k, v in values.items() if k != "paper"})
 
     def extensions(self) -> dict:
         """The fields that differ from the paper's setting (:data:`PAPER`), with their values."""
@@ -319,3 +332,15 @@ PAPER: dict = {
     "connected_selection": False, "same_title_links": True,
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""
+
+
+def paper_conflicts(context: "ArmContext | None", explicit: dict) -> str:
+    """The conflict of ``paper=True`` with explicit values of fields it sets (``explicit``: field →
+    value as given; values equal to the paper's are no conflict), as one line; '' when none."""
+    odd = sorted(k for k, v in explicit.items() if k in PAPER and v != PAPER[k])
+    if not odd:
+        return ""
+    given = ", ".join(f"{k}={explicit[k]!r}" for k in odd)
+    paper = ", ".join(f"{k}={PAPER[k]!r}" for k in odd)
+    return (f"paper=true sets {paper}; the explicit {given} conflicts with it: drop paper=true or "
+            f"{'that value' if len(odd) == 1 else 'those values'}")

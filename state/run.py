@@ -56,6 +56,10 @@ def validate_params(cls: type[C], values: Mapping[str, Any]) -> C:
     if unknown:
         raise ConfigError(f"unknown {cls.__name__} parameter(s): {', '.join(unknown)}; "
                           f"known: {', '.join(param_names(cls))}")
+    conflict = getattr(cls, "conflicts", None)
+    message = conflict(dict(values)) if callable(conflict) else ""
+    if message:
+        raise ConfigError(f"{cls.__name__} parameters conflict: {message}")
     try:
         return _adapter(cls).validate_python(dict(values))
     except ValidationError as exc:

@@ -279,7 +279,8 @@ def test_connected_selection_cuts_what_no_draft_link_joins_and_says_so(index):
     from atomgraph.state.arm import ArmContext
 
     assert ArmContext(connected_selection=True).extensions() == {**ArmContext().extensions(), "connected_selection": True}
-    assert ArmContext(connected_selection=True, paper=True).connected_selection is False
+    with pytest.raises(ValueError, match="paper=true sets connected_selection=False"):  # a conflict, said
+        ArmContext(connected_selection=True, paper=True)
 
 
 def test_an_echoed_prompt_is_never_keywords(index):
@@ -420,4 +421,5 @@ def test_question_keywords_switch_adds_the_questions_own_keywords(index):
     assert "add_question_keywords" in trace["decoding"]["why"]
     assert ArmContext(add_question_keywords=True).extensions() == {
         "database_weight": 1.0, "coverage_weight": 1.0, "table_compatibility_scale": 0.33, "add_question_keywords": True}
-    assert ArmContext(paper=True, add_question_keywords=True).add_question_keywords is False
+    with pytest.raises(ValueError, match="add_question_keywords=True conflicts"):
+        ArmContext(paper=True, add_question_keywords=True)

@@ -246,8 +246,11 @@ def test_paper_switch_turns_every_extension_off_at_once():
 
     assert ArmContext().extensions() == {"database_weight": 1.0, "coverage_weight": 1.0,  # the measured extensions on
                                          "table_compatibility_scale": 0.33}
-    ctx = ArmContext.validated(paper=True, coverage_weight=2.0, relevance="mix", served_alignment="shortlist")
+    ctx = ArmContext.validated(paper=True)
     assert ctx.extensions() == {} and all(getattr(ctx, k) == v for k, v in PAPER.items())
+    assert ArmContext.validated(paper=True, relevance="cosine").extensions() == {}  # the paper's value: no conflict
+    with pytest.raises(ValueError, match="coverage_weight=2.0, relevance='mix', served_alignment='shortlist' conflicts"):
+        ArmContext.validated(paper=True, coverage_weight=2.0, relevance="mix", served_alignment="shortlist")
     assert ArmContext().relevance == "cosine" and ArmContext().served_alignment == "grammar"  # the paper's by default
 
 

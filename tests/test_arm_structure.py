@@ -250,13 +250,15 @@ def test_drafts_are_the_base_set_and_its_expansions_by_default(tmp_path):
 
 def test_expansion_adds_the_papers_k_objects_per_seed_and_paper_mode_keeps_it(tmp_path):
     """§3.2.2 "for each base object, we add its k most compatible objects" (the paper's k = 5):
-    the default, and the value ``paper=True`` sets whatever else is given."""
+    the default, and the value ``paper=True`` sets (another value beside it is a conflict)."""
     from atomgraph.nodes.arm.information_alignment import Scores, base_pool
     from atomgraph.nodes.arm.structure_alignment import expand
     from atomgraph.state.arm import PAPER, ArmContext
 
     assert ArmContext().expansion_per_seed == 5 and PAPER["expansion_per_seed"] == 5
-    assert ArmContext(paper=True, expansion_per_seed=3).expansion_per_seed == 5
+    assert ArmContext(paper=True).expansion_per_seed == 5
+    with pytest.raises(ValueError, match="expansion_per_seed=3 conflicts"):
+        ArmContext(paper=True, expansion_per_seed=3)
     assert ArmContext(expansion_per_seed=3).extensions()["expansion_per_seed"] == 3  # 3 (before) is a deviation
     assert "expansion_per_seed" not in ArmContext().extensions()
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
@@ -338,7 +340,8 @@ def test_entity_links_join_passages_by_their_rarest_shared_name(tmp_path):
 
     # the switch: off by default and in the paper's setting, listed as an extension when on
     assert ArmContext().entity_links is False and PAPER["entity_links"] is False
-    assert ArmContext(paper=True, entity_links=True).entity_links is False
+    with pytest.raises(ValueError, match="entity_links=True conflicts"):
+        ArmContext(paper=True, entity_links=True)
     assert ArmContext(entity_links=True).extensions() == {**ArmContext().extensions(), "entity_links": True}
     with pytest.raises(ValueError, match="entity_links"):  # rules C has no entity term: said, not ignored
         ArmContext(entity_links=True, compatibility="rules")
@@ -398,5 +401,6 @@ def test_same_title_passages_link_nothing_when_switched_off(tmp_path):
     assert p2 not in neighbours(idx, p1, dense, 3, ArmContext(compatibility="rules", same_title_links=False))
 
     assert ArmContext().same_title_links is True and PAPER["same_title_links"] is True
-    assert ArmContext(paper=True, same_title_links=False).same_title_links is True
+    with pytest.raises(ValueError, match="same_title_links=False conflicts"):
+        ArmContext(paper=True, same_title_links=False)
     assert ArmContext(same_title_links=False).extensions() == {**ArmContext().extensions(), "same_title_links": False}

@@ -51,6 +51,7 @@ from typing import Iterable, Iterator, Sequence, TextIO
 
 import numpy as np
 
+from atomgraph.environment import env_value
 from atomgraph.errors import AtomgraphError
 from atomgraph.files import atomic_dir
 from atomgraph.tools.objects import Chunk, DataObject, chunk_object, split_identifier
@@ -311,7 +312,7 @@ def content_key(objects: Sequence[DataObject], model_id: str, *, rows_per_chunk:
 
 def default_cache_dir() -> Path:
     """``$ATOMGRAPH_ARM_CACHE``, else ``$XDG_CACHE_HOME/atomgraph/arm-index`` (``~/.cache``)."""
-    env = os.environ.get("ATOMGRAPH_ARM_CACHE")
+    env = env_value("ATOMGRAPH_ARM_CACHE")
     if env:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -319,8 +320,8 @@ def default_cache_dir() -> Path:
 
 
 def _env_default(name: str, default, convert):
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
+    raw = env_value(name)
+    if raw is None:
         return default
     try:
         return convert(raw.strip())

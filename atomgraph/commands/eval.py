@@ -21,6 +21,7 @@ import os
 import sys
 from pathlib import Path
 
+from atomgraph.environment import env_value
 from atomgraph.commands.common import (add_deadline_arg, add_model_source_args, model_and_sources, plain_help,
                                        print_json, seconds)
 from atomgraph.evaluation.runner import MAX_CONCURRENCY
@@ -49,6 +50,10 @@ def register(sub) -> None:
                    help="a paper setting (models, embeddings, parameters, dataset) from evaluation/recipes; "
                         "'--recipe --list' lists them with the paper's numbers")
     r.add_argument("--list", action="store_true", help="with --recipe: list the recipes")
+    r.add_argument("--data-dir", metavar="DIR",
+                   help="the shared data folder named datasets are read from (default: $ATOMGRAPH_SHARED_DATA, else "
+                        "./shared/data or ../shared/data; a recipe run does not read the variable, only this option); "
+                        "printed and recorded in run.json with each file's sha256")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", default=None,
                    help="set one setting explicitly (repeatable; atomr.prompt_pack=musique, temperature=0.2): the only "
                         "way the environment's or atomgraph.toml's values reach a recipe run; listed in run.json")
@@ -169,7 +174,9 @@ def _apply_recipe(args):
     if ignored:
         print("  not applied (the environment or atomgraph.toml; a recipe is sealed, use --set KEY=VALUE): "
               + ", ".join(f"{k}={v!r}" for k, v in ignored.items()), file=sys.stderr)
-    args.run_info = {"recipe": recipe.name, "set": {k: v for k, v in sets.items()},
+    args.run_info = {"recipe": recipe.name, "paper": recipe.paper, "table": recipe.table, "row": recipe.row,
+                     "metric": recipe.metric, "paper_values": dict(recipe.paper_values),
+                     "set": {k: v for k, v in sets.items()},
                      "not_applied": {k: ("***" if "key" in k.lower() else v) for k, v in ignored.items()}}
     if options:
         args.run_info["options"] = options
@@ -179,6 +186,40 @@ def _apply_recipe(args):
 
 
 def cmd_run(args) -> int:
+    from contextlib import ExitStack
+
+    from atomgraph.environment import sealed_environment
+    from atomgraph.evaluation.datasets import using_data_dir
+
+    with ExitStack() as stack:
+        if args.recipe is not None and not (args.list or args.recipe == ""):
+            stack.enter_context(sealed_environment())  # a recipe reads no run-choosing variable (printed as not applied)
+        if getattr(args, "data_dir", None):
+            print(f"  --data-dir {args.data_dir}", file=sys.stderr)
+            stack.enter_context(using_data_dir(args.data_dir))
+        return _run(args)
+
+
+def _data_files(dataset: str) -> list[dict]:
+    """The files a dataset run evaluates, each with its resolved path and sha256 (run.json's
+    ``run.data``), so a run says what it read."""
+    import hashlib
+
+    from atomgraph.evaluation.datasets import DATASETS, data_dir
+
+    paths = [data_dir() / rel for rel in DATASETS[dataset][0]] if dataset in DATASETS else [Path(dataset)]
+    out = []
+    for p in paths:
+        if p.is_file():
+            h = hashlib.sha256()
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            out.append({"path": str(p.resolve()), "sha256": h.hexdigest()})
+    return out
+
+
+def _run(args) -> int:
     from atomgraph.errors import ConfigError
     from atomgraph.evaluation.runner import describe_outcome, run_eval
 
@@ -201,7 +242,7 @@ def cmd_run(args) -> int:
         args.run_info = {"set": sets}
         for k, v in sets.items():
             print(f"  --set {k}={v!r}", file=sys.stderr)
-    if args.server and recipe is None and os.environ.get("ATOMGRAPH_MODEL_FACTORY") and not args.model_factory:
+    if args.server and recipe is None and env_value("ATOMGRAPH_MODEL_FACTORY") and not args.model_factory:
         print("  $ATOMGRAPH_MODEL_FACTORY not applied: a server run uses the server's models (name one with --model)",
               file=sys.stderr)
     settings, model, sources = model_and_sources(args, require_model=False,
@@ -213,6 +254,12 @@ def cmd_run(args) -> int:
 
     _, _, applied = apply_dataset_setting(args.method, args.dataset, settings, sources_given=sources is not None)
     print(f"{args.method} on {args.dataset}: {describe_applied(applied)}", file=sys.stderr)
+    args.run_info = {**(getattr(args, "run_info", None) or {}), "data": _data_files(args.dataset)}
+    if recipe is None:  # an unsealed run takes the run-choosing variables: recorded with what they chose
+        from atomgraph.environment import run_choosing_set
+
+        if run_choosing_set():
+            args.run_info["environment"] = run_choosing_set()
     server = {}
     if args.server:
         server = {"server": args.server, "server_context": server_context(args, settings),

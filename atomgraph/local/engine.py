@@ -108,7 +108,9 @@ def local_threads(requested: int | None = None) -> int:
     ``requested``, else ``$ATOMGRAPH_LOCAL_THREADS``, else half the CPUs this process may use
     (at least 1), llama.cpp's own default for generation."""
     if requested is None:
-        raw = os.environ.get("ATOMGRAPH_LOCAL_THREADS", "").strip()
+        from atomgraph.environment import env_value
+
+        raw = env_value("ATOMGRAPH_LOCAL_THREADS")
         if raw:
             try:
                 requested = int(raw)
