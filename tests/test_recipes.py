@@ -142,6 +142,11 @@ def test_a_recipe_is_sealed_against_dict_settings_run_choosing_variables_and_pla
     assert data["path"] == str((shared_data / "atomr/questions/single_source/HotpotQA/hotpotqa_test_500.jsonl").resolve())
     assert data["sha256"] == hashlib.sha256(open(data["path"], "rb").read()).hexdigest()
     assert meta["run"]["paper_values"] == {"f1": 58.38} and meta["run"]["metric"] == "f1"
+    assert main(["eval", "report", str(out)]) == 0  # ours beside the paper's, with the difference
+    row = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| cot")][0]
+    assert "| 58.38 (f1) | " in row and "DEGRADED" not in row
+    f1 = float(row.split("|")[4])
+    assert f"| {f1 - 58.38:+.2f} |" in row, row
 
 
 def test_paper_true_beside_a_value_it_sets_is_a_conflict(tmp_path, capsys):
@@ -163,6 +168,46 @@ def test_paper_true_beside_a_value_it_sets_is_a_conflict(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "[arm] paper=true sets database_weight=0.0" in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_recipe_checks_what_its_setting_needs_before_any_model_call(shared_data, tmp_path, capsys, monkeypatch):
+    """The README's recipe on a machine without its collection, key or endpoint: refused before the
+    first model call, each missing part named with what provides it; --allow-degraded runs it,
+    marked degraded in run.json and the closing lines, and not set beside the paper's number."""
+    monkeypatch.setenv("ATOMGRAPH_CHROMA_PATH", str(tmp_path / "no-store"))
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ATOMGRAPH_OPENAI_API_KEY", "ATOMGRAPH_OPENAI_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    out = tmp_path / "run"
+    args = ["eval", "run", "--recipe", "atomr-t2-atomr-hotpotqa", "--limit", "1", "--out", str(out), "--no-progress"]
+    assert main(args) != 0
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "cannot run its setting; missing:" in err and "knowledge source 'wikipedia'" in err, err
+    assert "atomgraph index wikipedia" in err and "access to model 'gpt-4o-2024-08-06'" in err, err
+    assert not out.exists()
+    calls = tmp_path / "rules.json"
+    calls.write_text(json.dumps({"default": "So the answer is: Paris"}))
+    assert main([*args, "--model", f"scripted:{calls}"]) != 0  # a model given: the collection is still missing
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "knowledge source 'wikipedia'" in err and "access to model" not in err and not out.exists()
+    rag = [*args[:3], "atomr-t2-rag-hotpotqa", *args[4:]]  # the same collection, a reply a scripted model can give
+    main([*rag, "--model", f"scripted:{calls}", "--allow-degraded"])  # it runs (its question fails: no passages)
+    printed = capsys.readouterr()
+    assert "DEGRADED (--allow-degraded): missing knowledge source 'wikipedia'" in printed.err
+    assert "DEGRADED: this run lacked 1 part(s)" in printed.out
+    assert "— not comparable: this run is degraded" in printed.out
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["run"]["degraded"][0].startswith("knowledge source 'wikipedia'")
+    assert main(["eval", "report", str(out)]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| rag")][0]
+    assert "(DEGRADED: not the setting; not comparable)" in row and "| 60.31 (f1) | not comparable |" in row, row
+    # an endpoint that does not answer a probe is missing too
+    dead = _recipe_file(tmp_path, str(shared_data / "atomr/questions/single_source/HotpotQA/hotpotqa_dev_100.jsonl"),
+                        settings='model = "m"\nsources = ["wikidata"]\nwikidata_endpoint = "http://127.0.0.1:9/sparql"\n')
+    dead.write_text(dead.read_text().replace('method = "cot"', 'method = "rag"'))
+    assert main(["eval", "run", "--recipe", str(dead), "--model", f"scripted:{calls}", "--out", str(tmp_path / "r2"),
+                 "--no-progress"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "knowledge source 'wikidata': the SPARQL endpoint http://127.0.0.1:9/sparql does not answer" in err, err
 
 
 def test_table_3_has_a_recipe_per_row_and_dataset():

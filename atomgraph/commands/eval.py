@@ -50,6 +50,10 @@ def register(sub) -> None:
                    help="a paper setting (models, embeddings, parameters, dataset) from evaluation/recipes; "
                         "'--recipe --list' lists them with the paper's numbers")
     r.add_argument("--list", action="store_true", help="with --recipe: list the recipes")
+    r.add_argument("--allow-degraded", action="store_true",
+                   help="run even when a part the setting names is missing (an index, a key, an endpoint); the run "
+                        "is marked degraded in run.json, its closing lines and every report row, and is not set "
+                        "beside the paper's number")
     r.add_argument("--data-dir", metavar="DIR",
                    help="the shared data folder named datasets are read from (default: $ATOMGRAPH_SHARED_DATA, else "
                         "./shared/data or ../shared/data; a recipe run does not read the variable, only this option); "
@@ -219,6 +223,33 @@ def _data_files(dataset: str) -> list[dict]:
     return out
 
 
+def _named_dataset(dataset: str) -> bool:
+    from atomgraph.evaluation.datasets import DATASETS
+
+    return dataset in DATASETS
+
+
+def _check_needs(args, settings, model, sources, *, named: bool) -> list[str]:
+    """A recipe or named-dataset run: every part its setting names checked before the first model
+    call (:mod:`atomgraph.evaluation.needs`); a missing part refuses the run, naming each and how
+    to provide it, unless --allow-degraded (then the parts are returned, to be recorded). A run
+    over a server checks nothing here: the server opens its own sources."""
+    from atomgraph.errors import ConfigError
+    from atomgraph.evaluation.needs import missing_parts
+
+    if not named or args.server:
+        return []
+    missing = missing_parts(args.method, settings, model_given=model is not None, sources_given=sources is not None)
+    if not missing:
+        return []
+    if not args.allow_degraded:
+        raise ConfigError(f"{args.method} on {args.dataset} cannot run its setting; missing: " + "; ".join(missing)
+                          + " (or --allow-degraded to run anyway, marked degraded)")
+    for part in missing:
+        print(f"  DEGRADED (--allow-degraded): missing {part}", file=sys.stderr)
+    return missing
+
+
 def _run(args) -> int:
     from atomgraph.errors import ConfigError
     from atomgraph.evaluation.runner import describe_outcome, run_eval
@@ -255,6 +286,9 @@ def _run(args) -> int:
     _, _, applied = apply_dataset_setting(args.method, args.dataset, settings, sources_given=sources is not None)
     print(f"{args.method} on {args.dataset}: {describe_applied(applied)}", file=sys.stderr)
     args.run_info = {**(getattr(args, "run_info", None) or {}), "data": _data_files(args.dataset)}
+    degraded = _check_needs(args, settings, model, sources, named=recipe is not None or _named_dataset(args.dataset))
+    if degraded:
+        args.run_info["degraded"] = degraded
     if recipe is None:  # an unsealed run takes the run-choosing variables: recorded with what they chose
         from atomgraph.environment import run_choosing_set
 
@@ -280,9 +314,15 @@ def _run(args) -> int:
     print(f"{args.method} on {args.dataset}: {result.finished} run now{retried}, {result.skipped} already done, "
           f"{result.errors} with errors; F1 {result.f1:.2f}, cost ${result.cost_usd:.4f} "
           f"-> {Path(args.out) / 'predictions.jsonl'}")
+    if degraded:
+        print(f"DEGRADED: this run lacked {len(degraded)} part(s) of its setting ({'; '.join(degraded)}); "
+              "its figures are not the setting's")
     if recipe is not None:
-        print(f"paper ({recipe.paper}, {recipe.table}, {recipe.row}): "
-              + ", ".join(f"{k} {v:g}" for k, v in recipe.paper_values.items()))
+        values = ", ".join(f"{k} {v:g}" for k, v in recipe.paper_values.items())
+        if degraded:
+            print(f"paper ({recipe.paper}, {recipe.table}, {recipe.row}): {values} — not comparable: this run is degraded")
+        else:
+            print(f"paper ({recipe.paper}, {recipe.table}, {recipe.row}): {values}")
     if result.finished:
         print(f"  this run: {describe_outcome(result.outcome)}")
     if result.all_failed:
