@@ -92,7 +92,19 @@ def register(sub) -> None:
     rep.add_argument("--no-plots", action="store_true")
     rep.add_argument("--usage-plots", action="store_true",
                      help="also plot LLM calls, retriever calls, tokens and dollars per question, per method")
+    rep.add_argument("--html", metavar="FILE",
+                     help="also write one self-contained HTML page: the runs' table (ours beside the paper's), each "
+                          "run against the first, and every question's answers and trace, expandable")
     rep.set_defaults(func=cmd_report)
+
+    cmp_ = esub.add_parser("compare", help="two runs question by question: both answers, F1, which flipped, and the "
+                                           "paired difference with a bootstrap interval")
+    cmp_.add_argument("run_a", metavar="RUN_A", help="run directory (or predictions file) A")
+    cmp_.add_argument("run_b", metavar="RUN_B", help="run directory (or predictions file) B")
+    cmp_.add_argument("--metric", default="f1", choices=("f1", "em", "cover_em"), help="the metric compared (default f1)")
+    cmp_.add_argument("--all", action="store_true", help="a line for every question, not only those that differ")
+    cmp_.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    cmp_.set_defaults(func=cmd_compare)
 
     m = esub.add_parser("methods", help="list every registered method with a one-line description")
     m.add_argument("--json", action="store_true", help="print a JSON object name -> description")
@@ -368,14 +380,34 @@ def cmd_report(args) -> int:
     folder = args.plots or (str(Path(args.out).parent) if args.out else "eval_plots")
     if args.out:
         check_out_file(args.out, what="report file (--out)")
+    page = None
+    if args.html:
+        from atomgraph.evaluation.html_report import html_report
+
+        check_out_file(args.html, what="HTML report file (--html)")
+        page = html_report(args.dirs, price_table(get_settings()))
     if not args.no_plots:
         check_out_dir(folder, what="plots folder")
     sys.stdout.write(text)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
+    if page is not None:
+        Path(args.html).write_text(page, encoding="utf-8")
+        print(f"html: {args.html}", file=sys.stderr)
     if not args.no_plots:
         for path in write_plots(rows, folder, usage=args.usage_plots):
             print(f"plot: {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from atomgraph.evaluation.compare import compare_runs, format_comparison
+
+    c = compare_runs(args.run_a, args.run_b, metric=args.metric)
+    if args.json:
+        print_json(c)
+    else:
+        print(format_comparison(c, every=args.all))
     return 0
 
 
