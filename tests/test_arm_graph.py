@@ -395,3 +395,26 @@ def test_question_keywords_switch_adds_the_questions_own_keywords(index):
     assert ArmContext(add_question_keywords=True).extensions() == {
         "database_weight": 1.0, "coverage_weight": 1.0, "table_compatibility_scale": 0.33, "add_question_keywords": True}
     assert ArmContext(paper=True, add_question_keywords=True).add_question_keywords is False
+
+
+def test_the_context_form_is_grouped_by_paper_stage():
+    """Studio draws the context schema as one flat form: ArmContext's fields come in the order of
+    the paper's stages, each description opens with its stage, and ``langgraph_nodes`` names graph
+    nodes that read it; the context itself stays flat (``context={"k": 5}``)."""
+    from dataclasses import fields
+
+    from atomgraph.graphs.arm import STEPS, graph
+    from atomgraph.state.arm import STAGES, ArmContext
+
+    assert len(fields(ArmContext)) <= 40
+    props = graph.get_context_jsonschema()["properties"]
+    titles = [title for title, _ in STAGES.values()]
+    seen = []
+    for f in fields(ArmContext):
+        p = props[f.name]
+        title = next(t for t in titles if p["description"].startswith(t + ": "))
+        assert set(p["langgraph_nodes"]) <= set(STEPS), f.name
+        if not seen or seen[-1] != title:
+            assert title not in seen, f"{f.name}: stage {title!r} is split"
+            seen.append(title)
+    assert seen == titles

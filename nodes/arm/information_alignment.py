@@ -8,8 +8,8 @@ align — each keyword rephrased as corpus n-grams, by the path the model allows
 | model | path | trace ``decoding.mode`` |
 |---|---|---|
 | in-process (``ATOMGRAPH_MODEL=local``) | a list ``(a, b, …)`` by beam search over a token trie of every corpus n-gram (the paper's) | ``local_trie_beam`` |
-| vLLM / llama.cpp server, ``served_alignment="grammar"`` (switch) | a list ``(a, b, …)`` under a prefix-factored grammar of every corpus n-gram | ``ngram_grammar`` |
-| vLLM / llama.cpp server / OpenAI (default) | one n-gram of a ≤ ``shortlist_size`` lexical shortlist (``Choice``) | ``vllm_choice``, ``llamacpp_grammar``, ``openai_json_schema`` |
+| vLLM / llama.cpp server, ``served_alignment="grammar"`` (the paper's, default) | a list ``(a, b, …)`` under a prefix-factored grammar of every corpus n-gram | ``ngram_grammar`` |
+| OpenAI, a collection over ``grammar_max_ngrams``, or ``served_alignment="shortlist"`` (switch) | one n-gram of a ≤ ``shortlist_size`` lexical shortlist (``Choice``) | ``vllm_choice``, ``llamacpp_grammar``, ``openai_json_schema`` |
 | anything else | free text, snapped to the nearest corpus n-gram | ``free`` |
 
 retrieve — "each list of N-grams decoded is used as a query to search for chunks, considering
@@ -66,7 +66,7 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
             return {"error": str(exc), "problems": [f"question: {exc}"]}
         try:
             index = await art.aopen(ctx)  # the run's one opening of the index
-        except AtomgraphError as exc:  # no objects file, bad objects: data, not an exception (issue 21)
+        except AtomgraphError as exc:  # no objects file, bad objects: data, not an exception
             return {"question": question, "error": f"ARM data collection: {exc}", "problems": [f"objects: {exc}"]}
         given = state.get("keywords")
         if isinstance(given, list) and any(isinstance(k, str) and k.strip() for k in given):

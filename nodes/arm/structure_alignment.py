@@ -460,8 +460,7 @@ def neighbour_candidates(index: ArmIndex, p: int, limit: int, *, entities: int =
 #
 # In a draft's C (:func:`solve_draft`) the words the question itself says (any case, possessives
 # also without 's) link nothing: the bridge of a multi-hop question is the name it leaves
-# unsaid, while passages sharing a name it says are near-duplicates the keywords find anyway
-# (session 13, all 100: MuSiQue 40 -> 41 PR, HotpotQA 82 -> 85; never lower on a half). An
+# unsaid, while passages sharing a name it says are near-duplicates the keywords find anyway. An
 # object's expansion candidates and most compatible objects, cached per object, keep every name.
 
 ENTITY_CANDIDATES = 10
@@ -475,7 +474,7 @@ class EntityLinks:
 
     Stored as integer arrays (each word once in ``names``; every passage's sorted word ids and
     every word's passages as CSR slices): on MuSiQue's passages repeated to 945,000, 23 s to build
-    and 154 bytes a passage (sets of strings took ~2.5 KB), an 80-object matrix in 2 ms (session 13)."""
+    and 154 bytes a passage, an 80-object matrix in 2 ms."""
 
     def __init__(self, objects: Sequence[DataObject]):
         vocab: dict[str, int] = {}
