@@ -659,13 +659,6 @@ class ArmIndex:
         """Whether ``ngram`` (already canonical: :func:`normalize_ngram`) is a corpus n-gram."""
         return isinstance(ngram, str) and bool(ngram) and ngram in self.trie
 
-    def ngram_objects(self, ngram: str) -> np.ndarray:
-        """Indices of the objects containing ``ngram`` (empty when it is not a corpus n-gram)."""
-        if not self.has_ngram(ngram):
-            return np.empty(0, dtype=np.int32)
-        k = self.trie[ngram]
-        return self.post_indices[self.post_indptr[k] : self.post_indptr[k + 1]]
-
     def document_frequency(self, ngram: str) -> int:
         if not self.has_ngram(ngram):
             return 0
