@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export ANONYMIZED_TELEMETRY ?= False
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench bench-arm bench-local clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,16 @@ demo: install
 test: install
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
+# Benchmarks (docs/reference/benchmarks.md): `bench` takes minutes; `bench-arm` (BIRD_JAR=JAR's data/bird for
+# the Bird rows) and `bench-local` (the bundled model) take hours on 2 CPUs.
 bench: install
-	$(BIN)/python -m benchmarks.run_all
+	$(BIN)/python -m benchmarks.run_all bench
+
+bench-arm: install
+	$(BIN)/python -m benchmarks.run_all arm $(if $(BIRD_JAR),--bird-jar $(BIRD_JAR))
+
+bench-local: install
+	$(BIN)/python -m benchmarks.run_all local
 
 clean:
 	rm -rf $(VENV) .atomgraph build *.egg-info
