@@ -52,6 +52,7 @@ from typing import Iterable, Iterator, Sequence, TextIO
 import numpy as np
 
 from atomgraph.errors import AtomgraphError
+from atomgraph.extras import require
 from atomgraph.files import atomic_dir
 from atomgraph.tools.objects import Chunk, DataObject, chunk_object, split_identifier
 
@@ -235,6 +236,11 @@ class BuildProgress:
 
 # --- the ANN index ---------------------------------------------------------------------------
 
+def _faiss():
+    return require("faiss", "faiss", f"ANN dense searches (dense_search='ann', or 'auto' over {EXACT_LIMIT:,} chunks)",
+                   "or set dense_search='exact'")
+
+
 class AnnIndex:
     """Approximate nearest neighbours over unit vectors: a faiss HNSW graph (L2 on unit
     vectors ranks as cosine does). Persisted as one faiss file; :meth:`load` checks it
@@ -249,7 +255,7 @@ class AnnIndex:
     @classmethod
     def build(cls, vectors: np.ndarray, progress: BuildProgress | None = None, *, m: int = ANN_M,
               ef_construction: int = ANN_EF_CONSTRUCTION, batch: int = 20_000) -> "AnnIndex":
-        import faiss
+        faiss = _faiss()
 
         n, d = vectors.shape
         if d == 0:
@@ -264,7 +270,7 @@ class AnnIndex:
 
     def search(self, q: np.ndarray, k: int, ef: int = ANN_EF_SEARCH) -> np.ndarray:
         """Rows of the (up to) ``k`` vectors nearest ``q``, nearest first."""
-        import faiss
+        faiss = _faiss()
 
         k = max(1, min(int(k), len(self)))
         params = faiss.SearchParametersHNSW(efSearch=max(int(ef), k))
@@ -274,7 +280,7 @@ class AnnIndex:
 
     def save(self, path: Path) -> None:
         """Write to ``path`` (a temporary file renamed over it: never half-written)."""
-        import faiss
+        faiss = _faiss()
 
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
@@ -288,7 +294,7 @@ class AnnIndex:
     def load(cls, path: Path, n: int, d: int) -> "AnnIndex":
         """The ANN index in ``path``; ValueError when it does not index ``n`` vectors of ``d``
         dimensions, RuntimeError (faiss) when the file is unreadable."""
-        import faiss
+        faiss = _faiss()
 
         index = faiss.read_index(str(path))
         if int(index.ntotal) != n or int(index.d) != d:
@@ -613,6 +619,7 @@ class ArmIndex:
         with lock:
             if kind in anns:
                 return anns[kind]
+            _faiss()  # a missing extra is its own error, not a damaged file
             vectors = self.chunk_vectors if kind == "chunks" else self.object_vectors
             n, d = vectors.shape
             where = getattr(self, "cache_path", None)
