@@ -270,6 +270,7 @@ def server_context(args, settings) -> dict:
 
 def cmd_report(args) -> int:
     from atomgraph.evaluation.plots import write_plots
+    from atomgraph.extras import require
     from atomgraph.state.run import price_table
     from atomgraph.evaluation.report import markdown_tables, summarize_runs
     from atomgraph.settings import get_settings
@@ -282,6 +283,7 @@ def cmd_report(args) -> int:
     if args.out:
         check_out_file(args.out, what="report file (--out)")
     if not args.no_plots:
+        require("matplotlib", "plots", "evaluation plots", "or pass --no-plots")  # before anything is written
         check_out_dir(folder, what="plots folder")
     sys.stdout.write(text)
     if args.out:
