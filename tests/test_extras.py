@@ -49,11 +49,27 @@ SCRIPT = textwrap.dedent(
     out = build_method("atomr", model=model, sources=[Handbook()]).invoke({"question": Q})
     print("atomr:", out["answer"], out["retrieved_titles"], [c["source"] for c in out["retriever_calls"]])
 
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from atomgraph.demo_pack import pack_dir
     from atomgraph.embeddings import embedding_model
+    from atomgraph.evaluation.plots import plot_f1_vs_cost
     from atomgraph.models import chat_model_named
+    from atomgraph.tools.arm_index import ArmIndex
+    from atomgraph.tools.langchain_sources import documents_to_objects
+    from atomgraph.tools.sparql_backends import OxigraphFileStore
+
+    def ann_search():
+        objects = documents_to_objects(Handbook().invoke("x"))
+        index = ArmIndex.build(objects, embeddings=DeterministicFakeEmbedding(size=8), use_cache=False,
+                               dense_search="ann", progress=False)
+        index.ann_index()
 
     for what, call in (("local", lambda: chat_model_named("local")),
-                       ("embeddings", lambda: embedding_model("all-MiniLM-L6-v2").embed_query("x"))):
+                       ("embeddings", lambda: embedding_model("all-MiniLM-L6-v2").embed_query("x")),
+                       ("faiss", ann_search),
+                       ("kg", lambda: OxigraphFileStore(pack_dir() / "kg.ttl")),
+                       ("plots", lambda: plot_f1_vs_cost([], "never.png"))):
         try:
             call()
         except Exception as exc:
@@ -83,6 +99,10 @@ def test_a_missing_extra_is_one_line_naming_it(core_run):
     assert core_run["embeddings"].startswith("MissingExtra: local sentence-transformers embeddings")
     assert "need the 'embeddings' extra: pip install 'atomgraph[embeddings]'" in core_run["embeddings"]
     assert "ATOMGRAPH_EMBEDDING_MODEL=openai:<name>" in core_run["embeddings"]
+    for extra in ("faiss", "kg", "plots"):
+        assert core_run[extra].startswith("MissingExtra: ")
+        assert f"need the '{extra}' extra: pip install 'atomgraph[{extra}]'" in core_run[extra]
+    assert core_run["faiss"].endswith("; or set dense_search='exact'")
 
 
 def test_require_returns_the_module_and_refuses_unknown_extras():
