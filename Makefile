@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   — create .venv, install atomgraph, index the demo knowledge pack, ask the demo questions
-#   make test   — create .venv, install atomgraph with test extras, run the test suite
+#   make test   — create .venv, install atomgraph, run the test suite
+# Both install everything: the `dev` extra (every optional part — local, embeddings, faiss, kg,
+# plots — and the test tools). A bare `pip install .` is the lean core (pyproject.toml).
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -14,7 +16,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
 
-# torch first, pinned to the local CPU build (a looser range pulls CUDA wheels).
+# torch first, pinned to the local CPU build (the `embeddings` extra's looser range pulls CUDA wheels).
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'

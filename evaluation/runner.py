@@ -25,8 +25,8 @@ import contextlib
 import datetime as _dt
 import fcntl
 import json
+import logging
 import os
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -43,6 +43,8 @@ from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
 from atomgraph.state.run import calls_cost, output_of, price_table, summarize_usage
 from atomgraph.imports import import_object  # noqa: F401 - re-exported: part of this module's API
 from atomgraph.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
 
 PREDICTIONS = "predictions.jsonl"
 RUN_META = "run.json"
@@ -648,8 +650,8 @@ async def arun_eval(
         if left_out:
             meta["total"] = len(examples)
             named = " and ".join(repr(p) for p in packs)
-            print(f"{method} on {name}: {len(left_out)} question(s) left out: they are demonstrations of the "
-                  f"{named} prompt pack{'s' if len(packs) > 1 else ''}", file=sys.stderr)
+            log.warning("%s on %s: %d question(s) left out: they are demonstrations of the %s prompt pack%s",
+                        method, name, len(left_out), named, "s" if len(packs) > 1 else "")
         meta["demonstrations_left_out"] = left_out
     if server is not None:  # what runs is what the server is sent: that is the fingerprint
         server_context = server_run_context(settings, server_context, meta.get("dataset_setting"))

@@ -369,6 +369,7 @@ def server_context(args, settings) -> dict:
 
 def cmd_report(args) -> int:
     from atomgraph.evaluation.plots import write_plots
+    from atomgraph.extras import require
     from atomgraph.state.run import price_table
     from atomgraph.evaluation.report import markdown_tables, summarize_runs
     from atomgraph.settings import get_settings
@@ -387,6 +388,7 @@ def cmd_report(args) -> int:
         check_out_file(args.html, what="HTML report file (--html)")
         page = html_report(args.dirs, price_table(get_settings()))
     if not args.no_plots:
+        require("matplotlib", "plots", "evaluation plots", "or pass --no-plots")  # before anything is written
         check_out_dir(folder, what="plots folder")
     sys.stdout.write(text)
     if args.out:
