@@ -59,6 +59,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from atomgraph.state.run import DataPath
+
 
 @dataclass(kw_only=True)
 class ArmContext:
@@ -242,11 +244,15 @@ class ArmContext:
     ] = True
     objects: Annotated[
         str | None,
-        Field(description="the data collection: an objects.jsonl file, or a folder holding objects.jsonl"),
+        Field(description="the data collection: an objects.jsonl file, or a folder holding objects.jsonl "
+                          "(from a run's context: under the data_dirs setting)"),
+        DataPath("read"),
     ] = None
     index_cache: Annotated[
         str | None,
-        Field(description="folder caching the object index (default: $ATOMGRAPH_ARM_CACHE or ~/.cache/atomgraph/arm-index)"),
+        Field(description="folder caching the object index (default: $ATOMGRAPH_ARM_CACHE or ~/.cache/atomgraph/arm-index; "
+                          "from a run's context: under the data_dirs setting)"),
+        DataPath("write"),
     ] = None
     logprobs: Annotated[
         bool, Field(description="ask the server for token log-probabilities to weight verification votes"),
