@@ -28,7 +28,8 @@ from typing import Any, Iterable, Mapping
 from atomgraph.errors import ConfigError
 
 # Settings fields that name a file or folder; a recipe may set them only under data_dirs.
-SETTINGS_PATHS = {"cache_path": "reply cache", "chroma_path": "Chroma folder", "wikidata_file": "Wikidata file"}
+SETTINGS_PATHS = {"cache_path": ("reply cache", True), "chroma_path": ("Chroma folder", True),
+                  "wikidata_file": ("Wikidata file", False)}  # field -> (what, written)
 # Settings a recipe may not set at all: the operator's own access policy.
 OPERATOR_ONLY = ("data_dirs", "allowed_models")
 
@@ -38,14 +39,20 @@ def data_folders(settings: Any) -> list[Path]:
     return [Path(os.path.realpath(Path(d).expanduser())) for d in settings.data_dirs if str(d).strip()]
 
 
-def client_path(value: Any, settings: Any, what: str = "file") -> str:
+# atomgraph's own demo pack (public, read-only): readable by every run, written by none.
+BUNDLED_DATA = Path(__file__).resolve().parent / "demo"
+
+
+def client_path(value: Any, settings: Any, what: str = "file", *, write: bool = False) -> str:
     """``value`` (a client's path) when it lies, symlinks and ``..`` resolved, under one of the
-    operator's ``data_dirs``; else a ConfigError naming the setting (nothing is opened)."""
+    operator's ``data_dirs`` (or, to be read, in atomgraph's bundled demo pack); else a
+    ConfigError naming the setting (nothing is opened)."""
     raw = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
     if not raw or not str(raw).strip() or "\x00" in str(raw):
         raise ConfigError(f"the {what} must be a path, not {value!r}")
     real = Path(os.path.realpath(raw))
-    if any(real == d or real.is_relative_to(d) for d in data_folders(settings)):
+    folders = data_folders(settings) + ([] if write else [Path(os.path.realpath(BUNDLED_DATA))])
+    if any(real == d or real.is_relative_to(d) for d in folders):
         return str(raw)
     raise ConfigError(f"the {what} {str(raw)!r} lies outside the data folders this deployment declares "
                       "(the data_dirs setting); it is not opened")
@@ -138,9 +145,9 @@ def check_recipe_settings(values: Mapping[str, Any], settings: Any, where: str) 
                     client_model(value, settings, key)
                 except ConfigError as exc:
                     raise ConfigError(f"{where}: {exc}") from None
-    for key, what in SETTINGS_PATHS.items():
+    for key, (what, write) in SETTINGS_PATHS.items():
         if values.get(key):
-            _recipe_path(values[key], settings, what, where)
+            _recipe_path(values[key], settings, what, where, write)
     emb = values.get("embedding_model")
     if isinstance(emb, str) and _path_like(emb):
         _recipe_path(emb, settings, "embedding model folder", where)
@@ -152,11 +159,11 @@ def check_recipe_settings(values: Mapping[str, Any], settings: Any, where: str) 
             continue
         for name, mode in data_path_fields(field.annotation).items():
             if sub.get(name):
-                _recipe_path(sub[name], settings, f"{section}.{name}", where)
+                _recipe_path(sub[name], settings, f"{section}.{name}", where, mode == "write")
 
 
-def _recipe_path(value: Any, settings: Any, what: str, where: str) -> None:
+def _recipe_path(value: Any, settings: Any, what: str, where: str, write: bool = False) -> None:
     try:
-        client_path(value, settings, what)
+        client_path(value, settings, what, write=write)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None

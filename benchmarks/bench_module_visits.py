@@ -126,7 +126,8 @@ def _kar3() -> Callable[[], Any]:
     from atomgraph.testing import kar3_scripted_model
     from atomgraph.tools.atom_source import AtomSource, atoms_from_settings
     folder = Path(tempfile.mkdtemp(prefix="bench-visits-"))
-    settings = Settings(cache=False, chroma_path=str(folder / "chroma"), chroma_collection="visits")
+    settings = Settings(cache=False, chroma_path=str(folder / "chroma"), chroma_collection="visits",
+                        data_dirs=[str(folder)])  # the corpus below: a graph input lies under data_dirs
     model = kar3_scripted_model(plans={QUESTION: [["Who was Heisenberg's doctoral advisor?"],
                                                   ["Where did Arnold Sommerfeld die?"]]}, answer="Munich")
     index_graph = build_method("kar3_index", model=model, settings=settings)

@@ -270,10 +270,10 @@ class MethodRuntime(Generic[C]):
         from atomgraph.access import client_path
 
         section = self.section_values()
-        for name in fields_:
+        for name, mode in fields_.items():
             value = getattr(params, name, None)
             if value and value != getattr(section, name, None):
-                client_path(value, self.settings(), f"{name} path")
+                client_path(value, self.settings(), f"{name} path", write=mode == "write")
 
     def run_choices(self) -> RunChoices:
         """The run's choice of model, temperature and sources (empty outside a graph run, or

@@ -36,6 +36,11 @@ def test_a_client_path_lies_under_the_data_folders_after_symlinks_and_dotdot(fol
             client_path(outside, settings, "objects path")
     with pytest.raises(ConfigError, match="must be a path"):
         client_path("bad\x00name", settings)
+    from atomgraph.access import BUNDLED_DATA  # atomgraph's demo pack: read by any run, written by none
+
+    assert client_path(BUNDLED_DATA / "passages.jsonl", settings)
+    with pytest.raises(ConfigError, match="outside the data folders"):
+        client_path(BUNDLED_DATA / "cache", settings, "index cache", write=True)
 
 
 def test_data_dirs_default_to_the_shared_data_folder_and_the_working_stores(monkeypatch, shared_data):
