@@ -134,7 +134,7 @@ def _constant(name: str) -> Any:
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise _NotText(f"a number too large for a float ({text[:40]})")
+        raise _NotText(f"a number too large for a float ({len(text)} characters)")
     return value
 
 

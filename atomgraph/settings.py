@@ -214,13 +214,29 @@ class _Settings(BaseSettings):
     source_retries: int = 3
     user_agent: str = "atomgraph/0.1 (https://github.com/atomgraph/atomgraph; research QA library)"
 
+    # --- what a run's client may name (docs/guides/security.md) --------------------------
+    data_dirs: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: default_data_dirs(),
+        description="Folders (comma-separated in ATOMGRAPH_DATA_DIRS) that hold every file a run's context, a "
+                    "served graph's input or a recipe names (indexing inputs, ARM objects and index cache, "
+                    "model files): a path elsewhere, after symlinks and '..' are resolved, is refused before it "
+                    "is opened. Default: the shared data folder and .atomgraph/ in the working folder. "
+                    "The operator's own settings and command-line options are not bound by it.",
+    )
+    allowed_models: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Model names a run's context (Studio's form, a served graph's client) or a recipe may "
+                    "choose besides the configured ones (model, <role>_model). Empty: any name the configured "
+                    "providers serve. A model file ('local:<path>') is never chosen there unless configured.",
+    )
+
     # --- evaluation ---------------------------------------------------------------------
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="USD per 1M (input, output) tokens by model name; merged over built-in defaults.",
     )
 
-    @field_validator("sources", mode="before")
+    @field_validator("sources", "data_dirs", "allowed_models", mode="before")
     @classmethod
     def _comma_list(cls, v: Any) -> Any:
         if isinstance(v, str):
@@ -301,6 +317,20 @@ class _Settings(BaseSettings):
             raise ConfigError(f"setting {field!r} is invalid: {first['msg']}") from exc
         finally:
             _CONFIG_FILE.reset(token)
+
+
+def default_data_dirs() -> list[str]:
+    """The default of ``data_dirs``: the shared data folder (as the datasets find it) where there is
+    one, and ``.atomgraph`` (the working folder's stores)."""
+    from atomgraph.errors import AtomgraphError
+
+    try:
+        from atomgraph.evaluation.datasets import data_dir
+
+        shared = [str(data_dir())]
+    except (AtomgraphError, ImportError):
+        shared = []
+    return [*shared, ".atomgraph"]
 
 
 def _role_help(role: str) -> str:

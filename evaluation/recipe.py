@@ -24,9 +24,14 @@ model object comes only from an explicit ``--model-factory`` and its data folder
 location or an explicit ``--data-dir``, each printed at start and recorded in ``run.json``, where
 the evaluated files' paths and sha256 and the recipe's paper values are kept too. ``paper=true``
 beside an explicit value of a field it sets is refused, naming the conflict. Paths in
-``[settings.arm] objects`` are read under the shared data folder too. A recipe whose dataset (or
-objects file) is missing is refused before anything runs, with a :class:`ConfigError` naming the
-file.
+``[settings.arm] objects`` are read under the shared data folder too.
+
+A recipe is a client's file (:mod:`atomgraph.access`): its sources are registered names, its models
+names (never a ``local:<path>`` file unless the operator configures it), every file it names (its
+dataset, objects, index cache, stores) lies under the operator's ``data_dirs``, and it sets no
+``data_dirs`` or ``allowed_models`` of its own; anything else is a one-line ConfigError before
+anything runs. A recipe whose dataset (or objects file) is missing is refused before anything
+runs, with a :class:`ConfigError` naming the file.
 """
 
 from __future__ import annotations
@@ -107,11 +112,13 @@ def all_recipes() -> list[Recipe]:
 
 
 def _under_data(rel: str, what: str, recipe: Recipe) -> str:
-    """A path of the recipe: as given when it exists, else under the shared data folder."""
+    """A path of the recipe: as given when it exists, else under the shared data folder; either way
+    under the operator's ``data_dirs`` (a recipe is a client: atomgraph/access.py)."""
     from atomgraph.evaluation.datasets import DatasetError, data_dir
+    from atomgraph.settings import get_settings
 
-    if Path(rel).expanduser().exists():
-        return str(Path(rel).expanduser())
+    if Path(rel).exists():
+        return _client_path(rel, what, recipe, get_settings())
     try:
         base = data_dir()
     except DatasetError as exc:
@@ -119,7 +126,16 @@ def _under_data(rel: str, what: str, recipe: Recipe) -> str:
     p = base / rel
     if not p.exists():
         raise ConfigError(f"recipe {recipe.name!r} names the {what} {rel!r}, which is missing ({p} does not exist)")
-    return str(p)
+    return _client_path(str(p), what, recipe, get_settings())
+
+
+def _client_path(path: str, what: str, recipe: Recipe, settings: Any) -> str:
+    from atomgraph.access import client_path
+
+    try:
+        return client_path(path, settings, what)
+    except ConfigError as exc:
+        raise ConfigError(f"recipe {recipe.name!r}: {exc}") from None
 
 
 def resolve_dataset(recipe: Recipe) -> str:
@@ -143,7 +159,7 @@ def resolve_dataset(recipe: Recipe) -> str:
 # (keys, the OpenAI-compatible server, the Chroma folder/server, the reply cache's file), not the
 # method's setting.
 ACCESS_FIELDS = ("openai_api_key", "openai_base_url", "serpapi_api_key", "cache_path", "chroma_path", "chroma_host",
-                 "chroma_port")
+                 "chroma_port", "data_dirs", "allowed_models")
 SECRET_ACCESS = ("openai_api_key", "serpapi_api_key")
 
 
@@ -237,17 +253,21 @@ def recipe_settings(recipe: Recipe, base: Any = None, sets: dict[str, Any] | Non
     then the explicit ``sets`` (:func:`parse_sets`)."""
     from dataclasses import asdict, is_dataclass
 
+    from atomgraph.access import check_recipe_settings
     from atomgraph.settings import settings_from
 
     base = base or sealed_defaults()
+    values = dict(recipe.settings)
+    if isinstance(values.get("arm"), dict) and values["arm"].get("objects"):
+        values["arm"] = {**values["arm"], "objects": _under_data(str(values["arm"]["objects"]), "objects file", recipe)}
+    # client values (atomgraph/access.py): sources and models by name, files under the operator's data_dirs
+    check_recipe_settings(values, base, f"recipe {recipe.name!r}")
     merged = base.model_dump()
-    for key, value in recipe.settings.items():
+    for key, value in values.items():
         if isinstance(value, dict) and key in merged:
             current = getattr(base, key)
             current = asdict(current) if is_dataclass(current) else dict(merged[key] or {})
             value = {**current, **value}
-            if key == "arm" and value.get("objects"):
-                value["objects"] = _under_data(str(value["objects"]), "objects file", recipe)
         merged[key] = value
     _merge_sets(merged, sets)
     check_paper_conflicts(recipe.settings, sets, where=f"recipe {recipe.name!r}")

@@ -31,6 +31,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from atomgraph.state.run import DataPath
+
 # The paper's stages, in form order: a stage's name (the prefix of its fields' descriptions)
 # and the ``arm`` graph nodes that read its fields (Studio's ``langgraph_nodes``).
 STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -229,12 +231,16 @@ class ArmContext:
     k: Annotated[int, stage_field("retrieval", "objects to retrieve (the MIP's sum of b_i; paper: 5)", ge=1)] = 5
     objects: Annotated[
         str | None,
-        stage_field("retrieval", "the data collection: an objects.jsonl file, or a folder holding objects.jsonl"),
+        stage_field("retrieval", "the data collection: an objects.jsonl file, or a folder holding objects.jsonl "
+                                 "(from a run's context: under the data_dirs setting)"),
+        DataPath("read"),
     ] = None
     index_cache: Annotated[
         str | None,
         stage_field("retrieval",
-                    "folder caching the object index (default: $ATOMGRAPH_ARM_CACHE or ~/.cache/atomgraph/arm-index)"),
+                    "folder caching the object index (default: $ATOMGRAPH_ARM_CACHE or ~/.cache/atomgraph/arm-index; "
+                    "from a run's context: under the data_dirs setting)"),
+        DataPath("write"),
     ] = None
 
     # -- the run -----------------------------------------------------------------------------------

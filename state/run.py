@@ -69,6 +69,28 @@ def validate_params(cls: type[C], values: Mapping[str, Any]) -> C:
         raise ConfigError(f"{cls.__name__} {what} invalid: {first['msg']}") from exc
 
 
+@dataclasses.dataclass(frozen=True)
+class DataPath:
+    """Marks a run parameter that names a file or folder (``Annotated[str | None, Field(...),
+    DataPath("read")]``): a value a run's client gives (its ``context`` or ``configurable``, a
+    recipe) must lie under the operator's ``data_dirs`` (:func:`atomgraph.access.client_path`)."""
+
+    mode: str = "read"  # "read" or "write"
+
+
+def data_path_fields(cls: type) -> dict[str, str]:
+    """The :class:`DataPath` fields of a run-parameter dataclass: name -> mode."""
+    if not dataclasses.is_dataclass(cls):
+        return {}
+    hints = typing.get_type_hints(cls, include_extras=True)
+    out = {}
+    for f in dataclasses.fields(cls):
+        for meta in getattr(hints.get(f.name), "__metadata__", ()):
+            if isinstance(meta, DataPath):
+                out[f.name] = meta.mode
+    return out
+
+
 @dataclasses.dataclass(kw_only=True)
 class RunChoices:
     """What every method's run can choose besides its parameters: the chat model (for every
@@ -76,9 +98,10 @@ class RunChoices:
     what the graph was built with (or the settings); Studio shows them on every graph's form."""
 
     model: Annotated[str, Field(description=(
-        "Chat model for every role in this run, as ATOMGRAPH_MODEL takes it: an OpenAI or "
-        "OpenAI-compatible model name, 'local' (the bundled in-process model), 'local:/path/model.gguf', "
-        "or an init_chat_model string such as 'anthropic:claude-sonnet-4-5'. Blank: the configured model."))] = ""
+        "Chat model for every role in this run, by name: an OpenAI or OpenAI-compatible model name, "
+        "'local' (the bundled in-process model), an init_chat_model string such as "
+        "'anthropic:claude-sonnet-4-5', or a model the settings configure; never a file path "
+        "(allowed_models, when set, lists the names offered). Blank: the configured model."))] = ""
     models: Annotated[dict[str, str], Field(description=(
         "Chat model per role for this run (e.g. {\"planner\": \"gpt-4o\"}), over 'model'."))] = \
         dataclasses.field(default_factory=dict)
@@ -86,7 +109,8 @@ class RunChoices:
         "Sampling temperature of this run's model calls (stages with a temperature of their own keep it). "
         "Blank: the settings' temperature."))] = None
     sources: Annotated[list[str], Field(description=(
-        "Knowledge sources for this run, by name (e.g. [\"wikipedia\", \"wikidata\"]). "
+        "Knowledge sources for this run, by registered or configured name (e.g. [\"wikipedia\", \"wikidata\"]; "
+        "never code such as 'module:attr'). "
         "Empty: the sources the graph was built with, or the settings' sources."))] = \
         dataclasses.field(default_factory=list)
 

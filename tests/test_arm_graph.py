@@ -282,8 +282,11 @@ def test_missing_or_bad_objects_come_back_as_data(monkeypatch, tmp_path):
     monkeypatch.delenv("ATOMGRAPH_ARM__OBJECTS", raising=False)
     out = build_arm_graph(model=good_model()).invoke({"question": QUESTION})
     assert "ATOMGRAPH_ARM__OBJECTS" in out["error"] and out["retrieved_ids"] == [] and out["answer"] == ""
-    out = build_arm_graph(model=good_model()).invoke({"question": QUESTION}, context={"objects": "/nonexistent/o.jsonl"})
+    missing = str(tmp_path / "nonexistent" / "o.jsonl")
+    out = build_arm_graph(model=good_model()).invoke({"question": QUESTION}, context={"objects": missing})
     assert "does not exist" in out["error"]
+    out = build_arm_graph(model=good_model()).invoke({"question": QUESTION}, context={"objects": "/nonexistent/o.jsonl"})
+    assert "outside the data folders" in out["error"]  # a run's context names files under data_dirs only
     bad = tmp_path / "objects.jsonl"
     bad.write_text('{"id": "x", "kind": "passage"}\nnot json\n')
     out = build_arm_graph(model=good_model()).invoke({"question": QUESTION}, context={"objects": str(bad)})

@@ -139,7 +139,7 @@ def check_gguf_path(path: str | os.PathLike) -> Path:
         raise LocalModelError(f"cannot read local model file {p}: {exc}") from exc
     if magic != GGUF_MAGIC:
         raise LocalModelError(
-            f"{p} is not a GGUF model file (it starts with {magic!r}, not b'GGUF'); convert the model "
+            f"{p} is not a GGUF model file (it does not start with b'GGUF'); convert the model "
             "with llama.cpp's convert_hf_to_gguf.py or download a .gguf build"
         )
     return p.resolve()

@@ -177,7 +177,9 @@ class ArmRuntime(MethodRuntime[ArmContext]):
         return value
 
     def index(self, ctx: ArmContext) -> ArmIndex:
-        """The run's index as the first stage opened it (opened now if no stage has)."""
+        """The run's index as the first stage opened it (opened now if no stage has); a run's
+        own objects and index cache only under the operator's data_dirs (``check_paths``)."""
+        self.check_paths(ctx)
         return self.collection.index(ctx.objects, ctx.index_cache, reopen=False)
 
     async def aindex(self, ctx: ArmContext) -> ArmIndex:
@@ -188,7 +190,11 @@ class ArmRuntime(MethodRuntime[ArmContext]):
 
     async def aopen(self, ctx: ArmContext) -> ArmIndex:
         """The index opened for this run (the first stage: a changed objects file is re-read)."""
-        return await asyncio.to_thread(self.collection.index, ctx.objects, ctx.index_cache)
+        return await asyncio.to_thread(self._open, ctx)
+
+    def _open(self, ctx: ArmContext) -> ArmIndex:
+        self.check_paths(ctx)  # before anything is opened
+        return self.collection.index(ctx.objects, ctx.index_cache)
 
     async def decoding(self, ctx: ArmContext, state: ArmState, role: str) -> Decoding:
         """The run's decoding (alignment's, from the state), else decided for ``role``'s model now
