@@ -33,6 +33,7 @@ model call itself (and reply cutting) is :mod:`atomgraph.nodes.call`; the sync/a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import time
@@ -49,8 +50,8 @@ from atomgraph.nodes.call import CallRecorder, RunBounds, StageResult, call_stag
 from atomgraph.prompts.constraints import Applied, Constraint, constrain
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.run import (Evidence, MethodInput, MethodOutput, RetrieverCall, RunChoices,
-                                 context_with_defaults, resolve_params, run_context)
+from atomgraph.state.run import (Evidence, InvalidQuestion, MethodInput, MethodOutput, RetrieverCall, RunChoices,
+                                 check_question, context_with_defaults, resolve_params, run_context)
 from atomgraph.tools.base import KnowledgeSource, SourceSet, recorded_retrieval
 from atomgraph.tools.registry import as_source_set, build_sources
 
@@ -225,17 +226,49 @@ class MethodRuntime(Generic[C]):
             defaults = self.section_values()
         except Exception:  # an invalid config must not stop the graph from compiling
             defaults = None
-        return context_with_defaults(self.context_cls, defaults, extra=RunChoices)
+        return context_with_defaults(self.context_cls, defaults, extra=RunChoices, bound_s=self.default_bound_s)
 
     def state_graph(self, state: type, input_schema: type = MethodInput, output_schema: type = MethodOutput):
         """A ``StateGraph`` over ``state`` with this method's context schema and, by default,
-        the method input/output contract (``state/run.py``)."""
-        from atomgraph.lc import MethodStateGraph  # compiles to a graph with as_tool / as_retriever
+        the method input/output contract (``state/run.py``); its async nodes run from
+        ``invoke`` as well as ``ainvoke`` (:class:`~atomgraph.nodes.sync.MethodStateGraph`)."""
+        from atomgraph.nodes.sync import MethodStateGraph
 
-        g = MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
-                             output_schema=output_schema)
-        g.default_bound_s = self.default_bound_s
-        return g
+        return MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
+                                output_schema=output_schema, door=self.door)
+
+    def door(self, state: Any, config: RunnableConfig | None) -> None:
+        """What every run of the compiled graph passes before its first node (the conditional edge
+        from ``START``, :class:`~atomgraph.nodes.sync.MethodStateGraph`), LangGraph Server's runs
+        included: a question-answering run's ``question`` is there and is text; its parameters are
+        resolved and validated (:meth:`params`: once per run) and its choice of models names known
+        roles. Each failure is one :class:`~atomgraph.errors.AtomgraphError`."""
+        if self.kind == "qa":
+            question = state.get("question") if isinstance(state, Mapping) else getattr(state, "question", None)
+            if question is None:
+                raise InvalidQuestion("the input has no 'question'; accepted: question")
+            if not isinstance(question, str):
+                check_question(question)
+        self.params(config)
+        models = self.run_choices().models
+        if models:
+            from atomgraph.methods import known_roles
+
+            roles = known_roles()
+            bad = sorted(str(k) for k in models if k not in roles)
+            if bad:
+                raise ConfigError(f"unknown model role(s) {bad} in the context's 'models'; roles are {', '.join(roles)}")
+
+    def run_context_of(self, schema: type, context: Any, config: RunnableConfig | None) -> Any:
+        """One run's context, resolved at its start: an instance of the graph's context ``schema``
+        (its default deadline stamped now) built from the run's ``context`` (a dict or a dataclass),
+        holding the run's parameters (settings section < ``context`` < configurable keys),
+        validated here, once, for every node to read (:meth:`params`)."""
+        given = _given(context)
+        instance = schema(**given)
+        conf = (config or {}).get("configurable", {}) or {}
+        instance._params = resolve_params(self.context_cls, self.section_values(), given, conf, ignore=RunChoices)
+        return instance
 
     def default_bound_s(self) -> float | None:
         """A question's bound when its run sets no deadline: ``question_timeout`` (question-answering
@@ -249,10 +282,20 @@ class MethodRuntime(Generic[C]):
         return s or None
 
     def params(self, config: RunnableConfig | None = None) -> C:
-        """This run's parameters: settings section < the run's context < configurable keys."""
+        """This run's parameters: settings section < the run's context < configurable keys,
+        resolved and validated once per run and kept on the run's context (``runtime.context``,
+        LangGraph's ``get_runtime()``): by :meth:`run_context_of` where the run starts through
+        :class:`~atomgraph.lc.MethodGraph`, else by the first node that asks (a run LangGraph
+        Server starts from its ``context`` dict)."""
+        ctx = run_context()
+        resolved = getattr(ctx, "_params", None)
+        if type(resolved) is self.context_cls:
+            return resolved
         conf = (config or {}).get("configurable", {}) or {}
-        return resolve_params(self.context_cls, self.section_values(), run_context(),
-                              conf, ignore=RunChoices)
+        resolved = resolve_params(self.context_cls, self.section_values(), ctx, conf, ignore=RunChoices)
+        if hasattr(ctx, "_params"):  # the run's own context object (context_with_defaults): keep them there
+            ctx._params = resolved
+        return resolved
 
     def run_choices(self) -> RunChoices:
         """The run's choice of model, temperature and sources (empty outside a graph run, or
@@ -260,11 +303,16 @@ class MethodRuntime(Generic[C]):
         ctx = run_context()
         if ctx is None:
             return _NO_CHOICES
+        choices = getattr(ctx, "_choices", None)
+        if choices is not None:  # resolved once per run, kept on the run's context
+            return choices
         chosen = ({k: ctx[k] for k in _CHOICE_FIELDS if k in ctx} if isinstance(ctx, dict)
                   else {k: getattr(ctx, k) for k in _CHOICE_FIELDS if hasattr(ctx, k)})
-        if all(v in (None, "", [], {}) for v in chosen.values()):
-            return _NO_CHOICES
-        return resolve_params(RunChoices, None, chosen, None)
+        choices = (_NO_CHOICES if all(v in (None, "", [], {}) for v in chosen.values())
+                   else resolve_params(RunChoices, None, chosen, None))
+        if hasattr(ctx, "_choices"):
+            ctx._choices = choices
+        return choices
 
     # --- bounds -------------------------------------------------------------------------
     def _run_bounds(self) -> RunBounds:
@@ -532,3 +580,14 @@ async def retrieve_from(sources: SourceSet, source_names: list[str], *, query: s
         if call.error:
             notes.append(f"retrieval failed — {call.source}: {call.error}")
     return evidence, calls, notes
+
+
+def _given(context: Any) -> dict[str, Any]:
+    """The values a run's ``context`` gives: a dict's items, a dataclass's fields (none for None)."""
+    if context is None:
+        return {}
+    if isinstance(context, Mapping):
+        return dict(context)
+    if dataclasses.is_dataclass(context):
+        return {f.name: getattr(context, f.name) for f in dataclasses.fields(context)}
+    raise ConfigError(f"run context must be a dict or a dataclass, not {type(context).__name__}")
