@@ -80,21 +80,22 @@ def tool_content(out: dict, with_evidence: bool) -> str:
     return answer + "\n\nEvidence:\n" + ("\n".join(lines) if lines else "(none)")
 
 
-def check_door(graph: Any, input: Any, context: Any = None) -> None:
+def check_door(graph: Any, input: Any, context: Any = None, accepted: list[str] | None = None) -> None:
     """Input validation at the door of every method graph (:class:`MethodGraph`: Python and the
     CLI): a new run's input (of a graph whose input schema names one) needs a ``question`` (a non-empty
     string, :func:`~atomgraph.state.run.check_question`) and no key the graph's input schema
     does not name; its ``context`` is validated as the graph's context schema (unknown
     parameters, a bad value, an unknown ``prompt_pack``) and its ``models`` name known roles.
     Each failure is one :class:`~atomgraph.errors.AtomgraphError` naming what is accepted. A
-    resume (``None``, a ``Command``) passes."""
+    resume (``None``, a ``Command``) passes. ``accepted``: the input schema's keys, where the
+    caller has read them already (:func:`input_keys`)."""
     import dataclasses
     from collections.abc import Mapping
 
     from atomgraph.state.run import InvalidQuestion, check_question  # noqa: F401
 
     if isinstance(input, Mapping):
-        accepted = _input_keys(graph)
+        accepted = input_keys(graph) if accepted is None else accepted
         asks = not accepted or "question" in accepted  # an index graph takes no question
         if asks and "question" not in input:
             raise InvalidQuestion(f"the input has no 'question' (got {sorted(map(str, input)) or 'no keys'}); "
@@ -122,7 +123,7 @@ def check_door(graph: Any, input: Any, context: Any = None) -> None:
             validate_params(schema, context)  # unknown parameters, bad values, an unknown prompt pack
 
 
-def _input_keys(graph: Any) -> list[str]:
+def input_keys(graph: Any) -> list[str]:
     """The keys the graph's input schema names ([] when it cannot tell)."""
     try:
         return sorted((graph.get_input_jsonschema() or {}).get("properties") or {})
@@ -151,6 +152,7 @@ class MethodGraph(Runnable[Any, Any]):
         self.graph = graph
         self.runtime = runtime
         self.name = graph.name
+        self._accepted: list[str] | None = None  # the input schema's keys, read at the first run
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or "graph" not in self.__dict__:
@@ -163,7 +165,9 @@ class MethodGraph(Runnable[Any, Any]):
     def _context(self, input: Any, config: Any, kwargs: dict) -> Any:  # noqa: A002 - LangGraph's name
         """The door: ``input`` and ``context`` checked, the run's context resolved once."""
         context = kwargs.pop("context", None)
-        check_door(self.graph, input, context)
+        if self._accepted is None:
+            self._accepted = input_keys(self.graph)
+        check_door(self.graph, input, context, self._accepted)
         return self.runtime.run_context_of(self.graph.context_schema, context, config)
 
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
