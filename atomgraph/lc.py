@@ -80,6 +80,20 @@ def tool_content(out: dict, with_evidence: bool) -> str:
     return answer + "\n\nEvidence:\n" + ("\n".join(lines) if lines else "(none)")
 
 
+def context_values(context: Any) -> dict:
+    """The values a run's ``context`` gives: a dict's items, a dataclass's fields, none for None."""
+    import dataclasses
+    from collections.abc import Mapping
+
+    if context is None:
+        return {}
+    if isinstance(context, Mapping):
+        return dict(context)
+    if dataclasses.is_dataclass(context) and not isinstance(context, type):
+        return {f.name: getattr(context, f.name) for f in dataclasses.fields(context)}
+    raise ConfigError(f"run context must be a dict or a dataclass, not {type(context).__name__}")
+
+
 def check_door(graph: Any, input: Any, context: Any = None, accepted: list[str] | None = None) -> None:
     """Input validation at the door of every method graph (:class:`MethodGraph`: Python and the
     CLI): a new run's input (of a graph whose input schema names one) needs a ``question`` (a non-empty
@@ -135,12 +149,13 @@ class MethodGraph(Runnable[Any, Any]):
     """A method's graph as Python callers use it: a Runnable that holds the compiled LangGraph graph
     (:attr:`graph`, what ``langgraph.json`` serves) and starts each of its runs at the door:
 
-    - the input and context are checked (:func:`check_door`);
-    - the run's context is resolved once (settings section < ``context`` < configurable keys,
-      validated: :meth:`~atomgraph.nodes.runtime.MethodRuntime.run_context_of`) and handed to the
-      graph as its ``context``, where every node reads it (``runtime.context``); building it stamps
-      the default bound of a question-answering run that sets no ``configurable["deadline"]``:
-      its start plus the settings' ``question_timeout``;
+    - the input and context are checked (:func:`check_door`), with the input's own keys (the
+      compiled graph sees only those its input schema names);
+    - the context goes to the graph as a dict (``{}`` for none), which LangGraph builds into the
+      graph's context schema for the run, stamping the default bound of a question-answering run
+      that sets no ``configurable["deadline"]`` (its start plus the settings' ``question_timeout``);
+      the graph's edge from ``START`` resolves the run's parameters once
+      (:meth:`~atomgraph.nodes.runtime.MethodRuntime.door`), for every node to read;
     - ``invoke`` / ``ainvoke`` of a run stopped at its deadline plus grace (a node still running
       then) return the output contract with the reason instead of raising.
 
@@ -148,9 +163,8 @@ class MethodGraph(Runnable[Any, Any]):
     ``as_retriever`` fit LangChain's conveniences to a method; everything else (``get_graph``,
     ``get_state``, ``checkpointer``, ``context_schema``, ...) is the compiled graph's."""
 
-    def __init__(self, graph: CompiledStateGraph, runtime: Any) -> None:
+    def __init__(self, graph: CompiledStateGraph) -> None:
         self.graph = graph
-        self.runtime = runtime
         self.name = graph.name
         self._accepted: list[str] | None = None  # the input schema's keys, read at the first run
 
@@ -162,13 +176,14 @@ class MethodGraph(Runnable[Any, Any]):
     def __repr__(self) -> str:
         return f"MethodGraph({self.graph.name!r})"
 
-    def _context(self, input: Any, config: Any, kwargs: dict) -> Any:  # noqa: A002 - LangGraph's name
-        """The door: ``input`` and ``context`` checked, the run's context resolved once."""
+    def _context(self, input: Any, config: Any, kwargs: dict) -> dict:  # noqa: A002 - LangGraph's name
+        """The door: ``input`` and ``context`` checked; the context as the dict LangGraph builds
+        the run's context from."""
         context = kwargs.pop("context", None)
         if self._accepted is None:
             self._accepted = input_keys(self.graph)
         check_door(self.graph, input, context, self._accepted)
-        return self.runtime.run_context_of(self.graph.context_schema, context, config)
+        return context_values(context)
 
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """``graph.invoke`` through the door; a run stopped at its deadline plus grace returns the
@@ -225,10 +240,10 @@ class MethodGraph(Runnable[Any, Any]):
 
     def copy(self, update: dict | None = None) -> "MethodGraph":
         """The same method over a copy of the compiled graph (e.g. ``{"checkpointer": saver}``)."""
-        return MethodGraph(self.graph.copy(update), self.runtime)
+        return MethodGraph(self.graph.copy(update))
 
     def with_config(self, config: Any = None, **kwargs: Any) -> "MethodGraph":
-        return MethodGraph(self.graph.with_config(config, **kwargs), self.runtime)
+        return MethodGraph(self.graph.with_config(config, **kwargs))
 
     def as_tool(self, args_schema: Any = None, *, name: str | None = None, description: str | None = None,
                 arg_types: Any = None, evidence: bool = False, context: dict | None = None) -> BaseTool:

@@ -75,7 +75,7 @@ def build_arm_graph(model: ModelsArg = None, sources: Any = None, settings: Sett
     for a, b in zip(STEPS[1:-1], STEPS[2:]):
         g.add_edge(a, b)
     g.add_edge("answer", END)
-    return MethodGraph(g.compile(checkpointer=checkpointer, name="arm"), art)
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="arm"))
 
 
 def arm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,

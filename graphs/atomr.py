@@ -80,7 +80,7 @@ def build_atomr_graph(
     for step in STEP_NODES.values():
         builder.add_edge(step, "schedule")
     builder.add_edge("finalize", END)
-    return MethodGraph(builder.compile(checkpointer=checkpointer, name="atomr"), rt)
+    return MethodGraph(builder.compile(checkpointer=checkpointer, name="atomr"))
 
 
 # The graph `langgraph dev` and LangGraph Studio load (models and sources from settings,

@@ -39,7 +39,7 @@ def _graph(method: str, rt: MethodRuntime, checkpointer: Any, retrieve: bool) ->
     else:
         g.add_edge(START, "answer")
     g.add_edge("answer", END)
-    return MethodGraph(g.compile(checkpointer=checkpointer, name=method), rt)
+    return MethodGraph(g.compile(checkpointer=checkpointer, name=method))
 
 
 def build_standard_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,

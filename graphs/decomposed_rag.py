@@ -39,7 +39,7 @@ def build_decomposed_rag_graph(model: ModelsArg = None, sources: Any = None, set
     g.add_edge("retrieve_sub", "answer")
     g.add_edge("answer", "finish")
     g.add_edge("finish", END)
-    return MethodGraph(g.compile(checkpointer=checkpointer, name="decomposed_rag"), rt)
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="decomposed_rag"))
 
 
 

@@ -39,7 +39,7 @@ def build_ircot_graph(model: ModelsArg = None, sources: Any = None, settings: Se
     g.add_conditional_edges("reason", after_reason, ["retrieve", "read_answer", "finish"])
     g.add_edge("read_answer", "finish")
     g.add_edge("finish", END)
-    return MethodGraph(g.compile(checkpointer=checkpointer, name="ircot"), rt)
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="ircot"))
 
 
 

@@ -37,7 +37,7 @@ def build_iter_retgen_graph(model: ModelsArg = None, sources: Any = None, settin
     g.add_edge("retrieve", "generate")
     g.add_conditional_edges("generate", after_generate, ["retrieve", "finish"])
     g.add_edge("finish", END)
-    return MethodGraph(g.compile(checkpointer=checkpointer, name="iter_retgen"), rt)
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="iter_retgen"))
 
 
 

@@ -59,7 +59,7 @@ def build_kar3_graph(model: ModelsArg = None, sources: Any = None, settings: Set
     g.add_conditional_edges("retrieve", after_retrieve)
     g.add_conditional_edges("select", after_select)
     g.add_edge("answer", END)
-    return MethodGraph(g.compile(checkpointer=checkpointer, name="kar3"), rt)
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="kar3"))
 
 
 # The graph `langgraph dev` and Studio load (models and the atom index from settings, resolved

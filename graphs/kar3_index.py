@@ -39,7 +39,7 @@ def build_kar3_index_graph(model: ModelsArg = None, settings: Settings | None = 
     g.add_edge(START, "load")
     g.add_edge("load", "atomize")
     g.add_edge("atomize", END)
-    return MethodGraph(g.compile(checkpointer=checkpointer, name="kar3_index"), rt)
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="kar3_index"))
 
 
 graph = build_kar3_index_graph().graph

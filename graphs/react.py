@@ -33,7 +33,7 @@ def build_react_graph(model: ModelsArg = None, sources: Any = None, settings: Se
     g.add_node("agent", make_agent_node(rt))
     g.add_edge(START, "agent")
     g.add_edge("agent", END)
-    return MethodGraph(g.compile(checkpointer=checkpointer, name="react"), rt)
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="react"))
 
 
 

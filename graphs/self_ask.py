@@ -43,7 +43,7 @@ def build_self_ask_graph(model: ModelsArg = None, sources: Any = None, settings:
     g.add_conditional_edges("intermediate_answer", after_intermediate, ["ask", "final_answer", "finish"])
     g.add_edge("final_answer", "finish")
     g.add_edge("finish", END)
-    return MethodGraph(g.compile(checkpointer=checkpointer, name="self_ask"), rt)
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="self_ask"))
 
 
 

@@ -52,7 +52,7 @@ def build_wikipedia_index_graph(settings: Settings | None = None, checkpointer: 
     g.add_node("ingest", ingest)
     g.add_edge(START, "ingest")
     g.add_edge("ingest", END)
-    return MethodGraph(g.compile(checkpointer=checkpointer, name="wikipedia_index"), rt)
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="wikipedia_index"))
 
 
 graph = build_wikipedia_index_graph().graph

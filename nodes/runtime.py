@@ -33,7 +33,6 @@ model call itself (and reply cutting) is :mod:`atomgraph.nodes.call`; the sync/a
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import threading
 import time
@@ -259,17 +258,6 @@ class MethodRuntime(Generic[C]):
             if bad:
                 raise ConfigError(f"unknown model role(s) {bad} in the context's 'models'; roles are {', '.join(roles)}")
 
-    def run_context_of(self, schema: type, context: Any, config: RunnableConfig | None) -> Any:
-        """One run's context, resolved at its start: an instance of the graph's context ``schema``
-        (its default deadline stamped now) built from the run's ``context`` (a dict or a dataclass),
-        holding the run's parameters (settings section < ``context`` < configurable keys),
-        validated here, once, for every node to read (:meth:`params`)."""
-        given = _given(context)
-        instance = schema(**given)
-        conf = (config or {}).get("configurable", {}) or {}
-        instance._params = resolve_params(self.context_cls, self.section_values(), given, conf, ignore=RunChoices)
-        return instance
-
     def default_bound_s(self) -> float | None:
         """A question's bound when its run sets no deadline: ``question_timeout`` (question-answering
         graphs only; an indexing graph runs as long as its corpus needs)."""
@@ -283,10 +271,8 @@ class MethodRuntime(Generic[C]):
 
     def params(self, config: RunnableConfig | None = None) -> C:
         """This run's parameters: settings section < the run's context < configurable keys,
-        resolved and validated once per run and kept on the run's context (``runtime.context``,
-        LangGraph's ``get_runtime()``): by :meth:`run_context_of` where the run starts through
-        :class:`~atomgraph.lc.MethodGraph`, else by the first node that asks (a run LangGraph
-        Server starts from its ``context`` dict)."""
+        resolved and validated once per run, at its start (:meth:`door`), and kept on the run's
+        context (``runtime.context``, LangGraph's ``get_runtime()``) for every node to read."""
         ctx = run_context()
         resolved = getattr(ctx, "_params", None)
         if type(resolved) is self.context_cls:
@@ -580,14 +566,3 @@ async def retrieve_from(sources: SourceSet, source_names: list[str], *, query: s
         if call.error:
             notes.append(f"retrieval failed — {call.source}: {call.error}")
     return evidence, calls, notes
-
-
-def _given(context: Any) -> dict[str, Any]:
-    """The values a run's ``context`` gives: a dict's items, a dataclass's fields (none for None)."""
-    if context is None:
-        return {}
-    if isinstance(context, Mapping):
-        return dict(context)
-    if dataclasses.is_dataclass(context):
-        return {f.name: getattr(context, f.name) for f in dataclasses.fields(context)}
-    raise ConfigError(f"run context must be a dict or a dataclass, not {type(context).__name__}")
