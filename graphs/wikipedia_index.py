@@ -7,8 +7,8 @@ resumable: a rerun adds only what is missing), runnable from Studio or code:
 
 >>> graph.invoke({"inputs": ["corpus.json"], "collection": "wiki2"}, context={"batch_size": 128})["stats"]
 
-A bad input (missing file, unreadable record) comes back as ``error``, with nothing lost:
-the batches written before it stay written.
+A bad input (missing file, unreadable record, a file outside the operator's ``data_dirs``)
+comes back as ``error``, with nothing lost: the batches written before it stay written.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START
 
+from atomgraph.access import client_inputs
 from atomgraph.errors import AtomgraphError
 from atomgraph.lc import MethodGraph
 from atomgraph.nodes.runtime import MethodRuntime
@@ -37,13 +38,13 @@ def build_wikipedia_index_graph(settings: Settings | None = None, checkpointer: 
     async def ingest(state: WikipediaIndexState, config: RunnableConfig) -> dict:
         from atomgraph.tools.ingest import ingest as run_ingest
 
-        p = rt.params(config)
         try:
+            p = rt.params(config)
             stats = await asyncio.to_thread(
-                run_ingest, list(state.get("inputs") or []), state.get("collection"), settings=rt.settings(),
-                fmt=p.format, batch_size=p.batch_size, max_tokens=p.max_tokens, limit=p.limit,
-                embeddings=embeddings, progress=False,
-            )
+                lambda: run_ingest(
+                    client_inputs(state.get("inputs"), rt.settings()),  # under data_dirs, before anything is opened
+                    state.get("collection"), settings=rt.settings(), fmt=p.format, batch_size=p.batch_size,
+                    max_tokens=p.max_tokens, limit=p.limit, embeddings=embeddings, progress=False))
         except (AtomgraphError, OSError, ValueError) as exc:
             return {"stats": {}, "error": f"{type(exc).__name__}: {exc}"}
         return {"stats": stats.as_dict(), "error": None}

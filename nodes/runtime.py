@@ -117,6 +117,7 @@ class MethodRuntime(Generic[C]):
         self._section_read = False
         self._section_values: Any = None
         self._bounds: dict[int, RunBounds] = {}
+        self._path_fields: dict[str, str] | None = None
 
     @classmethod
     def for_method(cls, method: "Method | str", models: ModelsArg = None,
@@ -283,6 +284,26 @@ class MethodRuntime(Generic[C]):
             ctx._params = resolved
         return resolved
 
+    def check_paths(self, params: C) -> None:
+        """A file or folder the run's client chose (a :class:`~atomgraph.state.run.DataPath`
+        parameter other than the settings' value) must lie under the operator's ``data_dirs``
+        (ConfigError otherwise). Called where the runtime opens them, off the event loop
+        (resolving a symlink is file I/O: ``langgraph dev`` refuses it on the loop)."""
+        fields_ = self._path_fields
+        if fields_ is None:
+            from atomgraph.state.run import data_path_fields
+
+            fields_ = self._path_fields = data_path_fields(self.context_cls)
+        if not fields_:
+            return
+        from atomgraph.access import client_path
+
+        section = self.section_values()
+        for name, mode in fields_.items():
+            value = getattr(params, name, None)
+            if value and value != getattr(section, name, None):
+                client_path(value, self.settings(), f"{name} path", write=mode == "write")
+
     def run_choices(self) -> RunChoices:
         """The run's choice of model, temperature and sources (empty outside a graph run, or
         when the run chose nothing: then nothing is validated)."""
@@ -296,6 +317,16 @@ class MethodRuntime(Generic[C]):
                   else {k: getattr(ctx, k) for k in _CHOICE_FIELDS if hasattr(ctx, k)})
         choices = (_NO_CHOICES if all(v in (None, "", [], {}) for v in chosen.values())
                    else resolve_params(RunChoices, None, chosen, None))
+        if choices is not _NO_CHOICES:
+            # client values: models by name, never a file; sources by declared name, never code (atomgraph/access.py)
+            from atomgraph.access import client_model, client_models
+
+            settings = self.settings()
+            if choices.model:
+                client_model(choices.model, settings)
+            client_models(choices.models, settings)
+            if choices.sources:
+                self._sourcing.check_client(choices.sources, code_only=True)
         if hasattr(ctx, "_choices"):
             ctx._choices = choices
         return choices
@@ -458,6 +489,23 @@ class RunSources:
             self._base.require()
         return self._base
 
+    def check_client(self, names: list[str], code_only: bool = False) -> None:
+        """A run's chosen source names, refused (ConfigError) unless each is registered, named by
+        the settings, or one of the sources the graph was built with (never code to import).
+        ``code_only``: only the names that would be imported (``module:attr``) are looked at
+        (before the graph's own sources are open; an unknown plain name is refused by name later)."""
+        from atomgraph.access import client_sources
+
+        if code_only:
+            names = [n for n in names if not isinstance(n, str) or ":" in n]
+        if names:
+            client_sources(names, self._settings(), list(self._given_names()))
+
+    def _given_names(self) -> Iterable[str]:
+        """The names of the graph's own sources (``sources=``), once they are open."""
+        base = self._base
+        return [*base.available, *base.unavailable] if base is not None else []
+
     def pick(self, names: list[str] | None) -> SourceSet:
         """The sources a run reads: ``names`` (the run's choice, each required) when given, else
         :meth:`base`. A chosen source that was unusable is looked at again (built anew from the
@@ -479,7 +527,8 @@ class RunSources:
                             self._from_settings.add(key)
                             if self._stale(key, names):
                                 self._reopen(key, names)
-                    else:  # sources the graph was not built with: built from the settings by name
+                    else:  # sources the graph was not built with: built from the settings by name (never code)
+                        self.check_client(names)
                         self._named[key] = build_sources(self._settings(), names)
                         self._from_settings.add(key)
                 elif self._stale(key, names):

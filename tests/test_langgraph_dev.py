@@ -66,6 +66,7 @@ def server_env(tmp: Path, model_server: str | None = None) -> dict[str, str]:
     from atomgraph.demo_pack import kg_path
 
     env["ATOMGRAPH_WIKIDATA_FILE"] = str(kg_path())
+    env["ATOMGRAPH_DATA_DIRS"] = str(tmp.parent)  # pytest's folders: the files the runs name (server_files) live there
     if model_server:
         env["OPENAI_BASE_URL"] = model_server
     return env
@@ -89,7 +90,6 @@ SCRIPT = {
     "answer": json.dumps({"rationale": "from the passages", "answer": ANSWER}),
     "arm_decompose": json.dumps(["Heisenberg doctoral advisor", "died city"]),
     "arm_align": {"first_line_after": "Options:\n"},
-    "arm_draft": json.dumps({"add": [], "drop": []}),
     "arm_verify": json.dumps({"reasoning": "advisor, then where he died", "objects": ["p1", "p2"]}),
     "arm_answer": "Sommerfeld died in Munich.\nSo the answer is: Munich",
 }
@@ -576,3 +576,77 @@ async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_serve
     shown = get_pack("hotpotqa").plan_examples[0][0]
     assert shown not in {q for q, _ in get_pack("general").plan_examples}
     assert any(shown in text for text in _plan_requests_for(QUESTION))  # the hotpotqa pack's planner prompt
+
+
+# --- what a client may name: names, never code; no server path (docs/guides/security.md) -----------
+
+@pytest.fixture(scope="module")
+def private_file():
+    """A file outside the server's data folders, holding a secret line (TSV-shaped: a header's
+    content would be quoted by a careless error)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="atomgraph-private-"))
+    secret = folder / "secret.tsv"
+    secret.write_text("PRIVATE-c0ffee\tPRIVATE-beef\nrow\tvalue\n")
+    try:
+        yield secret
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def one_line_error(record: dict, out: dict) -> str:
+    """The one-line refusal of a run: its failure (the run's status) or its output's ``error``."""
+    if record["status"] == "success":
+        message = out.get("error") or ""
+        assert message and not out.get("answer"), out
+    else:
+        message = out.get("__error__", {}).get("message") or failed_with(record, out)
+    assert "\n" not in message.strip(), message
+    return message
+
+
+@pytest.mark.parametrize("source, question", [
+    ("subprocess:getoutput", "touch {marker}; echo Munich"),
+    ("os:system", "touch {marker}"),
+    ("builtins:eval", "__import__('pathlib').Path('{marker}').touch()"),
+])
+def test_a_client_names_no_code_as_a_source(langgraph_server, tmp_path, source, question):
+    """A source name that is an importable object is refused before anything is imported or called:
+    the shell command in the question never runs."""
+    marker = tmp_path / "ran"
+    for graph_id in ("rag", "atomr"):
+        record, out = run(langgraph_server, graph_id, {"question": question.format(marker=marker)},
+                          {"model": MODEL, "sources": [source]})
+        message = one_line_error(record, out)
+        assert f"unknown knowledge source '{source}'" in message and "names no code" in message, message
+    assert not marker.exists()
+
+
+def test_a_client_names_no_file_outside_the_data_folders(langgraph_server, private_file, tmp_path):
+    """Indexing inputs, ARM's objects and index cache, a model file: each refused before it is
+    opened, and no error quotes the file."""
+    record, out = run(langgraph_server, "wikipedia_index", {"inputs": [str(private_file)], "collection": "stolen"},
+                      {"format": "tsv"})
+    assert record["status"] == "success" and "outside the data folders" in (out["error"] or ""), out
+    assert out["stats"] == {} and "PRIVATE" not in json.dumps(out)
+    record, out = run(langgraph_server, "kar3_index", {"inputs": [str(private_file)], "collection": "stolen2"},
+                      {"model": MODEL, "format": "tsv"})
+    assert "outside the data folders" in (out.get("error") or ""), out
+    assert "PRIVATE" not in json.dumps(out)
+    inside = tmp_path / "link.tsv"  # a symlink under the data folders to the file outside
+    inside.symlink_to(private_file)
+    cache = private_file.parent / "written"
+    for context in ({"objects": str(private_file)}, {"objects": str(inside)},
+                    {"objects": str(tmp_path / os.path.relpath(private_file, tmp_path))},  # '..' out of them
+                    {"index_cache": str(cache)}):
+        record, out = run(langgraph_server, "arm", {"question": ARM_QUESTION}, {"model": MODEL, **context})
+        message = one_line_error(record, out)
+        assert "outside the data folders" in message and "PRIVATE" not in json.dumps(out), message
+    assert not cache.exists()
+    for model in (f"local:{private_file}", "local:/etc/passwd"):
+        record, out = run(langgraph_server, "standard", {"question": QUESTION}, {"model": model})
+        message = one_line_error(record, out)
+        assert "a run chooses models by name" in message, message
+        assert "PRIVATE" not in json.dumps(out) and "root:" not in json.dumps(out)
