@@ -51,7 +51,9 @@ DEFAULT_MAX_STREAM_MB = 64 * 1024  # a file read line by line (a corpus): 64 GB
 
 
 def _limit(env: str, default_mb: float) -> int:
-    value = os.environ.get(env, "").strip()
+    from atomgraph.environment import env_value
+
+    value = env_value(env) or ""
     try:
         mb = float(value) if value else default_mb
     except ValueError:

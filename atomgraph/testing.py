@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import threading
 import time
@@ -36,6 +35,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import Field, PrivateAttr
+from atomgraph.environment import env_value as _env_value
 
 
 Response = str | AIMessage | Callable[[str], str | AIMessage] | BaseException
@@ -266,7 +266,7 @@ def notebook_banner(scripted: bool, model: str | None = None, why: str | None = 
     from the gold answers, so every score shows the pipeline working, not a method's quality)."""
     if not scripted:
         return f"model: {model}"
-    why = why or ("ATOMGRAPH_NOTEBOOK_SCRIPTED=1" if os.environ.get("ATOMGRAPH_NOTEBOOK_SCRIPTED") == "1"
+    why = why or ("ATOMGRAPH_NOTEBOOK_SCRIPTED=1" if _env_value("ATOMGRAPH_NOTEBOOK_SCRIPTED") == "1"
                   else "no chat model is configured")
     return (
         f"NOT RESULTS — scripted model ({why}).\n"

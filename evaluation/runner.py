@@ -25,8 +25,8 @@ import contextlib
 import datetime as _dt
 import fcntl
 import json
+import logging
 import os
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -43,6 +43,8 @@ from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
 from atomgraph.state.run import calls_cost, output_of, price_table, summarize_usage
 from atomgraph.imports import import_object  # noqa: F401 - re-exported: part of this module's API
 from atomgraph.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
 
 PREDICTIONS = "predictions.jsonl"
 RUN_META = "run.json"
@@ -218,7 +220,22 @@ def outcomes(records: Sequence[dict]) -> dict:
     return {"examples": len(records), "answered": sum(1 for r in records if not r.get("error")),
             "answered_by_fallback": sum(1 for r in records if answered_by_fallback(r)),
             "errors": dict(errors.most_common()), "fallbacks": dict(fallbacks.most_common()), "refused": refused,
-            "usage_flagged": sum(int((r.get("usage") or {}).get("usage_flagged") or 0) for r in records)}
+            "usage_flagged": sum(int((r.get("usage") or {}).get("usage_flagged") or 0) for r in records),
+            **_source_failures(records)}
+
+
+def _source_failures(records: Sequence[dict]) -> dict:
+    """Source calls that failed during the run, by source, and the examples they touched: a source
+    that dies mid-run shows in the closing lines even where the questions still ended."""
+    from collections import Counter
+
+    by_source: Counter = Counter()
+    touched = 0
+    for r in records:
+        failed = (r.get("usage") or {}).get("retriever_failures_by_source") or {}
+        by_source.update(failed)
+        touched += bool(failed)
+    return {"source_failures": dict(by_source.most_common()), "examples_with_source_failures": touched}
 
 
 def describe_outcome(o: dict) -> str:
@@ -238,6 +255,9 @@ def describe_outcome(o: dict) -> str:
     if o["fallbacks"]:
         parts.append(f"{sum(o['fallbacks'].values())} fallbacks ({counts(o['fallbacks'])})")
     parts.append(f"{o['refused']} with a refused answer")
+    if o.get("source_failures"):
+        parts.append(f"{sum(o['source_failures'].values())} source calls failed in {o['examples_with_source_failures']} "
+                     f"examples ({counts(o['source_failures'])})")
     if o.get("usage_flagged"):
         parts.append(f"{o['usage_flagged']} calls whose server-reported usage disagrees with the tokenizer's "
                      "count (flagged)")
@@ -302,6 +322,7 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
             "tokens_by_model": usage.tokens_by_model,
             "retriever_calls": usage.retriever_calls,
             "retriever_calls_by_source": usage.retriever_calls_by_source,
+            "retriever_failures_by_source": usage.retriever_failures_by_source,
             "llm_errors": sum(1 for c in llm_calls if getattr(c, "error", None) or (isinstance(c, dict) and c.get("error"))),
             "retriever_errors": sum(1 for c in retriever_calls if getattr(c, "error", None) or (isinstance(c, dict) and c.get("error"))),
             "cost_usd": cost,
@@ -630,8 +651,8 @@ async def arun_eval(
         if left_out:
             meta["total"] = len(examples)
             named = " and ".join(repr(p) for p in packs)
-            print(f"{method} on {name}: {len(left_out)} question(s) left out: they are demonstrations of the "
-                  f"{named} prompt pack{'s' if len(packs) > 1 else ''}", file=sys.stderr)
+            log.warning("%s on %s: %d question(s) left out: they are demonstrations of the %s prompt pack%s",
+                        method, name, len(left_out), named, "s" if len(packs) > 1 else "")
         meta["demonstrations_left_out"] = left_out
     if server is not None:  # what runs is what the server is sent: that is the fingerprint
         server_context = server_run_context(settings, server_context, meta.get("dataset_setting"))

@@ -1,13 +1,13 @@
 """ARM (alignment-oriented retrieval) as a LangGraph graph, on the method kit.
 
-decompose → align → retrieve → structure → draft → verify → aggregate → answer
+decompose → align → retrieve → structure → verify → aggregate → answer
 
 | paper | nodes | module (``nodes/arm/``) | stages (``prompts/arm.py``) |
 |---|---|---|---|
 | §3.2.1 information alignment (with n-gram matching) | decompose, align | ``information_alignment`` | ``arm_decompose``, ``arm_align``, ``arm_align_list`` |
 | §3.2.1 (end) the base search objects | retrieve | ``information_alignment`` | — |
 | §3.2.2 structure alignment: R_i, C_ij, expansion, the MIP, drafts | structure | ``structure_alignment`` | — |
-| §3.3 self-verification (Appendix C: drafts in words), aggregation | draft (extension), verify, aggregate | ``self_verification`` | ``arm_draft``, ``arm_verify`` |
+| §3.3 self-verification (Appendix C: drafts in words), aggregation | verify, aggregate | ``self_verification`` | ``arm_verify`` |
 | the run: data collection, runtime, answer, trace | answer | ``pipeline`` | ``arm_answer`` |
 
 >>> graph = build_arm_graph(model=my_model, objects="objects.jsonl")
@@ -38,14 +38,14 @@ from langgraph.graph.state import CompiledStateGraph
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.arm.information_alignment import make_align_node, make_decompose_node, make_retrieve_node
 from atomgraph.nodes.arm.pipeline import ArmRuntime, Collection, after_decompose, make_answer_node
-from atomgraph.nodes.arm.self_verification import make_aggregate_node, make_draft_node, make_verify_node
+from atomgraph.nodes.arm.self_verification import make_aggregate_node, make_verify_node
 from atomgraph.nodes.arm.structure_alignment import make_structure_node
 from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import ArmInput, ArmState
 
-STEPS = ("decompose", "align", "retrieve", "structure", "draft", "verify", "aggregate", "answer")
+STEPS = ("decompose", "align", "retrieve", "structure", "verify", "aggregate", "answer")
 
 
 def _objects_arg(objects: Any, sources: Any) -> Any:
@@ -67,7 +67,7 @@ def build_arm_graph(model: ModelsArg = None, sources: Any = None, settings: Sett
     art = ArmRuntime.for_method("arm", model, [], settings, collection=Collection(_objects_arg(objects, sources), embeddings))
     g = art.state_graph(ArmState, ArmInput)
     makers = {"decompose": make_decompose_node, "align": make_align_node, "retrieve": make_retrieve_node,
-              "structure": make_structure_node, "draft": make_draft_node, "verify": make_verify_node,
+              "structure": make_structure_node, "verify": make_verify_node,
               "aggregate": make_aggregate_node, "answer": make_answer_node}
     for name in STEPS:
         g.add_node(name, dual(makers[name](art)))

@@ -56,6 +56,10 @@ def validate_params(cls: type[C], values: Mapping[str, Any]) -> C:
     if unknown:
         raise ConfigError(f"unknown {cls.__name__} parameter(s): {', '.join(unknown)}; "
                           f"known: {', '.join(param_names(cls))}")
+    conflict = getattr(cls, "conflicts", None)
+    message = conflict(dict(values)) if callable(conflict) else ""
+    if message:
+        raise ConfigError(f"{cls.__name__} parameters conflict: {message}")
     try:
         return _adapter(cls).validate_python(dict(values))
     except ValidationError as exc:
@@ -246,6 +250,7 @@ class UsageSummary(BaseModel):
     tokens_by_model: dict[str, tuple[int, int]] = {}
     retriever_calls: int = 0
     retriever_calls_by_source: dict[str, int] = {}
+    retriever_failures_by_source: dict[str, int] = {}  # source calls that failed (an error, not "no hits")
     llm_latency_s: float = 0.0
     retriever_latency_s: float = 0.0
 
@@ -274,6 +279,7 @@ def summarize_usage(llm: Iterable[LLMCall | dict], retrieval: Iterable[Retriever
         tokens_by_model={k: (v[0], v[1]) for k, v in by_model.items()},
         retriever_calls=len(retrieval),
         retriever_calls_by_source=dict(Counter(c.source for c in retrieval)),
+        retriever_failures_by_source=dict(Counter(c.source for c in retrieval if c.error)),
         llm_latency_s=sum(c.latency_s for c in llm),
         retriever_latency_s=sum(c.latency_s for c in retrieval),
     )
@@ -284,6 +290,7 @@ def add_usage(summaries: Iterable[dict]) -> UsageSummary:
     total = UsageSummary()
     by_role: Counter = Counter()
     by_source: Counter = Counter()
+    failed: Counter = Counter()
     tokens: dict[str, dict[str, list[int]]] = {"tokens_by_role": defaultdict(lambda: [0, 0]),
                                                 "tokens_by_model": defaultdict(lambda: [0, 0])}
     for u in summaries:
@@ -294,12 +301,14 @@ def add_usage(summaries: Iterable[dict]) -> UsageSummary:
         total.retriever_calls += int(u.get("retriever_calls", 0))
         by_role.update(u.get("llm_calls_by_role") or {})
         by_source.update(u.get("retriever_calls_by_source") or {})
+        failed.update(u.get("retriever_failures_by_source") or {})
         for key, acc in tokens.items():
             for name, (p, c) in (u.get(key) or {}).items():
                 acc[name][0] += int(p)
                 acc[name][1] += int(c)
     total.llm_calls_by_role = dict(by_role)
     total.retriever_calls_by_source = dict(by_source)
+    total.retriever_failures_by_source = dict(failed)
     total.tokens_by_role = {k: (v[0], v[1]) for k, v in tokens["tokens_by_role"].items()}
     total.tokens_by_model = {k: (v[0], v[1]) for k, v in tokens["tokens_by_model"].items()}
     return total

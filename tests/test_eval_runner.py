@@ -168,3 +168,29 @@ def test_cli_run_with_model_and_sources_factories(tmp_path, monkeypatch, capsys)
     assert main(["eval", "run", "--method", "rag", "--dataset", str(data), "--out", str(tmp_path / "r"),
                  "--model-factory", "my_plugins:nope"]) == 2
     assert "cannot import 'my_plugins:nope'" in capsys.readouterr().err
+
+
+def test_a_source_that_dies_mid_run_is_counted_in_the_closing_lines(tmp_path):
+    """A source that answers the first questions and then fails: the questions still end (RAG answers
+    from what it has), and the run's outcome counts the failed source calls and the examples they
+    touched, so the closing lines say so."""
+    from langchain_core.documents import Document
+
+    from atomgraph.evaluation.runner import describe_outcome
+
+    calls = {"n": 0}
+
+    def flaky(query: str) -> list[Document]:
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise ConnectionError("endpoint went away")
+        return [Document(page_content=f"{query} is item 1.", metadata={"title": "Items", "id": f"d{calls['n']}"})]
+
+    def healthy(query: str) -> list[Document]:
+        return [Document(page_content="Items are numbered.", metadata={"title": "Numbers", "id": "n"})]
+
+    result = run_eval("rag", _examples(4), tmp_path / "run", model=ScriptedChatModel(default=_answer_by_number),
+                      sources=[flaky, healthy], concurrency=1, progress=False, dataset_name="toy")
+    o = result.outcome
+    assert o["source_failures"] == {"flaky": 2} and o["examples_with_source_failures"] == 2, o
+    assert "2 source calls failed in 2 examples (2 flaky)" in describe_outcome(o)

@@ -90,7 +90,6 @@ SCRIPT = {
     "answer": json.dumps({"rationale": "from the passages", "answer": ANSWER}),
     "arm_decompose": json.dumps(["Heisenberg doctoral advisor", "died city"]),
     "arm_align": {"first_line_after": "Options:\n"},
-    "arm_draft": json.dumps({"add": [], "drop": []}),
     "arm_verify": json.dumps({"reasoning": "advisor, then where he died", "objects": ["p1", "p2"]}),
     "arm_answer": "Sommerfeld died in Munich.\nSo the answer is: Munich",
 }

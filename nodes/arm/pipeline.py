@@ -1,7 +1,7 @@
 """ARM's pipeline: what the ``arm`` graph's stages share, and the ends of a run.
 
 decompose → align → retrieve (§3.2.1, :mod:`~atomgraph.nodes.arm.information_alignment`) →
-structure (§3.2.2, :mod:`~atomgraph.nodes.arm.structure_alignment`) → draft → verify → aggregate
+structure (§3.2.2, :mod:`~atomgraph.nodes.arm.structure_alignment`) → verify → aggregate
 (§3.3, :mod:`~atomgraph.nodes.arm.self_verification`) → answer (here).
 
 - the data collection (:class:`Collection`): given to the graph builder (``objects=``: an
