@@ -65,8 +65,8 @@ def test_every_stage_that_shows_evidence_says_it_is_data():
     prompts = [baselines.RAG_PROMPT, ircot.STEP_PROMPT, ircot.READ_PROMPT, iter_retgen.PROMPT, react.PROMPT,
                self_ask.ANSWER_PROMPT, decomposed_rag.ANSWER_PROMPT, operators.SEARCH_PROMPT, operators.RELATE_PROMPT,
                operators.FILTER_PROMPT, reasoning.DIRECT_RAG_PROMPT, kar3.PROPOSE_PROMPT, kar3.SELECT_PROMPT,
-               kar3.SELECT_PARAGRAPH_PROMPT, kar3.ANSWER_PROMPT, kar3.SHORT_ANSWER_PROMPT, atomize.ATOMIZE_PROMPT,
-               arm._DRAFT, arm._VERIFY, arm._ANSWER]
+               kar3.SELECT_PARAGRAPH_PROMPT, kar3.ANSWER_PROMPT, atomize.ATOMIZE_PROMPT,
+               arm._VERIFY, arm._ANSWER]
     for prompt in prompts:
         system = prompt.messages[0].prompt.template
         assert system.count(EVIDENCE_RULE) == 1, system[:80]

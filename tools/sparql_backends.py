@@ -12,6 +12,7 @@ import time
 from typing import Any, Callable, Protocol
 
 from atomgraph.errors import SourceError, SourceUnavailable
+from atomgraph.extras import require
 from atomgraph.tools.retry import call_with_retries
 
 Row = dict[str, dict[str, str]]
@@ -80,7 +81,7 @@ class OxigraphFileStore:
     """A Turtle file loaded into an in-memory ``pyoxigraph.Store``, queried in process."""
 
     def __init__(self, path: str | os.PathLike):
-        import pyoxigraph
+        pyoxigraph = require("pyoxigraph", "kg", "local RDF files (wikidata_file)")
 
         self.path = str(path)
         if not os.path.isfile(self.path):
