@@ -27,7 +27,7 @@ import json
 import re
 import threading
 import time
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -92,10 +92,6 @@ class ScriptedChatModel(BaseChatModel):
         ``"tools"`` when sent), in arrival order."""
         with self._lock:
             return list(self._calls)
-
-    def add_rules(self, rules: Iterable[Rule]) -> "ScriptedChatModel":
-        self.rules.extend(rules)
-        return self
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable:
         """The model with ``tools`` offered (recorded on each call as ``"tools"``); replies

@@ -21,8 +21,8 @@ from langgraph.graph import END, START
 
 from atomgraph.access import client_inputs
 from atomgraph.errors import AtomgraphError
+from atomgraph.lc import MethodGraph
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.indexing import (
     WikipediaIndexInput,
@@ -50,10 +50,10 @@ def build_wikipedia_index_graph(settings: Settings | None = None, checkpointer: 
         return {"stats": stats.as_dict(), "error": None}
 
     g = rt.state_graph(WikipediaIndexState, WikipediaIndexInput, WikipediaIndexOutput)
-    g.add_node("ingest", dual(ingest))
+    g.add_node("ingest", ingest)
     g.add_edge(START, "ingest")
     g.add_edge("ingest", END)
-    return g.compile(checkpointer=checkpointer, name="wikipedia_index")
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="wikipedia_index"))
 
 
-graph = build_wikipedia_index_graph()
+graph = build_wikipedia_index_graph().graph

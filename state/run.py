@@ -25,9 +25,10 @@ One module, read in the order a run meets them:
 from __future__ import annotations
 
 import dataclasses
+import time
 import typing
 from collections import Counter, defaultdict
-from typing import Annotated, Any, Iterable, Mapping, TypeVar
+from typing import Annotated, Any, Callable, Iterable, Mapping, TypeVar
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic (Studio's JSON schemas) needs this one on 3.11
@@ -125,13 +126,22 @@ def run_context() -> Any:
         return None
 
 
-def context_with_defaults(cls: type[C], defaults: C | None, extra: type | None = None) -> type[C]:
+def context_with_defaults(cls: type[C], defaults: C | None, extra: type | None = None,
+                          bound_s: Callable[[], float | None] | None = None) -> type[C]:
     """A subclass of ``cls`` (same name) whose field defaults are the values of ``defaults``
     (the settings section), so Studio's form shows, and a partial ``context`` dict keeps,
     what the settings say rather than the paper's defaults; with ``extra``'s fields
     (:class:`RunChoices`) added. Building it with an unknown key raises a ConfigError (a
-    ValueError) that lists the valid ones."""
-    if extra is None and (defaults is None or dataclasses.asdict(defaults) == dataclasses.asdict(cls())):
+    ValueError) that lists the valid ones.
+
+    An instance is one run's context: LangGraph builds it from the run's ``context`` dict when
+    the run starts (a Python call through :class:`~atomgraph.lc.MethodGraph`, as a LangGraph
+    Server run), so building it stamps the run's default deadline, ``bound_s()`` seconds from
+    now (``_deadline``; None when ``bound_s`` is unset or gives none), and it holds the run's
+    resolved parameters once they are resolved (``_params`` and ``_choices``: :meth:`~atomgraph.nodes.runtime.MethodRuntime.params`,
+    :meth:`~atomgraph.nodes.runtime.MethodRuntime.run_choices`)."""
+    if extra is None and bound_s is None and (defaults is None or
+                                              dataclasses.asdict(defaults) == dataclasses.asdict(cls())):
         return cls
     hints = typing.get_type_hints(cls, include_extras=True)
     fields = [
@@ -153,6 +163,9 @@ def context_with_defaults(cls: type[C], defaults: C | None, extra: type | None =
             raise ConfigError(f"unknown {cls.__name__} parameter(s): {', '.join(unknown)}; "
                               f"known: {', '.join(names)}")
         init(self, **kwargs)
+        seconds = bound_s() if bound_s is not None else None
+        self._deadline = time.time() + seconds if seconds else None
+        self._params = self._choices = None
 
     sub.__init__ = __init__
     sub.__doc__ = cls.__doc__

@@ -11,7 +11,7 @@ import pytest
 from atomgraph.cli import main
 from atomgraph.evaluation.compare import compare_runs, paired_bootstrap
 from atomgraph.evaluation.datasets import Example
-from atomgraph.evaluation.runner import run_eval
+from atomgraph.evaluation.runner import EvalOptions, run_eval
 from atomgraph.testing import ScriptedChatModel
 
 QUESTIONS = [("q1", "Where did Sommerfeld die?", "Munich"), ("q2", "Where was Einstein born?", "Ulm"),
@@ -25,8 +25,8 @@ def _runs(tmp_path):
                           default="So the answer is: Berlin")
     b = ScriptedChatModel(rules=[("Sommerfeld", "So the answer is: Munich"), ("Minster", "So the answer is: Ulm"),
                                  ("France", "So the answer is: Paris")], default="So the answer is: Bonn <b>bold</b>")
-    run_eval("cot", examples, tmp_path / "a", model=a, progress=False, dataset_name="toy")
-    run_eval("cot", examples, tmp_path / "b", model=b, progress=False, dataset_name="toy")
+    run_eval("cot", examples, tmp_path / "a", EvalOptions(model=a, progress=False, dataset_name="toy"))
+    run_eval("cot", examples, tmp_path / "b", EvalOptions(model=b, progress=False, dataset_name="toy"))
     return tmp_path / "a", tmp_path / "b"
 
 
@@ -43,7 +43,7 @@ def test_compare_pairs_questions_and_bounds_the_difference(tmp_path, capsys):
     assert main(["eval", "compare", str(ra), str(rb)]) == 0
     out = capsys.readouterr().out
     assert "4 questions in both" in out and "flipped by EM: 2 gained, 1 lost" in out
-    assert [line.split()[0] for line in out.splitlines()[5:]] == ["q2", "q3", "q4"]  # only those that differ
+    assert sorted(line.split()[0] for line in out.splitlines()[5:]) == ["q2", "q3", "q4"]  # only those that differ
     assert main(["eval", "compare", str(ra), str(rb), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["gained"] == 2
 

@@ -470,12 +470,12 @@ async def test_server_runs_in_flight_or_finished_are_joined_or_read_back(langgra
     from langgraph_sdk import get_client
 
     from atomgraph.evaluation.remote import server_thread_id
-    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.evaluation.runner import EvalOptions, arun_eval
 
     data, out = _server_dataset(tmp_path, 3), tmp_path / "run"
     url = str(langgraph_server.base_url)
     kw = dict(server=url, server_context={"model": MODEL}, progress=False, concurrency=2)
-    first = await arun_eval("standard", str(data), out, limit=1, **kw)
+    first = await arun_eval("standard", str(data), out, EvalOptions(limit=1, **kw))
     assert first.finished == 1 and first.errors == 0
     run_id = json.loads((out / "run.json").read_text())["server_run_id"]
     client = get_client(url=url)
@@ -485,7 +485,7 @@ async def test_server_runs_in_flight_or_finished_are_joined_or_read_back(langgra
                                        context={"model": MODEL}, if_not_exists="create")
         if qid == "q1":
             await client.runs.join(tids[qid], run["run_id"])
-    result = await arun_eval("standard", str(data), out, **kw)
+    result = await arun_eval("standard", str(data), out, EvalOptions(**kw))
     by_id = {r["id"]: r for r in result.records}
     assert result.skipped == 1 and result.finished == 2 and result.errors == 0
     assert by_id["q1"]["server"]["reused"] and by_id["q1"]["predicted"] == ANSWER
@@ -493,25 +493,26 @@ async def test_server_runs_in_flight_or_finished_are_joined_or_read_back(langgra
     for qid in ("q1", "q2"):
         assert len(await client.runs.list(tids[qid])) == 1
     # a new run id with --force-new: nothing of the earlier server run is reused
-    fresh = await arun_eval("standard", str(data), out, force_new=True, **kw)
+    fresh = await arun_eval("standard", str(data), out, EvalOptions(force_new=True, **kw))
     assert fresh.finished == 3 and not any(r["server"]["reused"] or r["server"]["joined"] for r in fresh.records)
     assert json.loads((out / "run.json").read_text())["server_run_id"] != run_id
 
 
 async def test_server_mode_refuses_what_it_cannot_send_and_a_dead_server(langgraph_server, tmp_path):
     from atomgraph.errors import ConfigError
-    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.evaluation.runner import EvalOptions, arun_eval
     from atomgraph.testing import ScriptedChatModel
 
     data = _server_dataset(tmp_path, 1)
     with pytest.raises(ConfigError, match="server runs the graph with its own models"):
-        await arun_eval("standard", str(data), tmp_path / "a", server=str(langgraph_server.base_url),
-                        model=ScriptedChatModel(default="x"), progress=False)
+        await arun_eval("standard", str(data), tmp_path / "a", EvalOptions(
+            server=str(langgraph_server.base_url), model=ScriptedChatModel(default="x"), progress=False))
     with pytest.raises(ConfigError, match="serves no graph 'nope'"):
-        await arun_eval("nope", str(data), tmp_path / "b", server=str(langgraph_server.base_url), progress=False)
+        await arun_eval("nope", str(data), tmp_path / "b", EvalOptions(
+            server=str(langgraph_server.base_url), progress=False))
     with pytest.raises(ConfigError, match="cannot be reached"):
-        await arun_eval("standard", str(data), tmp_path / "c", server=f"http://127.0.0.1:{free_port()}",
-                        progress=False)
+        await arun_eval("standard", str(data), tmp_path / "c", EvalOptions(
+            server=f"http://127.0.0.1:{free_port()}", progress=False))
     assert not (tmp_path / "c" / "predictions.jsonl").exists()
 
 
@@ -529,7 +530,7 @@ async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_serve
     """`eval run --server` on a HotpotQA file: the server runs the dataset's setting, as a local run
     does: its declared sources (Wikipedia only: no Wikidata call, no query-program call) and,
     for ATOMR, its prompt pack; a file with no declared setting runs on the server's own sources."""
-    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.evaluation.runner import EvalOptions, arun_eval
     from atomgraph.prompts.atomr.stages import get_pack
 
     record, out = run(langgraph_server, "wikipedia_index", {"inputs": [str(server_files / "corpus.jsonl")]})
@@ -540,7 +541,7 @@ async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_serve
     mine.write_text(line)
     kw = dict(server=str(langgraph_server.base_url), server_context={"model": MODEL}, progress=False)
 
-    declared = await arun_eval("rag", str(hotpot), tmp_path / "rag_hotpot", **kw)
+    declared = await arun_eval("rag", str(hotpot), tmp_path / "rag_hotpot", EvalOptions(**kw))
     (rec,) = declared.records
     assert rec["error"] is None and rec["predicted"] == ANSWER, rec["error"]
     assert set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia"}, rec["usage"]
@@ -551,7 +552,7 @@ async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_serve
     from atomgraph.nodes.runtime import RunSources
 
     for attempt in range(3):
-        general = await arun_eval("rag", str(mine), tmp_path / f"rag_mine{attempt}", **kw)
+        general = await arun_eval("rag", str(mine), tmp_path / f"rag_mine{attempt}", EvalOptions(**kw))
         (rec,) = general.records
         if "wikipedia" in rec["usage"]["retriever_calls_by_source"]:
             break
@@ -559,16 +560,16 @@ async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_serve
     assert set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia", "wikidata"}, rec["usage"]
     assert "sources" not in json.loads((tmp_path / f"rag_mine{attempt}" / "run.json").read_text())["fingerprint"]["params"]
 
-    atomr = await arun_eval("atomr", str(hotpot), tmp_path / "atomr_hotpot", **kw)
+    atomr = await arun_eval("atomr", str(hotpot), tmp_path / "atomr_hotpot", EvalOptions(**kw))
     (rec,) = atomr.records
     assert rec["error"] is None and set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia"}, rec
     assert not any(s.get("kg_program") for n in rec["trace"]["nodes"] for s in n.get("subcalls") or [])
     # with a deadline (sent as configurable: the server refuses context and configurable together)
-    bounded = await arun_eval("rag", str(hotpot), tmp_path / "rag_deadline", deadline_s=600, **kw)
+    bounded = await arun_eval("rag", str(hotpot), tmp_path / "rag_deadline", EvalOptions(deadline_s=600, **kw))
     (rec,) = bounded.records
     assert rec["error"] is None and rec["predicted"] == ANSWER, rec["error"]
     assert set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia"}, rec["usage"]
-    past = await arun_eval("rag", str(mine), tmp_path / "rag_past", deadline_s=0.001, **kw)
+    past = await arun_eval("rag", str(mine), tmp_path / "rag_past", EvalOptions(deadline_s=0.001, **kw))
     (rec,) = past.records  # the server got the deadline: its one model call was refused
     assert "deadline: the question's time ran out" in rec["error"] and rec["usage"]["llm_errors"] == 1, rec["error"]
 

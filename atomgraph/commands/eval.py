@@ -264,7 +264,7 @@ def _check_needs(args, settings, model, sources, *, named: bool) -> list[str]:
 
 def _run(args) -> int:
     from atomgraph.errors import ConfigError
-    from atomgraph.evaluation.runner import describe_outcome, run_eval
+    from atomgraph.evaluation.runner import EvalOptions, describe_outcome, run_eval
 
     recipe = None
     if args.recipe is not None:
@@ -310,14 +310,14 @@ def _run(args) -> int:
     if args.server:
         server = {"server": args.server, "server_context": server_context(args, settings),
                   "server_api_key": args.server_api_key or os.environ.get("LANGGRAPH_API_KEY")}
-    result = run_eval(
-        args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
+    result = run_eval(args.method, args.dataset, args.out, EvalOptions(
+        limit=args.limit, concurrency=args.concurrency,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
         progress=not args.no_progress, dataset_name=args.dataset, retry_errors=args.retry_errors,
         force_new=args.force_new, checkpoint=args.checkpoint, encoding=args.encoding,
         recipe=recipe.name if recipe is not None else None,
         run_info=getattr(args, "run_info", None), **server,
-    )
+    ))
     retried = f" ({result.retried} errored examples run again)" if result.retried else ""
     o = result.outcome or {}
     if o.get("answered") and o.get("answered_by_fallback") == o.get("answered"):
