@@ -241,9 +241,12 @@ class Knowledge:
             path = self.folder / "passages.jsonl"
             path.write_text("".join(json.dumps({"title": r["title"], "text": r["text"]}) + "\n" for r in self.rows),
                             encoding="utf-8")
-            settings = Settings(cache=False, chroma_path=str(self.folder / "chroma"))
+            # the temporary folder is declared a data folder: the indexing graph's inputs are client values
+            settings = Settings(cache=False, chroma_path=str(self.folder / "chroma"), data_dirs=[str(self.folder)])
             graph = build_kar3_index_graph(model=kar3_scripted_model(), settings=settings)
-            graph.invoke({"inputs": [str(path)], "collection": "poisoned"}, context={"atom_question_filter": True})
+            built = graph.invoke({"inputs": [str(path)], "collection": "poisoned"}, context={"atom_question_filter": True})
+            if built.get("error"):
+                raise RuntimeError(f"the KAR³ atom index was not built: {built['error']}")
             self._kar3 = (AtomSource("poisoned", settings=settings), settings)
         return self._kar3
 
