@@ -162,15 +162,19 @@ class MethodGraph(CompiledStateGraph):
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """``graph.invoke``; a run stopped at its deadline plus grace (a node still running then)
         returns the output contract with the reason instead of raising."""
+        from atomgraph.state.run import with_cleaning_noted
+
         try:
-            return super().invoke(input, config, **kwargs)
+            return with_cleaning_noted(super().invoke(input, config, **kwargs))
         except DeadlineExceeded as exc:
             return _stopped_at_deadline(exc)
 
     async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """``graph.ainvoke``, stopped at the deadline as :meth:`invoke` is."""
+        from atomgraph.state.run import with_cleaning_noted
+
         try:
-            return await super().ainvoke(input, config, **kwargs)
+            return with_cleaning_noted(await super().ainvoke(input, config, **kwargs))
         except DeadlineExceeded as exc:
             return _stopped_at_deadline(exc)
 

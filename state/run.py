@@ -186,6 +186,7 @@ class LLMCall(BaseModel):
     reply_chars: int | None = None  # the reply's length in characters before that cut (set when capped)
     usage_flag: str | None = None  # server usage disagrees with the tokenizer count (nodes/call.py)
     finish_reason: str | None = None  # why the server ended the reply ("stop", "length", "tool_calls", ...)
+    cleaned: dict | None = None  # hidden characters removed from the reply: {"removed": [code points], "count": n}
     cut: bool = False  # the reply was cut (the server ended it for length, or it ran past the cap): never an answer
 
 
@@ -424,9 +425,36 @@ class MethodOutput(TypedDict, total=False):
     error: str | None
 
 
+def answer_cleaned(llm_calls: Iterable[Any]) -> dict[str, Any] | None:
+    """What the run's model replies lost to the answer contract's cleaning (hidden characters:
+    :func:`atomgraph.text.clean_hidden`), over its call records: ``{"removed": [code points], "count": n,
+    "calls": k}``; None when nothing was removed."""
+    removed: set[int] = set()
+    count = calls = 0
+    for call in llm_calls or ():
+        cleaned = call.get("cleaned") if isinstance(call, Mapping) else getattr(call, "cleaned", None)
+        if cleaned:
+            removed.update(cleaned.get("removed") or ())
+            count += int(cleaned.get("count") or 0)
+            calls += 1
+    return {"removed": sorted(removed), "count": count, "calls": calls} if calls else None
+
+
+def with_cleaning_noted(values: Any) -> Any:
+    """A graph's final values with ``trace["answer_cleaned"]`` (:func:`answer_cleaned`) set when any
+    reply lost hidden characters (what ``invoke``, ``ainvoke`` and the runner return)."""
+    if not isinstance(values, dict):
+        return values
+    noted = answer_cleaned(values.get("llm_calls") or ())
+    if noted is None:
+        return values
+    return {**values, "trace": {**(values.get("trace") or {}), "answer_cleaned": noted}}
+
+
 def output_of(values: dict[str, Any] | None) -> dict[str, Any]:
-    """Every contract key of a graph's final values, with its empty default where missing."""
-    values = dict(values or {})
+    """Every contract key of a graph's final values, with its empty default where missing
+    (``trace["answer_cleaned"]`` noted: :func:`with_cleaning_noted`)."""
+    values = with_cleaning_noted(dict(values or {}))
     empty: dict[str, Any] = {"answer": "", "answers": [], "trace": {}, "llm_calls": [], "retriever_calls": [],
                              "retrieved_ids": [], "retrieved_titles": [], "stopped": None, "error": None}
     return {k: (values.get(k) if values.get(k) is not None else empty[k]) for k in OUTPUT_KEYS}
