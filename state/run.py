@@ -198,6 +198,7 @@ class RetrieverCall(BaseModel):
     hits: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    cut: str | None = None  # the source cut its reply at a bound (rows, bytes, time): what it kept is partial
 
 
 def add_records(current: list | None, new: list | None) -> list[dict]:
