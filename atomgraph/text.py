@@ -26,7 +26,8 @@ from typing import Any, Callable, Iterator, Sequence, TextIO
 
 
 __all__ = ["STOPWORDS", "words", "content_words", "ngrams", "split_entities", "as_list", "clean_line", "question_lines", "as_str_list", "cl100k_encoding",
-           "UNSAFE_RE", "unsafe_chars", "is_hidden", "clean_hidden", "escape", "SafeStream", "install", "read_json", "read_object", "loads", "MAX_CHARS"]
+           "UNSAFE_RE", "unsafe_chars", "is_hidden", "clean_hidden", "escape", "SafeStream", "install", "read_json", "read_object", "loads", "MAX_CHARS",
+           "MAX_JSON_DEPTH", "json_depth", "TooDeep", "check_depth"]
 
 # A word: letters/digits/underscore, with inner apostrophes ("don't", "o'neill"); a
 # possessive "'s" is dropped so that "Obama's" is the word "obama".
@@ -345,6 +346,38 @@ MAX_SPAN = 16_384  # in bounded time (a reply's JSON is far shorter: replies are
 _OPEN = re.compile(r"[\[{]")
 
 
+MAX_JSON_DEPTH = 100  # nesting deeper than this is refused before any parser (or recursion) sees it
+_DEPTH_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}()]')
+
+
+class TooDeep(ValueError):
+    """JSON (or a Python literal) nested deeper than :data:`MAX_JSON_DEPTH`."""
+
+
+def json_depth(text: str, limit: int | None = None) -> int:
+    """How deeply the brackets of ``text`` nest (outside double-quoted strings); the scan stops once past
+    ``limit`` (it then returns ``limit + 1``). Linear, no recursion: a 4,000-deep array costs a scan."""
+    depth = deepest = 0
+    for m in _DEPTH_TOKENS.finditer(text or ""):
+        ch = m.group()
+        if ch in "[{(":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if limit is not None and deepest > limit:
+                    return deepest
+        elif ch in "]})":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def check_depth(text: str, what: str = "JSON", limit: int = MAX_JSON_DEPTH) -> str:
+    """``text`` when its nesting is at most ``limit`` levels; :class:`TooDeep` (a ValueError) otherwise."""
+    if json_depth(text, limit) > limit:
+        raise TooDeep(f"{what} nested deeper than {limit} levels")
+    return text
+
+
 def _literal(node: ast.AST) -> Any:
     """The value of a Python literal's syntax tree, its bare names read as JSON's / Python's constants."""
     if isinstance(node, ast.Expression):
@@ -393,7 +426,9 @@ def _drop_trailing_commas(text: str) -> str:
 
 
 def loads(text: str) -> Any:
-    """``text`` (one whole value) as JSON, tolerantly (trailing commas, a Python literal); ValueError when it is none."""
+    """``text`` (one whole value) as JSON, tolerantly (trailing commas, a Python literal); ValueError when it is
+    none, :class:`TooDeep` when it nests deeper than :data:`MAX_JSON_DEPTH`."""
+    check_depth(text)
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
@@ -437,6 +472,8 @@ def _values(text: str) -> Iterator[tuple[Any, int, int]]:
         if not m:
             return
         start = m.start()
+        if json_depth(text[start:start + MAX_SPAN], MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+            return  # a value nested this deep is no reply's JSON; nothing after it is read either
         try:
             value, end = decoder.raw_decode(text[start:start + MAX_SPAN])
             end += start

@@ -58,6 +58,8 @@ class TextParser(BaseOutputParser[Any]):
             return self.fn(text)
         except (ParseError, ValueError) as exc:
             raise OutputParserException(str(exc), llm_output=text) from exc
+        except RecursionError:  # a reader that recursed on deep nesting: an unreadable reply, never a crash
+            raise OutputParserException("the reply is nested too deeply to read", llm_output=text) from None
 
 
 def text_parser(fn: Callable[[str], T], name: str = "text") -> TextParser:
