@@ -364,6 +364,23 @@ class Evidence(BaseModel):
         return f"{self.title} | {self.text}" if self.title else self.text
 
 
+MAX_EVIDENCE_CHARS = 4000  # an evidence item's text as kept in a trace (outputs, --json, Studio, run records)
+
+
+def evidence_record(ev: Evidence, max_chars: int = MAX_EVIDENCE_CHARS,
+                    fields: Iterable[str] = ("id", "title", "source", "url", "text")) -> dict[str, Any]:
+    """An evidence item as a trace keeps it: ``fields`` of it, its text (and title) cut to ``max_chars``
+    characters; a cut item says so with its full length (``text_chars``; ``title_chars``). A retriever's
+    10 MB passage costs a trace 4,000 characters, not 10 MB per question."""
+    out = ev.model_dump(include=set(fields))
+    for key in ("text", "title"):
+        value = out.get(key)
+        if isinstance(value, str) and len(value) > max_chars:
+            out[key] = value[:max_chars]
+            out[f"{key}_chars"] = len(value)
+    return out
+
+
 def render_evidence(items: list[Evidence], max_chars_per_item: int = 1200) -> str:
     """Numbered lines ``[1] Title | text`` for a prompt."""
     lines = []
