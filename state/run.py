@@ -29,7 +29,7 @@ import typing
 from collections import Counter, defaultdict
 from typing import Annotated, Any, Iterable, Mapping, TypeVar
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic (Studio's JSON schemas) needs this one on 3.11
 
 from atomgraph.errors import AtomgraphError, ConfigError
@@ -42,6 +42,8 @@ _ADAPTERS: dict[type, TypeAdapter] = {}
 
 def _adapter(cls: type) -> TypeAdapter:
     if cls not in _ADAPTERS:
+        if dataclasses.is_dataclass(cls) and "__pydantic_config__" not in vars(cls):
+            cls.__pydantic_config__ = ConfigDict(allow_inf_nan=False)  # NaN and infinities are no run parameter
         _ADAPTERS[cls] = TypeAdapter(cls)
     return _ADAPTERS[cls]
 
