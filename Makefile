@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   — create .venv, install atomgraph, index the demo knowledge pack, ask the demo questions
-#   make test   — create .venv, install atomgraph with test extras, run the test suite
+#   make test   — create .venv, install atomgraph, run the test suite
+# Both install everything: the `dev` extra (every optional part — local, embeddings, faiss, kg,
+# plots — and the test tools). A bare `pip install .` is the lean core (pyproject.toml).
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -8,13 +10,13 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export ANONYMIZED_TELEMETRY ?= False
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench bench-arm bench-local clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
 
-# torch first, pinned to the local CPU build (a looser range pulls CUDA wheels).
+# torch first, pinned to the local CPU build (the `embeddings` extra's looser range pulls CUDA wheels).
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'
@@ -32,8 +34,16 @@ demo: install
 test: install
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
+# Benchmarks (docs/reference/benchmarks.md): `bench` takes minutes; `bench-arm` (BIRD_JAR=JAR's data/bird for
+# the Bird rows) and `bench-local` (the bundled model) take hours on 2 CPUs.
 bench: install
-	$(BIN)/python -m benchmarks.run_all
+	$(BIN)/python -m benchmarks.run_all bench
+
+bench-arm: install
+	$(BIN)/python -m benchmarks.run_all arm $(if $(BIRD_JAR),--bird-jar $(BIRD_JAR))
+
+bench-local: install
+	$(BIN)/python -m benchmarks.run_all local
 
 clean:
 	rm -rf $(VENV) .atomgraph build *.egg-info

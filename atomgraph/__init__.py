@@ -9,13 +9,17 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from atomgraph.errors import AtomgraphError, ConfigError, ParseError, SourceError, SourceUnavailable
 from atomgraph.models import chat_model, resolve_models
 from atomgraph.settings import Settings, get_settings
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("atomgraph")  # the installed distribution's (pyproject.toml)
+except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
+    __version__ = "0+unknown"
 
 # Imported on first use so that `import atomgraph` stays light.
 _LAZY = {

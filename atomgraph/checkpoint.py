@@ -10,7 +10,9 @@ time-travel it.
 
 >>> async with open_checkpointer("runs/ask.sqlite") as saver:
 ...     graph = build_method("atomr", checkpointer=saver)
-...     out = await run_thread(graph, {"question": q}, thread_id("atomr", q))
+...     config = {"configurable": {"thread_id": thread_id("atomr", q)}}
+...     start, status = await resume_input(graph, {"question": q}, config)
+...     out = await graph.ainvoke(start, config)  # a finished thread: aget_state(config).values
 
 The file records the atomgraph version and checkpoint format that wrote it; a file from another
 version (or not a checkpoint file at all) is refused with a :class:`ConfigError` naming it.
@@ -130,12 +132,3 @@ async def resume_input(graph: Any, inp: dict, config: dict) -> tuple[Any, str]:
     if state.next:
         return None, "resumed"
     return None, "finished"
-
-
-async def run_thread(graph: Any, inp: dict, thread: str, **kwargs: Any) -> dict:
-    """Run (or resume, or read back when finished) one question on its thread."""
-    config = {"configurable": {"thread_id": thread}}
-    start, status = await resume_input(graph, inp, config)
-    if status == "finished":
-        return dict((await graph.aget_state(config)).values)
-    return await graph.ainvoke(start, config, **kwargs)

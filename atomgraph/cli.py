@@ -2,7 +2,9 @@
 
 Each sub-command lives in ``atomgraph/commands/<name>.py`` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func(args) -> int``.
-Everything printed is escaped (:mod:`atomgraph.text`). User-facing errors
+Everything printed is escaped (:mod:`atomgraph.text`). Library messages arrive through
+``logging``: warnings always, ``-v`` adds INFO, and progress lines (the ``atomgraph.progress``
+logger) show on stderr as they are written. User-facing errors
 (:class:`~atomgraph.errors.AtomgraphError`) print one line, no traceback
 (exit 2), as do file-system, SQLite and Chroma failures that reach the top (:func:`store_failure`;
 ``-v`` shows their traceback).
@@ -11,10 +13,12 @@ Everything printed is escaped (:mod:`atomgraph.text`). User-facing errors
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import sys
 
+from atomgraph import __version__
 from atomgraph.errors import AtomgraphError
 
 COMMANDS = ["ask", "demo", "tree", "index", "eval", "retrieve"]
@@ -27,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", help="TOML settings file (default: $ATOMGRAPH_CONFIG or ./atomgraph.toml)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    parser.add_argument("--version", action="version", version=f"atomgraph {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"atomgraph.commands.{name}").register(sub)
@@ -42,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     saved = sys.stdout, sys.stderr
     safe_text.install()
     try:
-        code = _main(argv)
+        with _progress_on_stderr():
+            code = _main(argv)
         sys.stdout.flush()  # buffered output meets a reader that left here
         return code
     except BrokenPipeError:
@@ -54,6 +60,39 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:
             _reader_left()
         sys.stdout, sys.stderr = saved
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes each record, as its bare message, to whatever ``sys.stderr`` is when it comes
+    (the command's safe stream, a test's capture)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property
+    def stream(self):  # noqa: D102
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _progress_on_stderr():
+    """While a command runs, the ``atomgraph.progress`` logger's lines show on stderr as written."""
+    logger = logging.getLogger("atomgraph.progress")
+    handler, saved = _StderrHandler(), (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
 
 
 def _reader_left() -> int:

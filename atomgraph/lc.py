@@ -1,7 +1,8 @@
 """Method graphs as LangChain components: ``graph.as_tool()`` and ``graph.as_retriever()``.
 
-Every method graph compiles to a :class:`MethodGraph` (a LangGraph ``CompiledStateGraph``;
-nothing else changes), which adds two LangChain conveniences:
+Every method's builder returns a :class:`MethodGraph`: a Runnable holding the compiled LangGraph
+graph (``.graph``), which checks each run's input and context at the door, resolves the run's
+parameters once, and adds two LangChain conveniences:
 
 >>> tool = build_method("atomr", model=m).as_tool()          # for an agent: question -> answer
 >>> tool.invoke({"question": "Where did Heisenberg's advisor die?"})
@@ -18,10 +19,10 @@ answer, retrieved ids and titles, ``stopped`` and ``error`` (JSON-serialisable).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, AsyncIterator, Iterator
 
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 
@@ -79,22 +80,36 @@ def tool_content(out: dict, with_evidence: bool) -> str:
     return answer + "\n\nEvidence:\n" + ("\n".join(lines) if lines else "(none)")
 
 
-def check_door(graph: Any, input: Any, context: Any = None) -> None:
-    """Input validation at the door of every method graph (Python, CLI and Studio alike, since
-    each runs ``stream``/``astream``): a new run's input (of a graph whose input schema names
-    one) needs a ``question`` (a non-empty
+def context_values(context: Any) -> dict:
+    """The values a run's ``context`` gives: a dict's items, a dataclass's fields, none for None."""
+    import dataclasses
+    from collections.abc import Mapping
+
+    if context is None:
+        return {}
+    if isinstance(context, Mapping):
+        return dict(context)
+    if dataclasses.is_dataclass(context) and not isinstance(context, type):
+        return {f.name: getattr(context, f.name) for f in dataclasses.fields(context)}
+    raise ConfigError(f"run context must be a dict or a dataclass, not {type(context).__name__}")
+
+
+def check_door(graph: Any, input: Any, context: Any = None, accepted: list[str] | None = None) -> None:
+    """Input validation at the door of every method graph (:class:`MethodGraph`: Python and the
+    CLI): a new run's input (of a graph whose input schema names one) needs a ``question`` (a non-empty
     string, :func:`~atomgraph.state.run.check_question`) and no key the graph's input schema
     does not name; its ``context`` is validated as the graph's context schema (unknown
     parameters, a bad value, an unknown ``prompt_pack``) and its ``models`` name known roles.
     Each failure is one :class:`~atomgraph.errors.AtomgraphError` naming what is accepted. A
-    resume (``None``, a ``Command``) passes."""
+    resume (``None``, a ``Command``) passes. ``accepted``: the input schema's keys, where the
+    caller has read them already (:func:`input_keys`)."""
     import dataclasses
     from collections.abc import Mapping
 
     from atomgraph.state.run import InvalidQuestion, check_question  # noqa: F401
 
     if isinstance(input, Mapping):
-        accepted = _input_keys(graph)
+        accepted = input_keys(graph) if accepted is None else accepted
         asks = not accepted or "question" in accepted  # an index graph takes no question
         if asks and "question" not in input:
             raise InvalidQuestion(f"the input has no 'question' (got {sorted(map(str, input)) or 'no keys'}); "
@@ -122,7 +137,7 @@ def check_door(graph: Any, input: Any, context: Any = None) -> None:
             validate_params(schema, context)  # unknown parameters, bad values, an unknown prompt pack
 
 
-def _input_keys(graph: Any) -> list[str]:
+def input_keys(graph: Any) -> list[str]:
     """The keys the graph's input schema names ([] when it cannot tell)."""
     try:
         return sorted((graph.get_input_jsonschema() or {}).get("properties") or {})
@@ -130,53 +145,109 @@ def _input_keys(graph: Any) -> list[str]:
         return []
 
 
-class MethodGraph(CompiledStateGraph):
-    """A method's compiled graph with LangChain's ``as_tool`` / ``as_retriever`` made to fit it, its
-    input and context checked at the door (:func:`check_door`), and a default bound per question: a
-    run that sets no ``configurable["deadline"]`` gets one at its start plus the settings'
-    ``question_timeout`` (question-answering graphs)."""
+class MethodGraph(Runnable[Any, Any]):
+    """A method's graph as Python callers use it: a Runnable that holds the compiled LangGraph graph
+    (:attr:`graph`, what ``langgraph.json`` serves) and starts each of its runs at the door:
 
-    default_bound_s: Any = None  # () -> seconds or None (set from the method's runtime)
+    - the input and context are checked (:func:`check_door`), with the input's own keys (the
+      compiled graph sees only those its input schema names);
+    - the context goes to the graph as a dict (``{}`` for none), which LangGraph builds into the
+      graph's context schema for the run, stamping the default bound of a question-answering run
+      that sets no ``configurable["deadline"]`` (its start plus the settings' ``question_timeout``);
+      the graph's edge from ``START`` resolves the run's parameters once
+      (:meth:`~atomgraph.nodes.runtime.MethodRuntime.door`), for every node to read;
+    - ``invoke`` / ``ainvoke`` of a run stopped at its deadline plus grace (a node still running
+      then) return the output contract with the reason instead of raising.
 
-    def _with_deadline(self, config: Any) -> Any:
-        conf = (config or {}).get("configurable") or {}
-        if conf.get("deadline") is not None or self.default_bound_s is None:
-            return config
-        seconds = self.default_bound_s()
-        if not seconds:
-            return config
-        import time
+    ``stream`` / ``astream`` / ``batch`` / ``abatch`` go through the same door; ``as_tool`` and
+    ``as_retriever`` fit LangChain's conveniences to a method; everything else (``get_graph``,
+    ``get_state``, ``checkpointer``, ``context_schema``, ...) is the compiled graph's."""
 
-        from langchain_core.runnables.config import merge_configs
+    def __init__(self, graph: CompiledStateGraph) -> None:
+        self.graph = graph
+        self.name = graph.name
+        self._accepted: list[str] | None = None  # the input schema's keys, read at the first run
 
-        return merge_configs(config, {"configurable": {"deadline": time.time() + seconds}})
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or "graph" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.__dict__["graph"], name)
 
-    def stream(self, input: Any, config: Any = None, **kwargs: Any):  # noqa: A002 - LangGraph's name
-        check_door(self, input, kwargs.get("context"))
-        return super().stream(input, self._with_deadline(config), **kwargs)
+    def __repr__(self) -> str:
+        return f"MethodGraph({self.graph.name!r})"
 
-    def astream(self, input: Any, config: Any = None, **kwargs: Any):  # noqa: A002
-        check_door(self, input, kwargs.get("context"))
-        return super().astream(input, self._with_deadline(config), **kwargs)
+    def _context(self, input: Any, config: Any, kwargs: dict) -> dict:  # noqa: A002 - LangGraph's name
+        """The door: ``input`` and ``context`` checked; the context as the dict LangGraph builds
+        the run's context from."""
+        context = kwargs.pop("context", None)
+        if self._accepted is None:
+            self._accepted = input_keys(self.graph)
+        check_door(self.graph, input, context, self._accepted)
+        return context_values(context)
 
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
-        """``graph.invoke``; a run stopped at its deadline plus grace (a node still running then)
-        returns the output contract with the reason instead of raising."""
+        """``graph.invoke`` through the door; a run stopped at its deadline plus grace returns the
+        output contract with the reason instead of raising."""
         from atomgraph.state.run import with_cleaning_noted
 
+        context = self._context(input, config, kwargs)
         try:
-            return with_cleaning_noted(super().invoke(input, config, **kwargs))
+            return with_cleaning_noted(self.graph.invoke(input, config, context=context, **kwargs))
         except DeadlineExceeded as exc:
             return _stopped_at_deadline(exc)
 
     async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
-        """``graph.ainvoke``, stopped at the deadline as :meth:`invoke` is."""
+        """``graph.ainvoke``, through the door and stopped at the deadline as :meth:`invoke` is."""
         from atomgraph.state.run import with_cleaning_noted
 
+        context = self._context(input, config, kwargs)
         try:
-            return with_cleaning_noted(await super().ainvoke(input, config, **kwargs))
+            return with_cleaning_noted(await self.graph.ainvoke(input, config, context=context, **kwargs))
         except DeadlineExceeded as exc:
             return _stopped_at_deadline(exc)
+
+    def stream(self, input: Any, config: Any = None, **kwargs: Any) -> Iterator[Any]:  # noqa: A002
+        context = self._context(input, config, kwargs)  # checked now, not at the first chunk
+        return self.graph.stream(input, config, context=context, **kwargs)
+
+    def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:  # noqa: A002
+        context = self._context(input, config, kwargs)
+        return self.graph.astream(input, config, context=context, **kwargs)
+
+    # the compiled graph's face where Runnable has one of its own
+    @property
+    def InputType(self) -> Any:  # noqa: N802 - LangChain's name
+        return self.graph.InputType
+
+    @property
+    def OutputType(self) -> Any:  # noqa: N802
+        return self.graph.OutputType
+
+    def get_input_schema(self, config: Any = None) -> Any:
+        return self.graph.get_input_schema(config)
+
+    def get_output_schema(self, config: Any = None) -> Any:
+        return self.graph.get_output_schema(config)
+
+    def get_input_jsonschema(self, config: Any = None) -> dict:
+        return self.graph.get_input_jsonschema(config)
+
+    def get_output_jsonschema(self, config: Any = None) -> dict:
+        return self.graph.get_output_jsonschema(config)
+
+    @property
+    def config_specs(self) -> Any:
+        return self.graph.config_specs
+
+    def get_graph(self, config: Any = None, *, xray: Any = False) -> Any:
+        return self.graph.get_graph(config, xray=xray)
+
+    def copy(self, update: dict | None = None) -> "MethodGraph":
+        """The same method over a copy of the compiled graph (e.g. ``{"checkpointer": saver}``)."""
+        return MethodGraph(self.graph.copy(update))
+
+    def with_config(self, config: Any = None, **kwargs: Any) -> "MethodGraph":
+        return MethodGraph(self.graph.with_config(config, **kwargs))
 
     def as_tool(self, args_schema: Any = None, *, name: str | None = None, description: str | None = None,
                 arg_types: Any = None, evidence: bool = False, context: dict | None = None) -> BaseTool:
@@ -226,13 +297,3 @@ def _description(method: str) -> str:
     line = method_descriptions().get(method) or f"the {method} method"
     return (f"Answers a knowledge-intensive question with {line}. Input: a self-contained question; "
             "set with_evidence to also get the evidence.")
-
-
-class MethodStateGraph(StateGraph):
-    """A ``StateGraph`` whose ``compile()`` gives a :class:`MethodGraph`."""
-
-    def compile(self, *args: Any, **kwargs: Any) -> MethodGraph:  # type: ignore[override]
-        compiled = super().compile(*args, **kwargs)
-        compiled.__class__ = MethodGraph  # same object, two more methods and a default question bound
-        compiled.default_bound_s = getattr(self, "default_bound_s", None)
-        return compiled  # type: ignore[return-value]

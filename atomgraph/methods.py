@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Literal
 
 from atomgraph.errors import ConfigError
 
-from atomgraph.state.arm_graph import ArmGraphContext
+from atomgraph.state.arm import ArmContext
 from atomgraph.state.atomr import AtomRContext
 from atomgraph.state.baselines import ClosedBookContext, RagContext
 from atomgraph.state.compare import (DecomposedRagContext, IrcotContext, IterRetGenContext, ReactContext,
@@ -64,7 +64,7 @@ METHODS: tuple[Method, ...] = (
            "ATOMR: plan an atomic reasoning tree (Search/Relate/Filter leaves), execute it bottom-up over the sources",
            roles=("planner", "executor", "answerer"), graph="./graphs/atomr.py:graph",
            render="atomgraph.render:render_atomr_trace"),
-    Method("arm", "atomgraph.graphs.arm:build_arm_graph", ArmGraphContext,
+    Method("arm", "atomgraph.graphs.arm:build_arm_graph", ArmContext,
            "ARM: keywords aligned to corpus n-grams (constrained decoding), MIP drafts over passages and tables, "
            "self-verification, a log-prob weighted vote, then the answer",
            roles=("decoder", "answerer"), graph="./graphs/arm.py:graph",

@@ -6,6 +6,10 @@ at the end, each with the count, the rate and the ETA, so a long job in a log is
 
     index wikipedia: 12,288/100,000 passages (12%), 41.7 passages/s, ETA 35m05s
 
+A line goes to the ``stream`` a caller gives, else to the ``atomgraph.progress`` logger at
+INFO (:func:`say`): an application decides whether it shows them, and the command line
+shows them on stderr (:func:`atomgraph.cli.main`).
+
 >>> with progress(total=len(items), desc="index wikipedia", unit="passages") as bar:
 ...     for item in items:
 ...         work(item)
@@ -14,12 +18,22 @@ at the end, each with the count, the rate and the ETA, so a long job in a log is
 
 from __future__ import annotations
 
-import os
+import logging
 import sys
 import time
 from typing import Any, TextIO
 
 DEFAULT_EVERY_S = 30.0
+
+log = logging.getLogger(__name__)
+
+
+def say(line: str, stream: TextIO | None = None) -> None:
+    """One progress line: to ``stream`` when given, else an INFO record of ``atomgraph.progress``."""
+    if stream is None:
+        log.info("%s", line)
+    else:
+        print(line, file=stream, flush=True)
 
 
 def duration(seconds: float) -> str:
@@ -34,7 +48,9 @@ def duration(seconds: float) -> str:
 
 def _every_s() -> float:
     try:
-        value = float(os.environ.get("ATOMGRAPH_PROGRESS_EVERY", DEFAULT_EVERY_S))
+        from atomgraph.environment import env_value
+
+        value = float(env_value("ATOMGRAPH_PROGRESS_EVERY") or DEFAULT_EVERY_S)
     except ValueError:
         return DEFAULT_EVERY_S
     return value if value > 0 else DEFAULT_EVERY_S
@@ -69,7 +85,7 @@ class LineProgress:
         return f"{self.desc}: " + ", ".join(parts) + (f" | {self.postfix}" if self.postfix else "")
 
     def _say(self) -> None:
-        print(self.line(), file=self.stream or sys.stderr, flush=True)
+        say(self.line(), self.stream)
         self.lines += 1
         self._last = time.monotonic()
 
@@ -105,7 +121,8 @@ class _Off(LineProgress):
 def progress(total: int | None, desc: str, unit: str = "it", *, enabled: bool = True, initial: int = 0,
              stream: TextIO | None = None, every_s: float | None = None):
     """A progress reporter: a tqdm bar when ``stream`` (default stderr) is a terminal, else
-    :class:`LineProgress`; nothing shown when ``enabled`` is false."""
+    :class:`LineProgress` (to ``stream``, or the ``atomgraph.progress`` logger when none is
+    given); nothing shown when ``enabled`` is false."""
     out = stream or sys.stderr
     if not enabled:
         return _Off(total, desc, unit, initial=initial, stream=out)
@@ -114,4 +131,4 @@ def progress(total: int | None, desc: str, unit: str = "it", *, enabled: bool = 
         from tqdm import tqdm
 
         return tqdm(total=total, initial=initial, desc=desc, unit=f" {unit}", file=out, dynamic_ncols=True)
-    return LineProgress(total, desc, unit, initial=initial, stream=out, every_s=every_s)
+    return LineProgress(total, desc, unit, initial=initial, stream=stream, every_s=every_s)

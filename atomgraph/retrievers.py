@@ -8,7 +8,7 @@
 >>> create_retrieval_chain(kar3, combine_docs_chain)               # in any retrieval chain
 
 ``ArmRetriever`` runs the ``arm`` graph without its answer stage (decompose → align →
-retrieve → structure → draft → verify → aggregate) and returns the voted objects in order;
+retrieve → structure → verify → aggregate) and returns the voted objects in order;
 each document's metadata holds its id, title, kind, rank, its vote (votes, weight,
 confidence), the drafts that held it and the verifications that selected it, and the run's
 keywords and aligned n-grams. ``Kar3Retriever`` runs the ``kar3`` loop (propose → retrieve
@@ -17,10 +17,8 @@ that led to it, its score, the retrieval tier, the round it was chosen in, and w
 ended. ``k`` (the constructor's, ``search_kwargs={"k": n}``, or ``invoke(q, k=n)``, the last
 winning) is the number of documents returned, as LangChain's retriever contract has it (fewer
 only when the collection holds fewer): ARM's vote (§3.3) ranks every draft object, the ones its
-verifier kept first, so it returns k whenever the drafts hold k; with the ``aggregation="verified"``
-switch (only kept objects voted for) the retriever tops the vote up to ``k`` from the drafts
-(ARM's ``fill_to_k``, on by default here; ``context={"fill_to_k": False}`` makes ``k`` an upper
-bound); each document's metadata says whether a verifier kept it (``verified``); KAR³'s loop may stop
+verifier kept first, so it returns k whenever the drafts hold k; each document's metadata says
+whether a verifier kept it (``verified``); KAR³'s loop may stop
 before N chunks, and the retriever tops its chosen chunks up with the best-scored chunks its
 atom retrieval found (``metadata["chosen"]`` False). Model calls run as child runs of the
 retriever's run.
@@ -109,7 +107,7 @@ class ArmRetriever(_MethodRetriever):
         return cls(graph=graph, index=index, search_kwargs={"k": k}, context=context)
 
     def _run_context(self, k: int | None) -> dict:
-        return {"fill_to_k": True, **self.context, "k": self._k(k), "answer": False}
+        return {**self.context, "k": self._k(k), "answer": False}
 
     def _index(self, ctx: dict):
         if self.index is None:
@@ -157,7 +155,7 @@ def arm_documents(out: dict, index: Any) -> list[Document]:
             "in_drafts": [n for n, d in enumerate(drafts) if oid in (d.get("ids") or [])],
             "verified_in": [v.get("draft") for v in verdicts if oid in (v.get("selected") or [])],
             "keywords": keywords, "aligned_ngrams": aligned,
-            "verified": vote.get("selected", 0) > 0,  # False: no verifier kept it (ranked by its drafts, or topped up)
+            "verified": vote.get("selected", 0) > 0,  # False: no verifier kept it (ranked by its drafts)
         }
         if obj.is_table:
             meta.update(columns=list(obj.columns), database=obj.database)

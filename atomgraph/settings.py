@@ -37,6 +37,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from atomgraph.environment import VARIABLES as ENVIRONMENT_VARIABLES
+from atomgraph.environment import env_value
+from atomgraph.environment import sealed as _environment_sealed
 from atomgraph.errors import ConfigError
 from atomgraph.methods import METHODS, roles_of, settings_sections
 
@@ -48,25 +51,12 @@ Role = str
 ROLES: tuple[str, ...] = roles_of(METHODS)
 
 
-# Variables read straight from the environment where they are used, not settings fields. With the
-# fields (``ATOMGRAPH_<FIELD>``, ``ATOMGRAPH_<SECTION>__<FIELD>``) and the roles' ``ATOMGRAPH_<ROLE>_MODEL``
-# they are every ``ATOMGRAPH_*`` name atomgraph reads; any other is a typo, and loading the settings
-# says so (:func:`unknown_environment`) rather than ignoring it in silence.
-ENV_ONLY: dict[str, str] = {
-    "ATOMGRAPH_CONFIG": "the TOML config file (else ./atomgraph.toml)",
-    "ATOMGRAPH_MODEL_FACTORY": "module:function building the chat model of the command line's runs",
-    "ATOMGRAPH_LOCAL_THREADS": "CPU threads of the in-process model (default: half the CPUs)",
-    "ATOMGRAPH_MAX_FILE_MB": "largest input file read whole (MB)",
-    "ATOMGRAPH_MAX_LINE_MB": "longest line of a JSONL or corpus file (MB)",
-    "ATOMGRAPH_MAX_STREAM_MB": "largest stream read from standard input (MB)",
-    "ATOMGRAPH_ARM_CACHE": "folder of ARM's built object indexes",
-    "ATOMGRAPH_ARM_DENSE_SEARCH": "ARM index building: exact, ann or auto dense search",
-    "ATOMGRAPH_ARM_MAX_OBJECT_CHARS": "ARM index building: characters of an object kept",
-    "ATOMGRAPH_SHARED_DATA": "the shared data folder (default ../shared/data)",
-    "ATOMGRAPH_PROGRESS_EVERY": "seconds between progress lines of a long run",
-    "ATOMGRAPH_NOTEBOOK_SCRIPTED": "the notebooks run with scripted models (tests)",
-    "ATOMGRAPH_TRIE_DIR": "folder of the in-process model's saved n-gram tries",
-}
+# Variables read straight from the environment where they are used, not settings fields
+# (atomgraph/environment.py reads them). With the fields (``ATOMGRAPH_<FIELD>``,
+# ``ATOMGRAPH_<SECTION>__<FIELD>``) and the roles' ``ATOMGRAPH_<ROLE>_MODEL`` they are every
+# ``ATOMGRAPH_*`` name atomgraph reads; any other is a typo, and loading the settings says so
+# (:func:`unknown_environment`) rather than ignoring it in silence.
+ENV_ONLY: dict[str, str] = ENVIRONMENT_VARIABLES
 _WARNED: set[str] = set()
 
 
@@ -129,6 +119,8 @@ def _warn_unknown_environment() -> None:
 
 # The TOML file the settings being built read (chosen by Settings.load).
 _CONFIG_FILE: contextvars.ContextVar[str | None] = contextvars.ContextVar("atomgraph_config_file", default=None)
+# Set while settings are built from given values alone (settings_from): no environment, no file.
+_GIVEN_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("atomgraph_given_only", default=False)
 
 
 def _env(name: str, provider_var: str) -> Any:
@@ -223,13 +215,29 @@ class _Settings(BaseSettings):
     source_retries: int = 3
     user_agent: str = "atomgraph/0.1 (https://github.com/atomgraph/atomgraph; research QA library)"
 
+    # --- what a run's client may name (docs/guides/security.md) --------------------------
+    data_dirs: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: default_data_dirs(),
+        description="Folders (comma-separated in ATOMGRAPH_DATA_DIRS) that hold every file a run's context, a "
+                    "served graph's input or a recipe names (indexing inputs, ARM objects and index cache, "
+                    "model files): a path elsewhere, after symlinks and '..' are resolved, is refused before it "
+                    "is opened. Default: the shared data folder and .atomgraph/ in the working folder. "
+                    "The operator's own settings and command-line options are not bound by it.",
+    )
+    allowed_models: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Model names a run's context (Studio's form, a served graph's client) or a recipe may "
+                    "choose besides the configured ones (model, <role>_model). Empty: any name the configured "
+                    "providers serve. A model file ('local:<path>') is never chosen there unless configured.",
+    )
+
     # --- evaluation ---------------------------------------------------------------------
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="USD per 1M (input, output) tokens by model name; merged over built-in defaults.",
     )
 
-    @field_validator("sources", mode="before")
+    @field_validator("sources", "data_dirs", "allowed_models", mode="before")
     @classmethod
     def _comma_list(cls, v: Any) -> Any:
         if isinstance(v, str):
@@ -253,6 +261,8 @@ class _Settings(BaseSettings):
         environment, so that variable is never silently ignored."""
         if f"{role}_model" in type(self).model_fields:
             return getattr(self, f"{role}_model")
+        if _environment_sealed():
+            return None  # a sealed run takes no model from the environment
         return os.environ.get(f"ATOMGRAPH_{role.upper()}_MODEL", "").strip() or None
 
     def model_for(self, role: Role) -> str | None:
@@ -271,6 +281,8 @@ class _Settings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
                                    file_secret_settings):
+        if _GIVEN_ONLY.get():
+            return (init_settings,)
         toml = _CONFIG_FILE.get()
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
         if toml:
@@ -280,7 +292,7 @@ class _Settings(BaseSettings):
     @classmethod
     def load(cls, config_file: str | os.PathLike | None = None, **overrides: Any) -> "_Settings":
         """Defaults < config file < environment < ``overrides``."""
-        path = config_file or os.environ.get("ATOMGRAPH_CONFIG")
+        path = config_file or env_value("ATOMGRAPH_CONFIG")
         if path is None and Path("atomgraph.toml").is_file():
             path = "atomgraph.toml"
         if path:
@@ -306,6 +318,20 @@ class _Settings(BaseSettings):
             raise ConfigError(f"setting {field!r} is invalid: {first['msg']}") from exc
         finally:
             _CONFIG_FILE.reset(token)
+
+
+def default_data_dirs() -> list[str]:
+    """The default of ``data_dirs``: the shared data folder (as the datasets find it) where there is
+    one, and ``.atomgraph`` (the working folder's stores)."""
+    from atomgraph.errors import AtomgraphError
+
+    try:
+        from atomgraph.evaluation.datasets import data_dir
+
+        shared = [str(data_dir())]
+    except (AtomgraphError, ImportError):
+        shared = []
+    return [*shared, ".atomgraph"]
 
 
 def _role_help(role: str) -> str:
@@ -335,6 +361,17 @@ class _TomlSource(TomlConfigSettingsSource):
         if set(data) == {"atomgraph"} and isinstance(data["atomgraph"], dict):
             return data["atomgraph"]
         return data
+
+
+def settings_from(data: Any) -> Settings:
+    """Settings validated from ``data`` (a dict or a ``Settings``' dump) alone: no environment
+    variable and no config file adds to them, dict-valued fields included (pydantic-settings
+    would otherwise merge ``ATOMGRAPH_STAGE_MAX_TOKENS`` into a given ``stage_max_tokens``)."""
+    token = _GIVEN_ONLY.set(True)
+    try:
+        return Settings.model_validate(data)
+    finally:
+        _GIVEN_ONLY.reset(token)
 
 
 def get_settings(**overrides: Any) -> Settings:

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import threading
 import time
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -36,6 +35,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import Field, PrivateAttr
+from atomgraph.environment import env_value as _env_value
 
 
 Response = str | AIMessage | Callable[[str], str | AIMessage] | BaseException
@@ -92,10 +92,6 @@ class ScriptedChatModel(BaseChatModel):
         ``"tools"`` when sent), in arrival order."""
         with self._lock:
             return list(self._calls)
-
-    def add_rules(self, rules: Iterable[Rule]) -> "ScriptedChatModel":
-        self.rules.extend(rules)
-        return self
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable:
         """The model with ``tools`` offered (recorded on each call as ``"tools"``); replies
@@ -266,7 +262,7 @@ def notebook_banner(scripted: bool, model: str | None = None, why: str | None = 
     from the gold answers, so every score shows the pipeline working, not a method's quality)."""
     if not scripted:
         return f"model: {model}"
-    why = why or ("ATOMGRAPH_NOTEBOOK_SCRIPTED=1" if os.environ.get("ATOMGRAPH_NOTEBOOK_SCRIPTED") == "1"
+    why = why or ("ATOMGRAPH_NOTEBOOK_SCRIPTED=1" if _env_value("ATOMGRAPH_NOTEBOOK_SCRIPTED") == "1"
                   else "no chat model is configured")
     return (
         f"NOT RESULTS — scripted model ({why}).\n"

@@ -1,12 +1,12 @@
 """ARM's Figure 4 ablation without a model, the distinct-draft histogram, and the paper switch,
-on ../shared/data/retrieval/* at k = 5 (issue 30).
+on ../shared/data/retrieval/* at k = 5.
 
     python -m benchmarks.bench_arm_ablation [--datasets hotpotqa,musique,spider] [--every N] \
         [--configs dense,ia,sa1,sa,paper,mix,ent_title] [--mip-time-limit S] [--out F.json]
 
 Every configuration runs the one ARM pipeline (the ``arm`` graph, ``llm=False``: keywords
-replayed where the question has them — Spider — else the question's own corpus n-grams; the
-drafts' own votes, no verification) over one index per set:
+replayed where the question has them — Spider, Bird — else the question's own corpus n-grams;
+the drafts' own votes, no verification) over one index per set:
 
 - ``dense``: the dense baseline (Appendix D.2);
 - ``ia``: information alignment only (``structure_alignment=False``: the k most relevant base
@@ -19,22 +19,14 @@ drafts' own votes, no verification) over one index per set:
 - ``paper_ia``: ``paper=true`` with ``structure_alignment=False``;
 - ``mix``: the defaults with ``relevance=mix`` (R_i as BM25 + cosine, min-max mixed);
 - ``noexp``: the defaults with ``expansion_per_seed=0`` (the base set alone, one draft);
-- ``pools``: the defaults with the base-set extensions ``bm25_pool=10, dense_pool=10`` (the
-  best objects by BM25 over all n-grams and by similarity to the whole question join the base);
+  ``exp3``: with 3 (the default is 5, §3.2.2's "its k most compatible objects" with the paper's k);
 - ``corpuskw`` / ``ia_corpuskw``, ``infkw`` / ``ia_infkw``: the defaults / information alignment
-  only with ``question_keywords=corpus`` (the question's corpus n-grams alone, the LLM-free
-  keywords before session 5) or ``informative`` (names and the rarer n-grams, at most 6); the
-  default ``all`` is the corpus n-grams and the names the corpus spells otherwise;
-- ``exp5``: the defaults with ``expansion_per_seed=5`` (§3.2.2's "its k most compatible objects"
-  read with the paper's k = 5; the default since session 6, so ``sa`` now); ``exp3``: with 3 (the
-  default before); ``first1``: with ``first_expansion=1`` (three *expanded* sets: 1, 2
-  and 3 steps); ``exp5_first1``: both; ``kwpool5``: ``keyword_pool=5`` (5 objects per keyword query,
-  a number the paper does not give) (issue 30, session 6: MuSiQue's levers).
-  ``dense5``: ``dense_pool=5`` (the question's 5 nearest objects join the base set; an extension).
-  ``ent``: ``entity_links=true`` (passages linked by the rarest capitalised word they share; an
-  extension, session 12); ``ent_dense5``: with ``dense_pool=5`` as well. ``title``:
-  ``same_title_links=false`` (passages of one title link nothing; an extension, session 14);
-  ``ent_title``: with ``entity_links=true`` as well.
+  only with ``question_keywords=corpus`` (the question's corpus n-grams alone) or ``informative``
+  (names and the rarer n-grams, at most 6); the default ``all`` is the corpus n-grams and the
+  names the corpus spells otherwise;
+- ``kwpool5``: ``keyword_pool=5`` (5 objects per keyword query, a number the paper does not give);
+- ``ent``: ``entity_links=true`` (passages linked by the rarest capitalised word they share);
+  ``title``: ``same_title_links=false`` (passages of one title link nothing); ``ent_title``: both.
 
 Self-verification (Figure 4's third bar) needs a model and is not run here. For ARM rows the
 report adds the distinct drafts per question (histogram and mean), the MIP statuses and the
@@ -65,19 +57,13 @@ CONFIGS: dict[str, dict | None] = {
     "paper_ia": {"paper": True, "structure_alignment": False},
     "mix": {"relevance": "mix"},
     "noexp": {"expansion_per_seed": 0},
-    "pools": {"bm25_pool": 10, "dense_pool": 10},
     "corpuskw": {"question_keywords": "corpus"},
     "ia_corpuskw": {"question_keywords": "corpus", "structure_alignment": False},
     "infkw": {"question_keywords": "informative"},
     "ia_infkw": {"question_keywords": "informative", "structure_alignment": False},
     "exp3": {"expansion_per_seed": 3},
-    "exp5": {"expansion_per_seed": 5},
-    "first1": {"first_expansion": 1},
-    "exp5_first1": {"expansion_per_seed": 5, "first_expansion": 1},
     "kwpool5": {"keyword_pool": 5},
-    "dense5": {"dense_pool": 5},
     "ent": {"entity_links": True},
-    "ent_dense5": {"entity_links": True, "dense_pool": 5},
     "title": {"same_title_links": False},
     "ent_title": {"entity_links": True, "same_title_links": False},
 }
@@ -118,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         index = ArmIndex.build(objects)
         index.prime_queries([q.question for q in questions])
-        UnitCache.of(index, ArmContext().column_headers).prime_all()
+        UnitCache.of(index).prime_all()
         ds: dict = {"objects": len(objects), "questions": len(questions), "every": every,
                     "index_s": round(time.perf_counter() - t, 1), "configs": {}}
         for cname in args.configs.split(","):

@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         index = ArmIndex.build(objects, dense_search=args.dense_search, ann_candidates=args.ann_candidates)
         index.prime_queries([q.question for q in questions])
-        if ctx.compatibility == "graded" and ctx.structure_alignment:
+        if ctx.structure_alignment:
             from atomgraph.nodes.arm.structure_alignment import UnitCache
 
-            UnitCache.of(index, ctx.column_headers).prime_all()  # sentence/cell/column embeddings (cached with the index)
+            UnitCache.of(index).prime_all()  # sentence/cell/column embeddings (cached with the index)
         ds = {"objects": len(objects), "questions": len(questions), "index_s": round(time.perf_counter() - t, 1), "methods": {}}
         for method in args.methods.split(","):
             t = time.perf_counter()

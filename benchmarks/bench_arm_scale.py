@@ -1,4 +1,4 @@
-"""ARM's index at scale (issue 15, item 6): synthetic objects at 10^4, 10^5 and 10^6.
+"""ARM's index at scale: synthetic objects at 10^4, 10^5 and 10^6.
 
     python -m benchmarks.bench_arm_scale [--sizes 10000,100000,1000000] [--queries 200] [--out F]
 
@@ -23,7 +23,7 @@ Each size runs in two fresh processes (``--threads``, default 1: BLAS and OpenMP
   (alignment, drafts, graded compatibility, MIP, vote) with replayed keywords.
 
 A size whose projected memory (bytes per object measured at the size before, times the size)
-exceeds ``--max-gb`` is skipped and says so. Targets (issue 15): candidate search ≤ 100 ms at
+exceeds ``--max-gb`` is skipped and says so. Targets: candidate search ≤ 100 ms at
 10^5 objects; memory linear in the collection (bytes per object roughly constant across sizes).
 """
 

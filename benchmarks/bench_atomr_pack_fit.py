@@ -1,4 +1,4 @@
-"""Do the ATOMR prompt packs fit the bundled model's context? (issue 31 item 3)
+"""Do the ATOMR prompt packs fit the bundled model's context?
 
 For each pack, every stage's prompt (the pack's demonstrations and rules, the longest question of
 the pack's dataset) is counted in the bundled Gemma-3-270M's own tokens against its context

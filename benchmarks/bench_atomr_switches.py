@@ -1,4 +1,4 @@
-"""Measured effects of two ATOMR switches (issue 31): ``keep_raw_reply`` and ``top1_shortcut``.
+"""Measured effects of two ATOMR switches: ``keep_raw_reply`` and ``top1_shortcut``.
 
     python -m benchmarks.bench_atomr_switches hostile            # no model: scripted + hostile server
     python -m benchmarks.bench_atomr_switches replies            # no model: bench_local_grounded's replies

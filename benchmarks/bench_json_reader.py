@@ -1,7 +1,7 @@
 """One JSON reader for model output: ours against LangChain's, on the model replies the repository records.
 
-Issue 28 item 3 asks whether the project's reader (``atomgraph/text.py``: ``read_json``) should give way
-to LangChain's ``parse_json_markdown`` (what ``JsonOutputParser`` calls) or json-repair. This script gathers
+Should the project's reader (``atomgraph/text.py``: ``read_json``) give way to LangChain's
+``parse_json_markdown`` (what ``JsonOutputParser`` calls) or json-repair? This script gathers
 every recorded model reply under ``benchmarks/results/`` (earlier runs of the bundled local model), grouped by
 the stage its record names, and reads each with
 
@@ -17,13 +17,10 @@ or both read it to different values. A stage with no recorded replies is listed 
 ``--generate N`` first asks the bundled local model (Gemma-3-270M, greedy) for fresh replies on the KAR³
 stages that no earlier run recorded (propose, select, answer), N questions each, both free (no constraint) and
 under the stage's JSON schema, and records them to ``benchmarks/results/json_reader_replies.jsonl`` (stage names
-``kar3_<stage>_<free|schema>``); later runs read that file like any other record.
+``kar3_<stage>_<free|schema>``, the file rewritten); later runs read that file like any other record.
 
-Replies quoted inside a record's ``problems`` messages (ARM) are excerpts the record cut at about 120
-characters: they are grouped apart (``*_excerpt``) because no reader can be expected to read a cut value.
-
-    .venv/bin/python benchmarks/bench_json_reader.py            # writes benchmarks/results/json_reader.json
-    .venv/bin/python benchmarks/bench_json_reader.py --generate 6   # + fresh KAR³ replies (about 3 minutes on CPU)
+    python -m benchmarks.bench_json_reader                # writes benchmarks/results/json_reader.json
+    python -m benchmarks.bench_json_reader --generate 6   # + fresh KAR³ replies (about 3 minutes on CPU)
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import re
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -47,7 +43,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 STAGES = ["plan", "kg_program", "answer", "answer_list_tail", "arm_decompose", "arm_verify"]
 GENERATED = RESULTS / "json_reader_replies.jsonl"
 DERIVED = {"answer_list_tail"}  # the answer replies again, cut after "Answer List:": left out of the total
-_QUOTED = re.compile(r"^(decompose|verify draft \d+): unreadable model output \(.*? in the reply: '(.*)'\)", re.S)
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -79,14 +74,6 @@ def gather() -> list[dict]:
                 if tail[1]:
                     out.append({"stage": "answer_list_tail", "source": f"{p.name} ({r.get('mode')})",
                                 "reply": tail[2]})
-    p = RESULTS / "arm_local_records.jsonl"
-    if p.exists():
-        for r in _jsonl(p):
-            for msg in r.get("problems") or []:
-                m = _QUOTED.match(msg) if isinstance(msg, str) else None
-                if m:
-                    stage = "arm_decompose_excerpt" if m.group(1) == "decompose" else "arm_verify_excerpt"
-                    out.append({"stage": stage, "source": p.name, "reply": m.group(2).replace("\\'", "'")})
     p = GENERATED
     if p.exists():
         for r in _jsonl(p):
@@ -131,7 +118,7 @@ def generate(n: int) -> int:
                 reply = model.invoke(msgs, **kw).content
                 rows.append({"stage": f"kar3_{stage.name}_{mode}", "question": q, "reply": reply,
                              "seconds": round(time.perf_counter() - t, 2)})
-    with GENERATED.open("a", encoding="utf-8") as f:
+    with GENERATED.open("w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     return len(rows)
@@ -245,20 +232,21 @@ def table(res: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=RESULTS / "json_reader.json")
     ap.add_argument("--generate", type=int, default=0, metavar="N",
                     help="first record N fresh local-model replies per KAR³ stage and mode")
     ap.add_argument("--examples", type=int, default=3, help="disagreeing replies kept per stage")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.generate:
         print(f"generated {generate(args.generate)} replies -> {GENERATED.relative_to(ROOT)}")
     res = measure(args.examples)
     args.out.write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(table(res))
     print(f"json-repair: {res['json_repair']}; written {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -31,8 +31,7 @@ from atomgraph.tools.atom_source import AtomSource  # noqa: E402
 from atomgraph.tools.ingest import passage_id  # noqa: E402
 from benchmarks.bench_kar3_delta import DATA, build_proxy_index  # noqa: E402
 
-OURS_BEFORE = {"allow_reject": True, "max_proposals": 8, "dedupe_candidates": True, "show_titles": True,
-               "short_answers": True, "delta_metric": "cosine", "single_query_top_k": 4, "chunk_top_k": 4}
+OURS_BEFORE = {"max_proposals": 8, "delta_metric": "cosine", "single_query_top_k": 4, "chunk_top_k": 4}
 CONFIGS = {"authors": {}, "ours_before": OURS_BEFORE}
 
 

@@ -1,4 +1,4 @@
-"""Evidence-grounded answers for the in-process model (issue 26 item 4), measured in one run.
+"""Evidence-grounded answers for the in-process model, measured in one run.
 
 ATOMR's direct-RAG stage answers each question from the evidence shown, with the bundled
 Gemma-3-270M (completion-style prompt, general pack), two ways:

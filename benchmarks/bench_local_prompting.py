@@ -1,5 +1,5 @@
 """How the bundled base model (Gemma-3-270M, no chat template) is prompted and constrained,
-measured on dev questions in one run (issue 26 items 2-3).
+measured on dev questions in one run.
 
 Parts (``--part``):
 
@@ -201,7 +201,7 @@ def run_stages(args, engine, log) -> dict:
     return {"questions": len(rows), "cap": args.cap, "settings": out}
 
 
-# --- every stage the bundled model runs (issue 26 item 2) ----------------------------------------
+# --- every stage the bundled model runs -------------------------------------------------------
 HIPPO = DATA / "hipporag"
 MUSIQUE_TRAIN = HIPPO / "musique_train.json"
 MUSIQUE_CORPUS = HIPPO / "musique_train_corpus.json"

@@ -1,4 +1,4 @@
-"""Bird's dev tables and questions in the retrieval format of ``../shared/data/retrieval`` (issue 30).
+"""Bird's dev tables and questions in the retrieval format of ``../shared/data/retrieval``.
 
     python -m benchmarks.bird_from_jar JAR_BIRD_DIR OUT_DIR
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 import ast
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from pydantic import BaseModel, Field
 
+from atomgraph.environment import env_value
 from atomgraph.errors import AtomgraphError
 from atomgraph.jsonl import iter_json_objects, read_json, read_text
 
@@ -181,9 +183,26 @@ def dataset_names() -> list[str]:
     return list(DATASETS)
 
 
+_DATA_DIR: list[Path] = []  # the explicit folder of the run under way (eval run --data-dir)
+
+
+@contextmanager
+def using_data_dir(path: str | os.PathLike) -> Iterator[None]:
+    """Named datasets are read from ``path`` while inside (``eval run --data-dir``: explicit, so a
+    sealed recipe run takes it, where it does not take ``$ATOMGRAPH_SHARED_DATA``)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise DatasetError(f"--data-dir {path}: no such folder")
+    _DATA_DIR.append(folder)
+    try:
+        yield
+    finally:
+        _DATA_DIR.pop()
+
+
 def data_dir(explicit: str | os.PathLike | None = None) -> Path:
     """The shared data folder (see the module docstring); DatasetError when none exists."""
-    candidates = [explicit, os.environ.get("ATOMGRAPH_SHARED_DATA"), Path("shared/data"), Path("../shared/data"),
+    candidates = [explicit, *_DATA_DIR[-1:], env_value("ATOMGRAPH_SHARED_DATA"), Path("shared/data"), Path("../shared/data"),
                   Path(__file__).resolve().parents[2] / "shared" / "data"]
     for c in candidates:
         if c and Path(c).is_dir():

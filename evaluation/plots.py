@@ -10,9 +10,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
+from atomgraph.extras import require
+
 
 def _pyplot():
-    import matplotlib
+    matplotlib = require("matplotlib", "plots", "evaluation plots")
 
     if not os.environ.get("MPLBACKEND"):
         matplotlib.use("Agg")  # files only; no display needed

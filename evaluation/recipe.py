@@ -14,12 +14,23 @@ A recipe is sealed: its run starts from atomgraph's defaults and the recipe's va
 ``ATOMGRAPH_*`` variables and ``atomgraph.toml`` change it only through explicit
 ``--set key=value`` (``atomr.prompt_pack=musique``, ``temperature=0.2``), each listed in
 ``run.json`` and printed at start; what the environment would have changed is printed as not
-applied. Only access settings come from the environment (:data:`ACCESS_FIELDS`: API keys and the
+applied, dict-valued settings (``stage_max_tokens``, ``rate_limits``, ``prices``) included. Only
+access settings come from the environment (:data:`ACCESS_FIELDS`: API keys and the
 OpenAI-compatible base URL, where the Chroma store and the reply cache live), as they choose no
-part of the method's setting. ``$ATOMGRAPH_MODEL_FACTORY`` is not read either (:data:`SEALED_ENV`):
-a recipe run's model object comes only from an explicit ``--model-factory``, printed at start and
-recorded in ``run.json`` (``run.model_factory``); the variable, when set, is printed as not applied. Paths in
-``[settings.arm] objects`` are read under the shared data folder too. A recipe whose dataset (or objects file) is missing is refused before anything
+part of the method's setting. The run-choosing variables that are not settings fields
+(:data:`atomgraph.environment.RUN_CHOOSING`: ``$ATOMGRAPH_MODEL_FACTORY``,
+``$ATOMGRAPH_SHARED_DATA``, ARM's index-building variables) are not read either: a recipe run's
+model object comes only from an explicit ``--model-factory`` and its data folder from the default
+location or an explicit ``--data-dir``, each printed at start and recorded in ``run.json``, where
+the evaluated files' paths and sha256 and the recipe's paper values are kept too. ``paper=true``
+beside an explicit value of a field it sets is refused, naming the conflict. Paths in
+``[settings.arm] objects`` are read under the shared data folder too.
+
+A recipe is a client's file (:mod:`atomgraph.access`): its sources are registered names, its models
+names (never a ``local:<path>`` file unless the operator configures it), every file it names (its
+dataset, objects, index cache, stores) lies under the operator's ``data_dirs``, and it sets no
+``data_dirs`` or ``allowed_models`` of its own; anything else is a one-line ConfigError before
+anything runs. A recipe whose dataset (or objects file) is missing is refused before anything
 runs, with a :class:`ConfigError` naming the file.
 """
 
@@ -144,11 +155,13 @@ def all_recipes() -> list[Recipe]:
 
 
 def _under_data(rel: str, what: str, recipe: Recipe) -> str:
-    """A path of the recipe: as given when it exists, else under the shared data folder."""
+    """A path of the recipe: as given when it exists, else under the shared data folder; either way
+    under the operator's ``data_dirs`` (a recipe is a client: atomgraph/access.py)."""
     from atomgraph.evaluation.datasets import DatasetError, data_dir
+    from atomgraph.settings import get_settings
 
-    if Path(rel).expanduser().exists():
-        return str(Path(rel).expanduser())
+    if Path(rel).exists():
+        return _client_path(rel, what, recipe, get_settings())
     try:
         base = data_dir()
     except DatasetError as exc:
@@ -156,7 +169,16 @@ def _under_data(rel: str, what: str, recipe: Recipe) -> str:
     p = base / rel
     if not p.exists():
         raise ConfigError(f"recipe {recipe.name!r} names the {what} {rel!r}, which is missing ({p} does not exist)")
-    return str(p)
+    return _client_path(str(p), what, recipe, get_settings())
+
+
+def _client_path(path: str, what: str, recipe: Recipe, settings: Any) -> str:
+    from atomgraph.access import client_path
+
+    try:
+        return client_path(path, settings, what)
+    except ConfigError as exc:
+        raise ConfigError(f"recipe {recipe.name!r}: {exc}") from None
 
 
 def resolve_dataset(recipe: Recipe) -> str:
@@ -180,35 +202,18 @@ def resolve_dataset(recipe: Recipe) -> str:
 # (keys, the OpenAI-compatible server, the Chroma folder/server, the reply cache's file), not the
 # method's setting.
 ACCESS_FIELDS = ("openai_api_key", "openai_base_url", "serpapi_api_key", "cache_path", "chroma_path", "chroma_host",
-                 "chroma_port")
+                 "chroma_port", "data_dirs", "allowed_models")
 SECRET_ACCESS = ("openai_api_key", "serpapi_api_key")
 
 
 def sealed_defaults():
     """atomgraph's defaults, read from no environment variable and no config file, with only
     :data:`ACCESS_FIELDS` taken from the environment."""
-    from atomgraph.settings import Settings, get_settings
+    from atomgraph.settings import get_settings, settings_from
 
     env = get_settings()
     access = {k: getattr(env, k) for k in ACCESS_FIELDS if getattr(env, k, None)}
-    sealed = _sealed_class()(**access)
-    return Settings.model_validate(sealed.model_dump())  # every key given: the environment loses
-
-
-_SEALED: list = []
-
-
-def _sealed_class():
-    if not _SEALED:
-        from atomgraph.settings import Settings
-
-        class SealedSettings(Settings):  # type: ignore[misc, valid-type]
-            @classmethod
-            def settings_customise_sources(cls, settings_cls, init_settings, *rest, **kw):
-                return (init_settings,)
-
-        _SEALED.append(SealedSettings)
-    return _SEALED[0]
+    return settings_from(access)
 
 
 def parse_sets(items: list[str] | tuple[str, ...] | None) -> dict[str, Any]:
@@ -251,7 +256,7 @@ def _dotted(data: dict, prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in data.items():
         if isinstance(v, dict) and v and all(isinstance(x, str) for x in v) and not prefix and k not in (
-                "stage_max_tokens", "rate_limits"):
+                "stage_max_tokens", "rate_limits", "prices"):
             out.update(_dotted(v, f"{k}."))
         else:
             out[f"{prefix}{k}"] = v
@@ -276,21 +281,16 @@ def not_applied(sets: dict[str, Any] | None = None) -> dict[str, Any]:
     return {k: v for k, v in env.items() if pristine.get(k) != v and k not in (sets or {}) and k not in ACCESS_FIELDS}
 
 
-# Variables read outside the settings that choose part of a run (the model object): a recipe run
-# does not read them; the matching option says it explicitly (printed, and recorded in run.json).
-SEALED_ENV = {"ATOMGRAPH_MODEL_FACTORY": "--model-factory"}
-
-
 def env_not_applied(args: Any = None) -> dict[str, str]:
-    """The :data:`SEALED_ENV` variables set in the environment that a recipe run does not take
-    (``$NAME`` → value), less those whose option ``args`` gives explicitly."""
-    import os
+    """The run-choosing variables (:data:`atomgraph.environment.RUN_CHOOSING`: the model
+    factory, the shared data folder, ARM's index building) set in the environment, which a recipe
+    run does not take (``$NAME`` → value), less ``$ATOMGRAPH_MODEL_FACTORY`` when ``args`` gives
+    ``--model-factory`` explicitly."""
+    from atomgraph.environment import run_choosing_set
 
-    out = {}
-    for name, option in SEALED_ENV.items():
-        given = getattr(args, option.lstrip("-").replace("-", "_"), None) if args is not None else None
-        if os.environ.get(name) and not given:
-            out[f"${name}"] = os.environ[name]
+    out = run_choosing_set()
+    if args is not None and getattr(args, "model_factory", None):
+        out.pop("$ATOMGRAPH_MODEL_FACTORY", None)
     return out
 
 
@@ -300,23 +300,47 @@ def recipe_settings(recipe: Recipe, base: Any = None, sets: dict[str, Any] | Non
     then the explicit ``sets`` (:func:`parse_sets`)."""
     from dataclasses import asdict, is_dataclass
 
-    from atomgraph.settings import Settings
+    from atomgraph.access import check_recipe_settings
+    from atomgraph.settings import settings_from
 
     base = base or sealed_defaults()
+    values = dict(recipe.settings)
+    if isinstance(values.get("arm"), dict) and values["arm"].get("objects"):
+        values["arm"] = {**values["arm"], "objects": _under_data(str(values["arm"]["objects"]), "objects file", recipe)}
+    # client values (atomgraph/access.py): sources and models by name, files under the operator's data_dirs
+    check_recipe_settings(values, base, f"recipe {recipe.name!r}")
     merged = base.model_dump()
-    for key, value in recipe.settings.items():
+    for key, value in values.items():
         if isinstance(value, dict) and key in merged:
             current = getattr(base, key)
             current = asdict(current) if is_dataclass(current) else dict(merged[key] or {})
             value = {**current, **value}
-            if key == "arm" and value.get("objects"):
-                value["objects"] = _under_data(str(value["objects"]), "objects file", recipe)
         merged[key] = value
     _merge_sets(merged, sets)
+    check_paper_conflicts(recipe.settings, sets, where=f"recipe {recipe.name!r}")
     try:
-        return Settings.model_validate(merged)
+        return settings_from(merged)
     except Exception as exc:  # pydantic's ValidationError names the field
         raise ConfigError(f"recipe {recipe.name!r} has invalid settings: {_first_error(exc)}") from None
+
+
+def check_paper_conflicts(settings: dict, sets: dict[str, Any] | None, *, where: str) -> None:
+    """A ConfigError when a method section given explicitly (the recipe's ``[settings.<method>]``
+    and the ``--set <method>.<field>`` values over it) asks for ``paper=true`` and for a value
+    of a field that ``paper=true`` sets (:meth:`ArmContext.conflicts`)."""
+    from atomgraph.settings import Settings
+
+    explicit: dict[str, dict] = {k: dict(v) for k, v in settings.items() if isinstance(v, dict)}
+    for key, value in (sets or {}).items():
+        head, _, sub = key.partition(".")
+        if sub:
+            explicit.setdefault(head, {})[sub] = value
+    for head, values in explicit.items():
+        field = Settings.model_fields.get(head)
+        conflicts = getattr(getattr(field, "annotation", None), "conflicts", None)
+        message = conflicts(values) if callable(conflicts) else ""
+        if message:
+            raise ConfigError(f"{where}: [{head}] {message}")
 
 
 def _first_error(exc: Exception) -> str:
@@ -342,14 +366,15 @@ def _merge_sets(merged: dict, sets: dict[str, Any] | None) -> None:
 
 def apply_sets(settings: Any, sets: dict[str, Any] | None):
     """``settings`` with the explicit ``--set`` values over them (a ConfigError names a bad one)."""
-    from atomgraph.settings import Settings
+    from atomgraph.settings import settings_from
 
     if not sets:
         return settings
     merged = settings.model_dump()
     _merge_sets(merged, sets)
+    check_paper_conflicts({}, sets, where="--set")
     try:
-        return Settings.model_validate(merged)
+        return settings_from(merged)
     except Exception as exc:
         raise ConfigError(f"--set: invalid value: {_first_error(exc)}") from None
 

@@ -89,7 +89,7 @@ RECORD_SCHEMA: dict[str, Any] = {
     "usage": {"llm_calls": _COUNT, "prompt_tokens": _COUNT, "completion_tokens": _COUNT, "retriever_calls": _COUNT,
               "llm_errors": _COUNT, "retriever_errors": _COUNT, "cost_usd": _NUM, "cached_calls": _COUNT,
               "llm_calls_by_role": {"*": _COUNT}, "retriever_calls_by_source": {"*": _COUNT},
-              "tokens_by_role": {"*": [_COUNT]}, "tokens_by_model": {"*": [_COUNT]}, "unpriced_models": [_STR],
+              "retriever_failures_by_source": {"*": _COUNT}, "tokens_by_role": {"*": [_COUNT]}, "tokens_by_model": {"*": [_COUNT]}, "unpriced_models": [_STR],
               "usage_flagged": _COUNT},
     "latency_s": _NUM, "stopped": _OPT_STR, "error": _OPT_STR, "fallbacks": [dict], "trace": dict,
     "method": _STR, "dataset": _STR, "finished_at": _STR,

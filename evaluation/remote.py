@@ -2,7 +2,7 @@
 (the ``langgraph-api`` runtime that ``langgraph dev`` and ``langgraph up`` serve), through
 ``langgraph_sdk``; the records, resume and summary stay the client's (:mod:`.runner`).
 
->>> result = run_eval("rag", "hotpotqa-dev-100", "runs/rag", server="http://127.0.0.1:2024", concurrency=16)
+>>> result = run_eval("rag", "hotpotqa-dev-100", "runs/rag", EvalOptions(server="http://127.0.0.1:2024", concurrency=16))
 
 Each example gets its own server thread, whose id is derived from the run directory's
 *server run id* (kept in ``run.json``) and the example's id, so a client that is killed and

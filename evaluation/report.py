@@ -91,7 +91,22 @@ def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tupl
         "stopped": sum(1 for r in records if r.get("stopped")),
         "skipped": dict(meta.get("skipped") or {}),  # lines of the records file not read (a torn last line)
         **_fallback_counts(records),
+        **_paper_beside(meta, scores),
     }
+
+
+def _paper_beside(meta: dict, scores: dict) -> dict:
+    """The recipe's paper value for its metric beside this run's (run.json ``run.paper_values``),
+    and the degraded mark of a run that lacked part of its setting (``run.degraded``)."""
+    run = meta.get("run") or {}
+    out: dict = {"degraded": list(run.get("degraded") or [])}
+    metric, values = run.get("metric"), run.get("paper_values") or {}
+    if metric in values:
+        ours = scores.get(metric)
+        if ours is None and isinstance(scores.get("retrieval"), dict):
+            ours = scores["retrieval"].get(metric)
+        out["paper"] = {"metric": metric, "paper": float(values[metric]), "ours": ours, "recipe": run.get("recipe")}
+    return out
 
 
 def _fallback_counts(records: Sequence[dict]) -> dict:
@@ -133,6 +148,9 @@ def markdown_tables(rows: Sequence[dict]) -> str:
         head = ["method", "n", "EM", "F1", *[f"F1 {t}" for t in types]]
         if has_retrieval:
             head += ["ret. P", "ret. R", "perfect R"]
+        has_paper = any(r.get("paper") for r in rs)
+        if has_paper:
+            head += ["paper (metric)", "ours − paper"]
         head += ["LLM calls", "cached", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s",
                  "errors", "stopped", "by fallback", "fallbacks"]
         lines = [f"### {dataset}", ""]
@@ -147,11 +165,19 @@ def markdown_tables(rows: Sequence[dict]) -> str:
                           "method itself.**", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in rs:
-            cells = [str(r["method"]), str(r["n"]), _fmt(r["em"]), _fmt(r["f1"])]
+            name = str(r["method"]) + (" **(DEGRADED: not the setting; not comparable)**" if r.get("degraded") else "")
+            cells = [name, str(r["n"]), _fmt(r["em"]), _fmt(r["f1"])]
             cells += [_fmt(r["by_type"][t]) if t in r["by_type"] else "–" for t in types]
             if has_retrieval:
                 ret = r["retrieval"]
                 cells += [_fmt(ret["precision"]), _fmt(ret["recall"]), _fmt(ret["perfect_recall"])] if ret else ["–"] * 3
+            if has_paper:
+                p = r.get("paper")
+                if not p:
+                    cells += ["–", "–"]
+                else:
+                    diff = "not comparable" if r.get("degraded") or p["ours"] is None else f"{p['ours'] - p['paper']:+.2f}"
+                    cells += [f"{p['paper']:g} ({p['metric']})", diff]
             sources = ", ".join(f"{s} {c:.2f}" for s, c in r["retriever_calls"].items()) or "0"
             cost = f"{r['cost_usd']:.4f}" + (" *" if r["unpriced_models"] else "")
             cells += [_fmt(r["llm_calls"]), str(r.get("cached_calls", 0)), sources, f"{r['tokens_in']:.0f}", f"{r['tokens_out']:.0f}",

@@ -25,11 +25,11 @@ import contextlib
 import datetime as _dt
 import fcntl
 import json
+import logging
 import os
-import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -43,6 +43,8 @@ from atomgraph.evaluation.records import RecordWriter, jsonable, read_records
 from atomgraph.state.run import calls_cost, output_of, price_table, summarize_usage
 from atomgraph.imports import import_object  # noqa: F401 - re-exported: part of this module's API
 from atomgraph.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
 
 PREDICTIONS = "predictions.jsonl"
 RUN_META = "run.json"
@@ -139,7 +141,8 @@ def model_identity(model: Any, settings: Settings) -> dict:
 # it goes, not what it computes.
 RESUMABLE = frozenset({"cache", "cache_path", "cache_refresh", "requests_per_second", "rate_limits", "rate_limit_burst",
                        "request_timeout", "max_retries", "chroma_path", "chroma_host", "chroma_port",
-                       "embedding_device", "embedding_batch_size", "atomr.max_parallel"})
+                       "embedding_device", "embedding_batch_size", "atomr.max_parallel",
+                       "data_dirs", "allowed_models"})  # what a client may name: access, not the run's setting
 
 
 def effective_config(settings: Settings) -> dict:
@@ -217,7 +220,22 @@ def outcomes(records: Sequence[dict]) -> dict:
     return {"examples": len(records), "answered": sum(1 for r in records if not r.get("error")),
             "answered_by_fallback": sum(1 for r in records if answered_by_fallback(r)),
             "errors": dict(errors.most_common()), "fallbacks": dict(fallbacks.most_common()), "refused": refused,
-            "usage_flagged": sum(int((r.get("usage") or {}).get("usage_flagged") or 0) for r in records)}
+            "usage_flagged": sum(int((r.get("usage") or {}).get("usage_flagged") or 0) for r in records),
+            **_source_failures(records)}
+
+
+def _source_failures(records: Sequence[dict]) -> dict:
+    """Source calls that failed during the run, by source, and the examples they touched: a source
+    that dies mid-run shows in the closing lines even where the questions still ended."""
+    from collections import Counter
+
+    by_source: Counter = Counter()
+    touched = 0
+    for r in records:
+        failed = (r.get("usage") or {}).get("retriever_failures_by_source") or {}
+        by_source.update(failed)
+        touched += bool(failed)
+    return {"source_failures": dict(by_source.most_common()), "examples_with_source_failures": touched}
 
 
 def describe_outcome(o: dict) -> str:
@@ -237,6 +255,9 @@ def describe_outcome(o: dict) -> str:
     if o["fallbacks"]:
         parts.append(f"{sum(o['fallbacks'].values())} fallbacks ({counts(o['fallbacks'])})")
     parts.append(f"{o['refused']} with a refused answer")
+    if o.get("source_failures"):
+        parts.append(f"{sum(o['source_failures'].values())} source calls failed in {o['examples_with_source_failures']} "
+                     f"examples ({counts(o['source_failures'])})")
     if o.get("usage_flagged"):
         parts.append(f"{o['usage_flagged']} calls whose server-reported usage disagrees with the tokenizer's "
                      "count (flagged)")
@@ -301,6 +322,7 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
             "tokens_by_model": usage.tokens_by_model,
             "retriever_calls": usage.retriever_calls,
             "retriever_calls_by_source": usage.retriever_calls_by_source,
+            "retriever_failures_by_source": usage.retriever_failures_by_source,
             "llm_errors": sum(1 for c in llm_calls if getattr(c, "error", None) or (isinstance(c, dict) and c.get("error"))),
             "retriever_errors": sum(1 for c in retriever_calls if getattr(c, "error", None) or (isinstance(c, dict) and c.get("error"))),
             "cost_usd": cost,
@@ -505,35 +527,9 @@ def _leave_out_demonstrations(examples: list, packs: list[str]) -> tuple[list, l
     return [e for e in examples if e.id not in gone], left_out
 
 
-async def arun_eval(
-    method: str,
-    dataset: str | Sequence[Example],
-    out_dir: str | os.PathLike,
-    *,
-    limit: int | None = None,
-    concurrency: int = 4,
-    model: Any = None,
-    sources: Any = None,
-    settings: Settings | None = None,
-    graph: Any = None,
-    dataset_name: str | None = None,
-    timeout_s: float | None = None,
-    deadline_s: float | None = None,
-    progress: bool = True,
-    resume: bool = True,
-    retry_errors: bool = False,
-    force_new: bool = False,
-    on_record: Callable[[dict], None] | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    encoding: str = "utf-8",
-    recipe: str | None = None,
-    run_info: dict | None = None,
-    server: str | None = None,
-    server_api_key: str | None = None,
-    server_context: dict | None = None,
-    _saver: Any = None,
-) -> RunResult:
-    """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples).
+@dataclass(kw_only=True)
+class EvalOptions:
+    """How :func:`arun_eval` runs a method over a dataset (every field optional).
 
     ``graph`` overrides the registry's graph (it should have a checkpointer so a failed
     example keeps the calls it made). ``resume=False`` starts the predictions file afresh
@@ -544,159 +540,256 @@ async def arun_eval(
     refused (it then ends with its best answer, the reason recorded); ``timeout_s`` cancels
     the example outright. ``concurrency`` is 1 to :data:`MAX_CONCURRENCY`.
     ``on_record(record)`` is called as each example finishes (in dataset order when
-    ``concurrency`` is 1). Returns counts, the records now in the file and :func:`outcomes`
-    of this run's records.
+    ``concurrency`` is 1).
     ``checkpoint``: an SQLite file saving every step of every question (:mod:`atomgraph.checkpoint`),
     so a killed run resumes its unfinished questions from their last completed step.
     A dataset file is read strictly as ``encoding`` before anything is created.
     ``recipe``: the name of the recipe the run follows (recorded; a rerun under another is refused).
-    ``run.json`` is written before the first record; a directory with records and no
-    ``run.json``, or one of another model, base URL, recipe or parameters, is refused unless
-    ``force_new``.
     ``server``: the URL of a LangGraph Server deployment (``langgraph dev``/``langgraph up``)
     that runs each question (:mod:`atomgraph.evaluation.remote`); ``server_context`` is sent
     with every run (the method's parameters, ``model``, ``sources``), ``server_api_key`` as
     its ``x-api-key``. Records, resume and the summary are this process's, as for a local run.
     """
+
+    limit: int | None = None
+    concurrency: int = 4
+    model: Any = None
+    sources: Any = None
+    settings: Settings | None = None
+    graph: Any = None
+    dataset_name: str | None = None
+    timeout_s: float | None = None
+    deadline_s: float | None = None
+    progress: bool = True
+    resume: bool = True
+    retry_errors: bool = False
+    force_new: bool = False
+    on_record: Callable[[dict], None] | None = None
+    checkpoint: str | os.PathLike | None = None
+    encoding: str = "utf-8"
+    recipe: str | None = None
+    run_info: dict | None = None
+    server: str | None = None
+    server_api_key: str | None = None
+    server_context: dict | None = None
+
+    def check(self) -> None:
+        """A ConfigError for an option no run can take (before anything is created)."""
+        if self.server is not None and (self.checkpoint is not None or self.graph is not None
+                                        or isinstance(self.model, BaseChatModel) or self.sources is not None):
+            raise ConfigError("with --server the server runs the graph with its own models, sources and checkpointer: "
+                              "name the model and sources by name (--model NAME, --sources a,b), without --checkpoint "
+                              "or a model/sources factory")
+        if not isinstance(self.concurrency, int) or not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise ConfigError(f"concurrency must be a whole number from 1 to {MAX_CONCURRENCY}, not {self.concurrency!r}")
+        for label, v in (("timeout", self.timeout_s), ("deadline", self.deadline_s)):
+            if v is not None and not (isinstance(v, (int, float)) and 0 < v < 10**7):
+                raise ConfigError(f"the {label} must be a positive number of seconds, not {v!r}")
+
+
+async def arun_eval(method: str, dataset: str | Sequence[Example], out_dir: str | os.PathLike,
+                    options: EvalOptions | None = None, *, _saver: Any = None, **kwargs: Any) -> RunResult:
+    """Run ``method`` (a registered name) over ``dataset`` (a name, a path, or examples) as
+    ``options`` say (:class:`EvalOptions`; its fields may also be given as keywords, e.g.
+    ``limit=20``). Returns counts, the records now in the file and :func:`outcomes` of this
+    run's records. ``run.json`` is written before the first record; a directory with records and
+    no ``run.json``, or one of another model, base URL, recipe or parameters, is refused unless
+    ``force_new``."""
+    if options is not None and kwargs:
+        raise TypeError("arun_eval takes its options as an EvalOptions or as keywords, not both")
+    opts = options if options is not None else EvalOptions(**kwargs)
     if isinstance(dataset, (str, os.PathLike)):  # read (strictly) before anything is created
-        dataset_name = dataset_name or str(dataset)
-        dataset = load_dataset(dataset, limit=limit, encoding=encoding)
-    if server is not None and (checkpoint is not None or graph is not None or isinstance(model, BaseChatModel)
-                               or sources is not None):
-        raise ConfigError("with --server the server runs the graph with its own models, sources and checkpointer: "
-                          "name the model and sources by name (--model NAME, --sources a,b), without --checkpoint "
-                          "or a model/sources factory")
-    if checkpoint is not None:
+        opts = replace(opts, dataset_name=opts.dataset_name or str(dataset))
+        dataset = load_dataset(dataset, limit=opts.limit, encoding=opts.encoding)
+    opts.check()
+    if opts.checkpoint is not None and _saver is None:
         from atomgraph.checkpoint import open_checkpointer
 
-        async with open_checkpointer(checkpoint) as saver:
-            return await arun_eval(method, dataset, out_dir, limit=limit, concurrency=concurrency, model=model,
-                                   sources=sources, settings=settings, graph=graph, dataset_name=dataset_name,
-                                   timeout_s=timeout_s, deadline_s=deadline_s, progress=progress, resume=resume,
-                                   retry_errors=retry_errors, force_new=force_new, on_record=on_record,
-                                   recipe=recipe, run_info=run_info, _saver=saver)
-    from atomgraph.checkpoint import serializer
-    from atomgraph.graphs.registry import build_method
-    from langgraph.checkpoint.memory import InMemorySaver
+        async with open_checkpointer(opts.checkpoint) as saver:
+            return await _run(method, list(dataset), out_dir, opts, saver)
+    return await _run(method, list(dataset), out_dir, opts, _saver)
 
-    if not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise ConfigError(f"concurrency must be a whole number from 1 to {MAX_CONCURRENCY}, not {concurrency!r}")
-    for label, v in (("timeout", timeout_s), ("deadline", deadline_s)):
-        if v is not None and not (isinstance(v, (int, float)) and 0 < v < 10**7):
-            raise ConfigError(f"the {label} must be a positive number of seconds, not {v!r}")
-    settings = settings or get_settings()
-    name = dataset_name or "custom"
-    examples = list(dataset)[:limit] if limit is not None else list(dataset)
+
+async def _run(method: str, dataset: list[Example], out_dir: str | os.PathLike, opts: EvalOptions,
+               saver: Any) -> RunResult:
+    """One evaluation run: its ``run.json`` facts and examples, then the examples run under the
+    run directory's lock."""
+    settings = opts.settings or get_settings()
+    examples = dataset[:opts.limit] if opts.limit is not None else dataset
     out = check_out_dir(out_dir, what="run directory (--out)")
+    meta, settings, run_context = _run_meta(method, opts, settings, len(examples))
+    examples = _without_demonstrations(method, opts, settings, run_context, examples, meta)
+    server_context = None
+    if opts.server is not None:  # what runs is what the server is sent: that is the fingerprint
+        server_context = server_run_context(settings, opts.server_context, meta.get("dataset_setting"))
+        meta["fingerprint"] = _server_fingerprint(method, meta["dataset"], opts, server_context)
+        meta["server"] = opts.server.rstrip("/")
+    with _exclusive(out):
+        if opts.force_new:
+            _move_aside(out)
+        _check_meta(out, meta)
+        return await _run_locked(method, examples, out, opts, saver, meta, settings, run_context, server_context)
+
+
+def _run_meta(method: str, opts: EvalOptions, settings: Settings, total: int) -> tuple[dict, Settings, dict]:
+    """The run's ``run.json`` facts, its settings (with the dataset's declared setting applied)
+    and its run context (the dataset's prompt pack)."""
+    name = opts.dataset_name or "custom"
+    model, recipe = opts.model, opts.recipe
     meta = {
         "method": method,
         "dataset": name,
-        "limit": limit,
-        "total": len(examples),
+        "limit": opts.limit,
+        "total": total,
         "settings": settings_snapshot(settings),
         "model": type(model).__name__ if isinstance(model, BaseChatModel) else None,
         "recipe": recipe,
         "fingerprint": run_fingerprint(method, name, model, settings, recipe),
         "config": effective_config(settings),
-        **({"run": run_info} if run_info else {}),
+        **({"run": opts.run_info} if opts.run_info else {}),
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     run_context: dict[str, Any] = {}
-    if dataset_name:
+    if opts.dataset_name:
         # the dataset's declared setting (sources; ATOMR's prompt pack) unless the settings say otherwise
         from atomgraph.evaluation.datasets import apply_dataset_setting
 
-        settings, run_context, applied = apply_dataset_setting(method, name, settings, sources_given=sources is not None)
+        settings, run_context, applied = apply_dataset_setting(method, name, settings,
+                                                               sources_given=opts.sources is not None)
         meta["dataset_setting"] = applied
         meta["settings"] = settings_snapshot(settings)
         meta["fingerprint"] = run_fingerprint(method, name, model, settings, recipe)
         meta["config"] = effective_config(settings)
         if "prompt_pack" in run_context:
             meta["prompt_pack"] = run_context["prompt_pack"]
-    # demonstration questions are not evaluated on: those of the ATOMR pack in use, and for a dataset
-    # whose demonstrations come from its own questions (BlendQA), that dataset pack's, whatever the method
+    return meta, settings, run_context
+
+
+def _without_demonstrations(method: str, opts: EvalOptions, settings: Settings, run_context: dict,
+                            examples: list[Example], meta: dict) -> list[Example]:
+    """``examples`` less the demonstration questions, which are not evaluated on: those of the
+    ATOMR pack in use, and for a dataset whose demonstrations come from its own questions
+    (BlendQA), that dataset pack's, whatever the method (recorded in ``meta``)."""
+    name = meta["dataset"]
     packs = []
     if method == "atomr":
         packs.append(run_context.get("prompt_pack") or getattr(settings.section("atomr"), "prompt_pack", "general"))
-    if dataset_name:
+    if opts.dataset_name:
         from atomgraph.evaluation.datasets import dataset_setting
 
         declared = dataset_setting(name)
         if declared.demonstrations_in_split and declared.prompt_pack not in packs:
             packs.append(declared.prompt_pack)
-    if packs:
-        examples, left_out = _leave_out_demonstrations(examples, packs)
-        if left_out:
-            meta["total"] = len(examples)
-            named = " and ".join(repr(p) for p in packs)
-            print(f"{method} on {name}: {len(left_out)} question(s) left out: they are demonstrations of the "
-                  f"{named} prompt pack{'s' if len(packs) > 1 else ''}", file=sys.stderr)
-        meta["demonstrations_left_out"] = left_out
-    if server is not None:  # what runs is what the server is sent: that is the fingerprint
-        server_context = server_run_context(settings, server_context, meta.get("dataset_setting"))
-        meta["fingerprint"] = {"method": method, "dataset": name,
-                               "models": {"server": server.rstrip("/"), "model": server_context.get("model")
-                                          or "the server's configured model"},
-                               "base_url": None, "recipe": recipe,
-                               "temperature": server_context.get("temperature"),
-                               "params": {k: v for k, v in server_context.items()
-                                          if k not in ("model", "temperature")}}
-        meta["server"] = server.rstrip("/")
-    with _exclusive(out):
-        if force_new:
-            _move_aside(out)
-        _check_meta(out, meta)
-        pred_path = out / PREDICTIONS
-        if not resume and pred_path.exists():
-            pred_path.unlink()
-        remote = None
-        if server is not None:
-            from atomgraph.evaluation.remote import ServerRunner
+    if not packs:
+        return examples
+    examples, left_out = _leave_out_demonstrations(examples, packs)
+    if left_out:
+        meta["total"] = len(examples)
+        named = " and ".join(repr(p) for p in packs)
+        log.warning("%s on %s: %d question(s) left out: they are demonstrations of the %s prompt pack%s",
+                    method, name, len(left_out), named, "s" if len(packs) > 1 else "")
+    meta["demonstrations_left_out"] = left_out
+    return examples
 
-            old = _read_meta(out) if resume and not force_new else None
-            meta["server_run_id"] = (old or {}).get("server_run_id") or str(uuid.uuid4())
-            remote = ServerRunner(server, method, run_id=meta["server_run_id"], api_key=server_api_key,
-                                  context=server_context, configurable=run_context)
-            await remote.check()
-        existing = read_records(pred_path, validate="run", method=method)  # refuses a damaged file, changes nothing
-        existing = read_records(pred_path, repair=True, validate="run", method=method)  # now cut a killed last line
-        wanted = {e.id for e in examples}
-        retry = [r for r in existing if str(r["id"]) in wanted and r.get("error") and (retry_errors or is_transient(r))]
-        if retry:
-            _drop_for_retry(pred_path, existing, retry)
-            existing = [r for r in existing if not any(r is x for x in retry)]
-        done = {str(r.get("id")) for r in existing}
-        todo = [e for e in examples if e.id not in done]
-        skipped = len(examples) - len(todo)
-        if graph is None and todo and remote is None:
-            graph = _build(build_method, method, model=model, sources=sources, settings=settings,
-                           checkpointer=_saver or InMemorySaver(serde=serializer()))
-        (out / RUN_META).write_text(json.dumps(jsonable(meta), indent=2), encoding="utf-8")
-        prices = price_table(settings)
-        records = list(existing)
+
+def _server_fingerprint(method: str, name: str, opts: EvalOptions, server_context: dict) -> dict:
+    return {"method": method, "dataset": name,
+            "models": {"server": opts.server.rstrip("/"), "model": server_context.get("model")
+                       or "the server's configured model"},
+            "base_url": None, "recipe": opts.recipe,
+            "temperature": server_context.get("temperature"),
+            "params": {k: v for k, v in server_context.items() if k not in ("model", "temperature")}}
+
+
+async def _run_locked(method: str, examples: list[Example], out: Path, opts: EvalOptions, saver: Any,
+                      meta: dict, settings: Settings, run_context: dict, server_context: dict | None) -> RunResult:
+    """The examples not yet in the predictions file (and those to retry) run, each record
+    written as it finishes; ``run.json`` written before the first."""
+    from atomgraph.checkpoint import serializer
+    from atomgraph.graphs.registry import build_method
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    pred_path = out / PREDICTIONS
+    if not opts.resume and pred_path.exists():
+        pred_path.unlink()
+    remote = None
+    if opts.server is not None:
+        from atomgraph.evaluation.remote import ServerRunner
+
+        old = _read_meta(out) if opts.resume and not opts.force_new else None
+        meta["server_run_id"] = (old or {}).get("server_run_id") or str(uuid.uuid4())
+        remote = ServerRunner(opts.server, method, run_id=meta["server_run_id"], api_key=opts.server_api_key,
+                              context=server_context, configurable=run_context)
+        await remote.check()
+    existing = read_records(pred_path, validate="run", method=method)  # refuses a damaged file, changes nothing
+    existing = read_records(pred_path, repair=True, validate="run", method=method)  # now cut a killed last line
+    wanted = {e.id for e in examples}
+    retry = [r for r in existing if str(r["id"]) in wanted and r.get("error") and (opts.retry_errors or is_transient(r))]
+    if retry:
+        _drop_for_retry(pred_path, existing, retry)
+        existing = [r for r in existing if not any(r is x for x in retry)]
+    done = {str(r.get("id")) for r in existing}
+    todo = [e for e in examples if e.id not in done]
+    graph = opts.graph
+    if graph is None and todo and remote is None:
+        graph = _build(build_method, method, model=opts.model, sources=opts.sources, settings=settings,
+                       checkpointer=saver or InMemorySaver(serde=serializer()))
+    (out / RUN_META).write_text(json.dumps(jsonable(meta), indent=2), encoding="utf-8")
+    records = list(existing)
+    run = _Examples(method=method, dataset=meta["dataset"], opts=opts, prices=price_table(settings), graph=graph,
+                    remote=remote, run_context=run_context, durable=saver is not None,
+                    retried={str(r["id"]) for r in retry}, records=records)
+    new = await run.all(todo, pred_path, len(examples) - len(todo))
+    return RunResult(
+        out_dir=out, total=len(examples), skipped=len(examples) - len(todo), finished=len(new),
+        errors=sum(1 for r in new if r.get("error")),
+        f1=100 * mean(r["metrics"]["f1"] for r in records),
+        cost_usd=sum(r["usage"].get("cost_usd") or 0.0 for r in records), records=records,
+        retried=len(retry), outcome=outcomes(new),
+        kept_errors=sum(1 for r in existing if str(r.get("id")) in wanted and r.get("error")),
+    )
+
+
+@dataclass(kw_only=True)
+class _Examples:
+    """The examples of one run, run ``opts.concurrency`` at a time, locally or on the server."""
+
+    method: str
+    dataset: str
+    opts: EvalOptions
+    prices: dict
+    graph: Any
+    remote: Any
+    run_context: dict
+    durable: bool
+    retried: set[str]
+    records: list[dict]
+
+    async def one(self, ex: Example) -> dict:
+        if self.remote is not None:
+            return await _run_remote(self.remote, ex, method=self.method, dataset=self.dataset, prices=self.prices,
+                                     timeout_s=self.opts.timeout_s, deadline_s=self.opts.deadline_s,
+                                     fresh=ex.id in self.retried)
+        return await _run_one(self.graph, ex, method=self.method, dataset=self.dataset, prices=self.prices,
+                              timeout_s=self.opts.timeout_s, deadline_s=self.opts.deadline_s,
+                              run_context=self.run_context, durable=self.durable)
+
+    async def all(self, todo: list[Example], pred_path: Path, skipped: int) -> list[dict]:
+        """Run ``todo``, each record written (and handed to ``on_record``) as it finishes."""
         new: list[dict] = []
-        sem = asyncio.Semaphore(concurrency)
-        bar = _progress_bar(len(examples), skipped, method, name) if progress else None
-
-        retried_ids = {str(r["id"]) for r in retry}
+        sem = asyncio.Semaphore(self.opts.concurrency)
+        bar = _progress_bar(skipped + len(todo), skipped, self.method, self.dataset) if self.opts.progress else None
 
         async def worker(ex: Example) -> None:
             async with sem:
-                if remote is not None:
-                    rec = await _run_remote(remote, ex, method=method, dataset=name, prices=prices,
-                                            timeout_s=timeout_s, deadline_s=deadline_s,
-                                            fresh=ex.id in retried_ids)
-                else:
-                    rec = await _run_one(graph, ex, method=method, dataset=name, prices=prices,
-                                         timeout_s=timeout_s, deadline_s=deadline_s, run_context=run_context,
-                                         durable=_saver is not None)
+                rec = await self.one(ex)
             writer.write(rec)
-            records.append(rec)
+            self.records.append(rec)
             new.append(rec)
-            if on_record is not None:
-                on_record(rec)
+            if self.opts.on_record is not None:
+                self.opts.on_record(rec)
             if bar is not None:
-                bar.set_postfix_str(_postfix(records), refresh=False)
+                bar.set_postfix_str(_postfix(self.records), refresh=False)
                 bar.update(1)
 
         with RecordWriter(pred_path) as writer:
@@ -705,14 +798,7 @@ async def arun_eval(
             finally:
                 if bar is not None:
                     bar.close()
-    return RunResult(
-        out_dir=out, total=len(examples), skipped=skipped, finished=len(new),
-        errors=sum(1 for r in new if r.get("error")),
-        f1=100 * mean(r["metrics"]["f1"] for r in records),
-        cost_usd=sum(r["usage"].get("cost_usd") or 0.0 for r in records), records=records,
-        retried=len(retry), outcome=outcomes(new),
-        kept_errors=sum(1 for r in existing if str(r.get("id")) in wanted and r.get("error")),
-    )
+        return new
 
 
 def server_run_context(settings: Settings, context: dict | None, applied: dict | None) -> dict:
@@ -742,9 +828,10 @@ def _build(build_method, method: str, **kwargs: Any):
         return build_method(method, **kwargs)
 
 
-def run_eval(method: str, dataset: str | Sequence[Example], out_dir: str | os.PathLike, **kwargs: Any) -> RunResult:
+def run_eval(method: str, dataset: str | Sequence[Example], out_dir: str | os.PathLike,
+             options: EvalOptions | None = None, **kwargs: Any) -> RunResult:
     """Synchronous :func:`arun_eval` (not from inside a running event loop: await that instead)."""
-    return asyncio.run(arun_eval(method, dataset, out_dir, **kwargs))
+    return asyncio.run(arun_eval(method, dataset, out_dir, options, **kwargs))
 
 
 def _progress_bar(total: int, initial: int, method: str, dataset: str):

@@ -1,13 +1,13 @@
 """ARM (alignment-oriented retrieval) as a LangGraph graph, on the method kit.
 
-decompose → align → retrieve → structure → draft → verify → aggregate → answer
+decompose → align → retrieve → structure → verify → aggregate → answer
 
 | paper | nodes | module (``nodes/arm/``) | stages (``prompts/arm.py``) |
 |---|---|---|---|
 | §3.2.1 information alignment (with n-gram matching) | decompose, align | ``information_alignment`` | ``arm_decompose``, ``arm_align``, ``arm_align_list`` |
 | §3.2.1 (end) the base search objects | retrieve | ``information_alignment`` | — |
 | §3.2.2 structure alignment: R_i, C_ij, expansion, the MIP, drafts | structure | ``structure_alignment`` | — |
-| §3.3 self-verification (Appendix C: drafts in words), aggregation | draft (extension), verify, aggregate | ``self_verification`` | ``arm_draft``, ``arm_verify`` |
+| §3.3 self-verification (Appendix C: drafts in words), aggregation | verify, aggregate | ``self_verification`` | ``arm_verify`` |
 | the run: data collection, runtime, answer, trace | answer | ``pipeline`` | ``arm_answer`` |
 
 >>> graph = build_arm_graph(model=my_model, objects="objects.jsonl")
@@ -33,19 +33,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
 
+from atomgraph.lc import MethodGraph
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.arm.information_alignment import make_align_node, make_decompose_node, make_retrieve_node
 from atomgraph.nodes.arm.pipeline import ArmRuntime, Collection, after_decompose, make_answer_node
-from atomgraph.nodes.arm.self_verification import make_aggregate_node, make_draft_node, make_verify_node
+from atomgraph.nodes.arm.self_verification import make_aggregate_node, make_verify_node
 from atomgraph.nodes.arm.structure_alignment import make_structure_node
-from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import ArmInput, ArmState
 
-STEPS = ("decompose", "align", "retrieve", "structure", "draft", "verify", "aggregate", "answer")
+STEPS = ("decompose", "align", "retrieve", "structure", "verify", "aggregate", "answer")
 
 
 def _objects_arg(objects: Any, sources: Any) -> Any:
@@ -62,21 +61,21 @@ def _objects_arg(objects: Any, sources: Any) -> Any:
 
 
 def build_arm_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
-                    checkpointer: Any = None, *, objects: Any = None, embeddings: Any = None) -> CompiledStateGraph:
+                    checkpointer: Any = None, *, objects: Any = None, embeddings: Any = None) -> MethodGraph:
     """The ``arm`` graph. Building needs no model, objects or network; a run resolves them."""
     art = ArmRuntime.for_method("arm", model, [], settings, collection=Collection(_objects_arg(objects, sources), embeddings))
     g = art.state_graph(ArmState, ArmInput)
     makers = {"decompose": make_decompose_node, "align": make_align_node, "retrieve": make_retrieve_node,
-              "structure": make_structure_node, "draft": make_draft_node, "verify": make_verify_node,
+              "structure": make_structure_node, "verify": make_verify_node,
               "aggregate": make_aggregate_node, "answer": make_answer_node}
     for name in STEPS:
-        g.add_node(name, dual(makers[name](art)))
+        g.add_node(name, makers[name](art))
     g.add_edge(START, "decompose")
     g.add_conditional_edges("decompose", after_decompose, ["align", "answer"])
     for a, b in zip(STEPS[1:-1], STEPS[2:]):
         g.add_edge(a, b)
     g.add_edge("answer", END)
-    return g.compile(checkpointer=checkpointer, name="arm")
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="arm"))
 
 
 def arm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
@@ -133,7 +132,7 @@ def arm_retriever(index: Any, ctx: Any = None, *, model: ModelsArg = None,
     return retrieve
 
 
-def _graph_for(index: Any, model: ModelsArg, settings: Settings | None) -> CompiledStateGraph:
+def _graph_for(index: Any, model: ModelsArg, settings: Settings | None) -> MethodGraph:
     """The ``arm`` graph over ``index``; without a model or settings, built once per index."""
     if model is not None or settings is not None or not hasattr(index, "__dict__"):
         return build_arm_graph(model=model, settings=settings, objects=index)
@@ -186,4 +185,4 @@ def call_stats(calls: list) -> dict[str, dict]:
 
 
 # Building needs no model, objects or network (they are resolved when a run starts).
-graph = build_arm_graph()
+graph = build_arm_graph().graph

@@ -36,6 +36,7 @@ from typing import Iterable
 from langgraph.graph import END, START
 from langgraph.types import Checkpointer
 
+from atomgraph.lc import MethodGraph
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.atomr.execution import ALGORITHM_1  # noqa: F401 - the step table, shown above
 from atomgraph.nodes.atomr.execution import STEP_NODES, finalize, make_schedule_node
@@ -44,7 +45,6 @@ from atomgraph.nodes.atomr.node_reasoning import (make_closed_book_node, make_di
                                                   make_run_operator_node, make_select_sources_node)
 from atomgraph.nodes.atomr.plan import make_plan_node, make_review_node
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.atomr import AtomRState, StepInput
 from atomgraph.tools.base import KnowledgeSource, SourceSet
@@ -64,15 +64,15 @@ def build_atomr_graph(
     """
     rt = MethodRuntime.for_method("atomr", model, sources, settings)
     builder = rt.state_graph(AtomRState)
-    builder.add_node("plan", dual(make_plan_node(rt)))
+    builder.add_node("plan", make_plan_node(rt))
     builder.add_node("review_plan", make_review_node(rt))
     builder.add_node("schedule", make_schedule_node(rt), destinations=(*STEP_NODES.values(), "finalize"))
-    builder.add_node("select_sources", dual(make_select_sources_node(rt)), input_schema=StepInput)
-    builder.add_node("run_operator", dual(make_run_operator_node(rt)), input_schema=StepInput)
-    builder.add_node("reason_children", dual(make_reason_children_node(rt)), input_schema=StepInput)
-    builder.add_node("reason_siblings", dual(make_reason_siblings_node(rt)), input_schema=StepInput)
-    builder.add_node("direct_rag", dual(make_direct_rag_node(rt)), input_schema=StepInput)
-    builder.add_node("closed_book", dual(make_closed_book_node(rt)), input_schema=StepInput)
+    builder.add_node("select_sources", make_select_sources_node(rt), input_schema=StepInput)
+    builder.add_node("run_operator", make_run_operator_node(rt), input_schema=StepInput)
+    builder.add_node("reason_children", make_reason_children_node(rt), input_schema=StepInput)
+    builder.add_node("reason_siblings", make_reason_siblings_node(rt), input_schema=StepInput)
+    builder.add_node("direct_rag", make_direct_rag_node(rt), input_schema=StepInput)
+    builder.add_node("closed_book", make_closed_book_node(rt), input_schema=StepInput)
     builder.add_node("finalize", finalize)
     builder.add_edge(START, "plan")
     builder.add_edge("plan", "review_plan")
@@ -80,9 +80,9 @@ def build_atomr_graph(
     for step in STEP_NODES.values():
         builder.add_edge(step, "schedule")
     builder.add_edge("finalize", END)
-    return builder.compile(checkpointer=checkpointer, name="atomr")
+    return MethodGraph(builder.compile(checkpointer=checkpointer, name="atomr"))
 
 
 # The graph `langgraph dev` and LangGraph Studio load (models and sources from settings,
 # resolved when a run starts).
-graph = build_atomr_graph()
+graph = build_atomr_graph().graph

@@ -29,12 +29,12 @@ from typing import Any
 
 from langgraph.graph import END, START
 
+from atomgraph.lc import MethodGraph
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.kar3.loop import (
     Kar3Runtime, after_propose, after_retrieve, after_select, make_answer_node, make_propose_node, make_retrieve_node,
     make_select_node,
 )
-from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.kar3 import Kar3State
 
@@ -50,18 +50,18 @@ def build_kar3_graph(model: ModelsArg = None, sources: Any = None, settings: Set
     """
     rt = Kar3Runtime.for_method("kar3", model, sources, settings)
     g = rt.state_graph(Kar3State)
-    g.add_node("propose", dual(make_propose_node(rt)))
-    g.add_node("retrieve", dual(make_retrieve_node(rt)))
-    g.add_node("select", dual(make_select_node(rt)))
-    g.add_node("answer", dual(make_answer_node(rt)))
+    g.add_node("propose", make_propose_node(rt))
+    g.add_node("retrieve", make_retrieve_node(rt))
+    g.add_node("select", make_select_node(rt))
+    g.add_node("answer", make_answer_node(rt))
     g.add_edge(START, "propose")
     g.add_conditional_edges("propose", after_propose)
     g.add_conditional_edges("retrieve", after_retrieve)
     g.add_conditional_edges("select", after_select)
     g.add_edge("answer", END)
-    return g.compile(checkpointer=checkpointer, name="kar3")
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="kar3"))
 
 
 # The graph `langgraph dev` and Studio load (models and the atom index from settings, resolved
 # when a run starts).
-graph = build_kar3_graph()
+graph = build_kar3_graph().graph

@@ -20,10 +20,10 @@ from typing import Any
 
 from langgraph.graph import END, START
 
+from atomgraph.lc import MethodGraph
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.kar3.index import make_atomize_node, make_load_node
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.kar3 import Kar3IndexInput, Kar3IndexOutput, Kar3IndexState
 
@@ -34,12 +34,12 @@ def build_kar3_index_graph(model: ModelsArg = None, settings: Settings | None = 
     ``embeddings``: an Embeddings object, default from settings; ``progress``: a progress bar)."""
     rt = MethodRuntime.for_method("kar3_index", model, [], settings)
     g = rt.state_graph(Kar3IndexState, Kar3IndexInput, Kar3IndexOutput)
-    g.add_node("load", dual(make_load_node(rt, embeddings)))
-    g.add_node("atomize", dual(make_atomize_node(rt, embeddings, progress)))
+    g.add_node("load", make_load_node(rt, embeddings))
+    g.add_node("atomize", make_atomize_node(rt, embeddings, progress))
     g.add_edge(START, "load")
     g.add_edge("load", "atomize")
     g.add_edge("atomize", END)
-    return g.compile(checkpointer=checkpointer, name="kar3_index")
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="kar3_index"))
 
 
-graph = build_kar3_index_graph()
+graph = build_kar3_index_graph().graph

@@ -16,28 +16,27 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
 
+from atomgraph.lc import MethodGraph
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.compare.react import make_agent_node
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import ReactState
 
 
 def build_react_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
-                      checkpointer: Any = None) -> CompiledStateGraph:
+                      checkpointer: Any = None) -> MethodGraph:
     """ReAct (role: executor drives the agent)."""
     rt = MethodRuntime.for_method("react", model, sources, settings)
     g = rt.state_graph(ReactState)
-    g.add_node("agent", dual(make_agent_node(rt)))
+    g.add_node("agent", make_agent_node(rt))
     g.add_edge(START, "agent")
     g.add_edge("agent", END)
-    return g.compile(checkpointer=checkpointer, name="react")
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="react"))
 
 
 
 # The graph `langgraph dev` and LangGraph Studio load (models and sources from settings,
 # resolved when a run starts).
-graph = build_react_graph()
+graph = build_react_graph().graph

@@ -1,8 +1,8 @@
 """Methods by name, built from their declarations (:mod:`atomgraph.methods`, which also keeps the
 registry: ``register_method``, ``declaration``, ``method_names``, ``method_descriptions``).
 
-Each method's builder is ``build(model=None, sources=None, settings=None, checkpointer=None)
--> CompiledStateGraph``.
+Each method's builder is ``build(model=None, sources=None, settings=None, checkpointer=None)``,
+returning a :class:`~atomgraph.lc.MethodGraph` (or the compiled graph, which ``build_method`` wraps).
 
 >>> from atomgraph.methods import Method
 >>> from atomgraph.graphs.registry import register_method, build_method
@@ -40,5 +40,10 @@ def method_builder(name: str) -> GraphBuilder:
 
 
 def build_method(name: str, **kwargs: Any):
-    """The compiled graph of method ``name`` (kwargs: model, sources, settings, checkpointer)."""
-    return method_builder(name)(**kwargs)
+    """Method ``name``'s graph (kwargs: model, sources, settings, checkpointer) as a
+    :class:`~atomgraph.lc.MethodGraph`; a builder that returns the compiled graph itself (a method
+    registered in this process) has it wrapped."""
+    from atomgraph.lc import MethodGraph
+
+    graph = method_builder(name)(**kwargs)
+    return graph if isinstance(graph, MethodGraph) else MethodGraph(graph)

@@ -15,28 +15,27 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.graph import END, START
-from langgraph.graph.state import CompiledStateGraph
 
+from atomgraph.lc import MethodGraph
 from atomgraph.models import ModelsArg
 from atomgraph.nodes.compare.common import make_finish_node
 from atomgraph.nodes.compare.self_ask import (after_ask, after_intermediate, make_ask_node, make_final_node,
                                               make_intermediate_node, make_search_node)
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.compare import SelfAskState
 
 
 def build_self_ask_graph(model: ModelsArg = None, sources: Any = None, settings: Settings | None = None,
-                         checkpointer: Any = None) -> CompiledStateGraph:
+                         checkpointer: Any = None) -> MethodGraph:
     """Self-Ask with retrieval (roles: planner asks, executor answers follow-ups, answerer
     gives a forced final answer)."""
     rt = MethodRuntime.for_method("self_ask", model, sources, settings)
     g = rt.state_graph(SelfAskState)
-    g.add_node("ask", dual(make_ask_node(rt)))
-    g.add_node("search", dual(make_search_node(rt)))
-    g.add_node("intermediate_answer", dual(make_intermediate_node(rt)))
-    g.add_node("final_answer", dual(make_final_node(rt)))
+    g.add_node("ask", make_ask_node(rt))
+    g.add_node("search", make_search_node(rt))
+    g.add_node("intermediate_answer", make_intermediate_node(rt))
+    g.add_node("final_answer", make_final_node(rt))
     g.add_node("finish", make_finish_node(rt, "self_ask"))
     g.add_edge(START, "ask")
     g.add_conditional_edges("ask", after_ask, ["search", "finish"])
@@ -44,10 +43,10 @@ def build_self_ask_graph(model: ModelsArg = None, sources: Any = None, settings:
     g.add_conditional_edges("intermediate_answer", after_intermediate, ["ask", "final_answer", "finish"])
     g.add_edge("final_answer", "finish")
     g.add_edge("finish", END)
-    return g.compile(checkpointer=checkpointer, name="self_ask")
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="self_ask"))
 
 
 
 # The graph `langgraph dev` and LangGraph Studio load (models and sources from settings,
 # resolved when a run starts).
-graph = build_self_ask_graph()
+graph = build_self_ask_graph().graph

@@ -7,8 +7,8 @@ resumable: a rerun adds only what is missing), runnable from Studio or code:
 
 >>> graph.invoke({"inputs": ["corpus.json"], "collection": "wiki2"}, context={"batch_size": 128})["stats"]
 
-A bad input (missing file, unreadable record) comes back as ``error``, with nothing lost:
-the batches written before it stay written.
+A bad input (missing file, unreadable record, a file outside the operator's ``data_dirs``)
+comes back as ``error``, with nothing lost: the batches written before it stay written.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START
 
+from atomgraph.access import client_inputs
 from atomgraph.errors import AtomgraphError
+from atomgraph.lc import MethodGraph
 from atomgraph.nodes.runtime import MethodRuntime
-from atomgraph.nodes.sync import dual
 from atomgraph.settings import Settings
 from atomgraph.state.indexing import (
     WikipediaIndexInput,
@@ -37,22 +38,22 @@ def build_wikipedia_index_graph(settings: Settings | None = None, checkpointer: 
     async def ingest(state: WikipediaIndexState, config: RunnableConfig) -> dict:
         from atomgraph.tools.ingest import ingest as run_ingest
 
-        p = rt.params(config)
         try:
+            p = rt.params(config)
             stats = await asyncio.to_thread(
-                run_ingest, list(state.get("inputs") or []), state.get("collection"), settings=rt.settings(),
-                fmt=p.format, batch_size=p.batch_size, max_tokens=p.max_tokens, limit=p.limit,
-                embeddings=embeddings, progress=False,
-            )
+                lambda: run_ingest(
+                    client_inputs(state.get("inputs"), rt.settings()),  # under data_dirs, before anything is opened
+                    state.get("collection"), settings=rt.settings(), fmt=p.format, batch_size=p.batch_size,
+                    max_tokens=p.max_tokens, limit=p.limit, embeddings=embeddings, progress=False))
         except (AtomgraphError, OSError, ValueError) as exc:
             return {"stats": {}, "error": f"{type(exc).__name__}: {exc}"}
         return {"stats": stats.as_dict(), "error": None}
 
     g = rt.state_graph(WikipediaIndexState, WikipediaIndexInput, WikipediaIndexOutput)
-    g.add_node("ingest", dual(ingest))
+    g.add_node("ingest", ingest)
     g.add_edge(START, "ingest")
     g.add_edge("ingest", END)
-    return g.compile(checkpointer=checkpointer, name="wikipedia_index")
+    return MethodGraph(g.compile(checkpointer=checkpointer, name="wikipedia_index"))
 
 
-graph = build_wikipedia_index_graph()
+graph = build_wikipedia_index_graph().graph

@@ -38,7 +38,7 @@ from langchain_core.runnables.config import merge_configs
 
 from atomgraph import cache as reply_cache
 from atomgraph.cache import CACHE_HIT_KEY, CUT_FROM_KEY  # set on replayed and cut replies
-from atomgraph.nodes.sync import call_model, wait_in_daemon_thread
+from atomgraph.nodes.sync import call_model, deadline_of, wait_in_daemon_thread
 from atomgraph.prompts.stage import (AnswerRefused, answer_texts, cut_note, hold_to_question, refusal_reason,
                                                reply_limit)
 from atomgraph.prompts.constraints import Applied, Constraint, unwrap_reply
@@ -92,12 +92,6 @@ class Reply:
     def cut(self) -> bool:
         """The reply was cut: the server ended it for length, or it ran past the cap (cut here)."""
         return self.call.cut
-
-
-def deadline_of(config: RunnableConfig | None) -> float | None:
-    """The run's deadline (``configurable["deadline"]``, a ``time.time()`` value), if any."""
-    value = ((config or {}).get("configurable") or {}).get("deadline")
-    return float(value) if isinstance(value, (int, float)) else None
 
 
 def refresh_of(config: RunnableConfig | None) -> bool:

@@ -49,8 +49,8 @@ from atomgraph.nodes.call import CallRecorder, RunBounds, StageResult, call_stag
 from atomgraph.prompts.constraints import Applied, Constraint, constrain
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
-from atomgraph.state.run import (Evidence, MethodInput, MethodOutput, RetrieverCall, RunChoices,
-                                 context_with_defaults, resolve_params, run_context)
+from atomgraph.state.run import (Evidence, InvalidQuestion, MethodInput, MethodOutput, RetrieverCall, RunChoices,
+                                 check_question, context_with_defaults, resolve_params, run_context)
 from atomgraph.tools.base import KnowledgeSource, SourceSet, recorded_retrieval
 from atomgraph.tools.registry import as_source_set, build_sources
 
@@ -117,6 +117,7 @@ class MethodRuntime(Generic[C]):
         self._section_read = False
         self._section_values: Any = None
         self._bounds: dict[int, RunBounds] = {}
+        self._path_fields: dict[str, str] | None = None
 
     @classmethod
     def for_method(cls, method: "Method | str", models: ModelsArg = None,
@@ -225,17 +226,38 @@ class MethodRuntime(Generic[C]):
             defaults = self.section_values()
         except Exception:  # an invalid config must not stop the graph from compiling
             defaults = None
-        return context_with_defaults(self.context_cls, defaults, extra=RunChoices)
+        return context_with_defaults(self.context_cls, defaults, extra=RunChoices, bound_s=self.default_bound_s)
 
     def state_graph(self, state: type, input_schema: type = MethodInput, output_schema: type = MethodOutput):
         """A ``StateGraph`` over ``state`` with this method's context schema and, by default,
-        the method input/output contract (``state/run.py``)."""
-        from atomgraph.lc import MethodStateGraph  # compiles to a graph with as_tool / as_retriever
+        the method input/output contract (``state/run.py``); its async nodes run from
+        ``invoke`` as well as ``ainvoke`` (:class:`~atomgraph.nodes.sync.MethodStateGraph`)."""
+        from atomgraph.nodes.sync import MethodStateGraph
 
-        g = MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
-                             output_schema=output_schema)
-        g.default_bound_s = self.default_bound_s
-        return g
+        return MethodStateGraph(state, context_schema=self.context_schema(), input_schema=input_schema,
+                                output_schema=output_schema, door=self.door)
+
+    def door(self, state: Any, config: RunnableConfig | None) -> None:
+        """What every run of the compiled graph passes before its first node (the conditional edge
+        from ``START``, :class:`~atomgraph.nodes.sync.MethodStateGraph`), LangGraph Server's runs
+        included: a question-answering run's ``question`` is there and is text; its parameters are
+        resolved and validated (:meth:`params`: once per run) and its choice of models names known
+        roles. Each failure is one :class:`~atomgraph.errors.AtomgraphError`."""
+        if self.kind == "qa":
+            question = state.get("question") if isinstance(state, Mapping) else getattr(state, "question", None)
+            if question is None:
+                raise InvalidQuestion("the input has no 'question'; accepted: question")
+            if not isinstance(question, str):
+                check_question(question)
+        self.params(config)
+        models = self.run_choices().models
+        if models:
+            from atomgraph.methods import known_roles
+
+            roles = known_roles()
+            bad = sorted(str(k) for k in models if k not in roles)
+            if bad:
+                raise ConfigError(f"unknown model role(s) {bad} in the context's 'models'; roles are {', '.join(roles)}")
 
     def default_bound_s(self) -> float | None:
         """A question's bound when its run sets no deadline: ``question_timeout`` (question-answering
@@ -249,10 +271,38 @@ class MethodRuntime(Generic[C]):
         return s or None
 
     def params(self, config: RunnableConfig | None = None) -> C:
-        """This run's parameters: settings section < the run's context < configurable keys."""
+        """This run's parameters: settings section < the run's context < configurable keys,
+        resolved and validated once per run, at its start (:meth:`door`), and kept on the run's
+        context (``runtime.context``, LangGraph's ``get_runtime()``) for every node to read."""
+        ctx = run_context()
+        resolved = getattr(ctx, "_params", None)
+        if type(resolved) is self.context_cls:
+            return resolved
         conf = (config or {}).get("configurable", {}) or {}
-        return resolve_params(self.context_cls, self.section_values(), run_context(),
-                              conf, ignore=RunChoices)
+        resolved = resolve_params(self.context_cls, self.section_values(), ctx, conf, ignore=RunChoices)
+        if hasattr(ctx, "_params"):  # the run's own context object (context_with_defaults): keep them there
+            ctx._params = resolved
+        return resolved
+
+    def check_paths(self, params: C) -> None:
+        """A file or folder the run's client chose (a :class:`~atomgraph.state.run.DataPath`
+        parameter other than the settings' value) must lie under the operator's ``data_dirs``
+        (ConfigError otherwise). Called where the runtime opens them, off the event loop
+        (resolving a symlink is file I/O: ``langgraph dev`` refuses it on the loop)."""
+        fields_ = self._path_fields
+        if fields_ is None:
+            from atomgraph.state.run import data_path_fields
+
+            fields_ = self._path_fields = data_path_fields(self.context_cls)
+        if not fields_:
+            return
+        from atomgraph.access import client_path
+
+        section = self.section_values()
+        for name, mode in fields_.items():
+            value = getattr(params, name, None)
+            if value and value != getattr(section, name, None):
+                client_path(value, self.settings(), f"{name} path", write=mode == "write")
 
     def run_choices(self) -> RunChoices:
         """The run's choice of model, temperature and sources (empty outside a graph run, or
@@ -260,11 +310,26 @@ class MethodRuntime(Generic[C]):
         ctx = run_context()
         if ctx is None:
             return _NO_CHOICES
+        choices = getattr(ctx, "_choices", None)
+        if choices is not None:  # resolved once per run, kept on the run's context
+            return choices
         chosen = ({k: ctx[k] for k in _CHOICE_FIELDS if k in ctx} if isinstance(ctx, dict)
                   else {k: getattr(ctx, k) for k in _CHOICE_FIELDS if hasattr(ctx, k)})
-        if all(v in (None, "", [], {}) for v in chosen.values()):
-            return _NO_CHOICES
-        return resolve_params(RunChoices, None, chosen, None)
+        choices = (_NO_CHOICES if all(v in (None, "", [], {}) for v in chosen.values())
+                   else resolve_params(RunChoices, None, chosen, None))
+        if choices is not _NO_CHOICES:
+            # client values: models by name, never a file; sources by declared name, never code (atomgraph/access.py)
+            from atomgraph.access import client_model, client_models
+
+            settings = self.settings()
+            if choices.model:
+                client_model(choices.model, settings)
+            client_models(choices.models, settings)
+            if choices.sources:
+                self._sourcing.check_client(choices.sources, code_only=True)
+        if hasattr(ctx, "_choices"):
+            ctx._choices = choices
+        return choices
 
     # --- bounds -------------------------------------------------------------------------
     def _run_bounds(self) -> RunBounds:
@@ -424,6 +489,23 @@ class RunSources:
             self._base.require()
         return self._base
 
+    def check_client(self, names: list[str], code_only: bool = False) -> None:
+        """A run's chosen source names, refused (ConfigError) unless each is registered, named by
+        the settings, or one of the sources the graph was built with (never code to import).
+        ``code_only``: only the names that would be imported (``module:attr``) are looked at
+        (before the graph's own sources are open; an unknown plain name is refused by name later)."""
+        from atomgraph.access import client_sources
+
+        if code_only:
+            names = [n for n in names if not isinstance(n, str) or ":" in n]
+        if names:
+            client_sources(names, self._settings(), list(self._given_names()))
+
+    def _given_names(self) -> Iterable[str]:
+        """The names of the graph's own sources (``sources=``), once they are open."""
+        base = self._base
+        return [*base.available, *base.unavailable] if base is not None else []
+
     def pick(self, names: list[str] | None) -> SourceSet:
         """The sources a run reads: ``names`` (the run's choice, each required) when given, else
         :meth:`base`. A chosen source that was unusable is looked at again (built anew from the
@@ -445,7 +527,8 @@ class RunSources:
                             self._from_settings.add(key)
                             if self._stale(key, names):
                                 self._reopen(key, names)
-                    else:  # sources the graph was not built with: built from the settings by name
+                    else:  # sources the graph was not built with: built from the settings by name (never code)
+                        self.check_client(names)
                         self._named[key] = build_sources(self._settings(), names)
                         self._from_settings.add(key)
                 elif self._stale(key, names):

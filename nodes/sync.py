@@ -1,5 +1,7 @@
 """The sync/async bridge: async nodes run from ``graph.invoke`` as well as ``graph.ainvoke``.
 
+- :class:`MethodStateGraph`: the ``StateGraph`` every method builds; an ``async def`` node added to
+  it runs from both (:func:`dual`);
 - :func:`dual`: an async node usable from both (sync runs share one event loop, :func:`sync_loop`,
   so pooled async clients keep working);
 - :func:`run_sync`: a coroutine run to completion from synchronous code;
@@ -11,12 +13,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import inspect
 import os
 import threading
 import time
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.graph import START, StateGraph
+from langgraph.runtime import get_runtime
 
 # --- sync calls of async nodes -------------------------------------------------------------
 # A sync ``graph.invoke`` / ``batch`` / ``stream`` runs every async node on ONE event loop that
@@ -88,11 +93,6 @@ def run_sync(coro):
         raise
 
 
-def in_sync_run() -> bool:
-    """Whether the current node runs for a sync graph call (``invoke`` / ``batch`` / ``stream``)."""
-    return _SYNC_RUN.get()
-
-
 async def call_model(runnable: Any, inp: Any, config: RunnableConfig | None = None) -> Any:
     """Call a model (or a Runnable around one): ``ainvoke`` in an async run; in a sync run its
     sync ``invoke`` in a worker thread (the model's sync client, bound to no event loop)."""
@@ -160,9 +160,19 @@ DEADLINE_GRACE_S = 5.0
 from atomgraph.errors import DeadlineExceeded  # noqa: E402,F401  (raised here; defined with the errors)
 
 
-def _deadline(config: RunnableConfig | None) -> float | None:
+def deadline_of(config: RunnableConfig | None) -> float | None:
+    """The run's deadline (a ``time.time()`` value), if any: ``configurable["deadline"]`` where the
+    run sets one, else the default its context stamped when the run started (the settings'
+    ``question_timeout`` from then, question-answering graphs: ``state/run.py``'s
+    ``context_with_defaults``)."""
     value = ((config or {}).get("configurable") or {}).get("deadline")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    try:
+        context = get_runtime().context
+    except (RuntimeError, KeyError, AttributeError):  # outside a graph run
+        return None
+    return getattr(context, "_deadline", None)
 
 
 def bounded(afunc):
@@ -171,7 +181,7 @@ def bounded(afunc):
     name = getattr(afunc, "__name__", "node")
 
     async def node(inp, config: RunnableConfig):
-        deadline = _deadline(config)
+        deadline = deadline_of(config)
         if deadline is None:
             return await afunc(inp, config)
         try:
@@ -196,3 +206,34 @@ def dual(afunc) -> RunnableLambda:
         return run_sync(afunc(inp, config))
 
     return RunnableLambda(func, afunc=afunc, name=afunc.__name__)
+
+
+class MethodStateGraph(StateGraph):
+    """The ``StateGraph`` of a method: an ``async def`` node added to it is added as :func:`dual`
+    (usable from ``invoke`` and ``ainvoke``, bounded by the run's deadline); other nodes as given.
+    With a ``door`` (``door(state, config)``, raising for a run that cannot start), the edge from
+    ``START`` is a conditional edge through it, so every run of the compiled graph, LangGraph
+    Server's included, passes it before its first node
+    (:meth:`~atomgraph.nodes.runtime.MethodRuntime.door`)."""
+
+    def __init__(self, *args: Any, door: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.door = door
+
+    def add_edge(self, start_key: Any, end_key: str) -> "MethodStateGraph":  # type: ignore[override]
+        if start_key != START or self.door is None:
+            return super().add_edge(start_key, end_key)
+        check = self.door
+
+        def door(state: Any, config: RunnableConfig) -> str:
+            check(state, config)
+            return end_key
+
+        return self.add_conditional_edges(START, door, [end_key])
+
+    def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> "MethodStateGraph":  # type: ignore[override]
+        if action is None and inspect.iscoroutinefunction(node):  # add_node(afunc): named after it
+            node, action = node.__name__, node
+        if inspect.iscoroutinefunction(action):
+            action = dual(action)
+        return super().add_node(node, action, **kwargs)

@@ -10,7 +10,6 @@ Stage names carry the ``arm_`` prefix (``arm_decompose``, ...): tags, scripted m
 | §3.2.1 | ``arm_decompose_list`` | ``(a, b, c)``: the keywords as n-grams | ``list[str]`` | ``TokenTrie`` of the question's and the corpus's n-grams (switch ``decompose_constraint="ngrams"``, in-process) |
 | §3.2.1 | ``arm_align`` | one of the offered n-grams (a shortlist) | ``str`` | ``Choice`` of the shortlist |
 | §3.2.1 | ``arm_align_list`` | ``(a, b, c)``: a list of corpus n-grams | ``list[str]`` | ``TokenTrie`` (in-process) or :func:`ngram_list_grammar` (served) |
-| §3.2.2 (extension) | ``arm_draft`` | ``{"add": [ids], "drop": [ids]}`` | ``{"add", "drop"}`` | :func:`changes_schema`: ids of the draft's search objects |
 | §3.3 | ``arm_verify`` | ``{"objects": [ids], "reasoning"}`` | ``{"objects", "reasoning"}`` | :func:`selection_schema`: ids of the draft's objects |
 | answer | ``arm_answer`` | ``So the answer is: ...`` | ``str`` | — |
 
@@ -239,7 +238,7 @@ def parse_ngram_list(text: str) -> list[str]:
 ALIGN_LIST = Stage("arm_align_list", "decoder", _ALIGN_LIST, text_parser(parse_ngram_list, "ngram_list"), max_tokens=48)
 
 
-# --- stages over drafts (§3.2.2's extension, §3.3): each constrained to the draft's own objects ----
+# --- stages over drafts (§3.3): constrained to the draft's own objects ----------------------------
 
 def render_draft_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
     """``keywords``: the question's keywords, comma-separated ("(none)" without any)."""
@@ -257,58 +256,6 @@ def ids_schema(ids: Sequence[str], fields: Sequence[str], *, with_reasoning: boo
         props["reasoning"] = {"type": "string"}
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
-
-# --- draft: objects to add from the draft's search objects, objects to drop ----------------------
-
-_DRAFT = ChatPromptTemplate.from_messages([
-    ("system",
-     "You are assembling the documents and tables needed to answer a question. A solver proposed a "
-     "draft: a set of objects and how they connect. Other candidate objects are listed by id and title. "
-     "If an object the question needs is missing, add it from the candidates; if a draft object is "
-     "useless, drop it. Change at most {max_changes} objects, or none. Reply with a JSON object "
-     '{{"add": [ids], "drop": [ids]}} and nothing else.'),
-    ("human", "Question: {question}\nKeywords: {keywords}\n\nDraft:\n{draft}\n\nOther candidates:\n{others}\n\nChanges:"),
-])
-
-
-def changes_schema(pool: Sequence[str]) -> JsonSchema:
-    return JsonSchema(ids_schema(pool, ["add", "drop"]), "draft_changes")
-
-
-def parse_changes(text: str) -> dict[str, list[str]]:
-    """``{"add": [...], "drop": [...]}`` from JSON, or ``ADD: a, b`` / ``DROP: c`` lines;
-    "no changes" gives both empty."""
-    text = (text or "").strip()
-    if not text:
-        raise ParseError("the model returned no changes (empty reply)")
-    value = json_value(text)
-    if isinstance(value, dict) and ("add" in value or "drop" in value):
-        out = {}
-        for key in ("add", "drop"):
-            v = value.get(key) or []
-            if isinstance(v, str):
-                v = [v]
-            if not isinstance(v, list):
-                raise ParseError(f"field {key!r} of the changes is not a list")
-            out[key] = unique(x for x in v if isinstance(x, (str, int)))
-        return out
-    out = {"add": [], "drop": []}
-    found = False
-    for line in text.splitlines():
-        m = re.match(r"^\s*(add|drop|remove)\s*[:：]\s*(.*)$", line, re.I)
-        if m:
-            found = True
-            key = "add" if m.group(1).lower() == "add" else "drop"
-            rest = m.group(2).strip()
-            if not NONE.match(rest):
-                out[key] += [x for x in unique(rest.split(",")) if x not in out[key]]
-    if found or NONE.match(text):
-        return out
-    raise ParseError(f"no ADD/DROP changes found in the reply: {text[:120]!r}")
-
-
-DRAFT = Stage("arm_draft", "decoder", _DRAFT, text_parser(parse_changes, "changes"), max_tokens=200,
-              render=render_draft_inputs)
 
 # --- verify: the objects of one draft that together answer the question ------------------------
 
@@ -383,4 +330,4 @@ ANSWER = Stage("arm_answer", "answerer", _ANSWER,
                max_tokens=256, answers=True)
 
 
-STAGES: dict[str, Stage] = {s.name: s for s in (DECOMPOSE, DECOMPOSE_LIST, ALIGN, ALIGN_LIST, DRAFT, VERIFY, ANSWER)}
+STAGES: dict[str, Stage] = {s.name: s for s in (DECOMPOSE, DECOMPOSE_LIST, ALIGN, ALIGN_LIST, VERIFY, ANSWER)}

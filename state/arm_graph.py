@@ -1,7 +1,5 @@
-"""The ``arm`` graph's run parameters, state and the typed values its stages pass on.
-
-:class:`ArmGraphContext` is :class:`~atomgraph.state.arm.ArmContext`, the one context of ARM
-runs (the ``[arm]`` settings section and the graph's LangGraph ``context_schema``).
+"""The ``arm`` graph's state and the typed values its stages pass on (its run parameters are
+:class:`~atomgraph.state.arm.ArmContext`).
 
 The values between stages are TypedDicts — plain JSON as the graph returns them and as a
 checkpointer stores them: :class:`Aligned` and :class:`KeywordAlignment` (§3.2.1),
@@ -17,13 +15,7 @@ from typing import Annotated
 
 from typing_extensions import TypedDict
 
-from atomgraph.state.arm import ArmContext
 from atomgraph.state.run import MethodInput, MethodOutput
-
-
-ArmGraphContext = ArmContext
-"""The graph's run parameters: :class:`~atomgraph.state.arm.ArmContext` (one context for the graph
-and the LLM-free path; the old name kept)."""
 
 
 # --- the values between stages ------------------------------------------------------------------
@@ -74,21 +66,13 @@ class Link(TypedDict):
     c: float
 
 
-class _DraftChanges(TypedDict, total=False):
-    added: list[str]
-    dropped: list[str]
-    ignored: list[str]  # changes outside the draft's search objects or over the budget
-
-
-class Draft(_DraftChanges):
-    """One alignment draft (§3.2.2): the MIP's objects over one expanded set of search objects,
-    then the decoder's changes (``added``, ``dropped``, ``ignored``) when that stage is on."""
+class Draft(TypedDict):
+    """One alignment draft (§3.2.2): the MIP's objects over one expanded set of search objects."""
 
     draft: int
     steps: int  # expansion steps of the base set
     pool: list[str]  # the draft's search objects
-    mip_ids: list[str]  # what the MIP chose
-    ids: list[str]  # the draft's objects (after the decoder's changes)
+    ids: list[str]  # the draft's objects (the MIP's choice, best R_i first)
     links: list[Link]
     relevance: dict[str, float]  # R_i of each search object
     mip: dict  # the solver's report
@@ -114,7 +98,7 @@ class Vote(TypedDict):
     """One object's share of the aggregated vote (§3.3)."""
 
     id: str
-    votes: int  # aggregation="drafts" (paper): occurrences across the drafts; "verified": verdicts that kept it
+    votes: int  # occurrences across the drafts
     selected: int  # verdicts that kept it (0: a draft object no verifier selected)
     weight: float  # mean weight of its selections (exp of the names' mean token log-probability; 1 without; 0 if none)
     share: float  # softmax of the vote counts

@@ -119,16 +119,6 @@ class ReasoningTree(BaseModel):
             visit(i)
         return order
 
-    def critical_path(self, cost: dict[str, int] | None = None) -> int:
-        """Longest dependency chain, weighting each node by the LLM calls its kind needs
-        (defaults: operator 2 — source selection and executor —, others 1)."""
-        cost = cost or {"operator": 2, "parent": 1, "direct": 1, "open": 2}
-        best: dict[int, int] = {}
-        for i in self.topological_order():
-            n = self.nodes[i]
-            best[i] = cost[n.kind] + max((best[d] for d in n.dependencies), default=0)
-        return max(best.values(), default=0)
-
     def to_planner_json(self) -> dict[str, object]:
         """Back to the planner's JSON shape (root question → numbered sub-questions …)."""
         out: dict[str, object] = {}

@@ -30,17 +30,13 @@ class Kar3Context:
     atom_top_k: Annotated[int, Field(ge=1, description="Atomic questions retrieved per proposal when there are several proposals (paper: k = 4; authors' atom_retrieve_k).")] = 4
     single_query_top_k: Annotated[int, Field(ge=1, description="Atomic questions retrieved for a single query: one proposal, or the question in the first backup (authors' retrieve_k = 8).")] = 8
     delta: Annotated[float, Field(ge=-1, le=1, description="δ: least relevance score of a hit, on delta_metric (paper: 0.5).")] = 0.5
-    delta_metric: Annotated[DeltaMetric, Field(description="The score δ applies to: 'pike_l2' = the authors' 1 − ‖q − a‖²/√2 (Chroma l2 space, LangChain relevance; δ = 0.5 ⇔ cosine ≥ 0.646 on unit vectors); 'cosine' = cosine similarity (ours before).")] = "pike_l2"
+    delta_metric: Annotated[DeltaMetric, Field(description="The score δ applies to: 'pike_l2' = the authors' 1 − ‖q − a‖²/√2 (Chroma l2 space, LangChain relevance; δ = 0.5 ⇔ cosine ≥ 0.646 on unit vectors); 'cosine' = cosine similarity (switch).")] = "pike_l2"
     chunk_top_k: Annotated[int, Field(ge=1, description="Chunks retrieved by the last backup (the question against chunks, gated by δ, each shown with its best-matching atom; authors: 8).")] = 8
     backups: Annotated[bool, Field(description="When the proposals retrieve nothing: the question against atoms, then chunk retrieval (the authors' order).")] = True
     collection: Annotated[str, Field(description="Chroma chunk collection (atoms in '<name>_atoms'); empty: the 'atoms' source given to the graph, else settings.chroma_collection.")] = ""
-    # --- switches: our earlier behaviour, off by default -----------------------------------
-    allow_reject: Annotated[bool, Field(description="Switch: the selector may answer 0 ('no candidate helps'); the authors' selector must pick 1..N.")] = False
+    # --- switches: ours, off by default ----------------------------------------------------
     max_proposals: Annotated[int | None, Field(ge=1, description="Switch: keep at most this many proposals per round (authors: no cap; empty = no cap).")] = None
-    dedupe_candidates: Annotated[bool, Field(description="Switch: merge duplicate atoms and sort all candidates by score (authors: proposal order, duplicates kept).")] = False
-    show_titles: Annotated[bool, Field(description="Switch: show each candidate atom with its chunk's title (authors: atoms only).")] = False
     proposer_question_fallback: Annotated[bool, Field(description="Switch (ours; the authors end the loop): an unreadable proposer reply makes the question itself that round's proposal and the loop goes on.")] = False
-    short_answers: Annotated[bool, Field(description="Switch: the answerer is asked for the shortest answer, rationale first (authors: a neutral answer, answer first).")] = False
 
 
 @dataclass(kw_only=True)

@@ -25,9 +25,10 @@ One module, read in the order a run meets them:
 from __future__ import annotations
 
 import dataclasses
+import time
 import typing
 from collections import Counter, defaultdict
-from typing import Annotated, Any, Iterable, Mapping, TypeVar
+from typing import Annotated, Any, Callable, Iterable, Mapping, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic (Studio's JSON schemas) needs this one on 3.11
@@ -58,6 +59,10 @@ def validate_params(cls: type[C], values: Mapping[str, Any]) -> C:
     if unknown:
         raise ConfigError(f"unknown {cls.__name__} parameter(s): {', '.join(unknown)}; "
                           f"known: {', '.join(param_names(cls))}")
+    conflict = getattr(cls, "conflicts", None)
+    message = conflict(dict(values)) if callable(conflict) else ""
+    if message:
+        raise ConfigError(f"{cls.__name__} parameters conflict: {message}")
     try:
         return _adapter(cls).validate_python(dict(values))
     except ValidationError as exc:
@@ -67,6 +72,28 @@ def validate_params(cls: type[C], values: Mapping[str, Any]) -> C:
         raise ConfigError(f"{cls.__name__} {what} invalid: {first['msg']}") from exc
 
 
+@dataclasses.dataclass(frozen=True)
+class DataPath:
+    """Marks a run parameter that names a file or folder (``Annotated[str | None, Field(...),
+    DataPath("read")]``): a value a run's client gives (its ``context`` or ``configurable``, a
+    recipe) must lie under the operator's ``data_dirs`` (:func:`atomgraph.access.client_path`)."""
+
+    mode: str = "read"  # "read" or "write"
+
+
+def data_path_fields(cls: type) -> dict[str, str]:
+    """The :class:`DataPath` fields of a run-parameter dataclass: name -> mode."""
+    if not dataclasses.is_dataclass(cls):
+        return {}
+    hints = typing.get_type_hints(cls, include_extras=True)
+    out = {}
+    for f in dataclasses.fields(cls):
+        for meta in getattr(hints.get(f.name), "__metadata__", ()):
+            if isinstance(meta, DataPath):
+                out[f.name] = meta.mode
+    return out
+
+
 @dataclasses.dataclass(kw_only=True)
 class RunChoices:
     """What every method's run can choose besides its parameters: the chat model (for every
@@ -74,9 +101,10 @@ class RunChoices:
     what the graph was built with (or the settings); Studio shows them on every graph's form."""
 
     model: Annotated[str, Field(description=(
-        "Chat model for every role in this run, as ATOMGRAPH_MODEL takes it: an OpenAI or "
-        "OpenAI-compatible model name, 'local' (the bundled in-process model), 'local:/path/model.gguf', "
-        "or an init_chat_model string such as 'anthropic:claude-sonnet-4-5'. Blank: the configured model."))] = ""
+        "Chat model for every role in this run, by name: an OpenAI or OpenAI-compatible model name, "
+        "'local' (the bundled in-process model), an init_chat_model string such as "
+        "'anthropic:claude-sonnet-4-5', or a model the settings configure; never a file path "
+        "(allowed_models, when set, lists the names offered). Blank: the configured model."))] = ""
     models: Annotated[dict[str, str], Field(description=(
         "Chat model per role for this run (e.g. {\"planner\": \"gpt-4o\"}), over 'model'."))] = \
         dataclasses.field(default_factory=dict)
@@ -84,7 +112,8 @@ class RunChoices:
         "Sampling temperature of this run's model calls (stages with a temperature of their own keep it). "
         "Blank: the settings' temperature."))] = None
     sources: Annotated[list[str], Field(description=(
-        "Knowledge sources for this run, by name (e.g. [\"wikipedia\", \"wikidata\"]). "
+        "Knowledge sources for this run, by registered or configured name (e.g. [\"wikipedia\", \"wikidata\"]; "
+        "never code such as 'module:attr'). "
         "Empty: the sources the graph was built with, or the settings' sources."))] = \
         dataclasses.field(default_factory=list)
 
@@ -99,13 +128,22 @@ def run_context() -> Any:
         return None
 
 
-def context_with_defaults(cls: type[C], defaults: C | None, extra: type | None = None) -> type[C]:
+def context_with_defaults(cls: type[C], defaults: C | None, extra: type | None = None,
+                          bound_s: Callable[[], float | None] | None = None) -> type[C]:
     """A subclass of ``cls`` (same name) whose field defaults are the values of ``defaults``
     (the settings section), so Studio's form shows, and a partial ``context`` dict keeps,
     what the settings say rather than the paper's defaults; with ``extra``'s fields
     (:class:`RunChoices`) added. Building it with an unknown key raises a ConfigError (a
-    ValueError) that lists the valid ones."""
-    if extra is None and (defaults is None or dataclasses.asdict(defaults) == dataclasses.asdict(cls())):
+    ValueError) that lists the valid ones.
+
+    An instance is one run's context: LangGraph builds it from the run's ``context`` dict when
+    the run starts (a Python call through :class:`~atomgraph.lc.MethodGraph`, as a LangGraph
+    Server run), so building it stamps the run's default deadline, ``bound_s()`` seconds from
+    now (``_deadline``; None when ``bound_s`` is unset or gives none), and it holds the run's
+    resolved parameters once they are resolved (``_params`` and ``_choices``: :meth:`~atomgraph.nodes.runtime.MethodRuntime.params`,
+    :meth:`~atomgraph.nodes.runtime.MethodRuntime.run_choices`)."""
+    if extra is None and bound_s is None and (defaults is None or
+                                              dataclasses.asdict(defaults) == dataclasses.asdict(cls())):
         return cls
     hints = typing.get_type_hints(cls, include_extras=True)
     fields = [
@@ -127,6 +165,9 @@ def context_with_defaults(cls: type[C], defaults: C | None, extra: type | None =
             raise ConfigError(f"unknown {cls.__name__} parameter(s): {', '.join(unknown)}; "
                               f"known: {', '.join(names)}")
         init(self, **kwargs)
+        seconds = bound_s() if bound_s is not None else None
+        self._deadline = time.time() + seconds if seconds else None
+        self._params = self._choices = None
 
     sub.__init__ = __init__
     sub.__doc__ = cls.__doc__
@@ -226,6 +267,7 @@ class UsageSummary(BaseModel):
     tokens_by_model: dict[str, tuple[int, int]] = {}
     retriever_calls: int = 0
     retriever_calls_by_source: dict[str, int] = {}
+    retriever_failures_by_source: dict[str, int] = {}  # source calls that failed (an error, not "no hits")
     llm_latency_s: float = 0.0
     retriever_latency_s: float = 0.0
 
@@ -254,6 +296,7 @@ def summarize_usage(llm: Iterable[LLMCall | dict], retrieval: Iterable[Retriever
         tokens_by_model={k: (v[0], v[1]) for k, v in by_model.items()},
         retriever_calls=len(retrieval),
         retriever_calls_by_source=dict(Counter(c.source for c in retrieval)),
+        retriever_failures_by_source=dict(Counter(c.source for c in retrieval if c.error)),
         llm_latency_s=sum(c.latency_s for c in llm),
         retriever_latency_s=sum(c.latency_s for c in retrieval),
     )
@@ -264,6 +307,7 @@ def add_usage(summaries: Iterable[dict]) -> UsageSummary:
     total = UsageSummary()
     by_role: Counter = Counter()
     by_source: Counter = Counter()
+    failed: Counter = Counter()
     tokens: dict[str, dict[str, list[int]]] = {"tokens_by_role": defaultdict(lambda: [0, 0]),
                                                 "tokens_by_model": defaultdict(lambda: [0, 0])}
     for u in summaries:
@@ -274,12 +318,14 @@ def add_usage(summaries: Iterable[dict]) -> UsageSummary:
         total.retriever_calls += int(u.get("retriever_calls", 0))
         by_role.update(u.get("llm_calls_by_role") or {})
         by_source.update(u.get("retriever_calls_by_source") or {})
+        failed.update(u.get("retriever_failures_by_source") or {})
         for key, acc in tokens.items():
             for name, (p, c) in (u.get(key) or {}).items():
                 acc[name][0] += int(p)
                 acc[name][1] += int(c)
     total.llm_calls_by_role = dict(by_role)
     total.retriever_calls_by_source = dict(by_source)
+    total.retriever_failures_by_source = dict(failed)
     total.tokens_by_role = {k: (v[0], v[1]) for k, v in tokens["tokens_by_role"].items()}
     total.tokens_by_model = {k: (v[0], v[1]) for k, v in tokens["tokens_by_model"].items()}
     return total

@@ -60,11 +60,14 @@ def _session_caches(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_settings(tmp_path, monkeypatch, _session_caches):
-    """No test reads the developer's own model keys, config file or caches."""
+def _isolated_settings(tmp_path, monkeypatch, _session_caches, tmp_path_factory):
+    """No test reads the developer's own model keys, config file or caches. The tests' data
+    folders (``data_dirs``: what a run's context may name) are pytest's temporary folders and
+    the shared data folder."""
     for key in list(os.environ):
         if key.startswith("ATOMGRAPH_") and key != "ATOMGRAPH_SHARED_DATA":
             monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("ATOMGRAPH_DATA_DIRS", f"{tmp_path_factory.getbasetemp()},{SHARED_DATA}")
     monkeypatch.setenv("ATOMGRAPH_ARM_CACHE", str(_session_caches / "arm-index"))
     monkeypatch.setenv("ATOMGRAPH_TRIE_DIR", str(_session_caches / "tries"))
     for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SERPAPI_API_KEY"):

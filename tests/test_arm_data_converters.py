@@ -1,12 +1,10 @@
-"""The two converters that bring ARM's held-out and decomposed sets into the retrieval format
-(issue 30): Bird from JAR's release, MuSiQue's own decomposition as replayed keywords."""
+"""The converter that brings Bird (JAR's release) into ARM's retrieval format."""
 
 from __future__ import annotations
 
 import json
 
 from benchmarks.bird_from_jar import convert, sql_tables
-from benchmarks.musique_decomposition import sub_questions
 
 
 def test_sql_tables_reads_from_and_join_of_the_questions_database_only():
@@ -37,12 +35,3 @@ def test_bird_conversion_writes_spiders_form_and_counts_questions_without_gold(t
     assert q == {"id": "db-0", "question": "How many customers?", "gold_ids": ["db#sep#customers"],
                  "keywords": ["customers"]}
 
-
-def test_musique_sub_questions_never_carry_a_hops_answer():
-    decomposition = [
-        {"id": 1, "question": "Bubye River >> country", "answer": "Zimbabwe", "paragraph_support_idx": 3},
-        {"id": 2, "question": "what is the name of the waterfall in #1", "answer": "Victoria Falls",
-         "paragraph_support_idx": 11}]
-    subs = sub_questions(decomposition)
-    assert len(subs) == 2 and "Bubye River" in subs[0] and "waterfall" in subs[1]
-    assert not any("#" in s or ">>" in s or "Zimbabwe" in s or "Victoria" in s for s in subs)

@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage
 
 from atomgraph.errors import ParseError
 from atomgraph.graphs.arm import arm_retriever, build_arm_graph
-from atomgraph.nodes.arm.self_verification import aggregate_verified, aggregate_votes, span_logprobs
-from atomgraph.prompts.arm import parse_changes, parse_keywords, parse_ngram, parse_selection
+from atomgraph.nodes.arm.self_verification import aggregate_votes, span_logprobs
+from atomgraph.prompts.arm import parse_keywords, parse_ngram, parse_selection
 from atomgraph.state.run import OUTPUT_KEYS
 from atomgraph.testing import ScriptedChatModel
 from atomgraph.tools.arm_index import ArmIndex
@@ -30,7 +30,6 @@ def good_model() -> ScriptedChatModel:
     return ScriptedChatModel(stages={
         "arm_decompose": '["Heisenberg doctoral advisor", "died city"]',
         "arm_align": lambda prompt: prompt.split("Options:\n", 1)[1].splitlines()[0],
-        "arm_draft": '{"add": [], "drop": []}',
         "arm_verify": '{"reasoning": "advisor, then where he died", "objects": ["p1", "p2"]}',
         "arm_answer": "Sommerfeld died in Munich.\nSo the answer is: Munich",
     })
@@ -58,16 +57,11 @@ def test_parse_keywords_reads_json_lines_and_commas():
         assert got.value is None and "control_chars" in got.call.parse_error
 
 
-def test_parse_ngram_changes_and_selection():
+def test_parse_ngram_and_selection():
     assert parse_ngram('{"ngram": "singer id"}') == "singer id"
     assert parse_ngram('"singer id"\nbecause ...') == "singer id"
     with pytest.raises(ParseError):
         parse_ngram("  ")
-    assert parse_changes('{"add": ["t2"], "drop": []}') == {"add": ["t2"], "drop": []}
-    assert parse_changes("ADD: t2, t3\nDROP: none") == {"add": ["t2", "t3"], "drop": []}
-    assert parse_changes("No changes.") == {"add": [], "drop": []}
-    with pytest.raises(ParseError):
-        parse_changes("I think the draft is fine but maybe")
     assert parse_selection('{"reasoning": "r", "objects": ["p1"]}') == {"objects": ["p1"], "reasoning": "r"}
     assert parse_selection('["p1", "p2"]')["objects"] == ["p1", "p2"]
     assert parse_selection("They connect.\nSelected: p1, p2")["objects"] == ["p1", "p2"]
@@ -127,24 +121,12 @@ def test_vote_weight_zero_is_the_vote_of_the_drafts_alone():
     assert [v["id"] for v in votes][:3] == ["e", "f", "g"]
 
 
-def test_the_verified_switch_votes_for_verified_objects_only():
-    drafts = [draft(0, ["a", "b", "c"]), draft(1, ["a", "b", "d"]), draft(2, ["a", "c", "d"])]
-    verdicts = [{"selected": ["a", "b"]}, {"selected": ["a"]}, {"selected": ["a", "c"]}]
-    votes, how = aggregate_verified(verdicts, vote_weight=0.5)
-    assert how == "frequency"
-    assert [v["id"] for v in votes] == ["a", "b", "c"]  # d, in two drafts, is never voted for: fewer than k
-    assert votes[0]["votes"] == votes[0]["selected"] == 3 and votes[0]["confidence"] > votes[1]["confidence"]
-    votes, _ = aggregate_votes(drafts, verdicts, vote_weight=0.5)
-    assert [v["id"] for v in votes] == ["a", "b", "c", "d"]
-
-
 def test_vote_weighted_by_logprobs_can_reorder_equal_counts():
     verdicts = [{"selected": ["a", "b"], "weights": {"a": -3.0, "b": -0.01}},
                 {"selected": ["a", "b"], "weights": {"a": -2.5, "b": -0.02}}]
-    for votes, how in (aggregate_verified(verdicts, vote_weight=0.5),
-                       aggregate_votes([draft(0, ["a", "b"]), draft(1, ["a", "b"])], verdicts, vote_weight=0.5)):
-        assert how == "logprobs"
-        assert [v["id"] for v in votes] == ["b", "a"]
+    votes, how = aggregate_votes([draft(0, ["a", "b"]), draft(1, ["a", "b"])], verdicts, vote_weight=0.5)
+    assert how == "logprobs"
+    assert [v["id"] for v in votes] == ["b", "a"]
 
 
 def test_span_logprobs_averages_the_tokens_of_a_name():
@@ -158,9 +140,7 @@ def test_span_logprobs_averages_the_tokens_of_a_name():
 
 def test_graph_returns_the_method_contract_with_retrieved_ids(index):
     model = good_model()
-    # the draft add/drop stage is a project extension, off by default: turned on here to cover it
-    out = build_arm_graph(model=model, objects=index).invoke({"question": QUESTION},
-                                                            context={"k": 3, "max_draft_changes": 2})
+    out = build_arm_graph(model=model, objects=index).invoke({"question": QUESTION}, context={"k": 3})
     assert set(out) == set(OUTPUT_KEYS)
     assert out["answer"] == "Munich" and out["error"] is None
     # the paper's vote (§3.3): the verified objects first, then the drafts' other objects, k in all
@@ -174,11 +154,10 @@ def test_graph_returns_the_method_contract_with_retrieved_ids(index):
     assert trace["verdicts"][0]["selected"] == ["p1", "p2"]
     assert {v["id"] for v in trace["votes"] if v["selected"]} == {"p1", "p2"}
     assert {v["id"] for v in trace["votes"]} == {i for d in trace["drafts"] for i in d["ids"]}
-    assert trace["decoding"]["aggregation"] == "drafts"
     stages = [c["stage"] for c in out["llm_calls"]]
     assert stages[0] == "arm_decompose" and stages[-1] == "arm_answer"
-    assert {"arm_align", "arm_draft", "arm_verify"} <= set(stages)
-    assert {"arm:bm25", "arm:dense", "arm:keyword"} <= {c["source"] for c in out["retriever_calls"]}
+    assert {"arm_align", "arm_verify"} <= set(stages)
+    assert {c["source"] for c in out["retriever_calls"]} == {"arm:keyword"}
     assert [a["keyword"] for a in trace["alignment"]] and all(
         set(a) == {"keyword", "ngrams", "scores", "mode"} and all(index.has_ngram(g) for g in a["ngrams"])
         for a in trace["alignment"])
@@ -201,15 +180,12 @@ def test_replayed_keywords_need_no_model_for_alignment(index):
     assert out["answer"] == "" and out["error"] is None and len(out["retrieved_ids"]) == 2
 
 
-def test_draft_changes_are_limited_to_the_drafts_search_objects(index):
+def test_verdicts_keep_only_the_drafts_objects(index):
     model = good_model()
-    model.stages["arm_draft"] = '{"add": ["p3", "not-an-object", "t1"], "drop": ["p1"]}'
     model.stages["arm_verify"] = '{"reasoning": "", "objects": ["p2", "p3", "ghost"]}'
-    out = build_arm_graph(model=model, objects=index).invoke({"question": QUESTION},
-                                                            context={"k": 2, "max_draft_changes": 2})
+    out = build_arm_graph(model=model, objects=index).invoke({"question": QUESTION}, context={"k": 2})
     d = out["trace"]["drafts"][0]
-    assert "not-an-object" not in d["ids"] and set(d["ids"]) <= set(d["pool"])
-    assert len(d.get("added", [])) + len(d.get("dropped", [])) <= 2
+    assert set(d["ids"]) <= set(d["pool"])
     v = out["trace"]["verdicts"][0]
     assert set(v["selected"]) <= set(d["ids"]) and "ghost" in v["ignored"]
 
@@ -220,11 +196,11 @@ def test_unreadable_output_at_every_stage_gives_a_clear_trace(index, reply):
     out = build_arm_graph(model=model, objects=index).invoke({"question": QUESTION}, context={"k": 3})
     assert set(out) == set(OUTPUT_KEYS)
     problems = " | ".join(out["trace"]["problems"])
-    for stage in ("decompose", "draft", "verify", "answer"):
+    for stage in ("decompose", "verify", "answer"):
         assert stage in problems, problems
     assert out["trace"]["keyword_source"] == "question_ngrams"
     assert out["answer"] == "" and out["error"]
-    assert len(out["retrieved_ids"]) == 3  # the first draft, then topped up
+    assert len(out["retrieved_ids"]) == 3  # the drafts' own votes
     assert all(index.has_ngram(a["ngram"]) for a in out["trace"]["aligned"])
     json.dumps(out["trace"])  # the trace is plain data
 
@@ -233,7 +209,7 @@ def test_unreadable_output_at_every_stage_gives_a_clear_trace(index, reply):
 def test_prose_or_broken_json_everywhere_falls_back_stage_by_stage(index, reply):
     out = build_arm_graph(model=ScriptedChatModel(default=reply), objects=index).invoke({"question": QUESTION})
     problems = " | ".join(out["trace"]["problems"])
-    for stage in ("decompose", "draft", "verify"):
+    for stage in ("decompose", "verify"):
         assert stage in problems, problems
     assert out["retrieved_ids"] and all(index.has_ngram(a["ngram"]) for a in out["trace"]["aligned"])
 
@@ -279,7 +255,8 @@ def test_connected_selection_cuts_what_no_draft_link_joins_and_says_so(index):
     from atomgraph.state.arm import ArmContext
 
     assert ArmContext(connected_selection=True).extensions() == {**ArmContext().extensions(), "connected_selection": True}
-    assert ArmContext(connected_selection=True, paper=True).connected_selection is False
+    with pytest.raises(ValueError, match="paper=true sets connected_selection=False"):  # a conflict, said
+        ArmContext(connected_selection=True, paper=True)
 
 
 def test_an_echoed_prompt_is_never_keywords(index):
@@ -305,8 +282,11 @@ def test_missing_or_bad_objects_come_back_as_data(monkeypatch, tmp_path):
     monkeypatch.delenv("ATOMGRAPH_ARM__OBJECTS", raising=False)
     out = build_arm_graph(model=good_model()).invoke({"question": QUESTION})
     assert "ATOMGRAPH_ARM__OBJECTS" in out["error"] and out["retrieved_ids"] == [] and out["answer"] == ""
-    out = build_arm_graph(model=good_model()).invoke({"question": QUESTION}, context={"objects": "/nonexistent/o.jsonl"})
+    missing = str(tmp_path / "nonexistent" / "o.jsonl")
+    out = build_arm_graph(model=good_model()).invoke({"question": QUESTION}, context={"objects": missing})
     assert "does not exist" in out["error"]
+    out = build_arm_graph(model=good_model()).invoke({"question": QUESTION}, context={"objects": "/nonexistent/o.jsonl"})
+    assert "outside the data folders" in out["error"]  # a run's context names files under data_dirs only
     bad = tmp_path / "objects.jsonl"
     bad.write_text('{"id": "x", "kind": "passage"}\nnot json\n')
     out = build_arm_graph(model=good_model()).invoke({"question": QUESTION}, context={"objects": str(bad)})
@@ -328,8 +308,6 @@ def test_llm_retriever_for_the_retrieve_command(index):
     # the verified objects first, then the drafts' others (§3.3), k = 5 in all; scores are the vote's confidences
     assert res.method == "arm" and res.ids[:2] == ["p1", "p2"] and len(res.ids) == len(res.scores) == 5
     assert res.scores == sorted(res.scores, reverse=True) and res.scores[1] > res.scores[2]
-    res = arm_retriever(index, {"aggregation": "verified"}, model=good_model())(Question("q1", QUESTION, ("p1", "p2")))
-    assert res.ids == ["p1", "p2"] and len(res.scores) == 2  # the switch: the verified objects only
     assert res.trace["answered"] is False and res.trace["llm_calls"] >= 3
 
 
@@ -420,4 +398,28 @@ def test_question_keywords_switch_adds_the_questions_own_keywords(index):
     assert "add_question_keywords" in trace["decoding"]["why"]
     assert ArmContext(add_question_keywords=True).extensions() == {
         "database_weight": 1.0, "coverage_weight": 1.0, "table_compatibility_scale": 0.33, "add_question_keywords": True}
-    assert ArmContext(paper=True, add_question_keywords=True).add_question_keywords is False
+    with pytest.raises(ValueError, match="add_question_keywords=True conflicts"):
+        ArmContext(paper=True, add_question_keywords=True)
+
+
+def test_the_context_form_is_grouped_by_paper_stage():
+    """Studio draws the context schema as one flat form: ArmContext's fields come in the order of
+    the paper's stages, each description opens with its stage, and ``langgraph_nodes`` names graph
+    nodes that read it; the context itself stays flat (``context={"k": 5}``)."""
+    from dataclasses import fields
+
+    from atomgraph.graphs.arm import STEPS, graph
+    from atomgraph.state.arm import STAGES, ArmContext
+
+    assert len(fields(ArmContext)) <= 40
+    props = graph.get_context_jsonschema()["properties"]
+    titles = [title for title, _ in STAGES.values()]
+    seen = []
+    for f in fields(ArmContext):
+        p = props[f.name]
+        title = next(t for t in titles if p["description"].startswith(t + ": "))
+        assert set(p["langgraph_nodes"]) <= set(STEPS), f.name
+        if not seen or seen[-1] != title:
+            assert title not in seen, f"{f.name}: stage {title!r} is split"
+            seen.append(title)
+    assert seen == titles

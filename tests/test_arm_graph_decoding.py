@@ -47,8 +47,7 @@ def test_aligned_keywords_are_corpus_ngrams_on_every_path(index, mode, reply):
     model = ScriptedChatModel(stages={"arm_decompose": '["Heisenberg advisor", "death place", "singer"]',
                                       "arm_align": reply}, default="")
     out = build_arm_graph(model=model, objects=index).invoke(
-        {"question": QUESTION}, context={"decoding": mode, "answer": False, "max_draft_changes": 0,
-                                              "served_alignment": "shortlist"})
+        {"question": QUESTION}, context={"decoding": mode, "answer": False, "served_alignment": "shortlist"})
     aligned = out["trace"]["aligned"]
     assert all(index.has_ngram(a["ngram"]) for a in aligned), aligned
     assert out["trace"]["decoding"]["mode"] == mode
@@ -98,8 +97,6 @@ def test_auto_detects_the_server_and_sends_its_constraint(index, owned_by, mode,
             return "a server that ignored the constraint"
         if stage == "arm_verify":
             return '{"reasoning": "r", "objects": ["p1", "p2"]}'
-        if stage == "arm_draft":
-            return '{"add": [], "drop": []}'
         return "So the answer is: Munich"
 
     server = LoopbackServer(owned_by, reply)
@@ -133,8 +130,6 @@ def test_openai_structured_outputs_through_with_structured_output(index):
             return '{"ngram": "sommerfeld"}'
         if stage == "arm_verify":
             return '{"reasoning": "r", "objects": ["p2"]}'
-        if stage == "arm_draft":
-            return '{"add": [], "drop": []}'
         return '["Sommerfeld"]' if stage == "arm_decompose" else "So the answer is: Munich"
 
     server = LoopbackServer("openai", reply)

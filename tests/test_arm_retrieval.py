@@ -107,10 +107,10 @@ def test_cli_retrieve_json_and_out(files, tmp_path, capsys):
     objects, questions = files
     out = tmp_path / "run"
     rc = main(["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--k", "3",
-               "--cache", str(tmp_path / "cache"), "--out", str(out), "--json", "--set", "link_weight=1.0"])
+               "--cache", str(tmp_path / "cache"), "--out", str(out), "--json", "--set", "vote_weight=0.6"])
     assert rc == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["questions"] == 4 and payload["context"]["link_weight"] == 1.0
+    assert payload["questions"] == 4 and payload["context"]["vote_weight"] == 0.6
     groups = payload["groups"]
     assert set(groups) >= {"all", "single_gold", "multi_gold", "multi_table", "multi_passage"}
     assert groups["multi_table"]["questions"] == 1 and 0 <= groups["all"]["perfect_recall"] <= 100
@@ -178,15 +178,14 @@ def test_cli_retrieve_arm_uses_the_graph_when_a_model_is_given(files, tmp_path, 
     rules.write_text(json.dumps({"rules": [
         ["stage:arm_decompose", '["singer", "concert"]'],
         ["stage:arm_align", "singer"],
-        ["stage:arm_draft", '{"add": [], "drop": []}'],
         ["stage:arm_verify", '{"reasoning": "", "objects": []}'],
     ]}))
     common = ["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--k", "3",
               "--cache", str(tmp_path / "cache"), "--json"]
-    # the verifier keeps nothing: the drafts' own votes (said in problems); fill_to_k (a no-op then) is accepted
-    assert main([*common, "--model", f"scripted:{rules}", "--set", "fill_to_k=true", "--out", str(tmp_path / "llm")]) == 0
+    # the verifier keeps nothing: the drafts' own votes (said in problems)
+    assert main([*common, "--model", f"scripted:{rules}", "--out", str(tmp_path / "llm")]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["llm"] is True and payload["errors"] == 0 and payload["context"]["fill_to_k"] is True
+    assert payload["llm"] is True and payload["errors"] == 0
     lines = [json.loads(x) for x in (tmp_path / "llm" / "results.jsonl").read_text().splitlines()]
     # what the run did besides its scores, counted in --json and summary.json alike: every verification kept nothing
     counts = payload["counts"]
@@ -246,8 +245,11 @@ def test_paper_switch_turns_every_extension_off_at_once():
 
     assert ArmContext().extensions() == {"database_weight": 1.0, "coverage_weight": 1.0,  # the measured extensions on
                                          "table_compatibility_scale": 0.33}
-    ctx = ArmContext.validated(paper=True, coverage_weight=2.0, relevance="mix", served_alignment="shortlist")
+    ctx = ArmContext.validated(paper=True)
     assert ctx.extensions() == {} and all(getattr(ctx, k) == v for k, v in PAPER.items())
+    assert ArmContext.validated(paper=True, relevance="cosine").extensions() == {}  # the paper's value: no conflict
+    with pytest.raises(ValueError, match="coverage_weight=2.0, relevance='mix', served_alignment='shortlist' conflicts"):
+        ArmContext.validated(paper=True, coverage_weight=2.0, relevance="mix", served_alignment="shortlist")
     assert ArmContext().relevance == "cosine" and ArmContext().served_alignment == "grammar"  # the paper's by default
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from atomgraph.nodes.arm.structure_alignment import column_compatibility, compatibility_matrix, table_compatibility
+from atomgraph.nodes.arm.structure_alignment import column_compatibility
 from atomgraph.nodes.arm.structure_alignment import (
     brute_force,
     build_model,
@@ -72,13 +72,11 @@ def test_tight_model_has_variables_only_for_positive_pairs():
     C = np.zeros((5, 5))
     C[0, 3] = C[3, 0] = 0.7
     C[1, 2] = 0.2  # one direction only: still one pair
-    model, b, c, pairs = build_model(R, C, 2, max_links=1, formulation="tight", links_rule="pairs")
+    model, b, c, pairs = build_model(R, C, 2, max_links=1, links_rule="pairs")
     assert [(i, j) for i, j, _ in pairs] == [(0, 3), (1, 2)]
     assert len(b) == 5 and len(c) == 2 and model.num_cols == 7
     # Σb = k, the link cap, and two linking rows per pair (c_ij ≤ b_i, c_ij ≤ b_j)
     assert model.num_rows == 1 + 1 + 2 * 2
-    naive, _, c_all, pairs_all = build_model(R, C, 2, max_links=1, formulation="naive", links_rule="pairs")
-    assert len(c_all) == 10 and naive.num_rows == 1 + 1 + 10
     res = solve_structure(R, C, 2, time_limit_s=10)
     assert sorted(res.chosen) == [0, 3] and res.links == [(0, 3, 0.7)] and res.pair_variables == 2
 
@@ -98,14 +96,6 @@ def test_forest_counts_no_cycle():
     assert sorted(pairs.chosen) == [0, 1, 2, 3]  # the triangle's third link outweighs 0.9 + 0.5 - 0.1
     assert sorted(forest.chosen) in ([0, 1, 3, 4], [0, 2, 3, 4], [1, 2, 3, 4])
     assert forest.objective == pytest.approx(brute_force(R, C, 4, 3, "forest")[0])
-
-
-def test_naive_formulation_reaches_the_same_optimum():
-    rng = np.random.default_rng(3)
-    R, C = _instance(rng, 10, 0.4)
-    tight = solve_structure(R, C, 4, formulation="tight", time_limit_s=10)
-    naive = solve_structure(R, C, 4, formulation="naive", time_limit_s=10)
-    assert tight.objective == pytest.approx(naive.objective) and naive.pair_variables == 45
 
 
 def test_time_limit_returns_a_feasible_solution_marked_as_such():
@@ -145,20 +135,24 @@ def _obj(o):
     return parse_object(o, "fixture")
 
 
-def test_table_join_ability():
+def test_column_join_ability():
+    """The joinable columns a draft in words names (Appendix C's "column X in A connects with column Y in B")."""
     by_id = {o["id"]: _obj(o) for o in OBJECTS}
     singer, concert, sic = by_id["concert_singer#sep#singer"], by_id["concert_singer#sep#concert"], by_id["concert_singer#sep#singer_in_concert"]
     pets, has_pet = by_id["pets_1#sep#Pets"], by_id["pets_1#sep#Has_Pet"]
+
+    def best(a, b):
+        return max(column_compatibility(a, x, b, y) for x in a.columns for y in b.columns)
+
     assert column_compatibility(singer, "Singer_ID", sic, "Singer_ID", value_weight=0) == 1.0
-    assert table_compatibility(concert, sic) == 1.0
-    assert table_compatibility(pets, has_pet) == 1.0  # PetID = PetID
-    assert table_compatibility(singer, pets) == 0.0  # different databases never join
+    assert best(concert, sic) == 1.0
+    assert best(pets, has_pet) == 1.0  # PetID = PetID
     # with rows on both sides, value overlap (Jaccard) is mixed in
     both = column_compatibility(singer, "Singer_ID", sic, "Singer_ID")
     assert 0.5 < both <= 1.0
     generic = _obj({"id": "x", "kind": "table", "title": "concert_singer.stadium", "text": "", "database": "concert_singer",
                     "columns": ["Stadium_ID", "Name"]})
-    assert table_compatibility(singer, generic) < 0.5  # only a generic 'name' column in common
+    assert best(singer, generic) < 0.5  # only a generic 'name' column in common
 
 
 def test_passage_links_from_title_mentions(tmp_path):
@@ -167,22 +161,13 @@ def test_passage_links_from_title_mentions(tmp_path):
     assert pos["p-nolan"] in idx.mentions[pos["p-inception"]]
     assert pos["p-zimmer"] in idx.mentions[pos["p-inception"]]
     assert pos["p-hell"] not in idx.mentions[pos["p-dice"]]  # lower-case 'hell' is not a mention
-    cand = [pos["p-inception"], pos["p-zimmer"], pos["p-frankfurt"], pos["concert_singer#sep#singer"], pos["concert_singer#sep#singer_in_concert"]]
-    C = compatibility_matrix(idx, cand, link_weight=0.5, join_weight=0.8)
-    assert C[0, 1] == C[1, 0] == 0.5 and C[1, 2] == 0.5  # Zimmer was born in Frankfurt
-    assert C[0, 2] == 0 and C[3, 4] == pytest.approx(0.8 * table_compatibility(idx.objects[cand[3]], idx.objects[cand[4]]))
-    assert np.all(np.diag(C) == 0)
-    S = compatibility_matrix(idx, cand, link_weight=0, join_weight=0, semantic_weight=1.0, semantic_floor=0.0)
-    assert np.allclose(S, S.T) and S.max() > 0
+    assert pos["p-frankfurt"] in idx.mentions[pos["p-zimmer"]]  # Zimmer was born in Frankfurt
 
 
 def test_graded_compatibility_follows_appendix_b(tmp_path):
     """Appendix B: best sentence pair for passages, best column pair for tables (weighted
     semantic + exact-value similarity), nothing across databases; symmetric, zero diagonal."""
     from atomgraph.nodes.arm.structure_alignment import graded_matrix, sentences
-    from atomgraph.nodes.arm.information_alignment import Scores, base_pool
-    from atomgraph.nodes.arm.structure_alignment import expanded_pools
-    from atomgraph.state.arm import ArmContext
 
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
     pos = {o.id: i for i, o in enumerate(idx.objects)}
@@ -196,67 +181,59 @@ def test_graded_compatibility_follows_appendix_b(tmp_path):
     exact = graded_matrix(idx, cand[3:5], weight=0.0)  # exact values only: Jaccard of the header words
     assert exact[0, 1] == pytest.approx(1.0)
     assert sentences("A b. C d! e f") == ["A b.", "C d! e f"]
-    # drafts with first_expansion=1: l = 1, 2, 3 expansion steps of every base object, each set different when it can be
-    ctx = ArmContext(k=2, keyword_pool=1, bm25_pool=1, dense_pool=1, expansion_per_seed=1, max_candidates=40, first_expansion=1)
-    scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
-    sets = expanded_pools(idx, base_pool(idx, scores, ctx), scores, ctx, 3)
-    assert [s for s, _ in sets][0] == 1 and len({frozenset(p) for _, p in sets}) == len(sets)
-    assert all(len(p) >= len(base_pool(idx, scores, ctx)) for _, p in sets)
 
 
-def test_a_capped_expansion_keeps_each_drafts_own_hop_with_expansion_keep_newest(tmp_path):
-    """issue 30.1: a base set at the cap leaves every draft the same set under 'relevance';
-    'newest' reserves half the cap for expanded objects, the draft's last step first."""
+def test_a_base_set_at_the_cap_leaves_one_draft(tmp_path):
+    """Past max_candidates the base objects stay first: a base set at the cap leaves every draft
+    the same set, so one draft."""
     from atomgraph.nodes.arm.information_alignment import Scores, base_pool
     from atomgraph.nodes.arm.structure_alignment import expanded_pools
     from atomgraph.state.arm import ArmContext
 
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
     scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
-    common = dict(k=2, keyword_pool=2, bm25_pool=4, dense_pool=4, expansion_per_seed=2, max_candidates=4, first_expansion=1)
-    base = base_pool(idx, scores, ArmContext(**common))
-    assert len(base) >= 4
-    flat = expanded_pools(idx, base, scores, ArmContext(**common, expansion_keep="relevance"), 3)
-    assert len(flat) == 1 and set(flat[0][1]) <= set(base)  # the base fills the cap: no expanded object, one draft
-    newest = expanded_pools(idx, base, scores, ArmContext(**common, expansion_keep="newest"), 3)
-    assert len({frozenset(p) for _, p in newest}) == len(newest)  # every set a different one
-    assert all(len(p) <= 4 and any(q not in base for q in p) for _, p in newest)  # each holds expanded objects
+    base = base_pool(idx, scores, ArmContext(k=2, keyword_pool=2))
+    assert len(base) >= 3
+    ctx = ArmContext(k=2, keyword_pool=2, expansion_per_seed=2, max_candidates=len(base))
+    flat = expanded_pools(idx, base, scores, ctx, 3)
+    assert flat == [(0, base)]  # the base fills the cap: no expanded object, one draft
+    wider = expanded_pools(idx, base, scores, ArmContext(k=2, keyword_pool=2, expansion_per_seed=2,
+                                                         max_candidates=len(base) + 2), 3)
+    assert all(set(base) <= set(p) and len(p) <= len(base) + 2 for _, p in wider)  # the base always stays
 
 
 def test_drafts_are_the_base_set_and_its_expansions_by_default(tmp_path):
-    """issue 30.1, §3.2.2: draft d runs the MIP over the base set expanded first_expansion + d
-    steps; by default the first draft's set is the base set itself (0 steps), then 1 and 2."""
+    """§3.2.2: draft d runs the MIP over the base set expanded d steps: the first draft's set is
+    the base set itself (0 steps), then 1 and 2."""
     from atomgraph.nodes.arm.information_alignment import Scores, base_pool
     from atomgraph.nodes.arm.structure_alignment import expanded_pools
     from atomgraph.state.arm import ArmContext
 
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
     scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
-    ctx = ArmContext(k=2, keyword_pool=1, bm25_pool=0, dense_pool=0, expansion_per_seed=1)
+    ctx = ArmContext(k=2, keyword_pool=1, expansion_per_seed=1)
     base = base_pool(idx, scores, ctx)
     sets = expanded_pools(idx, base, scores, ctx, 3)
     assert sets[0] == (0, base)  # the base set alone
     assert [s for s, _ in sets] == sorted(s for s, _ in sets) and all(s > 0 for s, _ in sets[1:])
     assert len({frozenset(p) for _, p in sets}) == len(sets)  # each a different set
     assert all(set(base) <= set(p) for _, p in sets)  # the base is in every set
-    shifted = expanded_pools(idx, base, scores, ArmContext(k=2, keyword_pool=1, bm25_pool=0, dense_pool=0,
-                                                             expansion_per_seed=1, first_expansion=1), 3)
-    assert shifted[0][0] == 1 and set(shifted[0][1]) > set(base)
-    none = expanded_pools(idx, base, scores, ArmContext(k=2, keyword_pool=1, bm25_pool=0, dense_pool=0,
-                                                          expansion_per_seed=0), 3)
+    none = expanded_pools(idx, base, scores, ArmContext(k=2, keyword_pool=1, expansion_per_seed=0), 3)
     assert none == [(0, base)]
 
 
 
 def test_expansion_adds_the_papers_k_objects_per_seed_and_paper_mode_keeps_it(tmp_path):
     """§3.2.2 "for each base object, we add its k most compatible objects" (the paper's k = 5):
-    the default, and the value ``paper=True`` sets whatever else is given."""
+    the default, and the value ``paper=True`` sets (another value beside it is a conflict)."""
     from atomgraph.nodes.arm.information_alignment import Scores, base_pool
     from atomgraph.nodes.arm.structure_alignment import expand
     from atomgraph.state.arm import PAPER, ArmContext
 
     assert ArmContext().expansion_per_seed == 5 and PAPER["expansion_per_seed"] == 5
-    assert ArmContext(paper=True, expansion_per_seed=3).expansion_per_seed == 5
+    assert ArmContext(paper=True).expansion_per_seed == 5
+    with pytest.raises(ValueError, match="expansion_per_seed=3 conflicts"):
+        ArmContext(paper=True, expansion_per_seed=3)
     assert ArmContext(expansion_per_seed=3).extensions()["expansion_per_seed"] == 3  # 3 (before) is a deviation
     assert "expansion_per_seed" not in ArmContext().extensions()
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
@@ -338,16 +315,10 @@ def test_entity_links_join_passages_by_their_rarest_shared_name(tmp_path):
 
     # the switch: off by default and in the paper's setting, listed as an extension when on
     assert ArmContext().entity_links is False and PAPER["entity_links"] is False
-    assert ArmContext(paper=True, entity_links=True).entity_links is False
+    with pytest.raises(ValueError, match="entity_links=True conflicts"):
+        ArmContext(paper=True, entity_links=True)
     assert ArmContext(entity_links=True).extensions() == {**ArmContext().extensions(), "entity_links": True}
-    with pytest.raises(ValueError, match="entity_links"):  # rules C has no entity term: said, not ignored
-        ArmContext(entity_links=True, compatibility="rules")
-    from atomgraph.errors import ConfigError
-    from atomgraph.state.run import validate_params
-
-    with pytest.raises(ConfigError, match=r"^ArmContext parameters are invalid: .*entity_links"):  # Studio's, lc's path
-        validate_params(ArmContext, {"entity_links": True, "compatibility": "rules"})
-    assert h2 in neighbours(idx, h1, np.zeros(n), 2, ArmContext(entity_links=True, neighbour_candidates=1))
+    assert h2 in neighbours(idx, h1, 2, ArmContext(entity_links=True))
 
 
 SAME_TITLE_PASSAGES = [
@@ -366,8 +337,7 @@ SAME_TITLE_PASSAGES = [
 
 def test_same_title_passages_link_nothing_when_switched_off(tmp_path):
     """``same_title_links=False`` (an extension; True is the paper's C): two passages that share
-    a title are paragraphs of one document, so their C is 0 in a draft's C (both compatibility
-    kinds) and neither is the other's expansion neighbour; other pairs and tables keep their C."""
+    a title are paragraphs of one document, so their C is 0 in a draft's C and neither is the other's expansion neighbour; other pairs and tables keep their C."""
     from atomgraph.nodes.arm.structure_alignment import compatibility_for, neighbours, unlink_same_title
     from atomgraph.state.arm import PAPER, ArmContext
 
@@ -375,13 +345,12 @@ def test_same_title_passages_link_nothing_when_switched_off(tmp_path):
     pos = {o.id: i for i, o in enumerate(idx.objects)}
     ps = list(range(len(idx.objects)))
     p1, p2, h1, h2 = pos["para1"], pos["para2"], pos["hop1"], pos["hop2"]
-    for kind in ("graded", "rules"):
-        paper = compatibility_for(idx, ps, ArmContext(compatibility=kind, link_weight=1.0))
-        ours = compatibility_for(idx, ps, ArmContext(compatibility=kind, link_weight=1.0, same_title_links=False))
-        assert paper[p1, p2] > 0 and ours[p1, p2] == ours[p2, p1] == 0.0, kind
-        mask = np.ones_like(paper, dtype=bool)
-        mask[p1, p2] = mask[p2, p1] = False
-        assert np.array_equal(paper[mask], ours[mask]), kind  # every other pair as it was
+    paper = compatibility_for(idx, ps, ArmContext())
+    ours = compatibility_for(idx, ps, ArmContext(same_title_links=False))
+    assert paper[p1, p2] > 0 and ours[p1, p2] == ours[p2, p1] == 0.0
+    mask = np.ones_like(paper, dtype=bool)
+    mask[p1, p2] = mask[p2, p1] = False
+    assert np.array_equal(paper[mask], ours[mask])  # every other pair as it was
     graded = compatibility_for(idx, ps, ArmContext())
     assert graded[p1, p2] == pytest.approx(1.0)  # the title units match: the paper's C ranks the twins first
     assert graded[p1, p2] > graded[h1, h2]
@@ -390,13 +359,11 @@ def test_same_title_passages_link_nothing_when_switched_off(tmp_path):
     tables = [idx.objects[pos["tab"]], idx.objects[pos["tab"]]]
     assert unlink_same_title(np.ones((2, 2)), tables).sum() == 4  # tables unchanged
 
-    dense = np.zeros(len(ps))
-    assert p2 in neighbours(idx, p1, dense, 3, ArmContext())
-    assert p2 not in neighbours(idx, p1, dense, 3, ArmContext(same_title_links=False))
-    assert neighbours(idx, p1, dense, 3, ArmContext(same_title_links=False))  # still expands to the others
-    assert p2 in neighbours(idx, p1, dense, 3, ArmContext(compatibility="rules"))  # title mentions link the twins
-    assert p2 not in neighbours(idx, p1, dense, 3, ArmContext(compatibility="rules", same_title_links=False))
+    assert p2 in neighbours(idx, p1, 3, ArmContext())
+    assert p2 not in neighbours(idx, p1, 3, ArmContext(same_title_links=False))
+    assert neighbours(idx, p1, 3, ArmContext(same_title_links=False))  # still expands to the others
 
     assert ArmContext().same_title_links is True and PAPER["same_title_links"] is True
-    assert ArmContext(paper=True, same_title_links=False).same_title_links is True
+    with pytest.raises(ValueError, match="same_title_links=False conflicts"):
+        ArmContext(paper=True, same_title_links=False)
     assert ArmContext(same_title_links=False).extensions() == {**ArmContext().extensions(), "same_title_links": False}

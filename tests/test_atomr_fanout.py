@@ -281,7 +281,7 @@ async def test_source_selection_only_with_three_sources(n_sources, calls):
 # --- eval run picks the dataset's prompt pack ------------------------------------------------------
 async def test_eval_run_uses_the_datasets_prompt_pack(tmp_path):
     from atomgraph.evaluation.datasets import Example, prompt_pack_for
-    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.evaluation.runner import EvalOptions, arun_eval
 
     assert prompt_pack_for("hotpotqa-dev-100") == "hotpotqa" and prompt_pack_for("2wiki-test-500") == "2wiki"
     assert prompt_pack_for("hipporag-musique") == "musique" and prompt_pack_for("blendqa") == "blendqa"
@@ -289,15 +289,15 @@ async def test_eval_run_uses_the_datasets_prompt_pack(tmp_path):
     model = atomr_scripted_model({Q: TREE}, answer=reader())
     srcs = [InMemorySource(PASSAGES, name="wikipedia")]
     examples = [Example(id="q1", question=Q, answers=["Wapakoneta"])]
-    await arun_eval("atomr", examples, tmp_path / "run", dataset_name="hotpotqa-dev-100", model=model, sources=srcs,
-                    settings=Settings(cache=False), progress=False)
+    await arun_eval("atomr", examples, tmp_path / "run", EvalOptions(
+        dataset_name="hotpotqa-dev-100", model=model, sources=srcs, settings=Settings(cache=False), progress=False))
     plan_prompt = next(c["prompt"] for c in model.calls if c["stage"] == "plan")
     assert "Dataset rules (HotpotQA)" in plan_prompt
     # told otherwise (the settings name a pack): that pack
     model = atomr_scripted_model({Q: TREE}, answer=reader())
     settings = Settings(cache=False, atomr={"prompt_pack": "musique"})
-    await arun_eval("atomr", examples, tmp_path / "run2", dataset_name="hotpotqa-dev-100", model=model, sources=srcs,
-                    settings=settings, progress=False)
+    await arun_eval("atomr", examples, tmp_path / "run2", EvalOptions(
+        dataset_name="hotpotqa-dev-100", model=model, sources=srcs, settings=settings, progress=False))
     assert "Dataset rules (MuSiQue)" in next(c["prompt"] for c in model.calls if c["stage"] == "plan")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from atomgraph.cli import main
 from atomgraph.demo_pack import load_passages
-from atomgraph.evaluation import arun_eval, price_table, summarize_runs
+from atomgraph.evaluation import EvalOptions, arun_eval, price_table, summarize_runs
 from atomgraph.evaluation.datasets import Example
 from atomgraph.evaluation.report import markdown_tables
 from atomgraph.settings import Settings
@@ -40,8 +40,8 @@ async def test_report_compares_methods_side_by_side(tmp_path: Path, capsys):
     dirs = []
     for method, context in (("ircot", {"max_steps": 2}), ("iter_retgen", {})):
         settings = Settings(cache=False, **({"ircot": context} if context else {}))
-        await arun_eval(method, ex, tmp_path / method, model=model, sources=[wiki], settings=settings,
-                        dataset_name="toy", progress=False)
+        await arun_eval(method, ex, tmp_path / method, EvalOptions(
+            model=model, sources=[wiki], settings=settings, dataset_name="toy", progress=False))
         dirs.append(tmp_path / method)
     rows = summarize_runs(dirs, price_table(Settings()))
     ircot, iter_retgen = rows

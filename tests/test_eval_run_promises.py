@@ -14,7 +14,7 @@ import pytest
 from atomgraph.errors import ConfigError
 from atomgraph.evaluation.datasets import Example
 from atomgraph.evaluation.records import RecordError, read_records
-from atomgraph.evaluation.runner import MAX_CONCURRENCY, arun_eval, outcomes
+from atomgraph.evaluation.runner import EvalOptions, MAX_CONCURRENCY, arun_eval, outcomes
 from atomgraph.settings import Settings
 from atomgraph.testing import ScriptedChatModel
 
@@ -32,8 +32,8 @@ def _answer(prompt: str) -> str:
 
 
 async def _run(out, model, n=4, **kw):
-    return await arun_eval("standard", _examples(n), out, model=model, settings=kw.pop("settings", SETTINGS),
-                           progress=False, dataset_name="toy", **kw)
+    return await arun_eval("standard", _examples(n), out, EvalOptions(
+        model=model, settings=kw.pop("settings", SETTINGS), progress=False, dataset_name="toy", **kw))
 
 
 async def test_outage_then_rerun_retries_the_errored_examples(tmp_path):
@@ -108,8 +108,8 @@ async def test_concurrency_is_bounded(tmp_path):
 
 async def test_a_lone_surrogate_is_written_and_read_back(tmp_path):
     ex = [Example(id="s1", question="What is \ud800 item number 1?", answers=["item 1"])]
-    res = await arun_eval("standard", ex, tmp_path, model=ScriptedChatModel(default=_answer), settings=SETTINGS,
-                          progress=False, dataset_name="toy")
+    res = await arun_eval("standard", ex, tmp_path, EvalOptions(
+        model=ScriptedChatModel(default=_answer), settings=SETTINGS, progress=False, dataset_name="toy"))
     assert res.finished == 1
     raw = (tmp_path / "predictions.jsonl").read_bytes()
     raw.decode("utf-8")  # valid UTF-8
@@ -244,7 +244,8 @@ async def test_an_errored_empty_prediction_scores_zero_whatever_the_gold(tmp_pat
     assert answer_scores("The The", ["The The"])["em"] == 1.0  # an answer still scores as the official script does
     ex = [Example(id="t", question="Which band recorded Soul Mining?", answers=["The The"])]
     down = ScriptedChatModel(default=RuntimeError("HTTP 503 from the provider"))
-    res = await arun_eval("standard", ex, tmp_path, model=down, settings=SETTINGS, progress=False, dataset_name="toy")
+    res = await arun_eval("standard", ex, tmp_path, EvalOptions(
+        model=down, settings=SETTINGS, progress=False, dataset_name="toy"))
     assert res.errors == 1 and res.f1 == 0.0 and res.records[0]["metrics"]["em"] == 0.0
 
 

@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from atomgraph.errors import ConfigError
 from atomgraph.evaluation.datasets import Example
 from atomgraph.evaluation.records import read_records
-from atomgraph.evaluation.runner import arun_eval, run_eval
+from atomgraph.evaluation.runner import EvalOptions, arun_eval, run_eval
 from atomgraph.graphs.registry import register_method
 from atomgraph.nodes.call import CallRecorder
 from atomgraph.settings import Settings
@@ -48,8 +48,8 @@ def _answer_by_number(prompt: str) -> str:
 async def test_run_records_every_example_with_metrics_and_usage(tmp_path):
     model = ScriptedChatModel(rules=[(r"item number 3\?", RuntimeError("provider down"))], default=_answer_by_number)
     settings = Settings(prices={"scripted": (1.0, 2.0)})
-    result = await arun_eval("cot", _examples(6), tmp_path / "run", model=model, settings=settings,
-                             concurrency=3, progress=False, dataset_name="toy")
+    result = await arun_eval("cot", _examples(6), tmp_path / "run", EvalOptions(
+        model=model, settings=settings, concurrency=3, progress=False, dataset_name="toy"))
     assert (result.total, result.finished, result.skipped, result.errors) == (6, 6, 0, 1)
     records = read_records(tmp_path / "run" / "predictions.jsonl")
     by_id = {r["id"]: r for r in records}
@@ -88,8 +88,8 @@ async def test_a_graph_that_raises_keeps_the_calls_it_made(tmp_path):
         return g.compile(checkpointer=checkpointer)
 
     register_method("test-exploding", build)
-    result = await arun_eval("test-exploding", _examples(2), tmp_path / "x", model=ScriptedChatModel(default="ok"),
-                             progress=False)
+    result = await arun_eval("test-exploding", _examples(2), tmp_path / "x", EvalOptions(
+        model=ScriptedChatModel(default="ok"), progress=False))
     assert result.errors == 2
     rec = result.records[0]
     assert "tree budget exceeded" in rec["error"]
@@ -99,16 +99,16 @@ async def test_a_graph_that_raises_keeps_the_calls_it_made(tmp_path):
 def test_rerun_repairs_a_truncated_last_line_and_skips_done(tmp_path):
     out = tmp_path / "run"
     model = ScriptedChatModel(default=_answer_by_number)
-    run_eval("standard", _examples(3), out, model=model, progress=False, dataset_name="toy")
+    run_eval("standard", _examples(3), out, EvalOptions(model=model, progress=False, dataset_name="toy"))
     pred = out / "predictions.jsonl"
     with open(pred, "ab") as fh:
         fh.write(b'{"id": "q3", "predicted": "ite')  # a write cut short by a kill
-    result = run_eval("standard", _examples(5), out, model=model, progress=False, dataset_name="toy")
+    result = run_eval("standard", _examples(5), out, EvalOptions(model=model, progress=False, dataset_name="toy"))
     assert (result.skipped, result.finished) == (3, 2)
     ids = [r["id"] for r in read_records(pred)]
     assert sorted(ids) == ["q0", "q1", "q2", "q3", "q4"]
     with pytest.raises(ConfigError, match="holds a run of method 'standard'"):
-        run_eval("cot", _examples(5), out, model=model, progress=False, dataset_name="toy")
+        run_eval("cot", _examples(5), out, EvalOptions(model=model, progress=False, dataset_name="toy"))
 
 
 def test_killed_cli_run_resumes_with_each_example_exactly_once(tmp_path):
@@ -168,3 +168,30 @@ def test_cli_run_with_model_and_sources_factories(tmp_path, monkeypatch, capsys)
     assert main(["eval", "run", "--method", "rag", "--dataset", str(data), "--out", str(tmp_path / "r"),
                  "--model-factory", "my_plugins:nope"]) == 2
     assert "cannot import 'my_plugins:nope'" in capsys.readouterr().err
+
+
+def test_a_source_that_dies_mid_run_is_counted_in_the_closing_lines(tmp_path):
+    """A source that answers the first questions and then fails: the questions still end (RAG answers
+    from what it has), and the run's outcome counts the failed source calls and the examples they
+    touched, so the closing lines say so."""
+    from langchain_core.documents import Document
+
+    from atomgraph.evaluation.runner import describe_outcome
+
+    calls = {"n": 0}
+
+    def flaky(query: str) -> list[Document]:
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise ConnectionError("endpoint went away")
+        return [Document(page_content=f"{query} is item 1.", metadata={"title": "Items", "id": f"d{calls['n']}"})]
+
+    def healthy(query: str) -> list[Document]:
+        return [Document(page_content="Items are numbered.", metadata={"title": "Numbers", "id": "n"})]
+
+    result = run_eval("rag", _examples(4), tmp_path / "run", EvalOptions(
+        model=ScriptedChatModel(default=_answer_by_number), sources=[flaky, healthy], concurrency=1, progress=False,
+        dataset_name="toy"))
+    o = result.outcome
+    assert o["source_failures"] == {"flaky": 2} and o["examples_with_source_failures"] == 2, o
+    assert "2 source calls failed in 2 examples (2 flaky)" in describe_outcome(o)

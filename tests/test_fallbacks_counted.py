@@ -9,7 +9,7 @@ import json
 from atomgraph.evaluation.datasets import Example
 from atomgraph.evaluation.fallbacks import count_fallbacks, fallbacks_in, headline
 from atomgraph.evaluation.report import markdown_tables, summarize_run
-from atomgraph.evaluation.runner import arun_eval, describe_outcome
+from atomgraph.evaluation.runner import EvalOptions, arun_eval, describe_outcome
 from atomgraph.settings import Settings
 from atomgraph.testing import answer_reply, atomr_scripted_model
 from atomgraph.tools.memory_source import InMemorySource
@@ -31,9 +31,9 @@ def closed_book_only(stage, prompt):
 async def test_a_run_answered_only_by_fallbacks_says_so_first(tmp_path, capsys):
     model = atomr_scripted_model({Q: TREE}, answer=closed_book_only)
     examples = [Example(id=f"q{i}", question=Q, answers=["Wapakoneta"]) for i in range(3)]
-    result = await arun_eval("atomr", examples, tmp_path / "run", model=model,
-                             sources=[InMemorySource(PASSAGES, name="wikipedia")], settings=Settings(cache=False),
-                             progress=False, concurrency=1)
+    result = await arun_eval("atomr", examples, tmp_path / "run", EvalOptions(
+        model=model, sources=[InMemorySource(PASSAGES, name="wikipedia")], settings=Settings(cache=False),
+        progress=False, concurrency=1))
     o = result.outcome
     assert o["answered"] == 3 and o["answered_by_fallback"] == 3
     assert o["fallbacks"]["closed-book root"] == 3

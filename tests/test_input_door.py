@@ -63,19 +63,26 @@ def test_an_unknown_prompt_pack_is_refused_in_context_and_settings():
 
 
 def test_the_graphs_studio_serves_check_their_input():
-    """Studio runs the modules langgraph.json names; their graphs are MethodGraphs with the same door."""
+    """Studio runs the modules langgraph.json names: compiled graphs whose edge from START passes
+    the door (a missing or non-text question, a bad parameter, an unknown model role)."""
     import json
     from pathlib import Path
 
-    spec = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
-    from atomgraph.lc import MethodGraph, check_door
+    from langgraph.graph.state import CompiledStateGraph
 
     from atomgraph.graphs import baselines
 
-    assert isinstance(baselines.rag, MethodGraph) and "rag" in spec["graphs"]
+    spec = json.loads((Path(__file__).resolve().parents[1] / "langgraph.json").read_text())
+    assert isinstance(baselines.rag, CompiledStateGraph) and "rag" in spec["graphs"]
     assert baselines.rag.get_input_jsonschema()["required"] == ["question"]
-    with pytest.raises(AtomgraphError, match="no 'question'"):
-        check_door(baselines.rag, {}, None)
+    served = _graph().graph  # the same door as baselines.rag, over the scripted model
+    assert served.invoke({"question": "Where was Einstein born?"})["answer"] == "Ulm"
+    for inp, context, message in [({}, None, "the input has no 'question'"), ({"question": 3}, None, "must be a string"),
+                                  ({"question": "Who?"}, {"top_k": 0}, "'top_k' is invalid"),
+                                  ({"question": "Who?"}, {"models": {"bogus": "x"}}, "unknown model role(s) ['bogus']")]:
+        with pytest.raises(AtomgraphError) as exc:
+            served.invoke(inp, context=context)
+        assert message in str(exc.value) and "\n" not in str(exc.value), str(exc.value)
 
 
 def test_cli_unknown_prompt_pack_and_empty_question_are_one_line(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 from atomgraph.cli import main
 from atomgraph.evaluation.datasets import Example
-from atomgraph.evaluation.runner import arun_eval
+from atomgraph.evaluation.runner import EvalOptions, arun_eval
 from atomgraph.graphs.atomr import build_atomr_graph
 from atomgraph.graphs.registry import method_descriptions
 from atomgraph.testing import answer_reply, atomr_scripted_model, kar3_scripted_model
@@ -67,11 +67,12 @@ def test_kar3_and_atomr_on_the_same_questions_in_one_run(index_dir, tmp_path):
     source = demo_source(index_dir)
 
     async def both():
-        kar3 = await arun_eval("kar3", examples, tmp_path / "kar3", model=kar3_scripted_model(PLAN, answer="Munich"),
-                               sources=[source], settings=settings_at(index_dir), progress=False)
-        atomr = await arun_eval("atomr", examples, tmp_path / "atomr",
-                                model=atomr_scripted_model({QUESTION: ATOMR_PLAN}, answer=atomr_reader, sources_reply="atoms"),
-                                sources=[source], settings=settings_at(index_dir), progress=False)
+        kar3 = await arun_eval("kar3", examples, tmp_path / "kar3", EvalOptions(
+            model=kar3_scripted_model(PLAN, answer="Munich"), sources=[source], settings=settings_at(index_dir),
+            progress=False))
+        atomr = await arun_eval("atomr", examples, tmp_path / "atomr", EvalOptions(
+            model=atomr_scripted_model({QUESTION: ATOMR_PLAN}, answer=atomr_reader, sources_reply="atoms"),
+            sources=[source], settings=settings_at(index_dir), progress=False))
         return kar3, atomr
 
     kar3, atomr = asyncio.run(both())

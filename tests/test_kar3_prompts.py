@@ -8,7 +8,7 @@ import pytest
 from atomgraph.errors import ParseError
 from atomgraph.prompts.kar3.atomize import ATOMIZE_STAGE, filter_atoms, read_atomic_questions, render_atomize
 from atomgraph.prompts.kar3.stages import (
-    ANSWER_STAGE, PROPOSE_STAGE, SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE, SHORT_ANSWER_STAGE, STAGES,
+    ANSWER_STAGE, PROPOSE_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE, STAGES,
     read_answer, read_paragraph_selection, read_proposal, read_selection, render_answer, render_select,
     render_select_paragraph,
 )
@@ -30,7 +30,7 @@ def test_stages_and_roles():
                                                       "select_paragraph": "selector", "answer": "answerer"}
     assert all(s.schema is not None for s in every.values())
     # caps high enough for GPT-4-class replies, still bounded
-    for s in (*every.values(), SELECT_OR_REJECT_STAGE, SHORT_ANSWER_STAGE):
+    for s in every.values():
         assert 1024 <= s.max_tokens <= 4096
 
 
@@ -43,9 +43,6 @@ def test_prompts_ask_what_the_authors_ask():
     assert "from 1 to 2" in s and "0" not in s.split("## Knowledge")[0]
     assert "Question 1: Atom 1?\nQuestion 2: Atom 2?" in s and "T1" not in s  # no titles on the atom path
     assert s.index('"thinking"') < s.index('"question_idx"')
-    r = human(SELECT_OR_REJECT_STAGE, render_select({"question": "Q?", "chosen": [], "candidates": [hit(1)],
-                                                     "show_titles": True}))
-    assert "Answer 0 if none" in r and "Question 1: Atom 1?  (from: T1)" in r
     pp = human(SELECT_PARAGRAPH_STAGE, render_select_paragraph({"question": "Q?", "chosen": [hit(9)],
                                                                 "candidates": [hit(1), hit(2)]}))
     assert "Paragraph 1: Title: T1. Content: Text 1.\nParagraph 2: Title: T2. Content: Text 2." in pp
@@ -53,8 +50,6 @@ def test_prompts_ask_what_the_authors_ask():
     a = human(ANSWER_STAGE, render_answer({"question": "Q?", "chosen": [hit(1), hit(1)]}))
     assert a.index('"answer"') < a.index('"rationale"') and "step by step" in a and "short" not in a
     assert a.count("Title: T1.") == 1  # each chunk once
-    short = SHORT_ANSWER_STAGE.prompt.format_messages(**render_answer({"question": "Q?", "chosen": []}))
-    assert "as short as possible" in short[0].content and "(none yet)" in short[1].content
     at = human(ATOMIZE_STAGE, render_atomize({"title": "Acme", "text": "Acme was founded in 1900."}))
     assert "as many questions as you can" in at and "Title: Acme. Content: Acme was founded in 1900." in at
     assert "one fact" not in at

@@ -66,6 +66,7 @@ def server_env(tmp: Path, model_server: str | None = None) -> dict[str, str]:
     from atomgraph.demo_pack import kg_path
 
     env["ATOMGRAPH_WIKIDATA_FILE"] = str(kg_path())
+    env["ATOMGRAPH_DATA_DIRS"] = str(tmp.parent)  # pytest's folders: the files the runs name (server_files) live there
     if model_server:
         env["OPENAI_BASE_URL"] = model_server
     return env
@@ -89,7 +90,6 @@ SCRIPT = {
     "answer": json.dumps({"rationale": "from the passages", "answer": ANSWER}),
     "arm_decompose": json.dumps(["Heisenberg doctoral advisor", "died city"]),
     "arm_align": {"first_line_after": "Options:\n"},
-    "arm_draft": json.dumps({"add": [], "drop": []}),
     "arm_verify": json.dumps({"reasoning": "advisor, then where he died", "objects": ["p1", "p2"]}),
     "arm_answer": "Sommerfeld died in Munich.\nSo the answer is: Munich",
 }
@@ -470,12 +470,12 @@ async def test_server_runs_in_flight_or_finished_are_joined_or_read_back(langgra
     from langgraph_sdk import get_client
 
     from atomgraph.evaluation.remote import server_thread_id
-    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.evaluation.runner import EvalOptions, arun_eval
 
     data, out = _server_dataset(tmp_path, 3), tmp_path / "run"
     url = str(langgraph_server.base_url)
     kw = dict(server=url, server_context={"model": MODEL}, progress=False, concurrency=2)
-    first = await arun_eval("standard", str(data), out, limit=1, **kw)
+    first = await arun_eval("standard", str(data), out, EvalOptions(limit=1, **kw))
     assert first.finished == 1 and first.errors == 0
     run_id = json.loads((out / "run.json").read_text())["server_run_id"]
     client = get_client(url=url)
@@ -485,7 +485,7 @@ async def test_server_runs_in_flight_or_finished_are_joined_or_read_back(langgra
                                        context={"model": MODEL}, if_not_exists="create")
         if qid == "q1":
             await client.runs.join(tids[qid], run["run_id"])
-    result = await arun_eval("standard", str(data), out, **kw)
+    result = await arun_eval("standard", str(data), out, EvalOptions(**kw))
     by_id = {r["id"]: r for r in result.records}
     assert result.skipped == 1 and result.finished == 2 and result.errors == 0
     assert by_id["q1"]["server"]["reused"] and by_id["q1"]["predicted"] == ANSWER
@@ -493,25 +493,26 @@ async def test_server_runs_in_flight_or_finished_are_joined_or_read_back(langgra
     for qid in ("q1", "q2"):
         assert len(await client.runs.list(tids[qid])) == 1
     # a new run id with --force-new: nothing of the earlier server run is reused
-    fresh = await arun_eval("standard", str(data), out, force_new=True, **kw)
+    fresh = await arun_eval("standard", str(data), out, EvalOptions(force_new=True, **kw))
     assert fresh.finished == 3 and not any(r["server"]["reused"] or r["server"]["joined"] for r in fresh.records)
     assert json.loads((out / "run.json").read_text())["server_run_id"] != run_id
 
 
 async def test_server_mode_refuses_what_it_cannot_send_and_a_dead_server(langgraph_server, tmp_path):
     from atomgraph.errors import ConfigError
-    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.evaluation.runner import EvalOptions, arun_eval
     from atomgraph.testing import ScriptedChatModel
 
     data = _server_dataset(tmp_path, 1)
     with pytest.raises(ConfigError, match="server runs the graph with its own models"):
-        await arun_eval("standard", str(data), tmp_path / "a", server=str(langgraph_server.base_url),
-                        model=ScriptedChatModel(default="x"), progress=False)
+        await arun_eval("standard", str(data), tmp_path / "a", EvalOptions(
+            server=str(langgraph_server.base_url), model=ScriptedChatModel(default="x"), progress=False))
     with pytest.raises(ConfigError, match="serves no graph 'nope'"):
-        await arun_eval("nope", str(data), tmp_path / "b", server=str(langgraph_server.base_url), progress=False)
+        await arun_eval("nope", str(data), tmp_path / "b", EvalOptions(
+            server=str(langgraph_server.base_url), progress=False))
     with pytest.raises(ConfigError, match="cannot be reached"):
-        await arun_eval("standard", str(data), tmp_path / "c", server=f"http://127.0.0.1:{free_port()}",
-                        progress=False)
+        await arun_eval("standard", str(data), tmp_path / "c", EvalOptions(
+            server=f"http://127.0.0.1:{free_port()}", progress=False))
     assert not (tmp_path / "c" / "predictions.jsonl").exists()
 
 
@@ -529,7 +530,7 @@ async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_serve
     """`eval run --server` on a HotpotQA file: the server runs the dataset's setting, as a local run
     does: its declared sources (Wikipedia only: no Wikidata call, no query-program call) and,
     for ATOMR, its prompt pack; a file with no declared setting runs on the server's own sources."""
-    from atomgraph.evaluation.runner import arun_eval
+    from atomgraph.evaluation.runner import EvalOptions, arun_eval
     from atomgraph.prompts.atomr.stages import get_pack
 
     record, out = run(langgraph_server, "wikipedia_index", {"inputs": [str(server_files / "corpus.jsonl")]})
@@ -540,7 +541,7 @@ async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_serve
     mine.write_text(line)
     kw = dict(server=str(langgraph_server.base_url), server_context={"model": MODEL}, progress=False)
 
-    declared = await arun_eval("rag", str(hotpot), tmp_path / "rag_hotpot", **kw)
+    declared = await arun_eval("rag", str(hotpot), tmp_path / "rag_hotpot", EvalOptions(**kw))
     (rec,) = declared.records
     assert rec["error"] is None and rec["predicted"] == ANSWER, rec["error"]
     assert set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia"}, rec["usage"]
@@ -551,7 +552,7 @@ async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_serve
     from atomgraph.nodes.runtime import RunSources
 
     for attempt in range(3):
-        general = await arun_eval("rag", str(mine), tmp_path / f"rag_mine{attempt}", **kw)
+        general = await arun_eval("rag", str(mine), tmp_path / f"rag_mine{attempt}", EvalOptions(**kw))
         (rec,) = general.records
         if "wikipedia" in rec["usage"]["retriever_calls_by_source"]:
             break
@@ -559,19 +560,103 @@ async def test_eval_run_on_the_server_sends_the_datasets_setting(langgraph_serve
     assert set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia", "wikidata"}, rec["usage"]
     assert "sources" not in json.loads((tmp_path / f"rag_mine{attempt}" / "run.json").read_text())["fingerprint"]["params"]
 
-    atomr = await arun_eval("atomr", str(hotpot), tmp_path / "atomr_hotpot", **kw)
+    atomr = await arun_eval("atomr", str(hotpot), tmp_path / "atomr_hotpot", EvalOptions(**kw))
     (rec,) = atomr.records
     assert rec["error"] is None and set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia"}, rec
     assert not any(s.get("kg_program") for n in rec["trace"]["nodes"] for s in n.get("subcalls") or [])
     # with a deadline (sent as configurable: the server refuses context and configurable together)
-    bounded = await arun_eval("rag", str(hotpot), tmp_path / "rag_deadline", deadline_s=600, **kw)
+    bounded = await arun_eval("rag", str(hotpot), tmp_path / "rag_deadline", EvalOptions(deadline_s=600, **kw))
     (rec,) = bounded.records
     assert rec["error"] is None and rec["predicted"] == ANSWER, rec["error"]
     assert set(rec["usage"]["retriever_calls_by_source"]) == {"wikipedia"}, rec["usage"]
-    past = await arun_eval("rag", str(mine), tmp_path / "rag_past", deadline_s=0.001, **kw)
+    past = await arun_eval("rag", str(mine), tmp_path / "rag_past", EvalOptions(deadline_s=0.001, **kw))
     (rec,) = past.records  # the server got the deadline: its one model call was refused
     assert "deadline: the question's time ran out" in rec["error"] and rec["usage"]["llm_errors"] == 1, rec["error"]
 
     shown = get_pack("hotpotqa").plan_examples[0][0]
     assert shown not in {q for q, _ in get_pack("general").plan_examples}
     assert any(shown in text for text in _plan_requests_for(QUESTION))  # the hotpotqa pack's planner prompt
+
+
+# --- what a client may name: names, never code; no server path (docs/guides/security.md) -----------
+
+@pytest.fixture(scope="module")
+def private_file():
+    """A file outside the server's data folders, holding a secret line (TSV-shaped: a header's
+    content would be quoted by a careless error)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="atomgraph-private-"))
+    secret = folder / "secret.tsv"
+    secret.write_text("PRIVATE-c0ffee\tPRIVATE-beef\nrow\tvalue\n")
+    try:
+        yield secret
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def one_line_error(record: dict, out: dict) -> str:
+    """The one-line refusal of a run: its failure (the run's status) or its output's ``error``."""
+    if record["status"] == "success":
+        message = out.get("error") or ""
+        assert message and not out.get("answer"), out
+    else:
+        message = out.get("__error__", {}).get("message") or failed_with(record, out)
+    assert "\n" not in message.strip(), message
+    return message
+
+
+@pytest.mark.parametrize("source, question", [
+    ("subprocess:getoutput", "touch {marker}; echo Munich"),
+    ("os:system", "touch {marker}"),
+    ("builtins:eval", "__import__('pathlib').Path('{marker}').touch()"),
+])
+def test_a_client_names_no_code_as_a_source(langgraph_server, tmp_path, source, question):
+    """A source name that is an importable object is refused before anything is imported or called:
+    the shell command in the question never runs."""
+    marker = tmp_path / "ran"
+    for graph_id in ("rag", "atomr"):
+        record, out = run(langgraph_server, graph_id, {"question": question.format(marker=marker)},
+                          {"model": MODEL, "sources": [source]})
+        message = one_line_error(record, out)
+        assert f"unknown knowledge source '{source}'" in message and "names no code" in message, message
+    assert not marker.exists()
+
+
+def test_a_stateless_run_naming_code_runs_nothing(langgraph_server, tmp_path):
+    """The request as an attacker sends it: ``POST /runs/wait`` with the shell command as the question."""
+    marker = tmp_path / "ran"
+    r = langgraph_server.post("/runs/wait", json={
+        "assistant_id": "rag", "input": {"question": f"touch {marker}; echo Munich"},
+        "context": {"model": MODEL, "sources": ["subprocess:getoutput"]}})
+    assert "unknown knowledge source 'subprocess:getoutput'" in r.text and "names no code" in r.text, r.text[:2000]
+    assert "Munich" not in r.text and not marker.exists()
+
+
+def test_a_client_names_no_file_outside_the_data_folders(langgraph_server, private_file, tmp_path):
+    """Indexing inputs, ARM's objects and index cache, a model file: each refused before it is
+    opened, and no error quotes the file."""
+    record, out = run(langgraph_server, "wikipedia_index", {"inputs": [str(private_file)], "collection": "stolen"},
+                      {"format": "tsv"})
+    assert record["status"] == "success" and "outside the data folders" in (out["error"] or ""), out
+    assert out["stats"] == {} and "PRIVATE" not in json.dumps(out)
+    record, out = run(langgraph_server, "kar3_index", {"inputs": [str(private_file)], "collection": "stolen2"},
+                      {"model": MODEL, "format": "tsv"})
+    assert "outside the data folders" in (out.get("error") or ""), out
+    assert "PRIVATE" not in json.dumps(out)
+    inside = tmp_path / "link.tsv"  # a symlink under the data folders to the file outside
+    inside.symlink_to(private_file)
+    cache = private_file.parent / "written"
+    for context in ({"objects": str(private_file)}, {"objects": str(inside)},
+                    {"objects": str(tmp_path / os.path.relpath(private_file, tmp_path))},  # '..' out of them
+                    {"index_cache": str(cache)}):
+        record, out = run(langgraph_server, "arm", {"question": ARM_QUESTION}, {"model": MODEL, **context})
+        message = one_line_error(record, out)
+        assert "outside the data folders" in message and "PRIVATE" not in json.dumps(out), message
+    assert not cache.exists()
+    for model in (f"local:{private_file}", "local:/etc/passwd"):
+        record, out = run(langgraph_server, "standard", {"question": QUESTION}, {"model": model})
+        message = one_line_error(record, out)
+        assert "a run chooses models by name" in message, message
+        assert "PRIVATE" not in json.dumps(out) and "root:" not in json.dumps(out)

@@ -30,7 +30,6 @@ def arm_model() -> ScriptedChatModel:
     return ScriptedChatModel(stages={
         "arm_decompose": '["Heisenberg doctoral advisor", "died city"]',
         "arm_align": lambda prompt: prompt.split("Options:\n", 1)[1].splitlines()[0],
-        "arm_draft": '{"add": [], "drop": []}',
         "arm_verify": '{"reasoning": "advisor, then where he died", "objects": ["p1", "p2"]}',
         "arm_answer": "So the answer is: Munich",
     })

@@ -52,11 +52,6 @@ class TestChatLocalLlamaIntegration(ChatModelIntegrationTests):
                                                            "than choosing to call the weather tool"))
     def test_agent_loop(self, model) -> None: ...
 
-    @pytest.mark.xfail(run=False, reason=BASE_MODEL.format(
-        "asked for a customer named 'こんにちは株式会社' it writes another name (the Chinese case passes: "
-        "Unicode arguments are decoded and kept)"))
-    def test_unicode_tool_call_integration(self, model, **_) -> None: ...
-
     _MAGIC = BASE_MODEL.format(
         "asked for magic_function(3) under the forced call's grammar it writes input 3 then keeps adding "
         "zeros (3000000000000000): llama.cpp's schema converter does not enforce the schema's bounds "

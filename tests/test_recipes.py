@@ -108,6 +108,108 @@ def test_a_recipe_is_sealed_against_the_environment(shared_data, tmp_path, capsy
     assert "expected KEY=VALUE" in capsys.readouterr().err
 
 
+def test_a_recipe_is_sealed_against_dict_settings_run_choosing_variables_and_planted_data(
+        shared_data, tmp_path, capsys, monkeypatch):
+    """Dict-valued settings (stage caps, rate limits, prices) are sealed like the rest; the
+    run-choosing variables (the shared data folder, ARM's index building) are not read by a recipe
+    run and are listed as not applied; run.json records the evaluated files' paths and sha256 and
+    the recipe's paper values."""
+    import hashlib
+
+    monkeypatch.setenv("ATOMGRAPH_STAGE_MAX_TOKENS", '{"cot": 7}')
+    monkeypatch.setenv("ATOMGRAPH_RATE_LIMITS", '{"gpt-4o-2024-08-06": 0.01}')
+    monkeypatch.setenv("ATOMGRAPH_PRICES", '{"m": [1.0, 2.0]}')
+    monkeypatch.setenv("ATOMGRAPH_ARM_DENSE_SEARCH", "ann")
+    planted = tmp_path / "planted" / "atomr" / "questions" / "single_source" / "HotpotQA"
+    planted.mkdir(parents=True)
+    (planted / "hotpotqa_test_500.jsonl").write_text(
+        json.dumps({"id": "evil", "question": "EVIL: which planted question is this?", "answers": ["x"]}) + "\n")
+    monkeypatch.setenv("ATOMGRAPH_SHARED_DATA", str(tmp_path / "planted"))
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"default": "So the answer is: Paris"}))
+    out = tmp_path / "run"
+    assert main(["eval", "run", "--recipe", "atomr-t2-cot-hotpotqa", "--model", f"scripted:{rules}", "--limit", "1",
+                 "--out", str(out), "--no-progress"]) == 0
+    ignored = capsys.readouterr().err.split("not applied", 1)[1].splitlines()[0]
+    for said in ("stage_max_tokens={'cot': 7}", "rate_limits=", "prices=", "$ATOMGRAPH_ARM_DENSE_SEARCH='ann'",
+                 "$ATOMGRAPH_SHARED_DATA="):
+        assert said in ignored, (said, ignored)
+    meta = json.loads((out / "run.json").read_text())
+    assert (meta["settings"]["stage_max_tokens"], meta["settings"]["rate_limits"]) == ({}, {})
+    (rec,) = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert rec["id"] != "evil"
+    (data,) = meta["run"]["data"]
+    assert data["path"] == str((shared_data / "atomr/questions/single_source/HotpotQA/hotpotqa_test_500.jsonl").resolve())
+    assert data["sha256"] == hashlib.sha256(open(data["path"], "rb").read()).hexdigest()
+    assert meta["run"]["paper_values"] == {"f1": 58.38} and meta["run"]["metric"] == "f1"
+    assert main(["eval", "report", str(out)]) == 0  # ours beside the paper's, with the difference
+    row = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| cot")][0]
+    assert "| 58.38 (f1) | " in row and "DEGRADED" not in row
+    f1 = float(row.split("|")[4])
+    assert f"| {f1 - 58.38:+.2f} |" in row, row
+
+
+def test_paper_true_beside_a_value_it_sets_is_a_conflict(tmp_path, capsys):
+    from atomgraph.evaluation.recipe import apply_sets, parse_sets, sealed_defaults
+    from atomgraph.state.arm import ArmContext
+    from atomgraph.state.run import validate_params
+
+    with pytest.raises(ConfigError, match=r"paper=true sets .*database_weight=0.0.*explicit database_weight=1.0"):
+        apply_sets(sealed_defaults(), parse_sets(["arm.paper=true", "arm.database_weight=1.0"]))  # even the default
+    assert apply_sets(sealed_defaults(), parse_sets(["arm.paper=true", "arm.relevance=cosine"])).arm.paper
+    with pytest.raises(ConfigError, match="ArmContext parameters conflict: paper=true sets entity_links=False"):
+        validate_params(ArmContext, {"paper": True, "entity_links": True})  # a run's context (Studio, a client)
+    with pytest.raises(ValueError, match="coverage_weight=2.0 conflicts"):
+        ArmContext(paper=True, coverage_weight=2.0)
+    recipe = _recipe_file(tmp_path, str(tmp_path / "q.jsonl"), settings='model = "m"\n[settings.arm]\npaper = true\n')
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "1", "question": "Where?", "answers": ["Paris"]}) + "\n")
+    assert main(["eval", "run", "--recipe", str(recipe), "--set", "arm.database_weight=0.5", "--no-progress",
+                 "--out", str(tmp_path / "run")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "[arm] paper=true sets database_weight=0.0" in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_recipe_checks_what_its_setting_needs_before_any_model_call(shared_data, tmp_path, capsys, monkeypatch):
+    """The README's recipe on a machine without its collection, key or endpoint: refused before the
+    first model call, each missing part named with what provides it; --allow-degraded runs it,
+    marked degraded in run.json and the closing lines, and not set beside the paper's number."""
+    monkeypatch.setenv("ATOMGRAPH_CHROMA_PATH", str(tmp_path / "no-store"))
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ATOMGRAPH_OPENAI_API_KEY", "ATOMGRAPH_OPENAI_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    out = tmp_path / "run"
+    args = ["eval", "run", "--recipe", "atomr-t2-atomr-hotpotqa", "--limit", "1", "--out", str(out), "--no-progress"]
+    assert main(args) != 0
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "cannot run its setting; missing:" in err and "knowledge source 'wikipedia'" in err, err
+    assert "atomgraph index wikipedia" in err and "access to model 'gpt-4o-2024-08-06'" in err, err
+    assert not out.exists()
+    calls = tmp_path / "rules.json"
+    calls.write_text(json.dumps({"default": "So the answer is: Paris"}))
+    assert main([*args, "--model", f"scripted:{calls}"]) != 0  # a model given: the collection is still missing
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "knowledge source 'wikipedia'" in err and "access to model" not in err and not out.exists()
+    rag = [*args[:3], "atomr-t2-rag-hotpotqa", *args[4:]]  # the same collection, a reply a scripted model can give
+    main([*rag, "--model", f"scripted:{calls}", "--allow-degraded"])  # it runs (its question fails: no passages)
+    printed = capsys.readouterr()
+    assert "DEGRADED (--allow-degraded): missing knowledge source 'wikipedia'" in printed.err
+    assert "DEGRADED: this run lacked 1 part(s)" in printed.out
+    assert "— not comparable: this run is degraded" in printed.out
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["run"]["degraded"][0].startswith("knowledge source 'wikipedia'")
+    assert main(["eval", "report", str(out)]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| rag")][0]
+    assert "(DEGRADED: not the setting; not comparable)" in row and "| 60.31 (f1) | not comparable |" in row, row
+    # an endpoint that does not answer a probe is missing too
+    dead = _recipe_file(tmp_path, str(shared_data / "atomr/questions/single_source/HotpotQA/hotpotqa_dev_100.jsonl"),
+                        settings='model = "m"\nsources = ["wikidata"]\nwikidata_endpoint = "http://127.0.0.1:9/sparql"\n')
+    dead.write_text(dead.read_text().replace('method = "cot"', 'method = "rag"'))
+    assert main(["eval", "run", "--recipe", str(dead), "--model", f"scripted:{calls}", "--out", str(tmp_path / "r2"),
+                 "--no-progress"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "knowledge source 'wikidata': the SPARQL endpoint http://127.0.0.1:9/sparql does not answer" in err, err
+
+
 def test_table_3_has_a_recipe_per_row_and_dataset():
     t3 = {(r.row, r.dataset) for r in all_recipes() if r.paper.startswith("ATOMR") and r.table == "Table 3"}
     rows = {"Standard Prompting", "CoT", "Standard RAG", "Self-Ask", "ATOMR (ours)"}  # ProbTree, CoK: not implemented
@@ -118,7 +220,7 @@ def test_table_3_has_a_recipe_per_row_and_dataset():
     assert recipe_settings(load_recipe("atomr-t2-atomr-2wiki")).atomr.prompt_pack == "2wiki"
 
 
-def test_table_3_atomr_recipes_run_the_dataset_packs(shared_data, tmp_path, capsys):
+def test_table_3_atomr_recipes_run_the_dataset_packs(shared_data, tmp_path, capsys, caplog):
     assert recipe_settings(load_recipe("atomr-t3-atomr-crag")).atomr.prompt_pack == "crag"
     assert recipe_settings(load_recipe("atomr-t3-atomr-blendqa")).atomr.prompt_pack == "blendqa"
     # a Table 3 BlendQA recipe, of any method, scores the set without the blendqa demonstration subset
@@ -127,7 +229,7 @@ def test_table_3_atomr_recipes_run_the_dataset_packs(shared_data, tmp_path, caps
     out = tmp_path / "run"
     assert main(["eval", "run", "--recipe", "atomr-t3-standard-blendqa", "--model", f"scripted:{rules}",
                  "--limit", "16", "--out", str(out), "--no-progress"]) == 0
-    assert "2 question(s) left out" in capsys.readouterr().err
+    assert "2 question(s) left out" in caplog.text  # a warning of the run (logging), on stderr from the CLI
     meta = json.loads((out / "run.json").read_text())
     assert meta["demonstrations_left_out"] == ["kg-web_132-5", "kg-web_132-15"]
     assert len((out / "predictions.jsonl").read_text().splitlines()) == 14
@@ -220,12 +322,12 @@ def test_a_recipe_with_an_unknown_key_is_one_line(tmp_path, capsys, extra, setti
     assert not (tmp_path / "run").exists()
 
 
-def test_a_recipe_naming_a_missing_named_dataset_is_one_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("ATOMGRAPH_SHARED_DATA", str(tmp_path))  # a data folder without the dataset's file
-    recipe = _recipe_file(tmp_path, "hotpotqa-dev-100")
-    assert main(["eval", "run", "--recipe", str(recipe), "--no-progress"]) != 0
-    err = capsys.readouterr().err.strip()
-    assert "names dataset 'hotpotqa-dev-100', which is missing" in err and len(err.splitlines()) == 1, err
+def test_a_recipe_naming_a_missing_named_dataset_is_one_line(tmp_path, capsys):
+    recipe = _recipe_file(tmp_path, "hotpotqa-dev-100")  # --data-dir: a data folder without the dataset's file
+    assert main(["eval", "run", "--recipe", str(recipe), "--data-dir", str(tmp_path), "--no-progress"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == f"--data-dir {tmp_path}" and len(err) == 2, err
+    assert "names dataset 'hotpotqa-dev-100', which is missing" in err[1], err
 
 
 def test_a_recipe_over_a_dataset_without_a_declared_setting_runs_the_general_one_and_says_so(tmp_path, capsys):

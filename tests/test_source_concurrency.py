@@ -18,7 +18,7 @@ from atomr_demo_script import PLANS, Q1, Q2, Q3, demo_model
 
 from atomgraph.demo_run import demo_settings, index_demo_passages
 from atomgraph.evaluation.datasets import Example
-from atomgraph.evaluation.runner import arun_eval
+from atomgraph.evaluation.runner import EvalOptions, arun_eval
 from atomgraph.graphs.atomr import build_atomr_graph
 from atomgraph.settings import Settings
 from atomgraph.tools import chroma_source
@@ -87,8 +87,8 @@ def test_graph_batch_over_a_fresh_store(fresh_store):
 async def test_eval_run_at_concurrency_32_loses_nothing(fresh_store, tmp_path):
     examples = [Example(id=f"q{i}", question=q, answers=[GOLD[q]])
                 for i, q in enumerate(list(GOLD)[i % 3] for i in range(32))]
-    result = await arun_eval("atomr", examples, tmp_path / "run", concurrency=32, model=demo_model(),
-                             settings=fresh_store, progress=False)
+    result = await arun_eval("atomr", examples, tmp_path / "run", EvalOptions(
+        concurrency=32, model=demo_model(), settings=fresh_store, progress=False))
     assert (result.finished, result.errors) == (32, 0)
     lines = (tmp_path / "run" / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
     records = [json.loads(x) for x in lines]

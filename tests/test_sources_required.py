@@ -20,7 +20,7 @@ from langchain_core.retrievers import BaseRetriever
 from atomgraph.errors import SourceUnavailable
 from atomgraph.evaluation.datasets import Example
 from atomgraph.evaluation.records import read_records
-from atomgraph.evaluation.runner import arun_eval
+from atomgraph.evaluation.runner import EvalOptions, arun_eval
 from atomgraph.graphs.registry import build_method
 from atomgraph.settings import Settings
 from atomgraph.testing import ScriptedChatModel
@@ -136,12 +136,12 @@ async def test_one_failing_source_of_two_still_answers_from_the_other():
 async def test_the_run_counts_source_failures_and_a_rerun_retries_them(tmp_path):
     examples = [Example(id=f"q{i}", question=Q, answers=["Munich"]) for i in range(3)]
     settings = Settings(cache=False)
-    first = await arun_eval("rag", examples, tmp_path, model=_model(), sources=[BrokenRetriever()],
-                            settings=settings, progress=False, dataset_name="toy")
+    first = await arun_eval("rag", examples, tmp_path, EvalOptions(
+        model=_model(), sources=[BrokenRetriever()], settings=settings, progress=False, dataset_name="toy"))
     assert first.errors == 3 and first.outcome["errors"] == {"no evidence (every source call failed)": 3}
-    again = await arun_eval("rag", examples, tmp_path, model=_model(),
-                            sources=[InMemorySource(PASSAGES, name="brokenretriever")],
-                            settings=settings, progress=False, dataset_name="toy")
+    again = await arun_eval("rag", examples, tmp_path, EvalOptions(
+        model=_model(), sources=[InMemorySource(PASSAGES, name="brokenretriever")], settings=settings, progress=False,
+        dataset_name="toy"))
     assert (again.retried, again.finished, again.errors, again.kept_errors) == (3, 3, 0, 0)
     assert {r["predicted"] for r in read_records(tmp_path / "predictions.jsonl")} == {"Munich"}
 

@@ -29,8 +29,8 @@ Objects longer than ``max_object_chars`` characters (default :data:`MAX_OBJECT_C
 1,000,000: title, text, column names and cells together) are *refused* — left out of the
 index with a warning and counted in the build summary — since one 50 MB object alone means
 tens of thousands of chunks to embed; split such an object into several, or raise the
-limit. Builds report progress to stderr once they have run a few seconds (quiet for small
-collections) and keep a summary (:attr:`ArmIndex.build_summary`).
+limit. Builds report progress (the ``atomgraph.progress`` logger) once they have run a few
+seconds (quiet for small collections) and keep a summary (:attr:`ArmIndex.build_summary`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ import json
 import logging
 import os
 import re
-import sys
 import threading
 import time
 import unicodedata
@@ -51,8 +50,11 @@ from typing import Iterable, Iterator, Sequence, TextIO
 
 import numpy as np
 
+from atomgraph.environment import env_value
 from atomgraph.errors import AtomgraphError
+from atomgraph.extras import require
 from atomgraph.files import atomic_dir
+from atomgraph.progress import say
 from atomgraph.tools.objects import Chunk, DataObject, chunk_object, split_identifier
 
 log = logging.getLogger(__name__)
@@ -165,7 +167,8 @@ def object_chars(obj: DataObject) -> int:
 
 
 class BuildProgress:
-    """Progress lines of one index build, to ``stream`` (stderr).
+    """Progress lines of one index build, to ``stream`` (default: the ``atomgraph.progress``
+    logger at INFO, which the command line shows on stderr; :func:`atomgraph.progress.say`).
 
     ``mode`` None (auto): silent until the build has run ``quiet_s`` seconds, then a line per
     stage and at most one every ``every_s`` seconds within a stage — small builds print
@@ -191,7 +194,7 @@ class BuildProgress:
     def say(self, text: str) -> None:
         if self.mode is False:
             return
-        print(f"{self.prefix}: {text}", file=self.stream or sys.stderr, flush=True)
+        say(f"{self.prefix}: {text}", self.stream)
         self.lines += 1
         self._last = time.perf_counter()
 
@@ -235,6 +238,11 @@ class BuildProgress:
 
 # --- the ANN index ---------------------------------------------------------------------------
 
+def _faiss():
+    return require("faiss", "faiss", f"ANN dense searches (dense_search='ann', or 'auto' over {EXACT_LIMIT:,} chunks)",
+                   "or set dense_search='exact'")
+
+
 class AnnIndex:
     """Approximate nearest neighbours over unit vectors: a faiss HNSW graph (L2 on unit
     vectors ranks as cosine does). Persisted as one faiss file; :meth:`load` checks it
@@ -249,7 +257,7 @@ class AnnIndex:
     @classmethod
     def build(cls, vectors: np.ndarray, progress: BuildProgress | None = None, *, m: int = ANN_M,
               ef_construction: int = ANN_EF_CONSTRUCTION, batch: int = 20_000) -> "AnnIndex":
-        import faiss
+        faiss = _faiss()
 
         n, d = vectors.shape
         if d == 0:
@@ -264,7 +272,7 @@ class AnnIndex:
 
     def search(self, q: np.ndarray, k: int, ef: int = ANN_EF_SEARCH) -> np.ndarray:
         """Rows of the (up to) ``k`` vectors nearest ``q``, nearest first."""
-        import faiss
+        faiss = _faiss()
 
         k = max(1, min(int(k), len(self)))
         params = faiss.SearchParametersHNSW(efSearch=max(int(ef), k))
@@ -274,7 +282,7 @@ class AnnIndex:
 
     def save(self, path: Path) -> None:
         """Write to ``path`` (a temporary file renamed over it: never half-written)."""
-        import faiss
+        faiss = _faiss()
 
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
@@ -288,7 +296,7 @@ class AnnIndex:
     def load(cls, path: Path, n: int, d: int) -> "AnnIndex":
         """The ANN index in ``path``; ValueError when it does not index ``n`` vectors of ``d``
         dimensions, RuntimeError (faiss) when the file is unreadable."""
-        import faiss
+        faiss = _faiss()
 
         index = faiss.read_index(str(path))
         if int(index.ntotal) != n or int(index.d) != d:
@@ -311,7 +319,7 @@ def content_key(objects: Sequence[DataObject], model_id: str, *, rows_per_chunk:
 
 def default_cache_dir() -> Path:
     """``$ATOMGRAPH_ARM_CACHE``, else ``$XDG_CACHE_HOME/atomgraph/arm-index`` (``~/.cache``)."""
-    env = os.environ.get("ATOMGRAPH_ARM_CACHE")
+    env = env_value("ATOMGRAPH_ARM_CACHE")
     if env:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -319,8 +327,8 @@ def default_cache_dir() -> Path:
 
 
 def _env_default(name: str, default, convert):
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
+    raw = env_value(name)
+    if raw is None:
         return default
     try:
         return convert(raw.strip())
@@ -448,8 +456,9 @@ class ArmIndex:
         or ``auto``): exact or ANN dense search (module doc); the ANN index is built here when
         it is used, or read from the cache. ``max_object_chars`` (default
         ``$ATOMGRAPH_ARM_MAX_OBJECT_CHARS`` or 1,000,000; 0 = no limit): larger objects are
-        refused with a warning. ``progress``: None = lines on stderr once the build runs past
-        a few seconds, True = always, False = never (``stream`` instead of stderr)."""
+        refused with a warning. ``progress``: None = progress lines once the build runs past
+        a few seconds, True = always, False = never; to ``stream``, else the
+        ``atomgraph.progress`` logger."""
         from atomgraph.embeddings import embedding_id, embedding_model
 
         dense_search = _check_dense_search(dense_search or _env_default("ATOMGRAPH_ARM_DENSE_SEARCH", "auto", str))
@@ -613,6 +622,7 @@ class ArmIndex:
         with lock:
             if kind in anns:
                 return anns[kind]
+            _faiss()  # a missing extra is its own error, not a damaged file
             vectors = self.chunk_vectors if kind == "chunks" else self.object_vectors
             n, d = vectors.shape
             where = getattr(self, "cache_path", None)
@@ -657,13 +667,6 @@ class ArmIndex:
     def has_ngram(self, ngram: str) -> bool:
         """Whether ``ngram`` (already canonical: :func:`normalize_ngram`) is a corpus n-gram."""
         return isinstance(ngram, str) and bool(ngram) and ngram in self.trie
-
-    def ngram_objects(self, ngram: str) -> np.ndarray:
-        """Indices of the objects containing ``ngram`` (empty when it is not a corpus n-gram)."""
-        if not self.has_ngram(ngram):
-            return np.empty(0, dtype=np.int32)
-        k = self.trie[ngram]
-        return self.post_indices[self.post_indptr[k] : self.post_indptr[k + 1]]
 
     def document_frequency(self, ngram: str) -> int:
         if not self.has_ngram(ngram):

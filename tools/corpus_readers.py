@@ -61,7 +61,7 @@ def _record(obj: Any, where: str) -> Passage | None:
     if not isinstance(obj, dict):
         raise ParseError(f"{where}: expected an object with 'title' and 'text', got {type(obj).__name__}")
     if "text" not in obj:
-        raise ParseError(f"{where}: missing key 'text' (keys: {', '.join(map(str, obj)) or 'none'})")
+        raise ParseError(f"{where}: missing key 'text' (the object has {len(obj)} other key(s))")  # no content quoted
     try:
         text = join_sentences(obj["text"])
     except TypeError as exc:
@@ -142,7 +142,8 @@ def read_tsv(path: Path, encoding: str = "utf-8", skips: Counter | None = None) 
         except StopIteration:
             return
         if "text" not in header:
-            raise ParseError(f"{path}:1: TSV header must name a 'text' column (id<TAB>text<TAB>title), got {header}")
+            raise ParseError(f"{path}:1: TSV header must name a 'text' column (id<TAB>text<TAB>title); "
+                             f"it names {len(header)} column(s), none of them 'text'")  # no content quoted
         ti = header.index("text")
         hi = header.index("title") if "title" in header else None
         for row in reader:

@@ -2,6 +2,11 @@
 
 >>> from atomgraph.tools import register_source
 >>> register_source("mydocs", lambda settings: MyDocsSource())
+
+:func:`build_sources` is the operator's full path: a name with a colon that no one registered
+(``"mypkg.kb:retriever"``) is imported. It takes operator values only (settings, Python arguments,
+command-line options); a run's client names sources through :func:`atomgraph.access.client_sources`
+first, which refuses every name the operator did not declare.
 """
 
 from __future__ import annotations
@@ -72,8 +77,8 @@ def build_sources(settings: Settings, names: Iterable[str] | None = None, *, qui
 
 
 def _named_source(name: str, settings: Settings) -> KnowledgeSource:
-    """A registered source, or (a ``module:object`` name) an imported source, retriever,
-    vector store or ``query -> list[Document]`` callable, named after its object."""
+    """A registered source, or (a ``module:object`` name, from the operator only) an imported
+    source, retriever, vector store or ``query -> list[Document]`` callable, named after its object."""
     if ":" in name and name not in _FACTORIES:
         return as_source(import_object(name), name=name.rsplit(":", 1)[1].replace(".", "_"))
     return _factory(name)(settings)

@@ -17,6 +17,7 @@ from collections import deque
 from typing import Any, Callable, Protocol
 
 from atomgraph.errors import SourceError, SourceUnavailable
+from atomgraph.extras import require
 from atomgraph.tools.base import note_cut
 from atomgraph.tools.retry import call_with_retries
 
@@ -216,7 +217,7 @@ class OxigraphFileStore:
     """A Turtle file loaded into an in-memory ``pyoxigraph.Store``, queried in process."""
 
     def __init__(self, path: str | os.PathLike):
-        import pyoxigraph
+        pyoxigraph = require("pyoxigraph", "kg", "local RDF files (wikidata_file)")
 
         self.path = str(path)
         if not os.path.isfile(self.path):

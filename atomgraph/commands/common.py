@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
+from atomgraph.environment import env_value
 from atomgraph.settings import Settings, get_settings
 
 
@@ -80,7 +80,7 @@ def model_and_sources(args, require_model: bool = True, base: Settings | None = 
     if getattr(args, "refresh", False):
         overrides["cache_refresh"] = True
     settings = base.model_copy(update=overrides) if base is not None else get_settings(**overrides)
-    factory = args.model_factory or (None if sealed else os.environ.get("ATOMGRAPH_MODEL_FACTORY"))
+    factory = args.model_factory or (None if sealed else env_value("ATOMGRAPH_MODEL_FACTORY"))
     model = model_from_spec(args.model, factory, settings)
     if require_model:
         resolve_models(model, settings)

@@ -14,8 +14,8 @@ questions (--questions N for more).
 from __future__ import annotations
 
 import json
-import os
 import sys
+from atomgraph.environment import env_value
 
 LOCAL_DEFAULT_QUESTIONS = 2  # the tiny local model on 2 busy CPUs: about 2-3 minutes a question
 LOCAL_STAGE_CAPS = {"plan": 128, "source_selection": 24, "search": 64, "relate": 64, "filter": 64,
@@ -66,7 +66,7 @@ def run(args) -> int:
         from atomgraph.jsonl import check_out_dir
 
         check_out_dir(args.persist, what="demo store folder (--persist)", create=False)
-    factory = args.model_factory or os.environ.get("ATOMGRAPH_MODEL_FACTORY") or None
+    factory = args.model_factory or env_value("ATOMGRAPH_MODEL_FACTORY")
     from atomgraph.settings import ROLES
 
     if not factory and not any(settings.model_for(r) for r in ROLES):

@@ -21,6 +21,7 @@ import os
 import sys
 from pathlib import Path
 
+from atomgraph.environment import env_value
 from atomgraph.commands.common import (add_deadline_arg, add_model_source_args, model_and_sources, plain_help,
                                        print_json, seconds)
 from atomgraph.evaluation.runner import MAX_CONCURRENCY
@@ -49,6 +50,14 @@ def register(sub) -> None:
                    help="a paper setting (models, embeddings, parameters, dataset) from evaluation/recipes; "
                         "'--recipe --list' lists them with the paper's numbers")
     r.add_argument("--list", action="store_true", help="with --recipe: list the recipes")
+    r.add_argument("--allow-degraded", action="store_true",
+                   help="run even when a part the setting names is missing (an index, a key, an endpoint); the run "
+                        "is marked degraded in run.json, its closing lines and every report row, and is not set "
+                        "beside the paper's number")
+    r.add_argument("--data-dir", metavar="DIR",
+                   help="the shared data folder named datasets are read from (default: $ATOMGRAPH_SHARED_DATA, else "
+                        "./shared/data or ../shared/data; a recipe run does not read the variable, only this option); "
+                        "printed and recorded in run.json with each file's sha256")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", default=None,
                    help="set one setting explicitly (repeatable; atomr.prompt_pack=musique, temperature=0.2): the only "
                         "way the environment's or atomgraph.toml's values reach a recipe run; listed in run.json")
@@ -83,7 +92,19 @@ def register(sub) -> None:
     rep.add_argument("--no-plots", action="store_true")
     rep.add_argument("--usage-plots", action="store_true",
                      help="also plot LLM calls, retriever calls, tokens and dollars per question, per method")
+    rep.add_argument("--html", metavar="FILE",
+                     help="also write one self-contained HTML page: the runs' table (ours beside the paper's), each "
+                          "run against the first, and every question's answers and trace, expandable")
     rep.set_defaults(func=cmd_report)
+
+    cmp_ = esub.add_parser("compare", help="two runs question by question: both answers, F1, which flipped, and the "
+                                           "paired difference with a bootstrap interval")
+    cmp_.add_argument("run_a", metavar="RUN_A", help="run directory (or predictions file) A")
+    cmp_.add_argument("run_b", metavar="RUN_B", help="run directory (or predictions file) B")
+    cmp_.add_argument("--metric", default="f1", choices=("f1", "em", "cover_em"), help="the metric compared (default f1)")
+    cmp_.add_argument("--all", action="store_true", help="a line for every question, not only those that differ")
+    cmp_.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    cmp_.set_defaults(func=cmd_compare)
 
     m = esub.add_parser("methods", help="list every registered method with a one-line description")
     m.add_argument("--json", action="store_true", help="print a JSON object name -> description")
@@ -169,7 +190,9 @@ def _apply_recipe(args):
     if ignored:
         print("  not applied (the environment or atomgraph.toml; a recipe is sealed, use --set KEY=VALUE): "
               + ", ".join(f"{k}={v!r}" for k, v in ignored.items()), file=sys.stderr)
-    args.run_info = {"recipe": recipe.name, "set": {k: v for k, v in sets.items()},
+    args.run_info = {"recipe": recipe.name, "paper": recipe.paper, "table": recipe.table, "row": recipe.row,
+                     "metric": recipe.metric, "paper_values": dict(recipe.paper_values),
+                     "set": {k: v for k, v in sets.items()},
                      "not_applied": {k: ("***" if "key" in k.lower() else v) for k, v in ignored.items()}}
     if options:
         args.run_info["options"] = options
@@ -179,8 +202,69 @@ def _apply_recipe(args):
 
 
 def cmd_run(args) -> int:
+    from contextlib import ExitStack
+
+    from atomgraph.environment import sealed_environment
+    from atomgraph.evaluation.datasets import using_data_dir
+
+    with ExitStack() as stack:
+        if args.recipe is not None and not (args.list or args.recipe == ""):
+            stack.enter_context(sealed_environment())  # a recipe reads no run-choosing variable (printed as not applied)
+        if getattr(args, "data_dir", None):
+            print(f"  --data-dir {args.data_dir}", file=sys.stderr)
+            stack.enter_context(using_data_dir(args.data_dir))
+        return _run(args)
+
+
+def _data_files(dataset: str) -> list[dict]:
+    """The files a dataset run evaluates, each with its resolved path and sha256 (run.json's
+    ``run.data``), so a run says what it read."""
+    import hashlib
+
+    from atomgraph.evaluation.datasets import DATASETS, data_dir
+
+    paths = [data_dir() / rel for rel in DATASETS[dataset][0]] if dataset in DATASETS else [Path(dataset)]
+    out = []
+    for p in paths:
+        if p.is_file():
+            h = hashlib.sha256()
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            out.append({"path": str(p.resolve()), "sha256": h.hexdigest()})
+    return out
+
+
+def _named_dataset(dataset: str) -> bool:
+    from atomgraph.evaluation.datasets import DATASETS
+
+    return dataset in DATASETS
+
+
+def _check_needs(args, settings, model, sources, *, named: bool) -> list[str]:
+    """A recipe or named-dataset run: every part its setting names checked before the first model
+    call (:mod:`atomgraph.evaluation.needs`); a missing part refuses the run, naming each and how
+    to provide it, unless --allow-degraded (then the parts are returned, to be recorded). A run
+    over a server checks nothing here: the server opens its own sources."""
     from atomgraph.errors import ConfigError
-    from atomgraph.evaluation.runner import describe_outcome, run_eval
+    from atomgraph.evaluation.needs import missing_parts
+
+    if not named or args.server:
+        return []
+    missing = missing_parts(args.method, settings, model_given=model is not None, sources_given=sources is not None)
+    if not missing:
+        return []
+    if not args.allow_degraded:
+        raise ConfigError(f"{args.method} on {args.dataset} cannot run its setting; missing: " + "; ".join(missing)
+                          + " (or --allow-degraded to run anyway, marked degraded)")
+    for part in missing:
+        print(f"  DEGRADED (--allow-degraded): missing {part}", file=sys.stderr)
+    return missing
+
+
+def _run(args) -> int:
+    from atomgraph.errors import ConfigError
+    from atomgraph.evaluation.runner import EvalOptions, describe_outcome, run_eval
 
     recipe = None
     if args.recipe is not None:
@@ -201,7 +285,7 @@ def cmd_run(args) -> int:
         args.run_info = {"set": sets}
         for k, v in sets.items():
             print(f"  --set {k}={v!r}", file=sys.stderr)
-    if args.server and recipe is None and os.environ.get("ATOMGRAPH_MODEL_FACTORY") and not args.model_factory:
+    if args.server and recipe is None and env_value("ATOMGRAPH_MODEL_FACTORY") and not args.model_factory:
         print("  $ATOMGRAPH_MODEL_FACTORY not applied: a server run uses the server's models (name one with --model)",
               file=sys.stderr)
     settings, model, sources = model_and_sources(args, require_model=False,
@@ -213,18 +297,27 @@ def cmd_run(args) -> int:
 
     _, _, applied = apply_dataset_setting(args.method, args.dataset, settings, sources_given=sources is not None)
     print(f"{args.method} on {args.dataset}: {describe_applied(applied)}", file=sys.stderr)
+    args.run_info = {**(getattr(args, "run_info", None) or {}), "data": _data_files(args.dataset)}
+    degraded = _check_needs(args, settings, model, sources, named=recipe is not None or _named_dataset(args.dataset))
+    if degraded:
+        args.run_info["degraded"] = degraded
+    if recipe is None:  # an unsealed run takes the run-choosing variables: recorded with what they chose
+        from atomgraph.environment import run_choosing_set
+
+        if run_choosing_set():
+            args.run_info["environment"] = run_choosing_set()
     server = {}
     if args.server:
         server = {"server": args.server, "server_context": server_context(args, settings),
                   "server_api_key": args.server_api_key or os.environ.get("LANGGRAPH_API_KEY")}
-    result = run_eval(
-        args.method, args.dataset, args.out, limit=args.limit, concurrency=args.concurrency,
+    result = run_eval(args.method, args.dataset, args.out, EvalOptions(
+        limit=args.limit, concurrency=args.concurrency,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
         progress=not args.no_progress, dataset_name=args.dataset, retry_errors=args.retry_errors,
         force_new=args.force_new, checkpoint=args.checkpoint, encoding=args.encoding,
         recipe=recipe.name if recipe is not None else None,
         run_info=getattr(args, "run_info", None), **server,
-    )
+    ))
     retried = f" ({result.retried} errored examples run again)" if result.retried else ""
     o = result.outcome or {}
     if o.get("answered") and o.get("answered_by_fallback") == o.get("answered"):
@@ -233,9 +326,15 @@ def cmd_run(args) -> int:
     print(f"{args.method} on {args.dataset}: {result.finished} run now{retried}, {result.skipped} already done, "
           f"{result.errors} with errors; F1 {result.f1:.2f}, cost ${result.cost_usd:.4f} "
           f"-> {Path(args.out) / 'predictions.jsonl'}")
+    if degraded:
+        print(f"DEGRADED: this run lacked {len(degraded)} part(s) of its setting ({'; '.join(degraded)}); "
+              "its figures are not the setting's")
     if recipe is not None:
-        print(f"paper ({recipe.paper}, {recipe.table}, {recipe.row}): "
-              + ", ".join(f"{k} {v:g}" for k, v in recipe.paper_values.items()))
+        values = ", ".join(f"{k} {v:g}" for k, v in recipe.paper_values.items())
+        if degraded:
+            print(f"paper ({recipe.paper}, {recipe.table}, {recipe.row}): {values} — not comparable: this run is degraded")
+        else:
+            print(f"paper ({recipe.paper}, {recipe.table}, {recipe.row}): {values}")
     if result.finished:
         print(f"  this run: {describe_outcome(result.outcome)}")
     if result.all_failed:
@@ -270,6 +369,7 @@ def server_context(args, settings) -> dict:
 
 def cmd_report(args) -> int:
     from atomgraph.evaluation.plots import write_plots
+    from atomgraph.extras import require
     from atomgraph.state.run import price_table
     from atomgraph.evaluation.report import markdown_tables, summarize_runs
     from atomgraph.settings import get_settings
@@ -285,14 +385,35 @@ def cmd_report(args) -> int:
     folder = args.plots or (str(Path(args.out).parent) if args.out else "eval_plots")
     if args.out:
         check_out_file(args.out, what="report file (--out)")
+    page = None
+    if args.html:
+        from atomgraph.evaluation.html_report import html_report
+
+        check_out_file(args.html, what="HTML report file (--html)")
+        page = html_report(args.dirs, price_table(get_settings()))
     if not args.no_plots:
+        require("matplotlib", "plots", "evaluation plots", "or pass --no-plots")  # before anything is written
         check_out_dir(folder, what="plots folder")
     sys.stdout.write(text)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
+    if page is not None:
+        Path(args.html).write_text(page, encoding="utf-8")
+        print(f"html: {args.html}", file=sys.stderr)
     if not args.no_plots:
         for path in write_plots(rows, folder, usage=args.usage_plots):
             print(f"plot: {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from atomgraph.evaluation.compare import compare_runs, format_comparison
+
+    c = compare_runs(args.run_a, args.run_b, metric=args.metric)
+    if args.json:
+        print_json(c)
+    else:
+        print(format_comparison(c, every=args.all))
     return 0
 
 

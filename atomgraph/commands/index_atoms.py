@@ -66,6 +66,8 @@ def run(args) -> int:
     settings, model, _ = model_and_sources(args, require_sources=False)
     if args.persist:
         settings = settings.model_copy(update={"chroma_path": args.persist, "chroma_host": None})
+    # the operator's own command line: the files it names are data it declares (data_dirs binds a run's client)
+    settings = settings.model_copy(update={"data_dirs": [*settings.data_dirs, *args.inputs]})
     if not settings.chroma_host:  # the store's folder: a file, or unwritable, is one clear line (nothing created)
         from atomgraph.jsonl import check_out_dir
 

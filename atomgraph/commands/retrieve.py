@@ -28,9 +28,9 @@ from atomgraph.errors import ConfigError
 
 
 def _parse_sets(items: list[str]) -> dict:
-    from atomgraph.state.arm_graph import ArmGraphContext
+    from atomgraph.state.arm import ArmContext
 
-    names = {f.name for f in fields(ArmGraphContext)} - {"objects", "index_cache", "answer"}
+    names = {f.name for f in fields(ArmContext)} - {"objects", "index_cache", "answer"}
     out: dict = {}
     for item in items or []:
         name, sep, value = item.partition("=")
@@ -51,7 +51,7 @@ def _run(args) -> int:
 
     from atomgraph.evaluation.retrieval import evaluate, format_summary, run_counts
     from atomgraph.graphs.arm import retrieve
-    from atomgraph.state.arm_graph import ArmGraphContext as ArmContext
+    from atomgraph.state.arm import ArmContext
     from atomgraph.tools.arm_index import ArmIndex
     from atomgraph.tools.objects import load_objects, load_questions
 
@@ -88,10 +88,10 @@ def _run(args) -> int:
                            dense_search=args.dense_search, max_object_chars=args.max_object_chars)
     if args.method in ("dense", "arm"):
         index.prime_queries([q.question for q in questions])
-    if args.method == "arm" and ctx.compatibility == "graded" and ctx.structure_alignment:
+    if args.method == "arm" and ctx.structure_alignment:
         from atomgraph.nodes.arm.structure_alignment import UnitCache
 
-        UnitCache.of(index, ctx.column_headers).prime_all()  # sentence/cell/column embeddings, once per collection (cached)
+        UnitCache.of(index).prime_all()  # sentence/cell/column embeddings, once per collection (cached)
     llm = _llm_retriever(args, index, ctx) if args.method == "arm" and not args.no_llm else None
     no_model = None
     if args.method == "arm" and llm is None:  # the same graph, without a model: said, never silent

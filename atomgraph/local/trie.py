@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -50,7 +49,9 @@ MAX_TOKENS = 12  # longer strings (0.05% of HotpotQA's n-grams for Gemma) are le
 
 
 def default_trie_dir() -> Path:
-    return Path(os.environ.get("ATOMGRAPH_TRIE_DIR", Path.home() / ".cache" / "atomgraph" / "tries"))
+    from atomgraph.environment import env_value
+
+    return Path(env_value("ATOMGRAPH_TRIE_DIR") or Path.home() / ".cache" / "atomgraph" / "tries")
 
 
 class _Spelling:

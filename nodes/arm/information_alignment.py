@@ -8,8 +8,8 @@ align — each keyword rephrased as corpus n-grams, by the path the model allows
 | model | path | trace ``decoding.mode`` |
 |---|---|---|
 | in-process (``ATOMGRAPH_MODEL=local``) | a list ``(a, b, …)`` by beam search over a token trie of every corpus n-gram (the paper's) | ``local_trie_beam`` |
-| vLLM / llama.cpp server, ``served_alignment="grammar"`` (switch) | a list ``(a, b, …)`` under a prefix-factored grammar of every corpus n-gram | ``ngram_grammar`` |
-| vLLM / llama.cpp server / OpenAI (default) | one n-gram of a ≤ ``shortlist_size`` lexical shortlist (``Choice``) | ``vllm_choice``, ``llamacpp_grammar``, ``openai_json_schema`` |
+| vLLM / llama.cpp server, ``served_alignment="grammar"`` (the paper's, default) | a list ``(a, b, …)`` under a prefix-factored grammar of every corpus n-gram | ``ngram_grammar`` |
+| OpenAI, a collection over ``grammar_max_ngrams``, or ``served_alignment="shortlist"`` (switch) | one n-gram of a ≤ ``shortlist_size`` lexical shortlist (``Choice``) | ``vllm_choice``, ``llamacpp_grammar``, ``openai_json_schema`` |
 | anything else | free text, snapped to the nearest corpus n-gram | ``free`` |
 
 retrieve — "each list of N-grams decoded is used as a query to search for chunks, considering
@@ -66,7 +66,7 @@ def make_decompose_node(art: ArmRuntime) -> Callable:
             return {"error": str(exc), "problems": [f"question: {exc}"]}
         try:
             index = await art.aopen(ctx)  # the run's one opening of the index
-        except AtomgraphError as exc:  # no objects file, bad objects: data, not an exception (issue 21)
+        except AtomgraphError as exc:  # no objects file, bad objects: data, not an exception
             return {"question": question, "error": f"ARM data collection: {exc}", "problems": [f"objects: {exc}"]}
         given = state.get("keywords")
         if isinstance(given, list) and any(isinstance(k, str) and k.strip() for k in given):
@@ -664,7 +664,7 @@ def align_keyword(keyword: str, index: ArmIndex, *, per_keyword: int = 3, min_sc
 
 # --- the base set of search objects (§3.2.1, last paragraph) ----------------------------------------
 
-def _top(scores: np.ndarray, k: int, *, positive: bool = False) -> list[int]:
+def _top(scores: np.ndarray, k: int) -> list[int]:
     if k <= 0 or len(scores) == 0:
         return []
     if len(scores) > 4 * k:  # the k-th best first, then a stable sort of those at or above it: same order, no full sort
@@ -673,7 +673,7 @@ def _top(scores: np.ndarray, k: int, *, positive: bool = False) -> list[int]:
         order = cand[np.argsort(-scores[cand], kind="stable")][:k]
     else:
         order = np.argsort(-scores, kind="stable")[:k]
-    return [int(i) for i in order if not positive or scores[i] > 0]
+    return [int(i) for i in order]
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
@@ -727,17 +727,12 @@ class Scores:
 
 
 def base_pool(index: ArmIndex, scores: Scores, ctx: ArmContext) -> dict[int, str]:
-    """Position → how it was found: each keyword's best ``keyword_pool`` objects by its
-    n-gram list's combined score (``keyword i``), then the best ``bm25_pool`` by BM25 over all
-    aligned n-grams and the best ``dense_pool`` by similarity to the question."""
+    """The base set of search objects (§3.2.1, end), position → how it was found: each keyword's
+    best ``keyword_pool`` objects by its n-gram list's combined score (``keyword i``)."""
     pool: dict[int, str] = {}
     for i, s in enumerate(scores.keyword):
         for p in _top(s, ctx.keyword_pool):
             pool.setdefault(p, f"keyword {i}")
-    for p in _top(scores.bm25, ctx.bm25_pool, positive=True):
-        pool.setdefault(p, "bm25")
-    for p in _top(scores.dense, ctx.dense_pool):
-        pool.setdefault(p, "dense")
     return pool
 
 
@@ -767,11 +762,7 @@ def make_retrieve_node(art: ArmRuntime) -> Callable:
                                  metadata={"ngrams": ngrams[:50]}) as span:
             span.end(Evidence(title=index.objects[p].title, text=index.objects[p].text[:300], source="arm",
                               id=index.objects[p].id, metadata={"via": pool[p]}) for p in ps)
-        calls = [RetrieverCall(source="arm:bm25", query=" | ".join(ngrams)[:500],
-                               hits=sum(1 for v in pool.values() if v == "bm25")),
-                 RetrieverCall(source="arm:dense", query=state["question"][:500],
-                               hits=sum(1 for v in pool.values() if v == "dense"))]
-        calls += [RetrieverCall(source="arm:keyword", query=", ".join(a["ngrams"])[:500],
+        calls = [RetrieverCall(source="arm:keyword", query=", ".join(a["ngrams"])[:500],
                                 hits=sum(1 for v in pool.values() if v == f"keyword {i}"))
                   for i, a in enumerate(state.get("alignment") or [])]
         out: dict[str, Any] = {"candidates": candidates, "retriever_calls": calls}

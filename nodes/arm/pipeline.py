@@ -1,7 +1,7 @@
 """ARM's pipeline: what the ``arm`` graph's stages share, and the ends of a run.
 
 decompose → align → retrieve (§3.2.1, :mod:`~atomgraph.nodes.arm.information_alignment`) →
-structure (§3.2.2, :mod:`~atomgraph.nodes.arm.structure_alignment`) → draft → verify → aggregate
+structure (§3.2.2, :mod:`~atomgraph.nodes.arm.structure_alignment`) → verify → aggregate
 (§3.3, :mod:`~atomgraph.nodes.arm.self_verification`) → answer (here).
 
 - the data collection (:class:`Collection`): given to the graph builder (``objects=``: an
@@ -177,7 +177,9 @@ class ArmRuntime(MethodRuntime[ArmContext]):
         return value
 
     def index(self, ctx: ArmContext) -> ArmIndex:
-        """The run's index as the first stage opened it (opened now if no stage has)."""
+        """The run's index as the first stage opened it (opened now if no stage has); a run's
+        own objects and index cache only under the operator's data_dirs (``check_paths``)."""
+        self.check_paths(ctx)
         return self.collection.index(ctx.objects, ctx.index_cache, reopen=False)
 
     async def aindex(self, ctx: ArmContext) -> ArmIndex:
@@ -188,7 +190,11 @@ class ArmRuntime(MethodRuntime[ArmContext]):
 
     async def aopen(self, ctx: ArmContext) -> ArmIndex:
         """The index opened for this run (the first stage: a changed objects file is re-read)."""
-        return await asyncio.to_thread(self.collection.index, ctx.objects, ctx.index_cache)
+        return await asyncio.to_thread(self._open, ctx)
+
+    def _open(self, ctx: ArmContext) -> ArmIndex:
+        self.check_paths(ctx)  # before anything is opened
+        return self.collection.index(ctx.objects, ctx.index_cache)
 
     async def decoding(self, ctx: ArmContext, state: ArmState, role: str) -> Decoding:
         """The run's decoding (alignment's, from the state), else decided for ``role``'s model now

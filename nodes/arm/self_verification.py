@@ -6,8 +6,6 @@ keeps the objects that answer the question, and the verified drafts vote.
   its ``n`` rows or sentences most similar to the question (embedding similarity, in their
   original order), then the connections: joinable columns between tables ("column X in A
   connects with column Y in B") and entity links ("A includes '…' which mentions B");
-- the ``draft`` node (an extension, off by default: ``max_draft_changes``): the decoder may add
-  or drop up to ``max_draft_changes`` objects of each solver draft before verification;
 - the ``verify`` node: the decoder keeps, per draft, the objects that answer the question (only
   the draft's objects count), with the token log-probabilities of their names where the server
   returns them; with ``connected_selection`` (a switch) a selection is cut to its largest part
@@ -15,7 +13,7 @@ keeps the objects that answer the question, and the verified drafts vote.
 - the ``aggregate`` node: the confidence-weighted vote over the drafts (:func:`aggregate_votes`;
   without verification, :func:`vote_drafts`).
 
-Aggregation, as §3.3 writes it (``aggregation="drafts"``, the default): "the number of votes an
+Aggregation, as §3.3 writes it: "the number of votes an
 object receives is the count of its occurrences across all drafts", softmaxed, and "the weight
 of a vote" is the probability of the tokens that name the object in the verifier's reply (exp of
 their mean log-probability; 1 where the server returned none or the name's tokens were not
@@ -28,11 +26,6 @@ so every object of every draft has a confidence: an object no verifier selected 
 log-probabilities always after them), and the final set — "the data objects with the highest
 confidence" — holds k objects whenever the drafts do (the paper: ARM retrieves "on average 5.00
 objects" at k = 5 on every set). Ties: the best relevance R_i, then first occurrence.
-
-``aggregation="verified"`` (switch; the reading before issue 30's session 6): only the verified
-objects are voted for — the count is the drafts whose verifier selected the object, the
-confidence the softmaxed count alone without log-probabilities — so a verifier that keeps one
-object per draft retrieves fewer than k (:func:`aggregate_verified`; ``fill_to_k`` tops it up).
 """
 
 from __future__ import annotations
@@ -46,7 +39,7 @@ import numpy as np
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.arm.structure_alignment import column_compatibility, find_root, sentences
-from atomgraph.prompts.arm import DRAFT, VERIFY, changes_schema, selection_schema
+from atomgraph.prompts.arm import VERIFY, selection_schema
 from atomgraph.state.arm_graph import ArmState, Draft, Verdict, Vote
 from atomgraph.tools.arm_index import ArmIndex, title_key, tokens
 from atomgraph.tools.objects import DataObject, serialize
@@ -144,50 +137,7 @@ def verbalize_draft(index: ArmIndex, ids: Sequence[str], links: Sequence[dict], 
     return text
 
 
-# --- the nodes: draft (an extension), verify, aggregate ------------------------------------------------
-
-def make_draft_node(art: ArmRuntime) -> Callable:
-    async def draft(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
-        ctx = art.params(config)
-        drafts: list[Draft] = [Draft(**d) for d in state.get("drafts") or []]
-        if ctx.max_draft_changes == 0 or not drafts:
-            return {}
-        index = await art.aindex(ctx)
-        dec = await art.decoding(ctx, state, DRAFT.role)
-        question = state["question"]
-
-        async def one(d: Draft):
-            others = sorted((i for i in d["pool"] if i not in d["ids"]), key=lambda i: -d["relevance"].get(i, 0))[:20]
-            if not others and not d["ids"]:
-                return None
-            inputs = {"question": question, "keywords": state.get("keywords"), "max_changes": ctx.max_draft_changes,
-                      "draft": verbalize_draft(index, d["ids"], d["links"], question, ctx.verbalize_top_rows),
-                      "others": "\n".join(f"{i} — {index.objects[index.position(i)].title}" for i in others) or "(none)"}
-            return await art.ask(DRAFT, inputs, config, constraint=changes_schema(d["pool"]),
-                                    backend_kind=dec["backend"])
-
-        results = await asyncio.gather(*(one(d) for d in drafts))
-        calls, problems = [], []
-        for d, result in zip(drafts, results):
-            if result is None:
-                continue
-            calls.append(result.call)
-            if not result.ok:
-                problems.append(f"draft {d['draft']}: {result.problem}; the solver's draft kept")
-                continue
-            inside = set(d["ids"])
-            adds = [i for i in result.value["add"] if i in d["pool"] and i not in inside][: ctx.max_draft_changes]
-            drops = [i for i in result.value["drop"] if i in inside][: max(0, ctx.max_draft_changes - len(adds))]
-            ids = [i for i in d["ids"] if i not in drops] + adds
-            if not ids:
-                problems.append(f"draft {d['draft']}: the changes left no object; the solver's draft kept")
-                continue
-            ignored = [i for i in result.value["add"] + result.value["drop"] if i not in adds + drops]
-            d.update(ids=ids, added=adds, dropped=drops, ignored=ignored)
-        return {"drafts": drafts, "llm_calls": calls, "problems": problems}
-
-    return draft
-
+# --- the nodes: verify, aggregate ---------------------------------------------------------------------
 
 def make_verify_node(art: ArmRuntime) -> Callable:
     async def verify(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
@@ -272,10 +222,7 @@ def make_aggregate_node(art: ArmRuntime) -> Callable:
         index = await art.aindex(ctx)
         drafts: list[Draft] = state.get("drafts") or []
         usable = [v for v in state.get("verdicts") or [] if v.get("selected") is not None]
-        if ctx.aggregation == "verified":
-            votes, how = aggregate_verified(usable, vote_weight=ctx.vote_weight)
-        else:
-            votes, how = aggregate_votes(drafts, usable, vote_weight=ctx.vote_weight)
+        votes, how = aggregate_votes(drafts, usable, vote_weight=ctx.vote_weight)
         problems = []
         chosen = [v["id"] for v in votes][: ctx.k]
         kept = any(v.get("selected") for v in usable)
@@ -283,27 +230,15 @@ def make_aggregate_node(art: ArmRuntime) -> Callable:
             how = "draft votes (" + ("no model: llm=False" if not ctx.llm else "verification off") + ")"
             votes, chosen = [], vote_drafts(drafts, ctx.k)
         elif not usable and drafts:
-            problems.append("aggregate: no draft was verified; " + (
-                "the first draft's objects are used" if ctx.aggregation == "verified" else "the drafts' own votes are used"))
-            if ctx.aggregation == "verified":
-                how = "first draft (no verification was readable)"
-                chosen = list(drafts[0]["ids"])[: ctx.k]
-            else:
-                how = "draft votes (no verification was readable)"
+            problems.append("aggregate: no draft was verified; the drafts' own votes are used")
+            how = "draft votes (no verification was readable)"
         elif not kept and drafts:  # every verifier kept nothing: said, and the drafts' own votes used
             how = "draft votes (every verification kept no object)"
             problems.append(f"aggregate: all {len(usable)} readable verification(s) kept no object; "
                             "the drafts' own votes are used")
-            if ctx.aggregation == "verified":
-                chosen = vote_drafts(drafts, ctx.k)
-        if ctx.fill_to_k and len(chosen) < ctx.k:
-            for d in drafts:
-                for i in d["ids"]:
-                    if len(chosen) < ctx.k and i not in chosen:
-                        chosen.append(i)
         return {"votes": votes, "retrieved_ids": chosen,
                 "retrieved_titles": [index.objects[index.position(i)].title for i in chosen],
-                "decoding": {**(state.get("decoding") or {}), "vote": how, "aggregation": ctx.aggregation},
+                "decoding": {**(state.get("decoding") or {}), "vote": how},
                 "problems": problems}
 
     return aggregate
@@ -403,7 +338,7 @@ def _shares(counts: dict[str, int]) -> dict[str, float]:
 
 def aggregate_votes(drafts: Sequence[Draft], verdicts: Sequence[Verdict], *,
                     vote_weight: float) -> tuple[list[Vote], str]:
-    """§3.3's aggregation (``aggregation="drafts"``): every object of every draft, best first,
+    """§3.3's aggregation: every object of every draft, best first,
     and the mode (``logprobs`` or ``frequency``).
 
     ``votes`` is the object's occurrences across the drafts (softmaxed into ``share``);
@@ -432,31 +367,6 @@ def aggregate_votes(drafts: Sequence[Draft], verdicts: Sequence[Verdict], *,
                                   confidence=round(conf, 6))))
     scored.sort(key=lambda r: (-r[0], -rel[r[1]["id"]], order[r[1]["id"]]))
     return [v for _, v in scored], mode
-
-
-def aggregate_verified(verdicts: Sequence[Verdict], *, vote_weight: float) -> tuple[list[Vote], str]:
-    """The ``aggregation="verified"`` switch: votes for the verified objects only, best first,
-    and the mode (``logprobs`` or ``frequency``).
-
-    ``votes`` = ``selected`` = the verdicts that kept the object; without log-probabilities
-    the confidence is the softmaxed count alone. Objects no verifier kept are not voted for, so
-    the final set may hold fewer than k. Ties keep first-vote order.
-    """
-    weights, mode = _selection_weights(verdicts)
-    if not weights:
-        return [], mode
-    counts = {oid: len(w) for oid, w in weights.items()}
-    shares = _shares(counts)
-    out = []
-    for oid, c in counts.items():
-        share = shares[oid]
-        mean_w = sum(weights[oid]) / len(weights[oid])
-        conf = vote_weight * mean_w + (1 - vote_weight) * share if mode == "logprobs" else share
-        out.append(Vote(id=oid, votes=c, selected=c, weight=round(mean_w, 6), share=round(share, 6),
-                        confidence=round(conf, 6)))
-    order = {oid: i for i, oid in enumerate(counts)}
-    out.sort(key=lambda r: (-r["confidence"], order[r["id"]]))
-    return out, mode
 
 
 def vote_drafts(drafts: Sequence[Draft], k: int) -> list[str]:

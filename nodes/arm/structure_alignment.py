@@ -5,16 +5,15 @@ sets of search objects, one MIP draft per set, and the ``structure`` node. No mo
 - **R_i** (:func:`solve_draft`): the paper's cosine similarity of the question and the object
   (``relevance="mix"`` a switch), plus the ``database_weight`` extension (:func:`database_relevance`);
 - **C_ij** (section "compatibility" below, Appendix B): :func:`compatibility_for` over a set of
-  objects (``compatibility="graded"``, the paper's, by default; ``"rules"`` a switch),
-  :func:`neighbours` an object's most compatible objects;
+  objects, :func:`neighbours` an object's most compatible objects;
 - **the pool** (:func:`expanded_pools`, "Constructing multiple alignment drafts"): the base set
-  expanded ``first_expansion`` + d steps (d = 0, 1, 2; by default the base set itself, then 1 and
-  2 steps), each step adding every new object's most compatible objects;
+  expanded d steps (d = 0, 1, 2: the base set itself, then 1 and 2 steps), each step adding every
+  new object's most compatible objects;
 - **the MIP** (section "the MIP" below, Appendix B: :func:`build_model`, each equation commented,
   solved by :func:`solve_structure`); :func:`solve_draft` runs it over one set, :func:`solve_drafts`
   one draft per expanded set;
-- the ``structure`` node runs them. The decoder's changes to a draft (the ``draft`` node, an
-  extension) and the drafts in words are :mod:`atomgraph.nodes.arm.self_verification`'s.
+- the ``structure`` node runs them. The drafts in words are
+  :mod:`atomgraph.nodes.arm.self_verification`'s.
 
 Positions are indices into ``index.objects``; what goes into the graph state is ids.
 """
@@ -70,20 +69,17 @@ def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContex
     """``pool`` expanded ``steps`` times (§3.2.2): each step, every object added by the step
     before (the base objects first) adds its ``expansion_per_seed`` most compatible objects.
 
-    Past ``max_candidates`` (our cap; the paper has none): ``expansion_keep="relevance"`` keeps
-    the base objects, most relevant first, then the most relevant expanded ones — a base of
-    ``max_candidates`` or more then leaves every draft the same set; ``"newest"`` reserves half
-    the cap for expanded objects, the last step's first, so draft d's set holds its own d-th hop."""
+    Past ``max_candidates`` (our cap; the paper has none) the base objects stay, most relevant
+    first, then the most relevant expanded ones, so each draft's set holds the one before it (a
+    base of ``max_candidates`` or more leaves every draft the same set)."""
     out = dict(pool)
-    step_of: dict[int, int] = {}
     frontier = list(out)
-    for step in range(1, steps + 1):
+    for _ in range(steps):
         new = []
         for s in frontier:
-            for q in neighbours(index, s, scores.dense, ctx.expansion_per_seed, ctx):
+            for q in neighbours(index, s, ctx.expansion_per_seed, ctx):
                 if q not in out:
                     out[q] = f"expansion of {index.objects[s].id}"
-                    step_of[q] = step
                     new.append(q)
         frontier = new
         if not frontier:
@@ -92,12 +88,7 @@ def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContex
         ps = list(out)
         r = scores.relevance(ps, ctx.relevance, ctx.bm25_weight)
         base = sorted((i for i, p in enumerate(ps) if p in pool), key=lambda i: -r[i])
-        if ctx.expansion_keep == "newest":
-            rest = sorted((i for i, p in enumerate(ps) if p not in pool), key=lambda i: (-step_of[ps[i]], -r[i]))
-            room = max(ctx.max_candidates - len(rest), ctx.max_candidates // 2)
-            order = base[:room] + rest
-        else:
-            order = base + [i for i in np.argsort(-r, kind="stable") if ps[i] not in pool]
+        order = base + [i for i in np.argsort(-r, kind="stable") if ps[i] not in pool]
         keep = {ps[i] for i in order[: ctx.max_candidates]}
         out = {p: v for p, v in out.items() if p in keep}
     return out
@@ -105,14 +96,13 @@ def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContex
 
 def expanded_pools(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext, drafts: int) -> list[tuple[int, dict[int, str]]]:
     """``drafts`` expanded sets of search objects, ``(steps, set)``: the d-th expands the base
-    set ``first_expansion`` + d steps (d = 0, 1, …; default: the base set, then 1 and 2 steps);
-    a set equal to an earlier one is expanded one more step (at most ``first_expansion +
-    drafts + 1`` steps), so the sets really differ where the collection allows.
-    ``expansion_per_seed = 0`` gives the base set alone."""
+    set d steps (d = 0, 1, …: the base set, then 1 and 2 steps); a set equal to an earlier one is
+    expanded one more step (at most ``drafts + 1`` steps), so the sets really differ where the
+    collection allows. ``expansion_per_seed = 0`` gives the base set alone."""
     out: list[tuple[int, dict[int, str]]] = []
     seen: set[frozenset[int]] = set()
-    steps = ctx.first_expansion if ctx.expansion_per_seed > 0 else 0
-    while len(out) < max(1, drafts) and steps <= ctx.first_expansion + max(1, drafts) + 1:
+    steps = 0
+    while len(out) < max(1, drafts) and steps <= max(1, drafts) + 1:
         s = expand(index, pool, scores, ctx, steps)
         key = frozenset(s)
         if key not in seen:
@@ -160,10 +150,9 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
     if not ctx.structure_alignment:
         C = np.zeros((len(ps), len(ps)))
     else:
-        C = scale_table_links(compatibility_for(index, ps, ctx, said=scores.question) * ctx.compatibility_scale, objs,
-                              ctx.table_compatibility_scale)
-    res = solve_structure(R, C, ctx.k, max_links=ctx.max_links, time_limit_s=ctx.mip_time_limit_s,
-                          links_rule=ctx.links, coverage=keyword_coverage(scores, ps, ctx.coverage_weight))
+        C = scale_table_links(compatibility_for(index, ps, ctx, said=scores.question), objs, ctx.table_compatibility_scale)
+    res = solve_structure(R, C, ctx.k, time_limit_s=ctx.mip_time_limit_s, links_rule=ctx.links,
+                          coverage=keyword_coverage(scores, ps, ctx.coverage_weight))
     ids = [index.objects[ps[i]].id for i in res.chosen]
     return {
         "ids": ids,
@@ -183,16 +172,15 @@ def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: Arm
     for d, (steps, objs) in enumerate(sets):
         solved = solve_draft(index, list(objs), scores, ctx)
         drafts.append(Draft(draft=d, steps=steps, pool=[index.objects[p].id for p in objs],
-                            mip_ids=solved["ids"], ids=solved["ids"], links=solved["links"],
+                            ids=solved["ids"], links=solved["links"],
                             relevance=solved["relevance"], mip=solved["mip"]))
     return drafts
 
 
 # --- compatibility C_ij (Appendix B): every C in one place -----------------------------------------
 #
-# :func:`compatibility_for` is the run's C over a set of search objects (``compatibility="graded"``,
-# the paper's, by default; ``"rules"`` a switch); :func:`neighbours` an object's most compatible
-# objects, which §3.2.2's expansion adds.
+# :func:`compatibility_for` is the run's C over a set of search objects; :func:`neighbours` an
+# object's most compatible objects, which §3.2.2's expansion adds.
 #
 # Graded C (Appendix B):
 #
@@ -201,13 +189,12 @@ def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: Arm
 #
 # - table–table: the best pair of columns, each scored ``w × cos(header_a, header_b) +
 #   (1 − w) × Jaccard(values_a, values_b)`` (one joinable column pair connects two tables).
-#   A column's header is written with its table's name (``column_headers="table_column"``:
-#   ``superhero.gender_id`` → "superhero gender id", ``gender.id`` → "gender id"), as the
-#   authors' join-aware retrieval code (JAR, whose MIP ARM follows) serialises a column; the
-#   bare column name is ``column_headers="column"``. Tables without rows (schemas only) have
-#   no values: their exact-value part is the Jaccard of the two headers' words, so
-#   ``gender.id`` and ``superhero.gender_id`` share "gender id" while ``gender.id`` and
-#   ``superpower.id`` share only "id" (with bare names both pairs scored 1);
+#   A column's header is written with its table's name (``superhero.gender_id`` → "superhero
+#   gender id", ``gender.id`` → "gender id"), as the authors' join-aware retrieval code (JAR,
+#   whose MIP ARM follows) serialises a column. Tables without rows (schemas only) have no
+#   values: their exact-value part is the Jaccard of the two headers' words, so ``gender.id``
+#   and ``superhero.gender_id`` share "gender id" while ``gender.id`` and ``superpower.id``
+#   share only "id";
 # - table–passage: the best (cell, sentence) pair, ``w × cos + (1 − w) × overlap coefficient``
 #   of their word sets;
 # - passage–passage: the best (sentence, sentence) pair, scored the same way.
@@ -225,7 +212,7 @@ def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: Arm
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 MAX_SENTENCES = 40
 MAX_CELLS = 200
-COLUMN_HEADERS = ("table_column", "column")
+NEIGHBOUR_CANDIDATES = 20  # nearest objects by embedding scored for compatibility when expanding one object
 
 
 @dataclass
@@ -251,37 +238,29 @@ def _words(text: str, stop: frozenset[str]) -> frozenset[str]:
 
 class UnitCache:
     """Units per object position, embedded in batches on first use (thread-safe); one cache
-    per index and ``column_headers`` mode."""
+    per index."""
 
-    def __init__(self, index: ArmIndex, column_headers: str = "table_column"):
-        if column_headers not in COLUMN_HEADERS:
-            raise ValueError(f"unknown column_headers {column_headers!r}; expected one of {', '.join(COLUMN_HEADERS)}")
+    file_name = "units.npz"
+
+    def __init__(self, index: ArmIndex):
         self.index = index
-        self.column_headers = column_headers
         self._units: dict[int, ObjectUnits] = {}
         self._lock = threading.Lock()
         self._stop = stopwords()
 
     @classmethod
-    def of(cls, index: ArmIndex, column_headers: str = "table_column") -> "UnitCache":
-        key = f"_unit_cache_{column_headers}"
-        cache = index.__dict__.get(key)
+    def of(cls, index: ArmIndex) -> "UnitCache":
+        cache = index.__dict__.get("_unit_cache")
         if cache is None:
-            cache = index.__dict__.setdefault(key, cls(index, column_headers))
+            cache = index.__dict__.setdefault("_unit_cache", cls(index))
         return cache
-
-    @property
-    def file_name(self) -> str:
-        return "units.npz" if self.column_headers == "table_column" else f"units-{self.column_headers}.npz"
 
     def _raw(self, p: int) -> tuple[list[str], list[str], list[frozenset[str]]]:
         o = self.index.objects[p]
         if o.is_table:
             cells = list(dict.fromkeys(c.strip() for r in o.rows for c in r if c and c.strip()))[:MAX_CELLS]
-            headers = [split_identifier(c) or c for c in o.columns]
-            if self.column_headers == "table_column":
-                table = split_identifier(o.title.split(".")[-1]) if o.title else ""
-                headers = [f"{table} {h}".strip() for h in headers]
+            table = split_identifier(o.title.split(".")[-1]) if o.title else ""
+            headers = [f"{table} {split_identifier(c) or c}".strip() for c in o.columns]
             if o.rows:
                 values = [frozenset(r[i].strip().casefold() for r in o.rows if i < len(r) and r[i].strip())
                           for i in range(len(o.columns))]
@@ -292,9 +271,8 @@ class UnitCache:
         return [t for t in texts if t.strip()], [], []
 
     def prime_all(self) -> None:
-        """Units of every object: read from the index's cache folder (:attr:`file_name`:
-        ``units.npz``, ``units-column.npz`` for bare headers) when there, else embedded in one
-        batch and written there (evaluation runs)."""
+        """Units of every object: read from the index's cache folder (:attr:`file_name`) when
+        there, else embedded in one batch and written there (evaluation runs)."""
         n = len(self.index.objects)
         where = getattr(self.index, "cache_path", None)
         f = where / self.file_name if where is not None else None
@@ -389,11 +367,10 @@ def _block_max(S: np.ndarray, owner_a: np.ndarray, owner_b: np.ndarray, n: int) 
 
 
 def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 0.5,
-                  column_headers: str = "table_column", entities: bool = False, said: str = "") -> np.ndarray:
+                  entities: bool = False, said: str = "") -> np.ndarray:
     """C_ij over the objects at ``positions`` (Appendix B; the compatibility section above), symmetric, zero diagonal.
 
     ``weight`` is w, the share of semantic similarity (1 − w: exact-value similarity);
-    ``column_headers``: how a column's header is written (the compatibility section);
     ``entities``: a passage pair's C is at least its entity link (:class:`EntityLinks`, a switch),
     not counting the words of ``said`` (the question, for a draft's C)."""
     ps = list(positions)
@@ -401,7 +378,7 @@ def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 
     C = np.zeros((n, n), dtype=np.float32)
     if n < 2:
         return C.astype(float)
-    units = UnitCache.of(index, column_headers).get(ps)
+    units = UnitCache.of(index).get(ps)
     objs = [index.objects[p] for p in ps]
     is_table = np.array([o.is_table for o in objs])
 
@@ -483,8 +460,7 @@ def neighbour_candidates(index: ArmIndex, p: int, limit: int, *, entities: int =
 #
 # In a draft's C (:func:`solve_draft`) the words the question itself says (any case, possessives
 # also without 's) link nothing: the bridge of a multi-hop question is the name it leaves
-# unsaid, while passages sharing a name it says are near-duplicates the keywords find anyway
-# (session 13, all 100: MuSiQue 40 -> 41 PR, HotpotQA 82 -> 85; never lower on a half). An
+# unsaid, while passages sharing a name it says are near-duplicates the keywords find anyway. An
 # object's expansion candidates and most compatible objects, cached per object, keep every name.
 
 ENTITY_CANDIDATES = 10
@@ -498,7 +474,7 @@ class EntityLinks:
 
     Stored as integer arrays (each word once in ``names``; every passage's sorted word ids and
     every word's passages as CSR slices): on MuSiQue's passages repeated to 945,000, 23 s to build
-    and 154 bytes a passage (sets of strings took ~2.5 KB), an 80-object matrix in 2 ms (session 13)."""
+    and 154 bytes a passage, an 80-object matrix in 2 ms."""
 
     def __init__(self, objects: Sequence[DataObject]):
         vocab: dict[str, int] = {}
@@ -586,7 +562,7 @@ class EntityLinks:
         return list(out)
 
 
-# --- rules compatibility (compatibility="rules", a switch) ----------------------------------
+# --- column joins (the drafts in words name a draft's joinable columns) -------------------------
 
 _KEYLIKE = ("id", "code", "key", "no", "number", "num")
 _GENERIC = {"id", "name", "description", "date", "type", "title", "details", "year", "age", "other details"}
@@ -640,66 +616,13 @@ def column_compatibility(a: DataObject, x: str, b: DataObject, y: str, *, value_
     return name
 
 
-def table_compatibility(a: DataObject, b: DataObject) -> float:
-    """The best column pair's join-ability; 0 across two different databases."""
-    if a.database is not None and b.database is not None and a.database != b.database:
-        return 0.0
-    return max((column_compatibility(a, x, b, y) for x in a.columns for y in b.columns), default=0.0)
-
-
-def compatibility_matrix(
-    index: ArmIndex,
-    positions: Sequence[int],
-    *,
-    link_weight: float = 1.0,
-    join_weight: float = 1.0,
-    semantic_weight: float = 0.0,
-    semantic_floor: float = 0.5,
-) -> np.ndarray:
-    """C_ij over the candidates at ``positions`` (object indices of ``index``).
-
-    passage/passage and table/passage: ``link_weight`` when one mentions the other's title;
-    table/table: ``join_weight`` × the best column join-ability; every pair also gets
-    ``semantic_weight`` × (cosine − ``semantic_floor``)₊ of their embeddings.
-    """
-    pos = list(positions)
-    n = len(pos)
-    C = np.zeros((n, n))
-    objs = [index.objects[p] for p in pos]
-    where = {p: a for a, p in enumerate(pos)}
-    if link_weight:
-        for a, p in enumerate(pos):
-            for q in index.mentions[p]:
-                b = where.get(q)
-                if b is not None and b != a:
-                    C[a, b] = C[b, a] = max(C[a, b], link_weight)
-    if join_weight:
-        for a, b in itertools.combinations(range(n), 2):
-            if objs[a].is_table and objs[b].is_table:
-                v = join_weight * table_compatibility(objs[a], objs[b])
-                if v > 0:
-                    C[a, b] = C[b, a] = max(C[a, b], v)
-    if semantic_weight and n:
-        V = index.object_vectors[pos]
-        S = np.clip(V @ V.T - semantic_floor, 0, None) * semantic_weight
-        np.fill_diagonal(S, 0)
-        C = C + S
-    np.fill_diagonal(C, 0)
-    return C
-
-
 # --- the run's C_ij and an object's most compatible objects (§3.2.2's expansion) -------------
 
 def compatibility_for(index: ArmIndex, positions: Sequence[int], ctx: ArmContext, *, said: str = "") -> np.ndarray:
-    """C_ij over ``positions`` by the run's ``compatibility`` (graded: Appendix B); ``said``: the
-    question, whose own words join no passages by ``entity_links``; ``same_title_links=False``:
-    passages of one title link nothing (:func:`unlink_same_title`)."""
-    if ctx.compatibility == "rules":
-        C = compatibility_matrix(index, positions, link_weight=ctx.link_weight, join_weight=ctx.join_weight,
-                                 semantic_weight=ctx.semantic_weight, semantic_floor=ctx.semantic_floor)
-    else:
-        C = graded_matrix(index, positions, weight=ctx.compatibility_weight, column_headers=ctx.column_headers,
-                          entities=ctx.entity_links, said=said)
+    """The run's C_ij over ``positions`` (Appendix B's graded C); ``said``: the question, whose own
+    words join no passages by ``entity_links``; ``same_title_links=False``: passages of one title
+    link nothing (:func:`unlink_same_title`)."""
+    C = graded_matrix(index, positions, weight=ctx.compatibility_weight, entities=ctx.entity_links, said=said)
     if not ctx.same_title_links:
         C = unlink_same_title(C, [index.objects[p] for p in positions])
     return C
@@ -733,41 +656,16 @@ def _mentioned_by(index: ArmIndex) -> list[list[int]]:
     return index._mentioned_by
 
 
-def rule_neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int, *, same_title: bool = True) -> list[int]:
-    """``compatibility="rules"``: passages linked by a title mention either way; tables
-    joinable with a table by the column rules (same database), best first; ``same_title=False``:
-    not the passages of ``p``'s own title."""
-    if limit <= 0:
-        return []
-    obj = index.objects[p]
-    scored: dict[int, float] = {}
-    for q in list(index.mentions[p]) + _mentioned_by(index)[p]:
-        if q != p:
-            scored[q] = 1.0
-    if obj.is_table:
-        for q, o in enumerate(index.objects):
-            if q != p and o.is_table and (obj.database is None or o.database == obj.database):
-                v = table_compatibility(obj, o)
-                if v > 0:
-                    scored[q] = max(scored.get(q, 0.0), v)
-    ranked = sorted((q for q in scored if same_title or not _same_title(index, p, q)),
-                    key=lambda q: (-scored[q], -float(dense[q])))
-    return ranked[:limit]
-
-
-def neighbours(index: ArmIndex, p: int, dense: np.ndarray, limit: int, ctx: ArmContext | None = None) -> list[int]:
-    """The ``limit`` objects most compatible with object ``p`` (§3.2.2 expansion), by the
-    run's compatibility (Appendix B's graded C by default; cached per object)."""
+def neighbours(index: ArmIndex, p: int, limit: int, ctx: ArmContext | None = None) -> list[int]:
+    """The ``limit`` objects most compatible with object ``p`` (§3.2.2 expansion) by the run's C
+    (cached per object)."""
     ctx = ctx or ArmContext()
     if limit <= 0:
         return []
-    if ctx.compatibility == "rules":
-        return rule_neighbours(index, p, dense, limit, same_title=ctx.same_title_links)
     cache = index.__dict__.setdefault("_neighbours", {})
-    key = (p, limit, ctx.compatibility_weight, ctx.neighbour_candidates, ctx.column_headers, ctx.entity_links,
-           ctx.same_title_links)
+    key = (p, limit, ctx.compatibility_weight, ctx.entity_links, ctx.same_title_links)
     if key not in cache:
-        cands = neighbour_candidates(index, p, ctx.neighbour_candidates,
+        cands = neighbour_candidates(index, p, NEIGHBOUR_CANDIDATES,
                                      entities=ENTITY_CANDIDATES if ctx.entity_links else 0)
         C = compatibility_for(index, [p] + cands, ctx)[0, 1:]  # the run's C; no question: every name counts
         order = np.argsort(-C, kind="stable")
@@ -781,22 +679,14 @@ def _document(o: DataObject) -> str | None:
     return None if o.is_table else o.title
 
 
-def _same_title(index: ArmIndex, p: int, q: int) -> bool:
-    doc = _document(index.objects[p])
-    return doc is not None and doc == _document(index.objects[q])
-
-
 # --- the MIP (§3.2.2, Appendix B) -------------------------------------------------------------------
 #
 # Choose k of M candidate objects maximising  Σ_i R_i b_i + Σ_{i<j} C_ij c_ij  subject to
-# Σ_i b_i = k, at most ``max_links`` connections (Appendix B's Σ c_ij ≤ 2(k−1) over ordered
-# pairs is k−1 unordered links: the chosen objects may form a tree of connections), and
-# linking constraints. Two formulations:
-#
-# - ``tight`` (default): a variable c_ij only for pairs with C_ij > 0 (a pair that cannot add
-#   to the objective needs none), linked by c_ij ≤ b_i and c_ij ≤ b_j;
-# - ``naive``: a variable for every pair and the aggregated 2 c_ij ≤ b_i + b_j of Appendix B
-#   (kept for the benchmark; its LP relaxation is weaker and it has M(M−1)/2 variables).
+# Σ_i b_i = k, at most k − 1 connections (Appendix B's Σ c_ij ≤ 2(k−1) over ordered pairs is
+# k−1 unordered links: the chosen objects may form a tree of connections), and linking
+# constraints. A variable c_ij exists only for pairs with C_ij > 0 (a pair that cannot add to the
+# objective needs none), linked by c_ij ≤ b_i and c_ij ≤ b_j (tighter than Appendix B's
+# aggregated 2 c_ij ≤ b_i + b_j, with the same integer solutions).
 #
 # The solver is CBC through python-mip, silenced, warm-started with a greedy solution
 # (``model.start``) and bounded by a time limit: a proven optimum is ``optimal``, the best
@@ -814,7 +704,6 @@ class StructureResult:
     greedy_objective: float
     links: list[tuple[int, int, float]] = field(default_factory=list)
     pair_variables: int = 0
-    formulation: str = "tight"
     time_limit_s: float | None = None
 
     def to_json(self) -> dict:
@@ -826,7 +715,6 @@ class StructureResult:
             "greedy_objective": round(self.greedy_objective, 6),
             "links": [[i, j, round(c, 4)] for i, j, c in self.links],
             "pair_variables": self.pair_variables,
-            "formulation": self.formulation,
             "time_limit_s": self.time_limit_s,
         }
 
@@ -928,7 +816,7 @@ def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None,
 
 # --- the program -------------------------------------------------------------------------------
 
-def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None, formulation: str = "tight",
+def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
                 links_rule: str = "forest", coverage: np.ndarray | None = None):
     """The python-mip model (CBC, silent), its b and c variables, and the pairs they cover.
 
@@ -953,13 +841,7 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None, 
     model.max_mip_gap_abs = 1e-9
     # b_i ∈ {0, 1}: object i is chosen
     b = [model.add_var(var_type=mip.BINARY, name=f"b{i}") for i in range(n)]
-    if formulation == "tight":
-        pairs = _pairs(C)
-    elif formulation == "naive":
-        sym = np.maximum(C, C.T)
-        pairs = [(i, j, float(sym[i, j])) for i, j in itertools.combinations(range(n), 2)]
-    else:
-        raise ValueError(f"unknown formulation {formulation!r}")
+    pairs = _pairs(C)
     # c_ij ∈ {0, 1}: the connection of objects i and j is counted (one variable per unordered pair)
     c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
     # objective: max Σ_i R_i b_i + Σ_{i<j} C_ij c_ij
@@ -977,11 +859,8 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None, 
     if max_links is not None and c:
         model += mip.xsum(c) <= max_links  # Σ_{i<j} c_ij ≤ k − 1 (Appendix B's 2(k − 1) over ordered pairs)
     for (i, j, _), v in zip(pairs, c):
-        if formulation == "tight":
-            model += v <= b[i]  # c_ij ≤ b_i
-            model += v <= b[j]  # c_ij ≤ b_j: a connection counts only between chosen objects
-        else:
-            model += 2 * v <= b[i] + b[j]  # Appendix B's aggregated 2 c_ij ≤ b_i + b_j
+        model += v <= b[i]  # c_ij ≤ b_i
+        model += v <= b[j]  # c_ij ≤ b_j: a connection counts only between chosen objects
     if links_rule == "forest" and c:  # the counted links form a spanning forest of the chosen objects
         # r_i ∈ {0, 1}: object i is the root of its group; f_az ≥ 0: flow from a to z along a counted link
         r = [model.add_var(var_type=mip.BINARY, name=f"r{i}") for i in range(n)]
@@ -1010,7 +889,6 @@ def solve_structure(
     *,
     max_links: int | None = -1,
     time_limit_s: float = 0.5,
-    formulation: str = "tight",
     links_rule: str = "forest",
     coverage: np.ndarray | None = None,
 ) -> StructureResult:
@@ -1041,9 +919,8 @@ def solve_structure(
         # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
         chosen = list(range(n)) if k == n else sorted(range(n), key=lambda i: -R[i])[:k]
         v, links = selection_value(chosen, R, C, max_links, links_rule, coverage)
-        return StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, formulation, time_limit_s)
-    model, b, c, pairs = build_model(R, C, k, max_links=max_links, formulation=formulation, links_rule=links_rule,
-                                     coverage=coverage)
+        return StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, time_limit_s)
+    model, b, c, pairs = build_model(R, C, k, max_links=max_links, links_rule=links_rule, coverage=coverage)
     chosen_set = set(start)
     counted = {(i, j) for i, j, _ in g_links}
     if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
@@ -1064,7 +941,7 @@ def solve_structure(
         if label != "optimal":
             label = "greedy"
     chosen.sort(key=lambda i: -R[i])
-    return StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), formulation, time_limit_s)
+    return StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), time_limit_s)
 
 
 # --- the nodes ----------------------------------------------------------------------------------
@@ -1075,8 +952,8 @@ def make_structure_node(art: ArmRuntime) -> Callable:
         index, scores = await question_scores(art, ctx, state)
         pool = {index.position(c["id"]): c["via"] for c in state.get("candidates") or []}
         if not pool and len(index.objects):
-            # no keyword aligned and no question pool (dense_pool=0, the paper's base set): the
-            # retrieve node's problem line says the base is the question's nearest objects; so it is
+            # no keyword aligned (the base set is the keywords' objects alone): the retrieve node's
+            # problem line says the base is the question's nearest objects; so it is
             nearest = np.argsort(-np.asarray(scores.dense), kind="stable")[: max(ctx.k, ctx.keyword_pool)]
             pool = {int(p): "dense (no keyword aligned)" for p in nearest}
         # embeds units and runs CBC: in a thread, off the event loop

@@ -147,7 +147,10 @@ def make_load_node(rt: Kar3IndexRuntime, embeddings: Any = None) -> Callable:
                     for c in chunks:
                         c.embedding = None
             else:
-                chunks = await asyncio.to_thread(read_chunks, list(state.get("inputs") or []), params, stats)
+                from atomgraph.access import client_inputs
+
+                chunks = await asyncio.to_thread(  # the inputs under data_dirs, before anything is opened
+                    lambda: read_chunks(client_inputs(state.get("inputs"), rt.settings()), params, stats))
                 index.open(create=True)
             done = await asyncio.to_thread(index.atomized, [c.id for c in chunks])
         except (AtomgraphError, OSError, ValueError) as exc:

@@ -30,7 +30,7 @@ from langchain_core.runnables import RunnableConfig
 
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.kar3.stages import (
-    ANSWER_STAGE, PROPOSE_STAGE, SELECT_OR_REJECT_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE, SHORT_ANSWER_STAGE,
+    ANSWER_STAGE, PROPOSE_STAGE, SELECT_PARAGRAPH_STAGE, SELECT_STAGE,
 )
 from atomgraph.state.kar3 import AtomHit, ExitReason, Kar3Context, Kar3State, Round
 from atomgraph.state.run import InvalidQuestion, LLMCall, RetrieverCall, check_question
@@ -191,21 +191,7 @@ def make_propose_node(rt: Kar3Runtime) -> Callable:
 # proposal, or the question in backup 1) ``single_query_top_k`` (8); the chunk backup
 # ``chunk_top_k`` (8). Every tier keeps only hits scoring ≥ δ on ``delta_metric``, and drops
 # hits of chunks already chosen. Candidates stay in proposal order, each proposal's hits best
-# first, duplicates kept (``dedupe_candidates``: each atom once, all sorted by score). Each
-# tier tried is in the round's trace with its hit count.
-def merge_hits(groups: list[list[AtomHit]], exclude: set[str]) -> list[AtomHit]:
-    """``dedupe_candidates``: one list, best score first, each atom once (its best)."""
-    best: dict[str, AtomHit] = {}
-    for hits in groups:
-        for h in hits:
-            if h.chunk_id in exclude:
-                continue
-            key = h.atom_id or f"chunk:{h.chunk_id}"
-            if key not in best or h.score > best[key].score:
-                best[key] = h
-    return sorted(best.values(), key=lambda h: -h.score)
-
-
+# first, duplicates kept. Each tier tried is in the round's trace with its hit count.
 def in_order(groups: list[list[AtomHit]], exclude: set[str]) -> list[AtomHit]:
     """The authors' candidates: proposal by proposal, hits of chosen chunks dropped."""
     return [h for hits in groups for h in hits if h.chunk_id not in exclude]
@@ -245,7 +231,7 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
             groups = groups or [[] for _ in queries]
             for q, g in zip(queries, groups):
                 calls.append(RetrieverCall(source="atoms", query=q, hits=len(g), latency_s=secs / len(queries), error=err))
-            found = (merge_hits if params.dedupe_candidates else in_order)(groups, exclude)
+            found = in_order(groups, exclude)
             r.tiers.append({"via": via, "queries": len(queries), "k": k, "hits": len(found), **({"error": err} if err else {})})
             if err:
                 r.notes.append(f"atom retrieval failed ({via}): {err}")
@@ -297,8 +283,7 @@ def make_select_node(rt: Kar3Runtime) -> Callable:
         rounds = list(state.get("rounds") or [])
         r: Round = rounds[-1].model_copy(deep=True)
         chosen: list[AtomHit] = list(state.get("chosen") or [])
-        inputs = {"question": state.get("question", ""), "chosen": chosen, "candidates": r.hits,
-                  "show_titles": params.show_titles}
+        inputs = {"question": state.get("question", ""), "chosen": chosen, "candidates": r.hits}
         llm: list[LLMCall] = []
 
         async def pick(stage, what: str) -> AtomHit | None:
@@ -316,7 +301,7 @@ def make_select_node(rt: Kar3Runtime) -> Callable:
                            f" among the {what}")
             return None
 
-        choice = await pick(SELECT_OR_REJECT_STAGE if params.allow_reject else SELECT_STAGE, "atomic questions")
+        choice = await pick(SELECT_STAGE, "atomic questions")
         if choice is None:
             r.paragraphs_offered = True
             r.notes.append("no readable pick among the atomic questions: the same candidates are shown as paragraphs")
@@ -366,8 +351,7 @@ def make_answer_node(rt: Kar3Runtime) -> Callable:
             out.update(answer="", answers=[],
                        error=f"no atom index: {'; '.join(rounds[-1].notes) if rounds else ''} (KAR³ does not answer closed-book)")
         else:
-            stage = SHORT_ANSWER_STAGE if params.short_answers else ANSWER_STAGE
-            result = await rt.ask(stage, {"question": state["question"], "chosen": chosen}, config)
+            result = await rt.ask(ANSWER_STAGE, {"question": state["question"], "chosen": chosen}, config)
             calls.append(result.call)
             out["llm_calls"] = [result.call]
             response = result.text or ""

@@ -67,13 +67,13 @@ def render_known(chosen: Iterable[ChunkLike], limit: int = CONTEXT_LIMIT) -> str
     return "\n\n".join(parts) if parts else NONE_YET
 
 
-def render_atom_candidates(hits: Iterable[ChunkLike], show_titles: bool = False) -> str:
-    """``Question i: <atom>`` per candidate (with ``show_titles``: ``  (from: <title>)``). A
-    chunk-backup hit of a chunk without atoms shows the start of its text instead."""
+def render_atom_candidates(hits: Iterable[ChunkLike]) -> str:
+    """``Question i: <atom>`` per candidate. A chunk-backup hit of a chunk without atoms shows
+    the start of its text instead."""
     lines = []
     for i, h in enumerate(hits, 1):
         label = h.atom or (h.text[:200] + ("..." if len(h.text) > 200 else ""))
-        lines.append(f"Question {i}: {label}" + (f"  (from: {h.title})" if show_titles and h.title else ""))
+        lines.append(f"Question {i}: {label}")
     return "\n".join(lines)
 
 
@@ -155,8 +155,7 @@ PROPOSE_STAGE: Stage[Proposal] = Stage(
 # ``question_idx`` from 1 to N), and the backup that shows the same candidates as paragraphs
 # (``paragraph_idx``). A pick is read only from its field: a reply without it, or with a value
 # that is not a whole number, is unreadable; 0 or a number outside 1..N is no pick (the node
-# then offers the paragraphs, then stops). ``allow_reject`` (a switch, ours before): the atom
-# selector may answer 0 for "none helps".
+# then offers the paragraphs, then stops).
 _SYSTEM = "You are a helpful assistant that answers questions."
 _FORMAT = ("## Reply format\n"
            "Reply with this JSON:\n"
@@ -167,22 +166,16 @@ _FORMAT = ("## Reply format\n"
 _TAIL = "## Knowledge we already have\n{{context}}\n\n## {heading}\n{{candidates}}\n\n## Question\n{{question}}\n\n## Your reply:"
 
 
-def _atom_prompt(allow_reject: bool) -> ChatPromptTemplate:
-    task = ("## Task\n"
-            "Study the knowledge we already have, then decide which of the sub-questions below would be useful to "
-            "answer before you answer the question. Choose the single most relevant sub-question from the list; do "
-            "not choose one that the knowledge we have, or your own knowledge, already answers."
-            + (" Answer 0 if none of them helps." if allow_reject else "") + "\n\n")
-    what = "the number of a sub-question, from 1 to {count}" + (", or 0 if none helps" if allow_reject else "")
-    return ChatPromptTemplate.from_messages([
-        ("system", _SYSTEM),
-        ("human", task + _FORMAT.format(field="question_idx", what=what)
-         + _TAIL.format(heading="Sub-questions to choose from")),
-    ])
-
-
-SELECT_PROMPT = _atom_prompt(allow_reject=False)
-SELECT_OR_REJECT_PROMPT = _atom_prompt(allow_reject=True)
+SELECT_PROMPT = ChatPromptTemplate.from_messages([
+    ("system", _SYSTEM),
+    ("human",
+     "## Task\n"
+     "Study the knowledge we already have, then decide which of the sub-questions below would be useful to "
+     "answer before you answer the question. Choose the single most relevant sub-question from the list; do "
+     "not choose one that the knowledge we have, or your own knowledge, already answers.\n\n"
+     + _FORMAT.format(field="question_idx", what="the number of a sub-question, from 1 to {count}")
+     + _TAIL.format(heading="Sub-questions to choose from")),
+])
 
 SELECT_PARAGRAPH_PROMPT = ChatPromptTemplate.from_messages([
     ("system", _SYSTEM),
@@ -212,10 +205,10 @@ class ParagraphSelectionSchema(BaseModel):
 
 
 def render_select(inputs: dict[str, Any]) -> dict[str, Any]:
-    """``{"question", "chosen", "candidates", "show_titles"?}`` → the atom selector's variables."""
+    """``{"question", "chosen", "candidates"}`` → the atom selector's variables."""
     hits = inputs["candidates"]
     return {"question": " ".join(str(inputs["question"]).split()), "context": render_known(inputs.get("chosen") or []),
-            "candidates": render_atom_candidates(hits, bool(inputs.get("show_titles"))), "count": len(hits)}
+            "candidates": render_atom_candidates(hits), "count": len(hits)}
 
 
 def render_select_paragraph(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -265,7 +258,6 @@ def _stage(name: str, prompt: ChatPromptTemplate, key: str, schema: type[BaseMod
 
 
 SELECT_STAGE = _stage("select", SELECT_PROMPT, "question_idx", SelectionSchema, render_select)
-SELECT_OR_REJECT_STAGE = _stage("select", SELECT_OR_REJECT_PROMPT, "question_idx", SelectionSchema, render_select)
 SELECT_PARAGRAPH_STAGE = _stage("select_paragraph", SELECT_PARAGRAPH_PROMPT, "paragraph_idx", ParagraphSelectionSchema,
                                 render_select_paragraph)
 
@@ -273,9 +265,7 @@ SELECT_PARAGRAPH_STAGE = _stage("select_paragraph", SELECT_PARAGRAPH_PROMPT, "pa
 # --- answer ------------------------------------------------------------------------------------
 # The question over the chosen chunks. The default follows the authors' final-QA prompt
 # (``generation_qa_with_reference_template``): a neutral task, ``answer`` first, then
-# ``rationale``, and "step by step" at the end. ``short_answers`` (a switch, ours before) asks
-# for the shortest answer with the rationale first; EM/F1 under it are not comparable with the
-# paper's Tables 1–2.
+# ``rationale``, and "step by step" at the end.
 ANSWER_PROMPT = ChatPromptTemplate.from_messages([
     ("system", "You are a helpful assistant that answers questions."),
     ("human",
@@ -293,21 +283,13 @@ ANSWER_PROMPT = ChatPromptTemplate.from_messages([
      "Work through it step by step."),
 ])
 
-SHORT_ANSWER_PROMPT = ChatPromptTemplate.from_messages([
-    ("system", "You answer questions from the passages given, thinking step by step. Answers are as short "
-               "as possible: an entity, a date, a number, yes or no."),
-    ("human",
-     "## Context, if any\n{context}\n\n## Question\n{question}\n\n"
-     "Reason over the passages, then reply in JSON: {{\"rationale\": \"<your reasoning>\", \"answer\": \"<the answer>\"}}"),
-])
-
 
 def _fixed_text(prompt: ChatPromptTemplate) -> list[str]:
     return [m.prompt.template for m in prompt.messages if hasattr(m, "prompt")]
 
 
 # what an echoing model sends back: the answer prompts' own sentences
-INSTRUCTIONS = _fixed_text(ANSWER_PROMPT) + _fixed_text(SHORT_ANSWER_PROMPT)
+INSTRUCTIONS = _fixed_text(ANSWER_PROMPT)
 
 
 def extract_answer(text: str) -> str:
@@ -348,10 +330,6 @@ def _from_structured(a: AnswerSchema) -> str:
 
 ANSWER_STAGE: Stage[str] = Stage(
     name="answer", role="answerer", prompt=ANSWER_PROMPT, parser=text_parser(read_answer, "kar3_answer"),
-    schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer, answers=True,
-)
-SHORT_ANSWER_STAGE: Stage[str] = Stage(
-    name="answer", role="answerer", prompt=SHORT_ANSWER_PROMPT, parser=text_parser(read_answer, "kar3_answer"),
     schema=AnswerSchema, from_structured=_from_structured, max_tokens=1024, render=render_answer, answers=True,
 )
 

@@ -1,0 +1,70 @@
+"""Every benchmark runs: each script in ``benchmarks/`` is a step of ``benchmarks/run_all.py`` (``make bench``,
+``make bench-arm``, ``make bench-local``), every file in ``benchmarks/results/`` is written by a step, and
+each script imports, and parses its ``--help`` and the arguments its steps give it."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+import pytest
+
+from benchmarks.run_all import GROUPS, RESULTS
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "benchmarks"
+HELPERS = {"__init__", "stats", "run_all"}  # the package, what the scripts share, the runner itself
+STEPS = [step for steps in GROUPS.values() for step in steps]
+SCRIPTS = sorted({s.module.removeprefix("benchmarks.") for s in STEPS if s.module.startswith("benchmarks.")})
+
+
+def test_every_script_is_a_step_of_a_make_target():
+    on_disk = {p.stem for p in BENCH.iterdir() if p.suffix in (".py", ".sh") and p.stem not in HELPERS}
+    assert on_disk - set(SCRIPTS) == set(), "scripts no make target runs: wire them into run_all.py or delete them"
+    assert set(SCRIPTS) - on_disk == set(), "steps naming scripts that do not exist"
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    for group, target in (("bench", "bench"), ("arm", "bench-arm"), ("local", "bench-local")):
+        assert f"\n{target}: " in makefile and f"benchmarks.run_all {group}" in makefile, target
+
+
+def test_every_results_file_is_written_by_a_step():
+    written = {name for s in STEPS for name in s.writes}
+    present = {p.name for p in (REPO / RESULTS).iterdir() if p.is_file()}
+    assert present - written == set(), "results files no step writes: delete them or name them in run_all.py"
+    for step in STEPS:
+        named = " ".join(step.args)
+        # a step names each JSON file it writes in its arguments unless the script writes it under a fixed name
+        for name in step.writes:
+            stem = name.rsplit(".", 1)[0]
+            assert name in named or stem in named or stem in (BENCH / f"{step.module.split('.')[-1]}.py").read_text(
+                encoding="utf-8"), (step.name, name)
+
+
+@pytest.mark.parametrize("script", SCRIPTS + ["run_all"])
+def test_help_imports_and_parses(script, capsys):
+    module = importlib.import_module(f"benchmarks.{script}")
+    with pytest.raises(SystemExit) as stop:
+        module.main(["--help"])
+    assert stop.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+
+
+class _Parsed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("step", [s for s in STEPS if s.module.startswith("benchmarks.")], ids=lambda s: s.name)
+def test_each_step_s_arguments_parse(step, monkeypatch):
+    """The step's own command line, stopped right after the script's parser accepted it (nothing runs)."""
+    from benchmarks import run_all
+
+    parse = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        raise _Parsed(parse(self, args, namespace))
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+    argv = run_all._argv(step, "/nonexistent/jar-bird", "/nonexistent/bird")[3:]  # past python -m MODULE
+    with pytest.raises(_Parsed):
+        importlib.import_module(step.module).main(argv)
