@@ -111,6 +111,7 @@ def cache_key(cache_file: Path) -> bytes:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
+            os.fchmod(fd, 0o600)  # whatever the umask
             with os.fdopen(fd, "w", encoding="ascii") as f:
                 f.write(secrets.token_hex(32) + "\n")
                 f.flush()
@@ -119,6 +120,9 @@ def cache_key(cache_file: Path) -> bytes:
                 os.link(tmp, path)  # atomic, and never over another process's key
             except FileExistsError:
                 pass
+            except OSError:  # a file system without hard links: an atomic rename where no key is yet
+                if not os.path.lexists(path):
+                    os.replace(tmp, path)
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
