@@ -322,6 +322,19 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def checkout_commit() -> str | None:
+    """The commit of the atomgraph checkout that ran (the ``before`` rows come from another one)."""
+    import subprocess
+
+    import atomgraph
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(atomgraph.__file__).resolve().parents[1],
+                              capture_output=True, text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--methods", nargs="*", default=list(METHODS))
@@ -333,9 +346,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     old = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     merged = {**old.get("results", {}), **results}
+    commits = {**old.get("commits", {}), **{c: checkout_commit() for c in conditions}}
     doc = {"question": Q, "poison": POISON, "gold": TRUE, "injected": INJECTED,
            "passages": len(passages(args.limit)), "model": "ObedientModel (benchmarks/bench_injection.py)",
-           "results": merged,
+           "commits": commits, "results": merged,
            "injected_counts": {c: sum(1 for r in rs.values() if r["injected"]) for c, rs in merged.items()}}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
