@@ -97,7 +97,8 @@ def data_path_fields(cls: type) -> dict[str, str]:
 @dataclasses.dataclass(kw_only=True)
 class RunChoices:
     """What every method's run can choose besides its parameters: the chat model (for every
-    role, or per role), its sampling temperature and the knowledge sources. Blank values keep
+    role, or per role), its sampling temperature, the knowledge sources, and whether retrieved
+    passages that address the model are dropped (on top of the settings'; never off). Blank values keep
     what the graph was built with (or the settings); Studio shows them on every graph's form."""
 
     model: Annotated[str, Field(description=(
