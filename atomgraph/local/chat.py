@@ -2,6 +2,7 @@
 
 >>> model = ChatLocalLlama()                                  # the bundled Gemma-3-270M
 >>> model = ChatLocalLlama(model_path="/models/qwen2.5-7b-instruct-q4_k_m.gguf", max_tokens=256)
+>>> model = ChatLocalLlama(model_path="qwen2.5-1.5b")          # a packaged model ('qwen' extra)
 >>> model.invoke("Capital of France?").content
 >>> model.invoke(msgs, choices=["yes", "no"]).content          # exactly one of the options
 >>> model.invoke(msgs, json_schema={...}).content             # a JSON document of the schema
@@ -221,7 +222,8 @@ class ChatLocalLlama(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     in_process_constraints: ClassVar[bool] = True  # atomgraph.prompts.constraints: the "local" backend
 
-    model_path: str | None = Field(None, description="GGUF file; None = the bundled Gemma-3-270M.")
+    model_path: str | None = Field(None, description="GGUF file, or a packaged model's short name (qwen2.5-1.5b: "
+                                                     "atomgraph.local.packaged); None = the bundled Gemma-3-270M.")
     model: str = Field("local", description="The model string that built this model (its name in records).")
     n_ctx: int = DEFAULT_N_CTX
     max_tokens: int = 512
