@@ -173,6 +173,7 @@ def test_the_short_name_selects_the_packaged_model_wherever_a_model_name_goes(qw
         with pytest.raises(MissingExtra) as err:
             call()
         assert re.fullmatch(EXTRA_LINE, str(err.value))  # one line (LangGraph adds its task as a note)
+    assert ChatLocalLlama(model_path="qwen2.5-1.5b").model == "local:qwen2.5-1.5b"  # its name in records
 
 
 def test_a_client_may_name_the_packaged_model_but_not_a_path(qwen_absent):

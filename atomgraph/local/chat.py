@@ -80,7 +80,7 @@ from langchain_core.messages import (AIMessage, AIMessageChunk, BaseMessage, Sys
 from langchain_core.messages.tool import invalid_tool_call, tool_call, tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableMap, RunnablePassthrough
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from atomgraph.local.engine import DEFAULT_N_CTX, Generation, GrammarError, LocalEngine, load_engine
 
@@ -224,7 +224,8 @@ class ChatLocalLlama(BaseChatModel):
 
     model_path: str | None = Field(None, description="GGUF file, or a packaged model's short name (qwen2.5-1.5b: "
                                                      "atomgraph.local.packaged); None = the bundled Gemma-3-270M.")
-    model: str = Field("local", description="The model string that built this model (its name in records).")
+    model: str = Field("local", description="The model string that built this model (its name in records); "
+                                            "unset, local:<model_path> for a model_path.")
     n_ctx: int = DEFAULT_N_CTX
     max_tokens: int = 512
     temperature: float = 0.0
@@ -241,6 +242,12 @@ class ChatLocalLlama(BaseChatModel):
                            "knowledge's n-grams, or Unknown (atomgraph.local.grounded). Off: measured in "
                            "benchmarks/results/local_grounded.json.")
     _engine: LocalEngine | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _name_from_path(self) -> "ChatLocalLlama":
+        if "model" not in self.model_fields_set and self.model_path:
+            self.model = f"local:{self.model_path}"  # records name the model that answered, not the bundled one
+        return self
 
     @property
     def _llm_type(self) -> str:
