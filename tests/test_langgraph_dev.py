@@ -624,6 +624,16 @@ def test_a_client_names_no_code_as_a_source(langgraph_server, tmp_path, source, 
     assert not marker.exists()
 
 
+def test_a_stateless_run_naming_code_runs_nothing(langgraph_server, tmp_path):
+    """The request as an attacker sends it: ``POST /runs/wait`` with the shell command as the question."""
+    marker = tmp_path / "ran"
+    r = langgraph_server.post("/runs/wait", json={
+        "assistant_id": "rag", "input": {"question": f"touch {marker}; echo Munich"},
+        "context": {"model": MODEL, "sources": ["subprocess:getoutput"]}})
+    assert "unknown knowledge source 'subprocess:getoutput'" in r.text and "names no code" in r.text, r.text[:2000]
+    assert "Munich" not in r.text and not marker.exists()
+
+
 def test_a_client_names_no_file_outside_the_data_folders(langgraph_server, private_file, tmp_path):
     """Indexing inputs, ARM's objects and index cache, a model file: each refused before it is
     opened, and no error quotes the file."""
