@@ -35,13 +35,13 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from atomgraph.errors import ConfigError
+from atomgraph.files import atomic_file
 
 log = logging.getLogger(__name__)
 
@@ -174,15 +174,9 @@ def _read_stamp(path: Path) -> dict | None:
         return None
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _write_stamp(path: Path, stamp: dict) -> None:
+    with atomic_file(path) as fh:
+        fh.write(json.dumps(stamp).encode())
 
 
 def sha256_file(path: Path) -> str:
@@ -218,7 +212,7 @@ def assemble(spec: PackagedModel, folder: Path | None = None) -> Path:
             say(f"{spec.model_string}: checking {target} (sha256 of {spec.size / 1e6:,.0f} MB)")
             digest = sha256_file(target)
             if digest == spec.sha256:
-                _write_atomic(stamp_path, json.dumps(stamp).encode())
+                _write_stamp(stamp_path, stamp)
                 return target
         else:
             digest = None
@@ -237,29 +231,21 @@ def assemble(spec: PackagedModel, folder: Path | None = None) -> Path:
     t0 = time.monotonic()
     h = hashlib.sha256()
     written = 0
-    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{spec.filename}.", suffix=".tmp")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for i, path in enumerate(paths, 1):
-                with path.open("rb") as fh:
-                    while block := fh.read(BLOCK):
-                        h.update(block)
-                        out.write(block)
-                        written += len(block)
-                say(f"{spec.model_string}: assembling {target.name}: part {i}/{len(paths)}, "
-                    f"{written / 1e6:,.0f}/{spec.size / 1e6:,.0f} MB, elapsed {duration(time.monotonic() - t0)}")
+    with atomic_file(target) as out:  # renamed into place only when the block ends without an error
+        for i, path in enumerate(paths, 1):
+            with path.open("rb") as fh:
+                while block := fh.read(BLOCK):
+                    h.update(block)
+                    out.write(block)
+                    written += len(block)
+            say(f"{spec.model_string}: assembling {target.name}: part {i}/{len(paths)}, "
+                f"{written / 1e6:,.0f}/{spec.size / 1e6:,.0f} MB, elapsed {duration(time.monotonic() - t0)}")
         digest = h.hexdigest()
         if written != spec.size or digest != spec.sha256:
             raise LocalModelError(f"{spec.model_string}: the assembled file has {_mismatch(spec, written, digest)}; "
                                   "it is deleted (reinstall the parts: pip install --force-reinstall "
                                   f"'atomgraph[{spec.extra}]')")
-        os.chmod(tmp, 0o644)  # a public model (mkstemp makes the file private)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _write_atomic(stamp_path, json.dumps(stamp).encode())
+    _write_stamp(stamp_path, stamp)
     say(f"{spec.model_string}: {target} assembled and checked (size, sha256) in {duration(time.monotonic() - t0)}")
     return target
 
