@@ -137,6 +137,7 @@ class _Settings(BaseSettings):
         extra="forbid",
         validate_default=True,
         populate_by_name=True,
+        allow_inf_nan=False,  # NaN and infinities are no setting (ATOMGRAPH_TEMPERATURE=nan is refused)
     )
 
     # --- chat models -------------------------------------------------------------------

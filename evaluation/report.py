@@ -38,7 +38,9 @@ def load_run(path: str | os.PathLike) -> tuple[dict, list[dict]]:
         meta = read_json(meta_path, what="run record", error=ConfigError, hint=UTF8_ONLY)
         if not isinstance(meta, dict):
             raise ConfigError(f"{meta_path}: expected a JSON object")
-    records = read_records(pred, validate="report", method=meta.get("method"))  # a damaged file: refused, naming the line
+    skipped: Counter = Counter()  # a torn last line (a run killed, or a full disk, mid-write): counted, reported
+    records = read_records(pred, validate="report", method=meta.get("method"), skips=skipped)  # a damaged file: refused
+    meta = {**meta, "skipped": dict(skipped)} if skipped else meta
     if records:
         meta.setdefault("method", records[0].get("method"))
         meta.setdefault("dataset", records[0].get("dataset"))
@@ -87,6 +89,7 @@ def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tupl
         "latency_s": mean(r.get("latency_s", 0.0) for r in records),
         "errors": sum(1 for r in records if r.get("error")),
         "stopped": sum(1 for r in records if r.get("stopped")),
+        "skipped": dict(meta.get("skipped") or {}),  # lines of the records file not read (a torn last line)
         **_fallback_counts(records),
         **_paper_beside(meta, scores),
     }
@@ -151,6 +154,11 @@ def markdown_tables(rows: Sequence[dict]) -> str:
         head += ["LLM calls", "cached", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s",
                  "errors", "stopped", "by fallback", "fallbacks"]
         lines = [f"### {dataset}", ""]
+        for r in rs:  # a run whose records file ends in a torn line says so before its table
+            if r.get("skipped"):
+                lines += [f"**{r['method']}: {_said(Counter(r['skipped']))} in its records (a write that never "
+                          "finished: a killed run or a full disk); that example is not in this table — `eval run` "
+                          "on the folder runs it again.**", ""]
         for r in rs:  # a run answered only by fallbacks says so before its table
             if r.get("answered") and r.get("answered_by_fallback") == r.get("answered"):
                 lines += [f"**{r['method']}: every answer ({r['answered']}) came from a fallback, none from the "

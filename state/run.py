@@ -30,7 +30,7 @@ import typing
 from collections import Counter, defaultdict
 from typing import Annotated, Any, Callable, Iterable, Mapping, TypeVar
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic (Studio's JSON schemas) needs this one on 3.11
 
 from atomgraph.errors import AtomgraphError, ConfigError
@@ -43,6 +43,8 @@ _ADAPTERS: dict[type, TypeAdapter] = {}
 
 def _adapter(cls: type) -> TypeAdapter:
     if cls not in _ADAPTERS:
+        if dataclasses.is_dataclass(cls) and "__pydantic_config__" not in vars(cls):
+            cls.__pydantic_config__ = ConfigDict(allow_inf_nan=False)  # NaN and infinities are no run parameter
         _ADAPTERS[cls] = TypeAdapter(cls)
     return _ADAPTERS[cls]
 
@@ -227,6 +229,7 @@ class LLMCall(BaseModel):
     reply_chars: int | None = None  # the reply's length in characters before that cut (set when capped)
     usage_flag: str | None = None  # server usage disagrees with the tokenizer count (nodes/call.py)
     finish_reason: str | None = None  # why the server ended the reply ("stop", "length", "tool_calls", ...)
+    cleaned: dict | None = None  # hidden characters removed from the reply: {"removed": [code points], "count": n}
     cut: bool = False  # the reply was cut (the server ended it for length, or it ran past the cap): never an answer
 
 
@@ -238,6 +241,7 @@ class RetrieverCall(BaseModel):
     hits: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    cut: str | None = None  # the source cut its reply at a bound (rows, bytes, time): what it kept is partial
 
 
 def add_records(current: list | None, new: list | None) -> list[dict]:
@@ -408,6 +412,23 @@ class Evidence(BaseModel):
         return f"{self.title} | {self.text}" if self.title else self.text
 
 
+MAX_EVIDENCE_CHARS = 4000  # an evidence item's text as kept in a trace (outputs, --json, Studio, run records)
+
+
+def evidence_record(ev: Evidence, max_chars: int = MAX_EVIDENCE_CHARS,
+                    fields: Iterable[str] = ("id", "title", "source", "url", "text")) -> dict[str, Any]:
+    """An evidence item as a trace keeps it: ``fields`` of it, its text (and title) cut to ``max_chars``
+    characters; a cut item says so with its full length (``text_chars``; ``title_chars``). A retriever's
+    10 MB passage costs a trace 4,000 characters, not 10 MB per question."""
+    out = ev.model_dump(include=set(fields))
+    for key in ("text", "title"):
+        value = out.get(key)
+        if isinstance(value, str) and len(value) > max_chars:
+            out[key] = value[:max_chars]
+            out[f"{key}_chars"] = len(value)
+    return out
+
+
 def render_evidence(items: list[Evidence], max_chars_per_item: int = 1200) -> str:
     """Numbered lines ``[1] Title | text`` for a prompt."""
     lines = []
@@ -470,9 +491,36 @@ class MethodOutput(TypedDict, total=False):
     error: str | None
 
 
+def answer_cleaned(llm_calls: Iterable[Any]) -> dict[str, Any] | None:
+    """What the run's model replies lost to the answer contract's cleaning (hidden characters:
+    :func:`atomgraph.text.clean_hidden`), over its call records: ``{"removed": [code points], "count": n,
+    "calls": k}``; None when nothing was removed."""
+    removed: set[int] = set()
+    count = calls = 0
+    for call in llm_calls or ():
+        cleaned = call.get("cleaned") if isinstance(call, Mapping) else getattr(call, "cleaned", None)
+        if cleaned:
+            removed.update(cleaned.get("removed") or ())
+            count += int(cleaned.get("count") or 0)
+            calls += 1
+    return {"removed": sorted(removed), "count": count, "calls": calls} if calls else None
+
+
+def with_cleaning_noted(values: Any) -> Any:
+    """A graph's final values with ``trace["answer_cleaned"]`` (:func:`answer_cleaned`) set when any
+    reply lost hidden characters (what ``invoke``, ``ainvoke`` and the runner return)."""
+    if not isinstance(values, dict):
+        return values
+    noted = answer_cleaned(values.get("llm_calls") or ())
+    if noted is None:
+        return values
+    return {**values, "trace": {**(values.get("trace") or {}), "answer_cleaned": noted}}
+
+
 def output_of(values: dict[str, Any] | None) -> dict[str, Any]:
-    """Every contract key of a graph's final values, with its empty default where missing."""
-    values = dict(values or {})
+    """Every contract key of a graph's final values, with its empty default where missing
+    (``trace["answer_cleaned"]`` noted: :func:`with_cleaning_noted`)."""
+    values = with_cleaning_noted(dict(values or {}))
     empty: dict[str, Any] = {"answer": "", "answers": [], "trace": {}, "llm_calls": [], "retriever_calls": [],
                              "retrieved_ids": [], "retrieved_titles": [], "stopped": None, "error": None}
     return {k: (values.get(k) if values.get(k) is not None else empty[k]) for k in OUTPUT_KEYS}

@@ -304,6 +304,13 @@ def _recipe_file(tmp_path, dataset: str, extra: str = "", settings: str = 'model
     ("", 'model = "m"\nbogus = 1\n', "invalid settings: bogus: Extra inputs are not permitted"),
     ("", 'model = "m"\n[settings.cot]\nnope = 1\n', "invalid settings: cot.nope"),
     ("", 'model = "m"\n[settings.cot]\ndemonstrations = "two"\n', "invalid settings: cot.demonstrations"),
+    ("", 'temperature = "hot"\n', "invalid settings: temperature"),
+    ("", 'temperature = nan\n', "settings.temperature is nan: a recipe holds finite numbers only"),
+    ("", 'model = "m"\n[settings.cot]\ndemonstrations = inf\n', "settings.cot.demonstrations is inf"),
+    ("", "sources = " + "[" * 50_000 + "]" * 50_000 + "\n", "nested deeper than 100 levels"),
+    ('needs = 5\n', 'model = "m"\n', "'needs' must be a list of text"),
+    ('notes = 5\n', 'model = "m"\n', "'notes' must be text, not int"),
+    ('paper_values = {f1 = "high"}\n', 'model = "m"\n', "paper value 'f1' must be a number, not str"),
 ])
 def test_a_recipe_with_an_unknown_key_is_one_line(tmp_path, capsys, extra, settings, says):
     data = tmp_path / "q.jsonl"
@@ -353,3 +360,21 @@ def test_a_server_run_reads_no_model_factory_from_the_environment(tmp_path, caps
     err = capsys.readouterr().err
     assert "$ATOMGRAPH_MODEL_FACTORY not applied: a server run uses the server's models" in err
     assert "cannot be reached" in err and "no_such_module_anywhere" not in err.split("not applied", 1)[1]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999"])
+def test_non_finite_numbers_are_no_setting(monkeypatch, value):
+    from atomgraph.errors import ConfigError
+    from atomgraph.settings import Settings
+    from atomgraph.state.run import validate_params
+    from atomgraph.state.kar3 import Kar3Context
+
+    monkeypatch.setenv("ATOMGRAPH_TEMPERATURE", value)
+    with pytest.raises(ConfigError, match="temperature.*finite number"):
+        Settings.load()
+    monkeypatch.delenv("ATOMGRAPH_TEMPERATURE")
+    monkeypatch.setenv("ATOMGRAPH_KAR3__DELTA", value)
+    with pytest.raises(ConfigError, match="delta"):
+        Settings.load()
+    with pytest.raises(ConfigError, match="delta"):
+        validate_params(Kar3Context, {"delta": float(value)})

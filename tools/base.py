@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -165,6 +166,19 @@ async def retriever_run(name: str, query: str, *, tags: list[str] | None = None,
         await span.on_retriever_end(run.documents)
 
 
+# Cuts a source made to a reply (a row, byte or time bound: tools/sparql_backends.py), collected per source
+# call by :func:`recorded_retrieval` into ``RetrieverCall.cut``. The list is shared with the worker thread
+# a sync source runs in (``asyncio.to_thread`` copies the context, not the list).
+_CUTS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("atomgraph_source_cuts", default=None)
+
+
+def note_cut(why: str) -> None:
+    """Record that the current source call's reply was cut (``why``), on its retriever call record."""
+    cuts = _CUTS.get()
+    if cuts is not None:
+        cuts.append(why)
+
+
 async def recorded_retrieval(
     source: KnowledgeSource,
     query: str,
@@ -180,6 +194,19 @@ async def recorded_retrieval(
     is kept whole (ATOMR §3.3.1)."""
     label = f"{operator}({', '.join(args or [])})" if operator else query
     t0 = time.perf_counter()
+    cuts: list[str] = []
+    token = _CUTS.set(cuts)
+    try:
+        hits, call = await _recorded(source, query, k, label, t0, operator, args, question)
+    finally:
+        _CUTS.reset(token)
+    if cuts:
+        call.cut = "; ".join(dict.fromkeys(cuts))[:500]
+    return hits, call
+
+
+async def _recorded(source: KnowledgeSource, query: str, k: int, label: str, t0: float, operator: str | None,
+                    args: list[str] | None, question: str) -> tuple[list[Evidence], RetrieverCall]:
     async with retriever_run(f"search_{source.name}", label, tags=[f"source:{source.name}"],
                              metadata={"source": source.name, "source_kind": source.kind, "k": k,
                                        "operator": operator}) as run:

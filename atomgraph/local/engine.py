@@ -182,7 +182,7 @@ class LocalEngine:
         self.n_vocab = self.llm.n_vocab()
         self.n_ctx = self.llm.n_ctx()
         self.eos_ids = {self.llm.token_eos()}
-        for marker in (b"<end_of_turn>", b"<start_of_turn>", b"<|im_end|>", b"<|eot_id|>"):
+        for marker in (b"<end_of_turn>", b"<start_of_turn>", b"<|im_end|>", b"<|endoftext|>", b"<|eot_id|>"):
             ids = self.llm.tokenize(marker, add_bos=False, special=True)
             if len(ids) == 1 and self.llm._model.token_get_attr(ids[0]) & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL:
                 self.eos_ids.add(ids[0])
@@ -678,9 +678,23 @@ _ENGINES: dict[tuple[str, int], LocalEngine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
+def model_file(path: str | os.PathLike | None = None) -> Path:
+    """The GGUF file ``path`` names: the bundled Gemma-3-270M for None, a packaged model's checked
+    file for its short name (``qwen2.5-1.5b``: :mod:`atomgraph.local.packaged`, assembled on first
+    use), else the path itself (a file that shares a short name is named ``./qwen2.5-1.5b``)."""
+    if path is None:
+        return bundled_model_path()
+    from atomgraph.local.packaged import packaged_model, packaged_model_path
+
+    if isinstance(path, str) and packaged_model(path) is not None:
+        return packaged_model_path(path)
+    return Path(path)
+
+
 def load_engine(path: str | os.PathLike | None = None, *, n_ctx: int = DEFAULT_N_CTX) -> LocalEngine:
-    """The process-wide engine for ``path`` (default: the bundled model), loaded on first use."""
-    p = check_gguf_path(path if path is not None else bundled_model_path())
+    """The process-wide engine for ``path`` (default: the bundled model; a packaged model's short
+    name: :func:`model_file`), loaded on first use."""
+    p = check_gguf_path(model_file(path))
     key = (str(p), n_ctx)
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)

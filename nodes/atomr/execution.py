@@ -45,6 +45,7 @@ from atomgraph.nodes.call import StageResult
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.atomr.stages import answer_text, demonstration_answers, read_as_authors
 from atomgraph.prompts.stage import Stage, hold_to_question, refusal_reason
+from atomgraph.state.run import evidence_record
 from atomgraph.state.atomr import (AtomRContext, AtomRState, NodeRun, OperatorCall, REF_RE, StepInput, SubCall,
                                    substitute_refs)
 from atomgraph.text import listed_or_whole
@@ -425,10 +426,7 @@ def best_answered(state: AtomRState) -> NodeRun | None:
 
 
 def evidence_trace(run: NodeRun, max_chars: int = 400) -> list[dict]:
-    return [
-        {"source": e.source, "title": e.title, "text": e.text[:max_chars], "url": e.url, "score": e.score}
-        for e in run.evidence
-    ]
+    return [evidence_record(e, max_chars, ("source", "title", "text", "url", "score")) for e in run.evidence]
 
 
 def build_trace(state: AtomRState) -> dict:

@@ -644,7 +644,7 @@ def _structured_plan_text(text: str) -> str:
         return text
     try:
         obj = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
     if isinstance(obj, dict) and set(obj) == {"root", "nodes"} and isinstance(obj["root"], dict):
         try:
