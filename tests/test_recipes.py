@@ -259,7 +259,7 @@ def test_a_recipe_run_reads_no_model_factory_from_the_environment(shared_data, t
     monkeypatch.setenv("ATOMGRAPH_MODEL", "leaky-model")
     monkeypatch.setenv("ATOMGRAPH_SOURCES", "google")
     monkeypatch.setenv("ATOMGRAPH_COT__DEMONSTRATIONS", "0")
-    monkeypatch.setenv("ATOMGRAPH_ATOMR__PLAN_FAILURE_RAG", "true")
+    monkeypatch.setenv("ATOMGRAPH_ATOMR__KEEP_RAW_REPLY", "true")
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps({"default": "So the answer is: Paris"}))
     out = tmp_path / "run"
@@ -269,14 +269,14 @@ def test_a_recipe_run_reads_no_model_factory_from_the_environment(shared_data, t
     assert not (tmp_path / "factory_called").exists()  # the factory was never imported nor called
     ignored = err.split("not applied", 1)[1].splitlines()[0]
     for said in ("$ATOMGRAPH_MODEL_FACTORY='leaky_factory:make'", "model='leaky-model'", "sources=['google']",
-                 "cot.demonstrations=0", "atomr.plan_failure_rag=True"):
+                 "cot.demonstrations=0", "atomr.keep_raw_reply=True"):
         assert said in ignored, (said, ignored)
     meta = json.loads((out / "run.json").read_text())
     assert meta["run"]["not_applied"]["$ATOMGRAPH_MODEL_FACTORY"] == "leaky_factory:make"
     assert "model_factory" not in meta["run"] and meta["run"]["options"] == {"--model": f"scripted:{rules}"}
     assert f"  --model scripted:{rules}" in err
     s = meta["settings"]
-    assert (s["model"], s["sources"], s["cot"]["demonstrations"], s["atomr"]["plan_failure_rag"]) == (
+    assert (s["model"], s["sources"], s["cot"]["demonstrations"], s["atomr"]["keep_raw_reply"]) == (
         "gpt-4o-2024-08-06", ["wikipedia"], 2, False)
     (rec,) = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert rec["predicted"] == "Paris"

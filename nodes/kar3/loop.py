@@ -97,7 +97,7 @@ def loop_exit(step: Step, r: Round, chosen: list[AtomHit], params: Kar3Context) 
 
     - propose: the proposer gave an empty list of sub-questions (``enough``), or a reply that
       could not be read (``proposer_unreadable``: the authors' parser reads it as "do not
-      decompose"; the switch ``proposer_question_fallback`` asks the question itself instead);
+      decompose");
     - retrieve: nothing retrieved, the backups included (``nothing_retrieved``);
     - select: no readable pick (``selector_none``), or N chunks chosen (``max_chunks``).
     """
@@ -139,9 +139,7 @@ def after_select(state: Kar3State) -> Literal["propose", "answer"]:
 # --- propose ----------------------------------------------------------------------------------
 # The authors' ``_propose_question_decomposition``: atomic sub-questions given the question and
 # the chunks chosen so far. An empty list ends the loop; so does an unreadable reply, as the
-# authors' parser turns it into "do not decompose" (exit ``proposer_unreadable``); the switch
-# ``proposer_question_fallback`` instead makes the question itself this round's proposal (noted
-# in the round).
+# authors' parser turns it into "do not decompose" (exit ``proposer_unreadable``).
 def make_propose_node(rt: Kar3Runtime) -> Callable:
     async def propose(state: Kar3State, config: RunnableConfig) -> dict[str, Any]:
         rounds = list(state.get("rounds") or [])
@@ -168,10 +166,6 @@ def make_propose_node(rt: Kar3Runtime) -> Callable:
                 dropped = len(result.value.questions) - len(r.proposals)
                 if dropped > 0:
                     r.notes.append(f"{dropped} proposal(s) over max_proposals={params.max_proposals} dropped")
-        elif params.proposer_question_fallback:
-            r.notes.append(f"proposer: {result.problem}; the question itself is the proposal this round "
-                           "(proposer_question_fallback)")
-            r.proposals = [question]
         else:  # the authors' parser reads it as "do not decompose": the loop ends (loop_exit)
             r.proposer_unreadable = True
             r.notes.append(f"proposer: {result.problem}; the loop ends (the authors' reading)")
