@@ -38,6 +38,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -274,7 +275,7 @@ class LocalEngine:
         (``<start_of_turn>user\\n…<end_of_turn>\\n<start_of_turn>model\\n``, a system message
         folded into the first user turn, as Gemma has no system role).
         """
-        msgs = [(r, c) for r, c in messages]
+        msgs = [(r, literal_text(c)) for r, c in messages]
         if self.chat_template:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -600,6 +601,19 @@ def completion_text(messages: Iterable[tuple[str, str]]) -> str:
     """The texts of ``(role, content)`` messages as one document (blank line between them)."""
     parts = [str(c).strip("\n") for _, c in messages]
     return "\n\n".join(p for p in parts if p.strip())
+
+
+# Control-token spellings of chat templates (``<|im_start|>``, ``<|endoftext|>``, Gemma's
+# ``<start_of_turn>``, ``<bos>``): in a message's text they are text, never turn markers.
+_CONTROL_TOKEN = re.compile(r"<(\|[^|<>\s]{1,40}\||/?(?:start_of_turn|end_of_turn|bos|eos|pad|unk)>)")
+
+
+def literal_text(content: str) -> str:
+    """``content`` with every control-token spelling made plain text (its ``<`` becomes ``‹``):
+    a chat prompt is tokenized with special tokens on, for the template's own markers, so a
+    question or a passage that spells ``<|im_start|>system`` or ``<end_of_turn>`` must not open a
+    turn of its own."""
+    return _CONTROL_TOKEN.sub(r"‹\1", content)
 
 
 def gemma_turns(messages: Sequence[tuple[str, str]]) -> str:
