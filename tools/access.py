@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import atomgraph
 from atomgraph.errors import ConfigError
 
 # Settings fields that name a file or folder; a recipe may set them only under data_dirs.
@@ -40,7 +41,7 @@ def data_folders(settings: Any) -> list[Path]:
 
 
 # atomgraph's own demo pack (public, read-only): readable by every run, written by none.
-BUNDLED_DATA = Path(__file__).resolve().parent / "demo"
+BUNDLED_DATA = Path(atomgraph.__file__).resolve().parent / "demo"  # the package's own, wherever it is installed
 
 
 def client_path(value: Any, settings: Any, what: str = "file", *, write: bool = False) -> str:
