@@ -397,7 +397,8 @@ def test_question_keywords_switch_adds_the_questions_own_keywords(index):
     assert all(index.has_ngram(a["ngram"]) for a in trace["aligned"])
     assert "add_question_keywords" in trace["decoding"]["why"]
     assert ArmContext(add_question_keywords=True).extensions() == {
-        "database_weight": 1.0, "coverage_weight": 1.0, "table_compatibility_scale": 0.33, "add_question_keywords": True}
+        "database_weight": 1.0, "coverage_weight": 1.0, "table_compatibility_scale": 0.33, "link_count": "once",
+        "add_question_keywords": True}
     with pytest.raises(ValueError, match="add_question_keywords=True conflicts"):
         ArmContext(paper=True, add_question_keywords=True)
 

@@ -244,7 +244,7 @@ def test_paper_switch_turns_every_extension_off_at_once():
     from atomgraph.state.arm import PAPER
 
     assert ArmContext().extensions() == {"database_weight": 1.0, "coverage_weight": 1.0,  # the measured extensions on
-                                         "table_compatibility_scale": 0.33}
+                                         "table_compatibility_scale": 0.33, "link_count": "once"}
     ctx = ArmContext.validated(paper=True)
     assert ctx.extensions() == {} and all(getattr(ctx, k) == v for k, v in PAPER.items())
     assert ArmContext.validated(paper=True, relevance="cosine").extensions() == {}  # the paper's value: no conflict
