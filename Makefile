@@ -24,6 +24,15 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
+# The suite opens the HTML report in a headless Chromium (Debian's package). Installed once where apt can
+# (root); elsewhere the browser test says it is skipped and why.
+$(VENV)/.browser: | $(BIN)/python
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "chromium not installed: the HTML report's browser test will be skipped"
+	touch $@
+
 demo: install
 	$(BIN)/atomgraph demo
 
@@ -31,7 +40,7 @@ demo: install
 # per file), the longest files handed out first (tests/conftest.py LONGEST_FIRST; xdist's own
 # reordering off); the 20 slowest tests of the run are listed at the end. One OpenMP thread a
 # worker (tests/conftest.py says why; a value you set yourself is kept)
-test: install
+test: install $(VENV)/.browser
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
 # Benchmarks (docs/reference/benchmarks.md): `bench` takes minutes; `bench-arm` (BIRD_JAR=JAR's data/bird for
