@@ -1,4 +1,4 @@
-"""Every fallback of a run, by kind, from its trace (issue 31 item 6).
+"""Every fallback of a run, by kind, from its trace.
 
 One reading serves eval summaries, reports and ``demo``. The kinds:
 

@@ -284,7 +284,7 @@ def test_expansion_adds_the_papers_k_objects_per_seed_and_paper_mode_keeps_it(tm
     assert ArmContext(paper=True).expansion_per_seed == 5
     with pytest.raises(ValueError, match="expansion_per_seed=3 conflicts"):
         ArmContext(paper=True, expansion_per_seed=3)
-    assert ArmContext(expansion_per_seed=3).extensions()["expansion_per_seed"] == 3  # 3 (before) is a deviation
+    assert ArmContext(expansion_per_seed=3).extensions()["expansion_per_seed"] == 3  # 3 is a deviation
     assert "expansion_per_seed" not in ArmContext().extensions()
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
     scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
