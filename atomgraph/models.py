@@ -5,8 +5,9 @@
   ``anthropic:...``, ``ollama:...``) go through ``init_chat_model``;
 - any other name is an OpenAI model, or — when ``OPENAI_BASE_URL`` is set — a model
   served by an OpenAI-compatible server (vLLM, Ollama, llama.cpp server);
-- ``local`` (the bundled Gemma-3-270M) and ``local:/path/to/model.gguf`` run in this process
-  (:class:`atomgraph.local.chat.ChatLocalLlama`).
+- ``local`` (the bundled Gemma-3-270M), ``local:<short name>`` (a packaged model such as
+  ``local:qwen2.5-1.5b``, :mod:`atomgraph.local.packaged`) and ``local:/path/to/model.gguf`` run in
+  this process (:class:`atomgraph.local.chat.ChatLocalLlama`).
 
 Models are called through :meth:`MethodRuntime.ask <atomgraph.nodes.runtime.MethodRuntime.ask>`
 (one call path) and recorded by :class:`~atomgraph.nodes.call.CallRecorder` (one recorder).
@@ -147,7 +148,7 @@ def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatMod
 
 def is_local(model: "str | BaseChatModel | None") -> bool:
     """Whether ``model`` (a model string or a chat model) runs in this process: ``local``,
-    ``local:/path/to/model.gguf`` or a :class:`~atomgraph.local.chat.ChatLocalLlama`."""
+    ``local:<packaged short name>``, ``local:/path/to/model.gguf`` or a :class:`~atomgraph.local.chat.ChatLocalLlama`."""
     if isinstance(model, str):
         return model.strip() == "local" or model.strip().startswith("local:")
     from atomgraph.backends import is_local as in_process

@@ -137,6 +137,7 @@ class _Settings(BaseSettings):
         extra="forbid",
         validate_default=True,
         populate_by_name=True,
+        allow_inf_nan=False,  # NaN and infinities are no setting (ATOMGRAPH_TEMPERATURE=nan is refused)
     )
 
     # --- chat models -------------------------------------------------------------------
@@ -198,6 +199,11 @@ class _Settings(BaseSettings):
         default_factory=lambda: ["wikipedia", "google", "wikidata"],
         description="Knowledge sources offered to source selection (those available are used).",
     )
+    drop_suspect_evidence: bool = Field(
+        False, description="Drop retrieved passages that address the model (instruction phrasing, role markers, "
+                           "'answer X': atomgraph.injection) before any prompt sees them; off: flag and count "
+                           "them only. A run's context field of the same name can turn dropping on for that run, "
+                           "never off.")
     chroma_path: str = ".atomgraph/chroma"
     chroma_host: str | None = Field(None, description="Chroma server host; embedded storage when unset.")
     chroma_port: int = 8000

@@ -292,6 +292,7 @@ def passage_of(prompt: str) -> tuple[str, str]:
     """(title, text) of the chunk in an atomize prompt (``Title: <title>. Content: <text>``)."""
     m = _PASSAGE.search(prompt)
     body = m.group(1) if m else prompt
+    body = body.removeprefix("<evidence>\n").removesuffix("\n</evidence>")  # the chunk is fenced as data
     if body.startswith("Title: "):
         title, sep, text = body[len("Title: "):].partition(". Content: ")
         if sep:

@@ -21,11 +21,13 @@ import io
 import json
 import re
 import sys
+import unicodedata
 from typing import Any, Callable, Iterator, Sequence, TextIO
 
 
 __all__ = ["STOPWORDS", "words", "content_words", "ngrams", "split_entities", "as_list", "clean_line", "question_lines", "as_str_list", "cl100k_encoding",
-           "UNSAFE_RE", "unsafe_chars", "escape", "SafeStream", "install", "read_json", "read_object", "loads", "MAX_CHARS"]
+           "UNSAFE_RE", "unsafe_chars", "is_hidden", "clean_hidden", "escape", "SafeStream", "install", "read_json", "read_object", "loads", "MAX_CHARS",
+           "MAX_JSON_DEPTH", "json_depth", "TooDeep", "check_depth"]
 
 # A word: letters/digits/underscore, with inner apostrophes ("don't", "o'neill"); a
 # possessive "'s" is dropped so that "Obama's" is the word "obama".
@@ -181,10 +183,90 @@ def unsafe_chars(text: str) -> list[str]:
     return list(seen)
 
 
+# Hidden characters: what shows nothing on screen but is text to a program — every format character
+# (Unicode category Cf: zero-width space/joiner/non-joiner, word joiner, BOM, soft hyphen, LRM/RLM/ALM,
+# the TAG block U+E0000-E007F that can spell a whole instruction invisibly), private-use (Co) and
+# unassigned (Cn) code points, and Unicode's other default-ignorable code points (Hangul fillers,
+# variation selectors, the combining grapheme joiner). Spaces other than the ASCII space (no-break
+# space, line and paragraph separators) are shown but are not the space a reader types: cleaning
+# writes each as " ". :func:`clean_hidden` removes them from a model's reply (the answer contract);
+# :func:`escape` writes any left as ``\\uXXXX`` before a terminal sees them.
+_NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")  # a quick pass: only these are looked up
+_IGNORABLE = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2800, 0x2800),
+              (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+              (0xE0000, 0xE0FFF))
+
+
+def is_hidden(ch: str) -> bool:
+    """Whether the character shows nothing a reader can see (see above; unsafe characters excluded:
+    :data:`UNSAFE_RE` refuses those)."""
+    if UNSAFE_RE.match(ch):
+        return False
+    if unicodedata.category(ch) in ("Cf", "Co", "Cn", "Zs", "Zl", "Zp"):
+        return True
+    o = ord(ch)
+    return any(a <= o <= b for a, b in _IGNORABLE)
+
+
+_JSON_ESCAPE = re.compile(r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|\\u([0-9a-f]{4})", re.I)
+
+
+def _unescaped_hidden(text: str, removed: list[int]) -> str:
+    """``text`` without JSON escapes (``\\u200b``, a surrogate pair for the TAG block) of hidden characters."""
+    def drop(m: re.Match) -> str:
+        if m.group(3):
+            ch = chr(int(m.group(3), 16))
+        else:
+            ch = chr(0x10000 + ((int(m.group(1), 16) - 0xD800) << 10) + int(m.group(2), 16) - 0xDC00)
+        if is_hidden(ch) and unicodedata.category(ch) not in ("Zs", "Zl", "Zp"):
+            removed.append(ord(ch))
+            return ""
+        return m.group(0)
+
+    return _JSON_ESCAPE.sub(drop, text) if "\\u" in text else text
+
+
+def clean_hidden(text: str, *, json_escapes: bool = False) -> tuple[str, list[int]]:
+    """``(text without hidden characters, the code points removed in order)``: format, private-use,
+    unassigned and default-ignorable code points removed; a space other than ASCII's written as " ";
+    with ``json_escapes``, their JSON escapes (``\\u200b``) too (a model's reply). Unsafe characters (:data:`UNSAFE_RE`) stay, for the caller to refuse.
+
+    >>> clean_hidden("Munich\\u200b\\U000e0049")
+    ('Munich', [8203, 917577])
+    """
+    removed: list[int] = []
+    if json_escapes:  # a reply's JSON may write them escaped: "Munich\\u200b"
+        text = _unescaped_hidden(text, removed)
+    if not text or not _NOT_PLAIN.search(text):
+        return text, removed
+    out = []
+    for ch in text:
+        if ch > "\x7e" and is_hidden(ch):
+            removed.append(ord(ch))
+            if unicodedata.category(ch) in ("Zs", "Zl", "Zp"):
+                out.append(" ")
+        else:
+            out.append(ch)
+    return ("".join(out), removed) if removed else (text, [])
+
+
+def _escaped(ch: str) -> str:
+    o = ord(ch)
+    if o > 0xFFFF:  # a UTF-16 surrogate pair: the same character inside a JSON string
+        o -= 0x10000
+        return f"\\u{0xD800 + (o >> 10):04x}\\u{0xDC00 + (o & 0x3FF):04x}"
+    return _code(ch)
+
+
 def escape(text: object) -> str:
-    """``text`` with every unsafe character written as its ``\\uXXXX`` escape (nothing else changes)."""
+    """``text`` with every unsafe or hidden character (:func:`is_hidden`; spaces excepted) written as its
+    ``\\uXXXX`` escape (a pair of them above U+FFFF, as JSON writes it); nothing else changes."""
     s = text if isinstance(text, str) else str(text)
-    return UNSAFE_RE.sub(lambda m: _code(m.group()), s)
+    s = UNSAFE_RE.sub(lambda m: _code(m.group()), s)
+    if not _NOT_PLAIN.search(s):
+        return s
+    return "".join(_escaped(ch) if ch > "\x7e" and is_hidden(ch) and unicodedata.category(ch) != "Zs" else ch
+                   for ch in s)
 
 
 class SafeStream(io.TextIOBase):
@@ -264,6 +346,38 @@ MAX_SPAN = 16_384  # in bounded time (a reply's JSON is far shorter: replies are
 _OPEN = re.compile(r"[\[{]")
 
 
+MAX_JSON_DEPTH = 100  # nesting deeper than this is refused before any parser (or recursion) sees it
+_DEPTH_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}()]')
+
+
+class TooDeep(ValueError):
+    """JSON (or a Python literal) nested deeper than :data:`MAX_JSON_DEPTH`."""
+
+
+def json_depth(text: str, limit: int | None = None) -> int:
+    """How deeply the brackets of ``text`` nest (outside double-quoted strings); the scan stops once past
+    ``limit`` (it then returns ``limit + 1``). Linear, no recursion: a 4,000-deep array costs a scan."""
+    depth = deepest = 0
+    for m in _DEPTH_TOKENS.finditer(text or ""):
+        ch = m.group()
+        if ch in "[{(":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if limit is not None and deepest > limit:
+                    return deepest
+        elif ch in "]})":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def check_depth(text: str, what: str = "JSON", limit: int = MAX_JSON_DEPTH) -> str:
+    """``text`` when its nesting is at most ``limit`` levels; :class:`TooDeep` (a ValueError) otherwise."""
+    if json_depth(text, limit) > limit:
+        raise TooDeep(f"{what} nested deeper than {limit} levels")
+    return text
+
+
 def _literal(node: ast.AST) -> Any:
     """The value of a Python literal's syntax tree, its bare names read as JSON's / Python's constants."""
     if isinstance(node, ast.Expression):
@@ -312,7 +426,9 @@ def _drop_trailing_commas(text: str) -> str:
 
 
 def loads(text: str) -> Any:
-    """``text`` (one whole value) as JSON, tolerantly (trailing commas, a Python literal); ValueError when it is none."""
+    """``text`` (one whole value) as JSON, tolerantly (trailing commas, a Python literal); ValueError when it is
+    none, :class:`TooDeep` when it nests deeper than :data:`MAX_JSON_DEPTH`."""
+    check_depth(text)
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
@@ -356,6 +472,8 @@ def _values(text: str) -> Iterator[tuple[Any, int, int]]:
         if not m:
             return
         start = m.start()
+        if json_depth(text[start:start + MAX_SPAN], MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+            return  # a value nested this deep is no reply's JSON; nothing after it is read either
         try:
             value, end = decoder.raw_decode(text[start:start + MAX_SPAN])
             end += start

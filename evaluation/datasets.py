@@ -19,7 +19,7 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from pydantic import BaseModel, Field
 
@@ -231,11 +231,20 @@ def load_dataset(name_or_path: str | os.PathLike, *, limit: int | None = None,
             raise DatasetError(f"{key}: the dataset file holds no examples")
     else:
         raise DatasetError(f"unknown dataset {key!r} (not a file either); named datasets: {', '.join(DATASETS)}")
-    ids = [e.id for e in out]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
+    dup = first_duplicate(e.id for e in out)
+    if dup is not None:
         raise DatasetError(f"dataset {key!r} has duplicate example id {dup!r}")
     return out[:limit] if limit is not None else out
+
+
+def first_duplicate(ids: Iterable[str]) -> str | None:
+    """The first id that repeats an earlier one, in one pass (a set), or None."""
+    seen: set[str] = set()
+    for i in ids:
+        if i in seen:
+            return i
+        seen.add(i)
+    return None
 
 
 def load_file(path: Path, encoding: str = "utf-8") -> list[Example]:

@@ -2,10 +2,10 @@
 
 One reading serves eval summaries, reports and ``demo``. The kinds:
 
-- ``plan failure`` — ATOMR's plan was unreadable or too big; direct RAG answered the question
-  (``plan_failure_rag`` / ``max_nodes``);
+- ``plan failure`` — ATOMR's plan was unreadable (the run ends with no answer, as the authors
+  score it) or too big for ``max_nodes`` / ``max_depth`` (direct RAG answered the question);
 - ``node → direct RAG (<reason>)`` — an ATOMR node answered by direct RAG (Algorithm 1: an
-  operator failure, child reasoning that said Unknown; the switches' reasons);
+  operator failure, child reasoning that said Unknown or failed);
 - ``closed-book root`` — the ATOMR root ended empty and was answered closed-book;
 - ``budget`` — the LLM-call budget stopped the run (no prediction, the partial tree);
 - ``KAR³ closed-book`` — KAR³ answered with no chunk chosen (nothing retrieved);

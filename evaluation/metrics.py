@@ -1,7 +1,13 @@
 """Answer metrics (EM, token-level F1, cover-EM) and retrieval metrics over titles.
 
 Answers are normalised the way the ATOMR authors scored their runs: lower case, hyphens
-turned into spaces, punctuation and the articles a/an/the removed, whitespace collapsed.
+turned into spaces, punctuation and the articles a/an/the removed, whitespace collapsed — after
+the text is read as a reader sees it: Unicode NFC (canonical composition: "e" + U+0301 is "é"), and
+hidden characters (format characters such as zero-width spaces, BOM, soft hyphens, bidi marks and
+the TAG block; private-use and unassigned code points: :func:`atomgraph.text.clean_hidden`) dropped,
+so "Munich\u200b" scores as "Munich". On the five released prediction files this changes no score
+(``tests/test_eval_metrics.py``). Compatibility folding (NFKC) is not applied: it changes what a
+reader sees ("km²" becomes "km2") and would score HotpotQA's released file 71.37, not the authors' 71.27.
 Each score is the maximum over the gold answers. A list answer is scored as the methods
 print it: its items joined with ", ".
 
@@ -13,8 +19,11 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 from typing import Callable, Iterable, Sequence
+
+from atomgraph.text import clean_hidden
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -23,8 +32,9 @@ Answer = str | Sequence[str] | None
 
 
 def normalize_answer(text: str) -> str:
-    """Lower case, hyphens→spaces, no punctuation or articles, single spaces."""
-    text = str(text).lower().replace("-", " ")
+    """NFC, hidden characters dropped; lower case, hyphens→spaces, no punctuation or articles, single spaces."""
+    text = clean_hidden(unicodedata.normalize("NFC", str(text)))[0]
+    text = text.lower().replace("-", " ")
     text = "".join(ch for ch in text if ch not in _PUNCT)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())

@@ -87,10 +87,14 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
     from atomgraph.jsonl import UTF8_ONLY, read_text
 
     text = read_text(p, what="recipe file", error=ConfigError, hint=UTF8_ONLY)
+    from atomgraph.text import TooDeep, check_depth
+
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(check_depth(text, "the recipe"))
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"cannot read recipe {p}: {exc}") from exc
+        raise ConfigError(f"cannot read recipe {p}: {exc}") from None
+    except (TooDeep, RecursionError) as exc:
+        raise ConfigError(f"cannot read recipe {p}: {exc if isinstance(exc, TooDeep) else 'nested too deeply'}") from None
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise ConfigError(f"recipe {p} lacks {', '.join(missing)}")
@@ -100,11 +104,50 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
                           f"(a recipe has: {', '.join(KNOWN)})")
     if not isinstance(data["settings"], dict):
         raise ConfigError(f"recipe {p}: 'settings' must be a table ([settings]), not {type(data['settings']).__name__}")
+    _check_recipe_types(data, p)
     values = data.get("paper_values") or ({data["metric"]: data["paper_value"]} if "paper_value" in data else {})
     return Recipe(name=p.stem, title=data["title"], paper=data["paper"], table=data["table"], row=data.get("row", ""),
                   method=data["method"], dataset=data["dataset"], metric=data["metric"],
                   paper_values={k: float(v) for k, v in values.items()}, settings=dict(data["settings"]),
                   needs=list(data.get("needs") or []), notes=data.get("notes", ""), path=p)
+
+
+_TEXT_KEYS = ("title", "paper", "table", "row", "method", "dataset", "metric", "notes")
+
+
+def _check_recipe_types(data: dict, p: Path) -> None:
+    """A one-line ConfigError for a recipe value of the wrong type or a number that is not finite
+    (TOML writes ``nan`` and ``inf``): text where text is due, ``needs`` a list of text, paper values
+    finite numbers, and no NaN or infinity anywhere (``[settings]`` included)."""
+    import math
+
+    def kind(v: Any) -> str:
+        return type(v).__name__
+
+    for key in _TEXT_KEYS:
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(f"recipe {p}: {key!r} must be text, not {kind(data[key])}")
+    needs = data.get("needs", [])
+    if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
+        raise ConfigError(f"recipe {p}: 'needs' must be a list of text")
+    values = data.get("paper_values", {})
+    if not isinstance(values, dict):
+        raise ConfigError(f"recipe {p}: 'paper_values' must be a table of numbers, not {kind(values)}")
+    for name, v in [*values.items(), *([("paper_value", data["paper_value"])] if "paper_value" in data else [])]:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ConfigError(f"recipe {p}: paper value {name!r} must be a number, not {kind(v)}")
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"recipe {p}: {where} is {value}: a recipe holds finite numbers only")
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{where}.{k}" if where else str(k))
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, f"{where}[{i}]")
+
+    walk(data, "")
 
 
 def all_recipes() -> list[Recipe]:
@@ -197,10 +240,14 @@ def parse_sets(items: list[str] | tuple[str, ...] | None) -> dict[str, Any]:
             if sub not in names:
                 raise ConfigError(f"--set {key}: {head!r} has no setting {sub!r}"
                                   + (f" (it has {', '.join(sorted(names))})" if names else ""))
+        from atomgraph.text import TooDeep, check_depth
+
         try:
-            value = tomllib.loads(f"v = {raw.strip()}")["v"]
+            value = tomllib.loads(check_depth(f"v = {raw.strip()}", f"--set {key}"))["v"]
         except tomllib.TOMLDecodeError:
             value = raw.strip()
+        except TooDeep as exc:
+            raise ConfigError(str(exc)) from None
         out[key] = value
     return out
 

@@ -23,7 +23,7 @@ from atomgraph.evaluation.metrics import aggregate_scores, mean
 from atomgraph.state.run import models_cost
 from atomgraph.evaluation.records import read_records
 from atomgraph.jsonl import UTF8_ONLY, check_file, read_json
-from atomgraph.evaluation.runner import PREDICTIONS, RUN_META
+from atomgraph.evaluation.runner import PREDICTIONS, RUN_META, suspect_counts
 
 
 def load_run(path: str | os.PathLike) -> tuple[dict, list[dict]]:
@@ -38,7 +38,9 @@ def load_run(path: str | os.PathLike) -> tuple[dict, list[dict]]:
         meta = read_json(meta_path, what="run record", error=ConfigError, hint=UTF8_ONLY)
         if not isinstance(meta, dict):
             raise ConfigError(f"{meta_path}: expected a JSON object")
-    records = read_records(pred, validate="report", method=meta.get("method"))  # a damaged file: refused, naming the line
+    skipped: Counter = Counter()  # a torn last line (a run killed, or a full disk, mid-write): counted, reported
+    records = read_records(pred, validate="report", method=meta.get("method"), skips=skipped)  # a damaged file: refused
+    meta = {**meta, "skipped": dict(skipped)} if skipped else meta
     if records:
         meta.setdefault("method", records[0].get("method"))
         meta.setdefault("dataset", records[0].get("dataset"))
@@ -87,7 +89,9 @@ def summarize_run(meta: dict, records: Sequence[dict], prices: Mapping[str, tupl
         "latency_s": mean(r.get("latency_s", 0.0) for r in records),
         "errors": sum(1 for r in records if r.get("error")),
         "stopped": sum(1 for r in records if r.get("stopped")),
+        "skipped": dict(meta.get("skipped") or {}),  # lines of the records file not read (a torn last line)
         **_fallback_counts(records),
+        **suspect_counts(records),
         **_paper_beside(meta, scores),
     }
 
@@ -133,6 +137,15 @@ def _fmt(x: float, digits: int = 2) -> str:
     return f"{x:.{digits}f}"
 
 
+def _suspect_cell(r: dict) -> str:
+    """Retrieved passages that addressed the model: how many, in how many examples, how many dropped."""
+    n = int(r.get("suspect_evidence") or 0)
+    if not n:
+        return "0"
+    dropped = int(r.get("dropped_evidence") or 0)
+    return f"{n} in {r.get('suspect_examples', 0)} q" + (f", {dropped} dropped" if dropped else "")
+
+
 def markdown_tables(rows: Sequence[dict]) -> str:
     """One Markdown table per dataset (rows in the order given)."""
     by_dataset: dict[str, list[dict]] = defaultdict(list)
@@ -149,8 +162,13 @@ def markdown_tables(rows: Sequence[dict]) -> str:
         if has_paper:
             head += ["paper (metric)", "ours − paper"]
         head += ["LLM calls", "cached", "retriever calls", "tokens in", "tokens out", "cost $", "$/q", "latency s",
-                 "errors", "stopped", "by fallback", "fallbacks"]
+                 "errors", "stopped", "by fallback", "fallbacks", "suspect evidence"]
         lines = [f"### {dataset}", ""]
+        for r in rs:  # a run whose records file ends in a torn line says so before its table
+            if r.get("skipped"):
+                lines += [f"**{r['method']}: {_said(Counter(r['skipped']))} in its records (a write that never "
+                          "finished: a killed run or a full disk); that example is not in this table — `eval run` "
+                          "on the folder runs it again.**", ""]
         for r in rs:  # a run answered only by fallbacks says so before its table
             if r.get("answered") and r.get("answered_by_fallback") == r.get("answered"):
                 lines += [f"**{r['method']}: every answer ({r['answered']}) came from a fallback, none from the "
@@ -178,7 +196,8 @@ def markdown_tables(rows: Sequence[dict]) -> str:
             by = r.get("answered_by_fallback", 0)
             all_by = bool(by) and by == r.get("answered")
             cells += [f"{by} of {r.get('answered', 0)}" + (" (ALL)" if all_by else ""),
-                      "; ".join(f"{n} {k}" for k, n in (r.get("fallbacks") or {}).items()) or "0"]
+                      "; ".join(f"{n} {k}" for k, n in (r.get("fallbacks") or {}).items()) or "0",
+                      _suspect_cell(r)]
             lines.append("| " + " | ".join(cells) + " |")
         unpriced = sorted({m for r in rs for m in r["unpriced_models"]})
         if unpriced:

@@ -221,7 +221,19 @@ def outcomes(records: Sequence[dict]) -> dict:
             "answered_by_fallback": sum(1 for r in records if answered_by_fallback(r)),
             "errors": dict(errors.most_common()), "fallbacks": dict(fallbacks.most_common()), "refused": refused,
             "usage_flagged": sum(int((r.get("usage") or {}).get("usage_flagged") or 0) for r in records),
-            **_source_failures(records)}
+            **_source_failures(records), **suspect_counts(records)}
+
+
+def suspect_counts(records: Sequence[dict]) -> dict[str, int]:
+    """Over ``records``: ``suspect_evidence`` (retrieved passages that address the model, flagged:
+    :mod:`atomgraph.injection`), ``dropped_evidence`` (of those, dropped: ``drop_suspect_evidence``)
+    and ``suspect_examples`` (examples that retrieved at least one)."""
+    def n(r: dict, key: str) -> int:
+        return int((r.get("usage") or {}).get(key) or 0)
+
+    return {"suspect_evidence": sum(n(r, "suspect_evidence") for r in records),
+            "dropped_evidence": sum(n(r, "dropped_evidence") for r in records),
+            "suspect_examples": sum(1 for r in records if n(r, "suspect_evidence"))}
 
 
 def _source_failures(records: Sequence[dict]) -> dict:
@@ -255,6 +267,10 @@ def describe_outcome(o: dict) -> str:
     if o["fallbacks"]:
         parts.append(f"{sum(o['fallbacks'].values())} fallbacks ({counts(o['fallbacks'])})")
     parts.append(f"{o['refused']} with a refused answer")
+    if o.get("suspect_evidence"):
+        dropped = o.get("dropped_evidence", 0)
+        parts.append(f"{o['suspect_evidence']} retrieved passages addressed the model in {o['suspect_examples']} "
+                     "examples (flagged in the trace" + (f"; {dropped} dropped)" if dropped else ")"))
     if o.get("source_failures"):
         parts.append(f"{sum(o['source_failures'].values())} source calls failed in {o['examples_with_source_failures']} "
                      f"examples ({counts(o['source_failures'])})")
@@ -330,6 +346,9 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
             # calls whose server-reported usage disagrees with the tokenizer's count (kept as reported, flagged)
             "usage_flagged": sum(1 for c in llm_calls if (getattr(c, "usage_flag", None)
                                                           or (isinstance(c, dict) and c.get("usage_flag")))),
+            # retrieved passages that address the model (atomgraph.injection): flagged, and of those dropped
+            "suspect_evidence": _retrieval_count(retriever_calls, "suspect"),
+            "dropped_evidence": _retrieval_count(retriever_calls, "dropped"),
         },
         "latency_s": latency_s,
         "stopped": values.get("stopped"),
@@ -340,6 +359,11 @@ def build_record(example: Example, values: dict, *, method: str, dataset: str, l
         "dataset": dataset,
         "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def _retrieval_count(calls: Sequence[Any], key: str) -> int:
+    """The sum of ``key`` (``suspect`` or ``dropped``) over retriever call records."""
+    return sum(int((c.get(key) if isinstance(c, dict) else getattr(c, key, 0)) or 0) for c in calls)
 
 
 async def _run_one(graph, example: Example, *, method: str, dataset: str, prices: dict,

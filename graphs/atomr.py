@@ -8,14 +8,14 @@
 independent branches run in the same superstep; each step runs once per referenced answer
 (the fan-out) and returns to ``schedule``; ``finalize`` returns the answer and the executed
 tree. What a node does after each step (Algorithm 1 of the paper, with atomgraph's
-switches) is the table ``ALGORITHM_1`` (``nodes/atomr/execution.py``):
+switch) is the table ``ALGORITHM_1`` (``nodes/atomr/execution.py``):
 
 | step | outcome | next |
 |---|---|---|
 | select | leaf / fallback | operate / rag |
-| operate | answered, skipped (empty reference) / empty / failed | done / done (``unknown_leaf_rag``: rag) / rag |
+| operate | answered, skipped (empty reference), empty / failed | done / rag |
 | children | answered / empty or failed | done / select → rag |
-| siblings ([DR]) | any | done (``dr_unknown_rag``: select → rag when not answered) |
+| siblings ([DR]) | any | done |
 | rag, closed_book | any | done |
 | root | empty | closed_book (``closed_book_root``, on) |
 

@@ -10,7 +10,7 @@ from atomgraph.nodes.compare.common import shown_reply
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.baselines import examples
 from atomgraph.prompts.stage import Stage
-from atomgraph.state.run import Evidence, check_question, render_evidence
+from atomgraph.state.run import Evidence, check_question, evidence_record, render_evidence
 from atomgraph.state.baselines import BaselineState
 from atomgraph.tools.base import retrieval_failure
 
@@ -54,7 +54,7 @@ def make_answer_node(rt: MethodRuntime, stage: Stage[str], *, with_reasoning: bo
         trace = {
             "method": stage.name,
             "response": shown_reply(result) or "",
-            "evidence": [e.model_dump(include={"id", "title", "source", "url", "text"}) for e in evidence],
+            "evidence": [evidence_record(e) for e in evidence],
             "unavailable_sources": dict(rt.sources().unavailable) if "evidence" in values else {},
         }
         out: dict[str, Any] = {

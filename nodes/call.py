@@ -44,7 +44,7 @@ from atomgraph.prompts.stage import (AnswerRefused, answer_texts, cut_note, hold
 from atomgraph.prompts.constraints import Applied, Constraint, unwrap_reply
 from atomgraph.prompts.stage import Stage
 from atomgraph.state.run import LLMCall
-from atomgraph.text import unsafe_chars
+from atomgraph.text import clean_hidden, unsafe_chars
 
 log = logging.getLogger(__name__)
 
@@ -439,6 +439,51 @@ def cut_reply(out: Any, max_tokens: int | None) -> tuple[Any, int | None]:
     return cut_message(out, max_tokens)
 
 
+def _clean_value(value: Any, removed: list[int]) -> Any:
+    """``value`` (a string, or a dict/list of them) with its hidden characters removed into ``removed``."""
+    if isinstance(value, str):
+        text, gone = clean_hidden(value, json_escapes=True)
+        removed.extend(gone)
+        return text
+    if isinstance(value, list):
+        return [_clean_value(v, removed) for v in value]
+    if isinstance(value, dict):
+        return {k: _clean_value(v, removed) for k, v in value.items()}
+    return value
+
+
+def _clean_message(message: Any, removed: list[int]) -> Any:
+    if message is None or not hasattr(message, "content"):
+        return message
+    content = _clean_value(message.content, removed)
+    return message.model_copy(update={"content": content}) if content != message.content else message
+
+
+def clean_reply(out: Any) -> tuple[Any, list[int]]:
+    """What a stage's model returned (a message, or structured output's ``{"raw", "parsed", ...}``)
+    with every hidden character (:func:`atomgraph.text.clean_hidden`: format characters, the TAG block,
+    zero-width and bidi marks, private-use and unassigned code points) removed before a parser reads it,
+    and the code points removed. A structured reply's ``parsed`` value is cleaned too (a dict, or a
+    pydantic model through its dump)."""
+    removed: list[int] = []
+    if isinstance(out, dict):
+        parsed = out.get("parsed")
+        if hasattr(parsed, "model_dump"):
+            before = len(removed)
+            dumped = _clean_value(parsed.model_dump(), removed)
+            if len(removed) > before:
+                parsed = type(parsed).model_validate(dumped)
+        else:
+            parsed = _clean_value(parsed, removed)
+        out = {**out, "raw": _clean_message(out.get("raw"), removed), "parsed": parsed}
+        return out, removed
+    messages = getattr(out, "result", None)  # an agent step's model response (ReAct): each message
+    if isinstance(messages, list):
+        out.result = [_clean_message(m, removed) for m in messages]
+        return out, removed
+    return _clean_message(out, removed), removed
+
+
 # Finish reasons that mean the server ended the reply for length (OpenAI and compatible servers,
 # the in-process model: "length"; Anthropic: "max_tokens").
 LENGTH_REASONS = frozenset({"length", "max_tokens"})
@@ -484,6 +529,9 @@ def _received(out: Any, recorder: CallRecorder, before: int, cap: int | None, cu
     out, over = cut(out, cap)  # before any parser reads it
     if over is not None:
         rec.capped, rec.reply_chars = True, over
+    out, removed = clean_reply(out)  # hidden characters: no parser, answer or later prompt sees them
+    if removed:
+        rec.cleaned = {"removed": sorted(set(removed)), "count": len(removed)}
     if over is None and rec.capped:  # replayed from the cache, where it was kept cut
         over = rec.reply_chars
     rec.cut = over is not None or ended_for_length(rec.finish_reason)

@@ -434,9 +434,16 @@ class MethodRuntime(Generic[C]):
         question: str = "",
     ) -> tuple[list[Evidence], list[RetrieverCall], list[str]]:
         """Query the named sources concurrently (an operator call, or a plain search).
-        Failures become records and notes; the others' evidence is kept."""
+        Failures become records and notes; the others' evidence is kept. Passages that address
+        the model are flagged, or dropped under :meth:`drop_suspect`."""
         return await retrieve_from(await self.asources(), source_names, query=query, k=k, operator=operator,
-                                   args=args, question=question)
+                                   args=args, question=question, drop_suspect=self.drop_suspect())
+
+    def drop_suspect(self) -> bool:
+        """Whether this run drops retrieved passages that address the model: the settings'
+        ``drop_suspect_evidence`` (default off: flag only), or the run's context asking for it. A
+        run's context can turn dropping on, never off where the operator's settings turn it on."""
+        return bool(self.settings().drop_suspect_evidence or self.run_choices().drop_suspect_evidence)
 
 
 # --- source selection -----------------------------------------------------------------------
@@ -594,7 +601,8 @@ class RunSources:
 
 async def retrieve_from(sources: SourceSet, source_names: list[str], *, query: str, k: int,
                         operator: str | None = None, args: list[str] | None = None,
-                        question: str = "") -> tuple[list[Evidence], list[RetrieverCall], list[str]]:
+                        question: str = "", drop_suspect: bool = False,
+                        ) -> tuple[list[Evidence], list[RetrieverCall], list[str]]:
     """Query the named sources concurrently (an operator call, or a plain search). Failures
     become records and notes; the others' evidence is kept."""
 
@@ -603,7 +611,8 @@ async def retrieve_from(sources: SourceSet, source_names: list[str], *, query: s
         if source is None:
             label = f"{operator}({', '.join(args or [])})" if operator else query
             return [], RetrieverCall(source=name, query=label, error="source unavailable")
-        return await recorded_retrieval(source, query, k, operator=operator, args=args, question=question)
+        return await recorded_retrieval(source, query, k, operator=operator, args=args, question=question,
+                                        drop_suspect=drop_suspect)
 
     results = await asyncio.gather(*(one(n) for n in source_names))
     evidence: list[Evidence] = []

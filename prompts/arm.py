@@ -25,6 +25,7 @@ from typing import Any, Iterable, Sequence
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
+from atomgraph.injection import EVIDENCE_RULE
 from atomgraph.prompts.constraints import Choice, Grammar, JsonSchema, list_grammar
 from atomgraph.prompts.stage import Stage, answer_parser, text_parser
 from atomgraph.text import read_json
@@ -263,14 +264,14 @@ def ids_schema(ids: Sequence[str], fields: Sequence[str], *, with_reasoning: boo
 # our own words in the draft's own format: a base model otherwise copies a placeholder for the
 # reasoning and keeps nothing.
 VERIFY_DEMO = (
-    "Question: Which has more members, Dada or Alt-J?\nKeywords: members, Dada, Alt-J\n\nDraft:\n"
+    "Question: Which has more members, Dada or Alt-J?\nKeywords: members, Dada, Alt-J\n\nDraft:\n<evidence>\n"
     "Object id: d1\nDocument name: Dada (band)\nDocument content: Dada is an American rock trio formed in "
     "Los Angeles in 1992 by Joie Calio, Michael Gurley and Phil Leavitt.\n\n"
     "Object id: d2\nDocument name: Dada\nDocument content: Dada was an art movement of the European "
     "avant-garde that began in Zurich in 1916.\n\n"
     "Object id: d3\nDocument name: Alt-J\nDocument content: Alt-J is an English indie rock band formed in "
     "Leeds in 2007; its four founding members met at university.\n\n"
-    "Connections:\n- Dada (band) and Dada are related\n\nSelection: "
+    "Connections:\n- Dada (band) and Dada are related\n</evidence>\n\nSelection: "
     '{"objects": ["d1", "d3"], "reasoning": "d1 gives the members of the band Dada and d3 those of Alt-J; '
     'd2 is an art movement, not the band."}'
 )
@@ -280,7 +281,7 @@ _VERIFY = ChatPromptTemplate.from_messages([
      "You check a draft set of documents and tables against a question. Keep the objects whose content "
      "covers some part of the question (see its keywords) or connects objects that do; leave out the "
      "rest. Use only ids that appear in the draft. Reply with a JSON object: the ids kept under "
-     '"objects", then in "reasoning" one or two sentences saying why.\n\n'
+     '"objects", then in "reasoning" one or two sentences saying why. ' + EVIDENCE_RULE + "\n\n"
      + VERIFY_DEMO.replace("{", "{{").replace("}", "}}")),
     ("human", "Question: {question}\nKeywords: {keywords}\n\nDraft:\n{draft}\n\nSelection:"),
 ])
@@ -320,7 +321,7 @@ _ANSWER = ChatPromptTemplate.from_messages([
     ("system",
      "Answer the question from the documents and tables below. Give the shortest answer that fully "
      "answers it: an entity, a date, a number, yes or no. Where the objects do not hold the answer, "
-     "answer from what you know. Finish with a line 'So the answer is: <answer>'."),
+     "answer from what you know. Finish with a line 'So the answer is: <answer>'. " + EVIDENCE_RULE),
     ("human", "Objects:\n{objects}\n\nQuestion: {question}\nAnswer:"),
 ])
 

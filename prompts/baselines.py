@@ -14,6 +14,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
+from atomgraph.injection import EVIDENCE_RULE
 from atomgraph.prompts.stage import FEW_SHOT_STOPS, Stage, answer_parser, read_answer, without_restated_question
 
 _SYSTEM = (
@@ -64,7 +65,7 @@ COT_PROMPT = ChatPromptTemplate.from_messages([
 
 RAG_PROMPT = ChatPromptTemplate.from_messages([
     ("system", _SYSTEM + " Use the retrieved passages below; where they do not hold the answer, "
-               "answer from what you know."),
+               "answer from what you know. " + EVIDENCE_RULE),
     ("human", "{examples}Retrieved passages:\n{evidence}\n\nQuestion: {question}\nAnswer:"),
 ])
 

@@ -289,7 +289,7 @@ def unwrap_reply(constraint: Constraint | None, applied: Applied, text: str) -> 
     if isinstance(constraint, Choice) and applied.form and applied.form.startswith("openai"):
         try:
             value = json.loads(text).get(constraint.key)
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return text
         return value if isinstance(value, str) else text
     return text

@@ -37,7 +37,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel
 
 from atomgraph.errors import ParseError
-from atomgraph.text import unsafe_chars
+from atomgraph.text import clean_hidden, unsafe_chars
 
 T = TypeVar("T")
 
@@ -58,6 +58,8 @@ class TextParser(BaseOutputParser[Any]):
             return self.fn(text)
         except (ParseError, ValueError) as exc:
             raise OutputParserException(str(exc), llm_output=text) from exc
+        except RecursionError:  # a reader that recursed on deep nesting: an unreadable reply, never a crash
+            raise OutputParserException("the reply is nested too deeply to read", llm_output=text) from None
 
 
 def text_parser(fn: Callable[[str], T], name: str = "text") -> TextParser:
@@ -181,7 +183,11 @@ class Stage(Generic[T]):
 # - is not empty (reason ``empty``);
 # - holds only text: no control character, terminal escape (``\\x1b]0;...\\x07``, ``\\x1b[2J``), NUL,
 #   DEL, C1 control, bidirectional override or isolate (U+202A-U+202E, U+2066-U+2069) or lone
-#   surrogate (reason ``control_chars``; :mod:`atomgraph.text`);
+#   surrogate (reason ``control_chars``; :mod:`atomgraph.text`); hidden characters (format characters —
+#   zero-width, word joiner, BOM, soft hyphen, LRM/RLM, the TAG block — private-use and unassigned code
+#   points: :func:`atomgraph.text.clean_hidden`) are removed, not refused: ``rt.ask`` removes them from every
+#   reply before its parser reads it and records what went (``LLMCall.cleaned``,
+#   ``trace["answer_cleaned"]``), and an answer made only of them is ``empty``;
 # - is not the model's own debris (reason ``debris``): a chat-role word alone (``user``,
 #   ``assistant``, ``model``), a turn marker's name (``start_of_turn``, ``im_end``), or — against
 #   the question, :func:`check_debris` — a bare number or list of numbers where the question asks
@@ -317,7 +323,7 @@ def check_answer(answer: object, *, max_chars: int = MAX_ANSWER_CHARS, max_words
     bad = unsafe_chars(answer)
     if bad:
         raise AnswerRefused("control_chars", ", ".join(bad[:6]))
-    text = answer.strip()
+    text = clean_hidden(answer)[0].strip()  # hidden characters go (rt.ask removes them from the reply first)
     if not text or not _norm(text):
         raise AnswerRefused("empty")
     if _norm(text) in _ROLE_WORDS:

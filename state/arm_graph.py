@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated
 
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from atomgraph.state.run import MethodInput, MethodOutput
 
@@ -56,6 +56,7 @@ class Candidate(TypedDict):
     bm25: float
     dense: float
     relevance: float
+    suspect_instruction: NotRequired[bool]  # the object addresses the model (atomgraph.injection)
 
 
 class Link(TypedDict):

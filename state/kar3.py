@@ -36,7 +36,6 @@ class Kar3Context:
     collection: Annotated[str, Field(description="Chroma chunk collection (atoms in '<name>_atoms'); empty: the 'atoms' source given to the graph, else settings.chroma_collection.")] = ""
     # --- switches: ours, off by default ----------------------------------------------------
     max_proposals: Annotated[int | None, Field(ge=1, description="Switch: keep at most this many proposals per round (authors: no cap; empty = no cap).")] = None
-    proposer_question_fallback: Annotated[bool, Field(description="Switch (ours; the authors end the loop): an unreadable proposer reply makes the question itself that round's proposal and the loop goes on.")] = False
 
 
 @dataclass(kw_only=True)
@@ -71,6 +70,7 @@ class AtomHit(BaseModel):
     text: str = ""  # the chunk's text
     score: float  # the hit's score on the run's delta_metric (the best atom's, for a chunk-backup hit)
     via: Via = "proposal"  # proposals, backup 1 (the question against atoms), backup 2 (chunk retrieval)
+    suspect_instruction: bool = False  # its atom or chunk addresses the model (atomgraph.injection)
 
 
 class Round(BaseModel):

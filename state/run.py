@@ -30,7 +30,7 @@ import typing
 from collections import Counter, defaultdict
 from typing import Annotated, Any, Callable, Iterable, Mapping, TypeVar
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic (Studio's JSON schemas) needs this one on 3.11
 
 from atomgraph.errors import AtomgraphError, ConfigError
@@ -43,6 +43,8 @@ _ADAPTERS: dict[type, TypeAdapter] = {}
 
 def _adapter(cls: type) -> TypeAdapter:
     if cls not in _ADAPTERS:
+        if dataclasses.is_dataclass(cls) and "__pydantic_config__" not in vars(cls):
+            cls.__pydantic_config__ = ConfigDict(allow_inf_nan=False)  # NaN and infinities are no run parameter
         _ADAPTERS[cls] = TypeAdapter(cls)
     return _ADAPTERS[cls]
 
@@ -95,7 +97,8 @@ def data_path_fields(cls: type) -> dict[str, str]:
 @dataclasses.dataclass(kw_only=True)
 class RunChoices:
     """What every method's run can choose besides its parameters: the chat model (for every
-    role, or per role), its sampling temperature and the knowledge sources. Blank values keep
+    role, or per role), its sampling temperature, the knowledge sources, and whether retrieved
+    passages that address the model are dropped (on top of the settings'; never off). Blank values keep
     what the graph was built with (or the settings); Studio shows them on every graph's form."""
 
     model: Annotated[str, Field(description=(
@@ -114,6 +117,10 @@ class RunChoices:
         "never code such as 'module:attr'). "
         "Empty: the sources the graph was built with, or the settings' sources."))] = \
         dataclasses.field(default_factory=list)
+    drop_suspect_evidence: Annotated[bool | None, Field(description=(
+        "Drop retrieved passages that address the model (instruction phrasing, role markers, 'answer X': "
+        "atomgraph.injection) before any prompt sees them; off or blank: the settings' drop_suspect_evidence "
+        "(a run turns dropping on, never off where the settings turn it on)."))] = None
 
 
 def run_context() -> Any:
@@ -227,6 +234,7 @@ class LLMCall(BaseModel):
     reply_chars: int | None = None  # the reply's length in characters before that cut (set when capped)
     usage_flag: str | None = None  # server usage disagrees with the tokenizer count (nodes/call.py)
     finish_reason: str | None = None  # why the server ended the reply ("stop", "length", "tool_calls", ...)
+    cleaned: dict | None = None  # hidden characters removed from the reply: {"removed": [code points], "count": n}
     cut: bool = False  # the reply was cut (the server ended it for length, or it ran past the cap): never an answer
 
 
@@ -238,6 +246,9 @@ class RetrieverCall(BaseModel):
     hits: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    cut: str | None = None  # the source cut its reply at a bound (rows, bytes, time): what it kept is partial
+    suspect: int = 0  # hits that address the model (atomgraph.injection), flagged or dropped
+    dropped: int = 0  # of those, dropped before any prompt (drop_suspect_evidence)
 
 
 def add_records(current: list | None, new: list | None) -> list[dict]:
@@ -402,21 +413,46 @@ class Evidence(BaseModel):
     id: str | None = None  # passage id / entity id
     score: float | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # it addresses the model (instruction phrasing, role markers, "answer X"): atomgraph.injection
+    suspect_instruction: bool = False
 
     def render(self) -> str:
         """'Title | text', the papers' passage format."""
         return f"{self.title} | {self.text}" if self.title else self.text
 
 
+MAX_EVIDENCE_CHARS = 4000  # an evidence item's text as kept in a trace (outputs, --json, Studio, run records)
+
+
+def evidence_record(ev: Evidence, max_chars: int = MAX_EVIDENCE_CHARS,
+                    fields: Iterable[str] = ("id", "title", "source", "url", "text")) -> dict[str, Any]:
+    """An evidence item as a trace keeps it: ``fields`` of it, its text (and title) cut to ``max_chars``
+    characters; a cut item says so with its full length (``text_chars``; ``title_chars``). A retriever's
+    10 MB passage costs a trace 4,000 characters, not 10 MB per question. An item that addresses the
+    model (:mod:`atomgraph.injection`) says ``suspect_instruction: true``."""
+    out = ev.model_dump(include=set(fields))
+    for key in ("text", "title"):
+        value = out.get(key)
+        if isinstance(value, str) and len(value) > max_chars:
+            out[key] = value[:max_chars]
+            out[f"{key}_chars"] = len(value)
+    if ev.suspect_instruction:
+        out["suspect_instruction"] = True
+    return out
+
+
 def render_evidence(items: list[Evidence], max_chars_per_item: int = 1200) -> str:
-    """Numbered lines ``[1] Title | text`` for a prompt."""
+    """Numbered lines ``[1] Title | text`` for a prompt, fenced as data (``<evidence>`` ...
+    ``</evidence>``: :func:`atomgraph.injection.fence`); ``""`` for none."""
+    from atomgraph.injection import fence
+
     lines = []
     for i, ev in enumerate(items, 1):
         text = ev.render()
         if len(text) > max_chars_per_item:
             text = text[: max_chars_per_item - 3] + "..."
         lines.append(f"[{i}] {text}")
-    return "\n".join(lines)
+    return fence("\n".join(lines))
 
 
 # --- The one output contract every method graph returns, and the runner, ``atomgraph ask``,
@@ -470,9 +506,36 @@ class MethodOutput(TypedDict, total=False):
     error: str | None
 
 
+def answer_cleaned(llm_calls: Iterable[Any]) -> dict[str, Any] | None:
+    """What the run's model replies lost to the answer contract's cleaning (hidden characters:
+    :func:`atomgraph.text.clean_hidden`), over its call records: ``{"removed": [code points], "count": n,
+    "calls": k}``; None when nothing was removed."""
+    removed: set[int] = set()
+    count = calls = 0
+    for call in llm_calls or ():
+        cleaned = call.get("cleaned") if isinstance(call, Mapping) else getattr(call, "cleaned", None)
+        if cleaned:
+            removed.update(cleaned.get("removed") or ())
+            count += int(cleaned.get("count") or 0)
+            calls += 1
+    return {"removed": sorted(removed), "count": count, "calls": calls} if calls else None
+
+
+def with_cleaning_noted(values: Any) -> Any:
+    """A graph's final values with ``trace["answer_cleaned"]`` (:func:`answer_cleaned`) set when any
+    reply lost hidden characters (what ``invoke``, ``ainvoke`` and the runner return)."""
+    if not isinstance(values, dict):
+        return values
+    noted = answer_cleaned(values.get("llm_calls") or ())
+    if noted is None:
+        return values
+    return {**values, "trace": {**(values.get("trace") or {}), "answer_cleaned": noted}}
+
+
 def output_of(values: dict[str, Any] | None) -> dict[str, Any]:
-    """Every contract key of a graph's final values, with its empty default where missing."""
-    values = dict(values or {})
+    """Every contract key of a graph's final values, with its empty default where missing
+    (``trace["answer_cleaned"]`` noted: :func:`with_cleaning_noted`)."""
+    values = with_cleaning_noted(dict(values or {}))
     empty: dict[str, Any] = {"answer": "", "answers": [], "trace": {}, "llm_calls": [], "retriever_calls": [],
                              "retrieved_ids": [], "retrieved_titles": [], "stopped": None, "error": None}
     return {k: (values.get(k) if values.get(k) is not None else empty[k]) for k in OUTPUT_KEYS}

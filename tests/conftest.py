@@ -70,6 +70,7 @@ def _isolated_settings(tmp_path, monkeypatch, _session_caches, tmp_path_factory)
     monkeypatch.setenv("ATOMGRAPH_DATA_DIRS", f"{tmp_path_factory.getbasetemp()},{SHARED_DATA}")
     monkeypatch.setenv("ATOMGRAPH_ARM_CACHE", str(_session_caches / "arm-index"))
     monkeypatch.setenv("ATOMGRAPH_TRIE_DIR", str(_session_caches / "tries"))
+    monkeypatch.setenv("ATOMGRAPH_MODEL_DIR", str(_session_caches / "models"))
     for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SERPAPI_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("ATOMGRAPH_CACHE_PATH", str(tmp_path / "llm_cache.sqlite"))

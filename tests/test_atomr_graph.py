@@ -190,15 +190,6 @@ async def test_unparseable_plan_is_an_empty_answer_with_error_as_the_authors_sco
     assert stages(model) == ["plan"]
 
 
-async def test_unparseable_plan_with_plan_failure_rag_switch_goes_to_direct_rag():
-    plans = {COMPARE_Q: "I would rather not write JSON today."}
-    graph, model = graph_with(plans=plans)
-    out = await graph.ainvoke({"question": COMPARE_Q}, {"configurable": {"plan_failure_rag": True}})
-    assert out["answer"] == "Grouplogic" and out["error"] is None
-    assert "plan_failure_rag" in out["trace"]["plan_fallback"]
-    assert stages(model) == ["plan", "direct_rag"]
-
-
 async def test_plan_for_another_question_is_a_parse_failure():
     other = {"Who wrote Dune?": 'Relate("Dune", "author")'}
     graph, model = graph_with(plans={COMPARE_Q: other})
@@ -274,14 +265,7 @@ async def test_unknown_child_answer_triggers_source_selection_and_direct_rag():
     # the paper: no fallback after sibling reasoning ([DR], Algorithm 1 lines 14–15)
     assert node["fallback"] is None and node["answers"] == []
     assert stages(model)[-2:] == ["sibling_reasoning", "child_reasoning"]
-    # with the switch on, the [DR] node goes to direct RAG
-    graph, model = graph_with(answer=answers)
-    out = await graph.ainvoke({"question": COMPARE_Q}, {"configurable": {"dr_unknown_rag": True}})
-    node = {n["id"]: n for n in out["trace"]["nodes"]}[3]
-    assert "dr_unknown_rag" in node["fallback"]
-    assert node["sources"] == ["wikipedia", "google"]
-    assert out["answer"] == "Grouplogic"
-    assert stages(model)[-3:] == ["sibling_reasoning", "direct_rag", "child_reasoning"]
+    assert "direct_rag" not in stages(model)
 
 
 async def test_model_call_failure_is_recorded_and_survived():

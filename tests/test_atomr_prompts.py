@@ -316,7 +316,8 @@ def test_format_knowledge_groups_by_source():
         Evidence(title="Long", text="x" * 5000, source="google"),
     ]
     text = format_knowledge(evidence)
-    blocks = text.split("\n\n")
+    assert text.startswith("<evidence>\n") and text.endswith("\n</evidence>")  # fenced as data, once
+    blocks = text.removeprefix("<evidence>\n").removesuffix("\n</evidence>").split("\n\n")
     assert [b.splitlines()[0] for b in blocks] == [
         "Wikipedia Passages:",
         "Google Results:",

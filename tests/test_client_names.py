@@ -141,3 +141,29 @@ def test_the_operators_settings_still_name_code(tmp_path, monkeypatch):
     out = graph.invoke({"question": "Who directed Kuhle Wampe?"}, context={"sources": ["op_sources:kb"]})
     assert out["answer"] == "Slatan Dudow" and out["retriever_calls"], out["error"]
     sys.modules.pop("op_sources", None)
+
+
+def test_readers_errors_name_places_never_content(tmp_path):
+    """A file read as the wrong thing: the error says where and what is wrong, never what the file holds."""
+    from atomgraph.errors import ParseError
+    from atomgraph.local.engine import check_gguf_path
+    from atomgraph.tools.corpus_readers import read_passages
+    from atomgraph.tools.objects import load_objects
+
+    secret, digits = "PRIVATE-c0ffee", "1" + "7" * 20
+    files = {"header.tsv": f"{secret}\tb\n1\t2\n", "keys.json": f'[{{"{secret}": 1}}]',
+             "kind.jsonl": json.dumps({"id": "a", "kind": secret, "title": "t", "text": "x"}) + "\n",
+             "big.jsonl": f'{{"title": "t", "text": {digits}e999}}\n', "weights.gguf": f"{secret} not a model"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    readers = [lambda: list(read_passages(tmp_path / "header.tsv", "tsv")),
+               lambda: list(read_passages(tmp_path / "keys.json", "hipporag")),
+               lambda: load_objects(tmp_path / "kind.jsonl"),
+               lambda: list(read_passages(tmp_path / "big.jsonl", "jsonl")),
+               lambda: check_gguf_path(tmp_path / "weights.gguf")]
+    for read in readers:
+        with pytest.raises((ConfigError, ParseError)) as err:
+            read()
+        message = str(err.value)
+        assert secret.lower() not in message.lower() and digits not in message and str(tmp_path) in message, message
+        assert "PRIV" not in message, message  # not even the first bytes

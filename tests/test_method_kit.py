@@ -90,9 +90,10 @@ def test_a_stage_is_a_tagged_runnable_with_a_cap():
 async def test_unreadable_direct_rag_output_is_no_answer():
     """Seen with a small local model: the reply was a passage of evidence, not an answer."""
     passage = "[3] Albert Einstein | Albert Einstein (1879–1955) was a German-born theoretical physicist"
-    model = ScriptedChatModel(stages={"plan": "no tree here", "direct_rag": passage})
+    # a plan over max_nodes is answered by direct RAG on the question
+    model = ScriptedChatModel(stages={"plan": json.dumps(PLAN), "direct_rag": passage})
     out = await build_atomr_graph(model=model, sources=wiki(), settings=Settings(cache=False)).ainvoke(
-        {"question": Q}, {"configurable": {"plan_failure_rag": True, "closed_book_root": False}})
+        {"question": Q}, {"configurable": {"max_nodes": 1, "closed_book_root": False}})
     assert out["answers"] == [] and "Einstein" not in out["answer"]
     root = out["trace"]["nodes"][0]
     assert any("direct RAG gave no answer: unreadable model output" in n for n in root["notes"])

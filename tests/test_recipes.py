@@ -259,7 +259,7 @@ def test_a_recipe_run_reads_no_model_factory_from_the_environment(shared_data, t
     monkeypatch.setenv("ATOMGRAPH_MODEL", "leaky-model")
     monkeypatch.setenv("ATOMGRAPH_SOURCES", "google")
     monkeypatch.setenv("ATOMGRAPH_COT__DEMONSTRATIONS", "0")
-    monkeypatch.setenv("ATOMGRAPH_ATOMR__PLAN_FAILURE_RAG", "true")
+    monkeypatch.setenv("ATOMGRAPH_ATOMR__KEEP_RAW_REPLY", "true")
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps({"default": "So the answer is: Paris"}))
     out = tmp_path / "run"
@@ -269,14 +269,14 @@ def test_a_recipe_run_reads_no_model_factory_from_the_environment(shared_data, t
     assert not (tmp_path / "factory_called").exists()  # the factory was never imported nor called
     ignored = err.split("not applied", 1)[1].splitlines()[0]
     for said in ("$ATOMGRAPH_MODEL_FACTORY='leaky_factory:make'", "model='leaky-model'", "sources=['google']",
-                 "cot.demonstrations=0", "atomr.plan_failure_rag=True"):
+                 "cot.demonstrations=0", "atomr.keep_raw_reply=True"):
         assert said in ignored, (said, ignored)
     meta = json.loads((out / "run.json").read_text())
     assert meta["run"]["not_applied"]["$ATOMGRAPH_MODEL_FACTORY"] == "leaky_factory:make"
     assert "model_factory" not in meta["run"] and meta["run"]["options"] == {"--model": f"scripted:{rules}"}
     assert f"  --model scripted:{rules}" in err
     s = meta["settings"]
-    assert (s["model"], s["sources"], s["cot"]["demonstrations"], s["atomr"]["plan_failure_rag"]) == (
+    assert (s["model"], s["sources"], s["cot"]["demonstrations"], s["atomr"]["keep_raw_reply"]) == (
         "gpt-4o-2024-08-06", ["wikipedia"], 2, False)
     (rec,) = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert rec["predicted"] == "Paris"
@@ -304,6 +304,13 @@ def _recipe_file(tmp_path, dataset: str, extra: str = "", settings: str = 'model
     ("", 'model = "m"\nbogus = 1\n', "invalid settings: bogus: Extra inputs are not permitted"),
     ("", 'model = "m"\n[settings.cot]\nnope = 1\n', "invalid settings: cot.nope"),
     ("", 'model = "m"\n[settings.cot]\ndemonstrations = "two"\n', "invalid settings: cot.demonstrations"),
+    ("", 'temperature = "hot"\n', "invalid settings: temperature"),
+    ("", 'temperature = nan\n', "settings.temperature is nan: a recipe holds finite numbers only"),
+    ("", 'model = "m"\n[settings.cot]\ndemonstrations = inf\n', "settings.cot.demonstrations is inf"),
+    ("", "sources = " + "[" * 50_000 + "]" * 50_000 + "\n", "nested deeper than 100 levels"),
+    ('needs = 5\n', 'model = "m"\n', "'needs' must be a list of text"),
+    ('notes = 5\n', 'model = "m"\n', "'notes' must be text, not int"),
+    ('paper_values = {f1 = "high"}\n', 'model = "m"\n', "paper value 'f1' must be a number, not str"),
 ])
 def test_a_recipe_with_an_unknown_key_is_one_line(tmp_path, capsys, extra, settings, says):
     data = tmp_path / "q.jsonl"
@@ -353,3 +360,21 @@ def test_a_server_run_reads_no_model_factory_from_the_environment(tmp_path, caps
     err = capsys.readouterr().err
     assert "$ATOMGRAPH_MODEL_FACTORY not applied: a server run uses the server's models" in err
     assert "cannot be reached" in err and "no_such_module_anywhere" not in err.split("not applied", 1)[1]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999"])
+def test_non_finite_numbers_are_no_setting(monkeypatch, value):
+    from atomgraph.errors import ConfigError
+    from atomgraph.settings import Settings
+    from atomgraph.state.run import validate_params
+    from atomgraph.state.kar3 import Kar3Context
+
+    monkeypatch.setenv("ATOMGRAPH_TEMPERATURE", value)
+    with pytest.raises(ConfigError, match="temperature.*finite number"):
+        Settings.load()
+    monkeypatch.delenv("ATOMGRAPH_TEMPERATURE")
+    monkeypatch.setenv("ATOMGRAPH_KAR3__DELTA", value)
+    with pytest.raises(ConfigError, match="delta"):
+        Settings.load()
+    with pytest.raises(ConfigError, match="delta"):
+        validate_params(Kar3Context, {"delta": float(value)})

@@ -129,3 +129,64 @@ def test_cache_hits_are_counted_in_eval_records_and_reports():
     row = summarize_run({"method": "standard", "dataset": "toy"}, [rec], {})
     assert row["cached_calls"] == 1
     assert "| cached |" in markdown_tables([row])
+
+
+# --- rows carry a keyed MAC -------------------------------------------------------------------------
+def _row(prompt: str = "p", llm: str = "m", reply: str = "Munich"):
+    from langchain_core.load import dumps
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration
+
+    return dumps(ChatGeneration(message=AIMessage(content=reply)))
+
+
+def test_a_row_forged_with_a_recomputed_plain_checksum_is_ignored(tmp_path, caplog):
+    """Whoever can write the cache file but not read its key cannot forge a row: a replayed answer with
+    its plain SHA-256 recomputed (what the file's check value was before keyed MACs) is ignored and counted."""
+    import hashlib
+    import os
+    import stat
+
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration
+
+    from atomgraph.cache import ReplyCache, checksum
+
+    path = tmp_path / "cache.sqlite"
+    cache = ReplyCache(path)
+    cache.store("p", "m", [ChatGeneration(message=AIMessage(content="Munich"))])
+    assert cache.lookup("p", "m")[0].message.content == "Munich"  # its own rows replay
+    key_file = tmp_path / "cache.sqlite.key"
+    assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    key_text = key_file.read_text().strip()
+    assert key_text not in caplog.text and len(bytes.fromhex(key_text)) == 32
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+    forged = _row(reply="So the answer is: PWNED")
+    plain = checksum("p", "m", 0, forged)
+    assert plain == hashlib.sha256(b"p\x00m\x000\x00" + forged.encode() + b"\x00").hexdigest()
+    db = sqlite3.connect(path)
+    for value in (plain, "hmac-sha256:" + plain):  # a plain checksum, and one dressed as a MAC
+        db.execute("UPDATE full_llm_cache SET response = ?, checksum = ? WHERE prompt = 'p'", (forged, value))
+        db.commit()
+        before = cache.rejected
+        assert cache.lookup("p", "m") is None and cache.rejected == before + 1
+    # a second cache object on the same file reads the same key: its rows verify
+    cache.store("p", "m", [ChatGeneration(message=AIMessage(content="Munich"))])
+    assert ReplyCache(path).lookup("p", "m")[0].message.content == "Munich"
+    db.close()
+
+
+def test_a_key_file_others_can_read_makes_the_cache_unusable(tmp_path, caplog):
+    import os
+
+    from atomgraph.cache import ReplyCache
+
+    path = tmp_path / "cache.sqlite"
+    ReplyCache(path).store("p", "m", [])  # creates the key
+    os.chmod(tmp_path / "cache.sqlite.key", 0o644)
+    cache = ReplyCache(path)
+    with caplog.at_level(logging.WARNING):
+        assert cache.lookup("p", "m") is None
+    assert cache.unusable and "0644" in cache.unusable and "uncached" in caplog.text
+    assert (tmp_path / "cache.sqlite.key").read_text().strip() not in caplog.text

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -165,6 +166,28 @@ async def retriever_run(name: str, query: str, *, tags: list[str] | None = None,
         await span.on_retriever_end(run.documents)
 
 
+# Cuts a source made to a reply (a row, byte or time bound: tools/sparql_backends.py), collected per source
+# call by :func:`recorded_retrieval` into ``RetrieverCall.cut``. The list is shared with the worker thread
+# a sync source runs in (``asyncio.to_thread`` copies the context, not the list).
+_CUTS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("atomgraph_source_cuts", default=None)
+
+
+def note_cut(why: str) -> None:
+    """Record that the current source call's reply was cut (``why``), on its retriever call record."""
+    cuts = _CUTS.get()
+    if cuts is not None:
+        cuts.append(why)
+
+
+def screen_evidence(hits: Iterable[Evidence], *, drop: bool = False) -> tuple[list[Evidence], int, int]:
+    """``(kept, suspect, dropped)``: every hit that addresses the model (:mod:`atomgraph.injection`)
+    marked ``suspect_instruction``, or left out when ``drop`` (the ``drop_suspect_evidence``
+    switch). Where evidence enters every method: :func:`recorded_retrieval` calls it."""
+    from atomgraph.injection import screen
+
+    return screen(hits, Evidence.render, drop=drop)
+
+
 async def recorded_retrieval(
     source: KnowledgeSource,
     query: str,
@@ -173,13 +196,29 @@ async def recorded_retrieval(
     operator: str | None = None,
     args: list[str] | None = None,
     question: str = "",
+    drop_suspect: bool = False,
 ) -> tuple[list[Evidence], RetrieverCall]:
     """One source call (a plain search, or an atomic operator when ``operator`` is given),
     timed and recorded. A failure is returned on the record, never raised, so the other
     sources of a question carry on. Text and web sources give their top ``k``; a KG answer
-    is kept whole (ATOMR §3.3.1)."""
+    is kept whole (ATOMR §3.3.1). Hits that address the model are flagged, or dropped with
+    ``drop_suspect`` (:func:`screen_evidence`), and counted on the record."""
     label = f"{operator}({', '.join(args or [])})" if operator else query
     t0 = time.perf_counter()
+    cuts: list[str] = []
+    token = _CUTS.set(cuts)
+    try:
+        hits, call = await _recorded(source, query, k, label, t0, operator, args, question, drop_suspect)
+    finally:
+        _CUTS.reset(token)
+    if cuts:
+        call.cut = "; ".join(dict.fromkeys(cuts))[:500]
+    return hits, call
+
+
+async def _recorded(source: KnowledgeSource, query: str, k: int, label: str, t0: float, operator: str | None,
+                    args: list[str] | None, question: str, drop_suspect: bool = False,
+                    ) -> tuple[list[Evidence], RetrieverCall]:
     async with retriever_run(f"search_{source.name}", label, tags=[f"source:{source.name}"],
                              metadata={"source": source.name, "source_kind": source.kind, "k": k,
                                        "operator": operator}) as run:
@@ -194,8 +233,10 @@ async def recorded_retrieval(
             return [], RetrieverCall(source=source.name, query=label, latency_s=time.perf_counter() - t0, error=err)
         if source.kind != "kg":
             hits = hits[:k]
+        hits, suspect, dropped = screen_evidence(hits, drop=drop_suspect)
         run.end(hits)
-    return hits, RetrieverCall(source=source.name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0)
+    return hits, RetrieverCall(source=source.name, query=label, hits=len(hits), latency_s=time.perf_counter() - t0,
+                               suspect=suspect, dropped=dropped)
 
 
 def _call_error(call: Any) -> str | None:

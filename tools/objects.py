@@ -112,7 +112,7 @@ def parse_object(obj: dict, where: str) -> DataObject:
     oid = _str_field(obj, "id", where)
     kind = _str_field(obj, "kind", where)
     if kind not in KINDS:
-        raise ParseError(f"{where}: field 'kind' must be 'passage' or 'table', found {kind!r}")
+        raise ParseError(f"{where}: field 'kind' must be 'passage' or 'table'")  # the file's value is not quoted
     title = _str_field(obj, "title", where, allow_empty=True) or ""
     text = _str_field(obj, "text", where, required=kind == "passage", allow_empty=kind == "table") or ""
     if kind == "passage":

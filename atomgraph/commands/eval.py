@@ -377,6 +377,10 @@ def cmd_report(args) -> int:
     from atomgraph.jsonl import check_out_dir, check_out_file
 
     rows = summarize_runs(args.dirs, price_table(get_settings()))  # every run read (strictly) before anything is written
+    for directory, row in zip(args.dirs, rows):
+        for why, n in (row.get("skipped") or {}).items():
+            print(f"atomgraph: warning: {directory}: {n} {why} in its records (a write that never finished); "
+                  "not reported", file=sys.stderr)
     text = markdown_tables(rows)
     folder = args.plots or (str(Path(args.out).parent) if args.out else "eval_plots")
     if args.out:

@@ -2,6 +2,7 @@
 
 >>> model = ChatLocalLlama()                                  # the bundled Gemma-3-270M
 >>> model = ChatLocalLlama(model_path="/models/qwen2.5-7b-instruct-q4_k_m.gguf", max_tokens=256)
+>>> model = ChatLocalLlama(model_path="qwen2.5-1.5b")          # a packaged model ('qwen' extra)
 >>> model.invoke("Capital of France?").content
 >>> model.invoke(msgs, choices=["yes", "no"]).content          # exactly one of the options
 >>> model.invoke(msgs, json_schema={...}).content             # a JSON document of the schema
@@ -79,7 +80,7 @@ from langchain_core.messages import (AIMessage, AIMessageChunk, BaseMessage, Sys
 from langchain_core.messages.tool import invalid_tool_call, tool_call, tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableMap, RunnablePassthrough
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from atomgraph.local.engine import DEFAULT_N_CTX, Generation, GrammarError, LocalEngine, load_engine
 
@@ -221,8 +222,10 @@ class ChatLocalLlama(BaseChatModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     in_process_constraints: ClassVar[bool] = True  # atomgraph.prompts.constraints: the "local" backend
 
-    model_path: str | None = Field(None, description="GGUF file; None = the bundled Gemma-3-270M.")
-    model: str = Field("local", description="The model string that built this model (its name in records).")
+    model_path: str | None = Field(None, description="GGUF file, or a packaged model's short name (qwen2.5-1.5b: "
+                                                     "atomgraph.local.packaged); None = the bundled Gemma-3-270M.")
+    model: str = Field("local", description="The model string that built this model (its name in records); "
+                                            "unset, local:<model_path> for a model_path.")
     n_ctx: int = DEFAULT_N_CTX
     max_tokens: int = 512
     temperature: float = 0.0
@@ -239,6 +242,12 @@ class ChatLocalLlama(BaseChatModel):
                            "knowledge's n-grams, or Unknown (atomgraph.local.grounded). Off: measured in "
                            "benchmarks/results/local_grounded.json.")
     _engine: LocalEngine | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _name_from_path(self) -> "ChatLocalLlama":
+        if "model" not in self.model_fields_set and self.model_path:
+            self.model = f"local:{self.model_path}"  # records name the model that answered, not the bundled one
+        return self
 
     @property
     def _llm_type(self) -> str:

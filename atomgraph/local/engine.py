@@ -38,6 +38,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -182,7 +183,7 @@ class LocalEngine:
         self.n_vocab = self.llm.n_vocab()
         self.n_ctx = self.llm.n_ctx()
         self.eos_ids = {self.llm.token_eos()}
-        for marker in (b"<end_of_turn>", b"<start_of_turn>", b"<|im_end|>", b"<|eot_id|>"):
+        for marker in (b"<end_of_turn>", b"<start_of_turn>", b"<|im_end|>", b"<|endoftext|>", b"<|eot_id|>"):
             ids = self.llm.tokenize(marker, add_bos=False, special=True)
             if len(ids) == 1 and self.llm._model.token_get_attr(ids[0]) & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL:
                 self.eos_ids.add(ids[0])
@@ -274,7 +275,7 @@ class LocalEngine:
         (``<start_of_turn>user\\n…<end_of_turn>\\n<start_of_turn>model\\n``, a system message
         folded into the first user turn, as Gemma has no system role).
         """
-        msgs = [(r, c) for r, c in messages]
+        msgs = [(r, literal_text(c)) for r, c in messages]
         if self.chat_template:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -602,6 +603,19 @@ def completion_text(messages: Iterable[tuple[str, str]]) -> str:
     return "\n\n".join(p for p in parts if p.strip())
 
 
+# Control-token spellings of chat templates (``<|im_start|>``, ``<|endoftext|>``, Gemma's
+# ``<start_of_turn>``, ``<bos>``): in a message's text they are text, never turn markers.
+_CONTROL_TOKEN = re.compile(r"<(\|[^|<>\s]{1,40}\||/?(?:start_of_turn|end_of_turn|bos|eos|pad|unk)>)")
+
+
+def literal_text(content: str) -> str:
+    """``content`` with every control-token spelling made plain text (its ``<`` becomes ``‹``):
+    a chat prompt is tokenized with special tokens on, for the template's own markers, so a
+    question or a passage that spells ``<|im_start|>system`` or ``<end_of_turn>`` must not open a
+    turn of its own."""
+    return _CONTROL_TOKEN.sub(r"‹\1", content)
+
+
 def gemma_turns(messages: Sequence[tuple[str, str]]) -> str:
     """Gemma's turn format (no system role: a system message opens the first user turn)."""
     parts: list[str] = []
@@ -678,9 +692,23 @@ _ENGINES: dict[tuple[str, int], LocalEngine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
+def model_file(path: str | os.PathLike | None = None) -> Path:
+    """The GGUF file ``path`` names: the bundled Gemma-3-270M for None, a packaged model's checked
+    file for its short name (``qwen2.5-1.5b``: :mod:`atomgraph.local.packaged`, assembled on first
+    use), else the path itself (a file that shares a short name is named ``./qwen2.5-1.5b``)."""
+    if path is None:
+        return bundled_model_path()
+    from atomgraph.local.packaged import packaged_model, packaged_model_path
+
+    if isinstance(path, str) and packaged_model(path) is not None:
+        return packaged_model_path(path)
+    return Path(path)
+
+
 def load_engine(path: str | os.PathLike | None = None, *, n_ctx: int = DEFAULT_N_CTX) -> LocalEngine:
-    """The process-wide engine for ``path`` (default: the bundled model), loaded on first use."""
-    p = check_gguf_path(path if path is not None else bundled_model_path())
+    """The process-wide engine for ``path`` (default: the bundled model; a packaged model's short
+    name: :func:`model_file`), loaded on first use."""
+    p = check_gguf_path(model_file(path))
     key = (str(p), n_ctx)
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)

@@ -747,23 +747,46 @@ async def question_scores(art: ArmRuntime, ctx: ArmContext, state: ArmState) -> 
                                                                 ctx.keyword_bm25_weight))
 
 
+def suspect_positions(index: ArmIndex) -> frozenset[int]:
+    """The positions of the collection's objects that address the model (their title, text or
+    column names: :mod:`atomgraph.injection`), found once per index."""
+    from atomgraph.injection import is_suspect
+
+    found = index.__dict__.get("_suspect")
+    if found is None:
+        found = index.__dict__["_suspect"] = frozenset(
+            p for p, o in enumerate(index.objects) if is_suspect(f"{o.title} | {o.text} {' '.join(o.columns)}"))
+    return found
+
+
 def make_retrieve_node(art: ArmRuntime) -> Callable:
     async def retrieve(state: ArmState, config: RunnableConfig) -> dict[str, Any]:
         ctx = art.params(config)
         index, scores = await question_scores(art, ctx, state)
         pool = base_pool(index, scores, ctx)
-        ps = list(pool)
+        suspect = suspect_positions(index) & set(pool)
+        drop = art.drop_suspect()  # a suspect object leaves the pool (and every expansion: structure node)
+        ps = [p for p in pool if not (drop and p in suspect)]
         rel = scores.relevance(ps, ctx.relevance, ctx.bm25_weight)
         candidates = [Candidate(id=index.objects[p].id, via=pool[p], bm25=round(float(scores.bm25[p]), 4),
-                                dense=round(float(scores.dense[p]), 4), relevance=round(float(r), 4))
+                                dense=round(float(scores.dense[p]), 4), relevance=round(float(r), 4),
+                                **({"suspect_instruction": True} if p in suspect else {}))
                       for p, r in zip(ps, rel)]
+
+        found_via = {p: pool[p] for p in suspect}
+
+        def counted(via: str) -> dict[str, int]:
+            n = sum(1 for v in found_via.values() if v == via)
+            return {"suspect": n, "dropped": n if drop else 0}
+
+        pool = {p: v for p, v in pool.items() if p in ps}
         ngrams = list(dict.fromkeys(a["ngram"] for a in state.get("aligned") or []))
         async with retriever_run("arm_objects", state["question"], tags=["source:arm"],  # a trace span
                                  metadata={"ngrams": ngrams[:50]}) as span:
             span.end(Evidence(title=index.objects[p].title, text=index.objects[p].text[:300], source="arm",
                               id=index.objects[p].id, metadata={"via": pool[p]}) for p in ps)
         calls = [RetrieverCall(source="arm:keyword", query=", ".join(a["ngrams"])[:500],
-                                hits=sum(1 for v in pool.values() if v == f"keyword {i}"))
+                               hits=sum(1 for v in pool.values() if v == f"keyword {i}"), **counted(f"keyword {i}"))
                   for i, a in enumerate(state.get("alignment") or [])]
         out: dict[str, Any] = {"candidates": candidates, "retriever_calls": calls}
         if not state.get("alignment"):

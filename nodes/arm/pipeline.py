@@ -40,7 +40,8 @@ from typing import Any, Awaitable, Callable, Sequence
 from langchain_core.runnables import RunnableConfig
 
 from atomgraph.errors import ConfigError
-from atomgraph.nodes.arm.information_alignment import _top
+from atomgraph.injection import fence
+from atomgraph.nodes.arm.information_alignment import _top, suspect_positions
 from atomgraph.nodes.arm.self_verification import verbalize_object
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.arm import ANSWER
@@ -235,8 +236,8 @@ def make_answer_node(art: ArmRuntime) -> Callable:
         else:
             index = await art.aindex(ctx)
             ids = state.get("retrieved_ids") or []
-            objects = "\n\n".join(verbalize_object(index, index.objects[index.position(i)], state["question"],
-                                                   ctx.verbalize_top_rows) for i in ids) or "(nothing was retrieved)"
+            objects = fence("\n\n".join(verbalize_object(index, index.objects[index.position(i)], state["question"],
+                                                         ctx.verbalize_top_rows) for i in ids)) or "(nothing was retrieved)"
             result = await art.ask(ANSWER, {"question": state["question"], "objects": objects}, config)
             out["llm_calls"] = [result.call]
             if result.ok:
@@ -245,6 +246,10 @@ def make_answer_node(art: ArmRuntime) -> Callable:
                 problems.append(f"answer: {result.problem}")
                 out.update(answer="", answers=[], error=result.problem)
         out["trace"] = trace(state, ctx, problems)
+        if not state.get("error") and ctx.answer:  # the objects read that address the model (atomgraph.injection)
+            suspect = suspect_positions(index)
+            out["trace"]["suspect_objects"] = [i for i in state.get("retrieved_ids") or []
+                                               if index.position(i) in suspect]
         out["retrieved_ids"] = state.get("retrieved_ids") or []
         out["retrieved_titles"] = state.get("retrieved_titles") or []
         if problems:

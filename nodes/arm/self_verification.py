@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 from langchain_core.runnables import RunnableConfig
 
+from atomgraph.injection import fence
 from atomgraph.nodes.arm.structure_alignment import column_compatibility, find_root, sentences
 from atomgraph.prompts.arm import VERIFY, selection_schema
 from atomgraph.state.arm_graph import ArmState, Draft, Verdict, Vote
@@ -125,7 +126,8 @@ def connection(index: ArmIndex, a: DataObject, b: DataObject) -> str:
 
 
 def verbalize_draft(index: ArmIndex, ids: Sequence[str], links: Sequence[dict], question: str, n: int) -> str:
-    """The draft as the decoder reads it: objects, then connections among them."""
+    """The draft as the decoder reads it: objects, then connections among them, fenced as data
+    (``<evidence>`` ... ``</evidence>``: :func:`atomgraph.injection.fence`)."""
     objs = [index.objects[index.position(i)] for i in ids]
     parts = [verbalize_object(index, o, question, n) for o in objs]
     inside = set(ids)
@@ -134,7 +136,7 @@ def verbalize_draft(index: ArmIndex, ids: Sequence[str], links: Sequence[dict], 
     text = "\n\n".join(parts)
     if lines:
         text += "\n\nConnections:\n" + "\n".join(f"- {ln}" for ln in lines)
-    return text
+    return fence(text)
 
 
 # --- the nodes: verify, aggregate ---------------------------------------------------------------------

@@ -33,7 +33,7 @@ import numpy as np
 from langchain_core.runnables import RunnableConfig
 from rapidfuzz import fuzz
 
-from atomgraph.nodes.arm.information_alignment import Scores, _minmax, question_scores
+from atomgraph.nodes.arm.information_alignment import Scores, _minmax, question_scores, suspect_positions
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import ArmState, Draft
 from atomgraph.tools.arm_index import ArmIndex, _embed, stopwords, tokens
@@ -65,20 +65,22 @@ def database_relevance(objects: Sequence, R: np.ndarray, weight: float) -> np.nd
     return R + weight * np.array([best[d] if d is not None else 0.0 for d in dbs])
 
 
-def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext, steps: int) -> dict[int, str]:
+def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext, steps: int,
+           exclude: frozenset[int] = frozenset()) -> dict[int, str]:
     """``pool`` expanded ``steps`` times (§3.2.2): each step, every object added by the step
     before (the base objects first) adds its ``expansion_per_seed`` most compatible objects.
 
     Past ``max_candidates`` (our cap; the paper has none) the base objects stay, most relevant
     first, then the most relevant expanded ones, so each draft's set holds the one before it (a
-    base of ``max_candidates`` or more leaves every draft the same set)."""
+    base of ``max_candidates`` or more leaves every draft the same set). Objects in ``exclude``
+    (suspect objects under ``drop_suspect_evidence``) are never added."""
     out = dict(pool)
     frontier = list(out)
     for _ in range(steps):
         new = []
         for s in frontier:
             for q in neighbours(index, s, ctx.expansion_per_seed, ctx):
-                if q not in out:
+                if q not in out and q not in exclude:
                     out[q] = f"expansion of {index.objects[s].id}"
                     new.append(q)
         frontier = new
@@ -94,7 +96,8 @@ def expand(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContex
     return out
 
 
-def expanded_pools(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext, drafts: int) -> list[tuple[int, dict[int, str]]]:
+def expanded_pools(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext, drafts: int,
+                   exclude: frozenset[int] = frozenset()) -> list[tuple[int, dict[int, str]]]:
     """``drafts`` expanded sets of search objects, ``(steps, set)``: the d-th expands the base
     set d steps (d = 0, 1, …: the base set, then 1 and 2 steps); a set equal to an earlier one is
     expanded one more step (at most ``drafts + 1`` steps), so the sets really differ where the
@@ -103,7 +106,7 @@ def expanded_pools(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: A
     seen: set[frozenset[int]] = set()
     steps = 0
     while len(out) < max(1, drafts) and steps <= max(1, drafts) + 1:
-        s = expand(index, pool, scores, ctx, steps)
+        s = expand(index, pool, scores, ctx, steps, exclude)
         key = frozenset(s)
         if key not in seen:
             seen.add(key)
@@ -165,10 +168,11 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
     }
 
 
-def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext) -> list[Draft]:
+def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext,
+                 exclude: frozenset[int] = frozenset()) -> list[Draft]:
     """One solved MIP draft per expanded set of the base ``pool`` (§3.2.2; the base set alone
-    without structure alignment)."""
-    sets = expanded_pools(index, pool, scores, ctx, ctx.drafts) if ctx.structure_alignment else [(0, pool)]
+    without structure alignment); no expansion adds an object of ``exclude``."""
+    sets = expanded_pools(index, pool, scores, ctx, ctx.drafts, exclude) if ctx.structure_alignment else [(0, pool)]
     drafts = []
     for d, (steps, objs) in enumerate(sets):
         solved = solve_draft(index, list(objs), scores, ctx)
@@ -972,13 +976,14 @@ def make_structure_node(art: ArmRuntime) -> Callable:
         ctx = art.params(config)
         index, scores = await question_scores(art, ctx, state)
         pool = {index.position(c["id"]): c["via"] for c in state.get("candidates") or []}
+        exclude = suspect_positions(index) if art.drop_suspect() else frozenset()  # drop_suspect_evidence
         if not pool and len(index.objects):
             # no keyword aligned (the base set is the keywords' objects alone): the retrieve node's
             # problem line says the base is the question's nearest objects; so it is
-            nearest = np.argsort(-np.asarray(scores.dense), kind="stable")[: max(ctx.k, ctx.keyword_pool)]
-            pool = {int(p): "dense (no keyword aligned)" for p in nearest}
+            nearest = [p for p in np.argsort(-np.asarray(scores.dense), kind="stable") if int(p) not in exclude]
+            pool = {int(p): "dense (no keyword aligned)" for p in nearest[: max(ctx.k, ctx.keyword_pool)]}
         # embeds units and runs CBC: in a thread, off the event loop
-        drafts = await asyncio.to_thread(solve_drafts, index, pool, scores, ctx)
+        drafts = await asyncio.to_thread(solve_drafts, index, pool, scores, ctx, exclude)
         notes = []
         if ctx.structure_alignment and len(drafts) < ctx.drafts:
             notes.append(f"structure: {ctx.drafts - len(drafts)} expansion(s) added nothing new; {len(drafts)} draft(s)")

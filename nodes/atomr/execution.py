@@ -9,26 +9,26 @@ retrieval, the atomic operator; §3.3.2 Parent Node Reasoning: child / sibling a
 direct RAG); planning (§3.2) is :mod:`~atomgraph.nodes.atomr.plan`.
 
 Every step of a tree node ends with an outcome; the table says what the node does next.
-``DONE`` settles the node. A :class:`Switch` row is one of atomgraph's additions: it applies
-only when its context field is on (all are off by default, so the table reads as the paper).
+``DONE`` settles the node. A :class:`Switch` row applies only when its context field is on
+(``closed_book_root``, the authors' direct answer, on by default).
 
 | step | outcome | next | Algorithm 1 |
 |---|---|---|---|
 | select | leaf | operate | l.5–8: sources chosen, run the atomic operator |
 | select | fallback | rag | l.19–21: sources chosen for direct RAG |
 | operate | answered | DONE | l.8 |
-| operate | empty | DONE (``unknown_leaf_rag``: rag) | the operator said Unknown: no failure |
+| operate | empty | DONE | the operator said Unknown: no failure |
 | operate | failed | rag | l.9–10: operator execution failure (no evidence from any selected source, a failed call, an unreadable reply) |
 | operate | skipped | DONE | a referenced node has no answer: no call over an empty reference |
 | children | answered | DONE | l.17 |
 | children | empty / failed | select → rag | l.18–21: child-answer reasoning said Unknown |
-| siblings | answered / empty / failed | DONE (``dr_unknown_rag``: select → rag) | l.14–15: no fallback |
+| siblings | answered / empty / failed | DONE | l.14–15: no fallback |
 | rag | any | DONE | l.10, l.21 |
 | root | empty | closed_book (``closed_book_root``) | the authors' direct answer when the root ends empty |
 | closed_book | any | DONE | |
 
 An unreadable plan (before any of this) leaves the run without a tree and with ``error``
-set, as the authors score it empty; ``plan_failure_rag`` answers it by direct RAG instead.
+set, as the authors score it empty.
 """
 
 
@@ -45,6 +45,7 @@ from atomgraph.nodes.call import StageResult
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.atomr.stages import answer_text, demonstration_answers, read_as_authors
 from atomgraph.prompts.stage import Stage, hold_to_question, refusal_reason
+from atomgraph.state.run import evidence_record
 from atomgraph.state.atomr import (AtomRContext, AtomRState, NodeRun, OperatorCall, REF_RE, StepInput, SubCall,
                                    substitute_refs)
 from atomgraph.text import listed_or_whole
@@ -68,7 +69,7 @@ ALGORITHM_1: dict[tuple[str, str], str | Switch | None] = {
     ("select", "leaf"): "operate",
     ("select", "fallback"): "rag",
     ("operate", "answered"): DONE,
-    ("operate", "empty"): Switch("unknown_leaf_rag", "rag"),
+    ("operate", "empty"): DONE,
     ("operate", "failed"): "rag",
     ("operate", "skipped"): DONE,
     ("children", "answered"): DONE,
@@ -76,9 +77,9 @@ ALGORITHM_1: dict[tuple[str, str], str | Switch | None] = {
     ("children", "failed"): "select",
     ("children", "skipped"): "select",
     ("siblings", "answered"): DONE,
-    ("siblings", "empty"): Switch("dr_unknown_rag", "select"),
-    ("siblings", "failed"): Switch("dr_unknown_rag", "select"),
-    ("siblings", "skipped"): Switch("dr_unknown_rag", "select"),
+    ("siblings", "empty"): DONE,
+    ("siblings", "failed"): DONE,
+    ("siblings", "skipped"): DONE,
     ("rag", "answered"): DONE,
     ("rag", "empty"): DONE,
     ("rag", "failed"): DONE,
@@ -92,13 +93,9 @@ ALGORITHM_1: dict[tuple[str, str], str | Switch | None] = {
 # Why a node went to direct RAG, by the row that sent it (the trace's ``fallback``).
 FALLBACK_REASONS = {
     ("operate", "failed"): "operator failure",
-    ("operate", "empty"): "operator answered Unknown (unknown_leaf_rag)",
     ("children", "empty"): "child reasoning answered Unknown",
     ("children", "failed"): "child reasoning failed",
     ("children", "skipped"): "child reasoning failed",
-    ("siblings", "empty"): "[DR] answered Unknown (dr_unknown_rag)",
-    ("siblings", "failed"): "[DR] failed (dr_unknown_rag)",
-    ("siblings", "skipped"): "[DR] failed (dr_unknown_rag)",
 }
 
 
@@ -429,10 +426,7 @@ def best_answered(state: AtomRState) -> NodeRun | None:
 
 
 def evidence_trace(run: NodeRun, max_chars: int = 400) -> list[dict]:
-    return [
-        {"source": e.source, "title": e.title, "text": e.text[:max_chars], "url": e.url, "score": e.score}
-        for e in run.evidence
-    ]
+    return [evidence_record(e, max_chars, ("source", "title", "text", "url", "score")) for e in run.evidence]
 
 
 def build_trace(state: AtomRState) -> dict:

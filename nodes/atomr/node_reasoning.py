@@ -43,6 +43,7 @@ from atomgraph.prompts.stage import Stage
 from atomgraph.state.atomr import NodeRun, OperatorCall, ReasoningTree, StepInput, SubCall
 from atomgraph.state.run import Evidence, RetrieverCall
 from atomgraph.tools.wikidata_source import ProgramError
+from atomgraph.tools.base import screen_evidence
 
 
 # ================================================================================================
@@ -210,8 +211,10 @@ def make_run_operator_node(rt: AtomRRuntime):
                 label = f"program {program.model_dump_json()}"
                 try:
                     hits = await asyncio.to_thread(rt.sources().get(name).answer_program, program)
+                    hits, suspect, dropped = screen_evidence(hits, drop=rt.drop_suspect())
                     return hits, [RetrieverCall(source=name, query=label, hits=len(hits),
-                                                latency_s=time.perf_counter() - t0)], [], f"{name}: model"
+                                                latency_s=time.perf_counter() - t0, suspect=suspect,
+                                                dropped=dropped)], [], f"{name}: model"
                 except ProgramError as exc:
                     why = f"it cannot be compiled: {exc}"
                 except Exception as exc:  # a source error is a record, as in rt.retrieve

@@ -5,7 +5,7 @@ A plan that cannot be read, or whose root is not the question asked (``ROOT_MATC
 of the question's content words), is no tree; of several plans in one reply (a small model
 copies a demonstration's plan next to its own) the one whose root is the question asked is
 kept, and none such is no tree: as the authors score it, the run ends with
-an empty answer and ``error`` set; ``plan_failure_rag`` answers it by direct RAG instead. A
+an empty answer and ``error`` set. A
 tree larger than ``max_nodes`` / ``max_depth`` (our limits) is answered by direct RAG.
 
 With ``review_plan`` on, :func:`make_review_node` pauses the run after planning
@@ -150,8 +150,6 @@ def make_plan_node(rt: AtomRRuntime):
             if oversize is None:
                 return {**update, "tree": tree, "plan_fallback": None, "runs": initial_runs(tree)}
             fallback = oversize
-        elif params.plan_failure_rag:
-            fallback = f"{unreadable} (plan_failure_rag)"
         else:  # the authors score an unreadable plan empty
             return {**update, "tree": None, "plan_fallback": unreadable, "runs": {}, "error": unreadable}
         tree = single_node_tree(question)

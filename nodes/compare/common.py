@@ -10,7 +10,7 @@ from atomgraph.nodes.call import StageResult
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.prompts.stage import REPLY_CUT_MARK, cap_reply
 from atomgraph.state.compare import DecomposedRagState, LoopState
-from atomgraph.state.run import Evidence, render_evidence
+from atomgraph.state.run import Evidence, evidence_record, render_evidence
 
 
 def source_names(rt: MethodRuntime) -> list[str]:
@@ -41,7 +41,7 @@ def passages(evidence: list[Evidence]) -> str:
 
 def hits(evidence: list[Evidence]) -> list[dict]:
     """A short view of retrieved items for the trace."""
-    return [{"source": e.source, "id": e.id, "title": e.title} for e in evidence]
+    return [evidence_record(e, fields=("source", "id", "title")) for e in evidence]
 
 
 def same_answer(a: str, b: str) -> bool:
@@ -100,7 +100,7 @@ def make_finish_node(rt: MethodRuntime, method: str, *, extra: Callable[[dict], 
             "method": method,
             "question": state.get("question"),
             "steps": list(state.get("steps") or []),
-            "evidence": [e.model_dump(include={"id", "title", "source", "url", "text"}) for e in evidence],
+            "evidence": [evidence_record(e) for e in evidence],
             "unavailable_sources": dict(rt.sources().unavailable),
             **(extra(state) if extra else {}),
         }

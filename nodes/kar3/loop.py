@@ -97,7 +97,7 @@ def loop_exit(step: Step, r: Round, chosen: list[AtomHit], params: Kar3Context) 
 
     - propose: the proposer gave an empty list of sub-questions (``enough``), or a reply that
       could not be read (``proposer_unreadable``: the authors' parser reads it as "do not
-      decompose"; the switch ``proposer_question_fallback`` asks the question itself instead);
+      decompose");
     - retrieve: nothing retrieved, the backups included (``nothing_retrieved``);
     - select: no readable pick (``selector_none``), or N chunks chosen (``max_chunks``).
     """
@@ -139,9 +139,7 @@ def after_select(state: Kar3State) -> Literal["propose", "answer"]:
 # --- propose ----------------------------------------------------------------------------------
 # The authors' ``_propose_question_decomposition``: atomic sub-questions given the question and
 # the chunks chosen so far. An empty list ends the loop; so does an unreadable reply, as the
-# authors' parser turns it into "do not decompose" (exit ``proposer_unreadable``); the switch
-# ``proposer_question_fallback`` instead makes the question itself this round's proposal (noted
-# in the round).
+# authors' parser turns it into "do not decompose" (exit ``proposer_unreadable``).
 def make_propose_node(rt: Kar3Runtime) -> Callable:
     async def propose(state: Kar3State, config: RunnableConfig) -> dict[str, Any]:
         rounds = list(state.get("rounds") or [])
@@ -168,10 +166,6 @@ def make_propose_node(rt: Kar3Runtime) -> Callable:
                 dropped = len(result.value.questions) - len(r.proposals)
                 if dropped > 0:
                     r.notes.append(f"{dropped} proposal(s) over max_proposals={params.max_proposals} dropped")
-        elif params.proposer_question_fallback:
-            r.notes.append(f"proposer: {result.problem}; the question itself is the proposal this round "
-                           "(proposer_question_fallback)")
-            r.proposals = [question]
         else:  # the authors' parser reads it as "do not decompose": the loop ends (loop_exit)
             r.proposer_unreadable = True
             r.notes.append(f"proposer: {result.problem}; the loop ends (the authors' reading)")
@@ -228,9 +222,11 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
                 groups, secs, err = await timed(index.search_atoms, queries, k, params.delta, via,
                                                 params.delta_metric)
                 span.fail(err) if err else span.end(hit_evidence(h, "atoms") for g in groups or [] for h in g)
-            groups = groups or [[] for _ in queries]
-            for q, g in zip(queries, groups):
-                calls.append(RetrieverCall(source="atoms", query=q, hits=len(g), latency_s=secs / len(queries), error=err))
+            screened = [screen_hits(g, rt.drop_suspect()) for g in groups or [[] for _ in queries]]
+            groups = [g for g, _, _ in screened]
+            for q, (g, suspect, dropped) in zip(queries, screened):
+                calls.append(RetrieverCall(source="atoms", query=q, hits=len(g), latency_s=secs / len(queries), error=err,
+                                           suspect=suspect, dropped=dropped))
             found = in_order(groups, exclude)
             r.tiers.append({"via": via, "queries": len(queries), "k": k, "hits": len(found), **({"error": err} if err else {})})
             if err:
@@ -246,7 +242,7 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
             hits = await atoms([question], "question")
             if not hits:
                 r.notes.append(f"backup 2: the question against the chunks ({gate}), each shown with its best atom")
-                hits = await chunk_hits(index, question, params, exclude, r, calls)
+                hits = await chunk_hits(index, question, params, exclude, r, calls, rt.drop_suspect())
         r.hits = hits
         exit_reason = loop_exit("retrieve", r, state.get("chosen") or [], params)
         return {"rounds": rounds[:-1] + [r], "retriever_calls": calls, "exit": exit_reason}
@@ -254,16 +250,25 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
     return retrieve
 
 
+def screen_hits(hits: list[AtomHit], drop: bool) -> tuple[list[AtomHit], int, int]:
+    """``(kept, suspect, dropped)``: hits whose atom or chunk addresses the model
+    (:mod:`atomgraph.injection`) marked ``suspect_instruction``, or left out when ``drop``."""
+    from atomgraph.injection import screen
+
+    return screen(hits, lambda h: f"{h.atom}\n{h.title} | {h.text}", drop=drop)
+
+
 async def chunk_hits(index, question: str, params: Kar3Context, exclude: set[str], r: Round,
-                     calls: list[RetrieverCall]) -> list[AtomHit]:
+                     calls: list[RetrieverCall], drop: bool = False) -> list[AtomHit]:
     """Backup 2: the question against the chunks (top ``chunk_top_k``, gated by δ), recorded on the round."""
     async with retriever_run("kar3_chunks", question, tags=["source:chunks"],
                              metadata={"k": params.chunk_top_k}) as span:
         found, secs, err = await timed(index.search_chunks, question, params.chunk_top_k, exclude, params.delta,
                                        params.delta_metric)
         span.fail(err) if err else span.end(hit_evidence(h, "chunks") for h in found or [])
-    found = found or []
-    calls.append(RetrieverCall(source="chunks", query=question, hits=len(found), latency_s=secs, error=err))
+    found, suspect, dropped = screen_hits(found or [], drop)
+    calls.append(RetrieverCall(source="chunks", query=question, hits=len(found), latency_s=secs, error=err,
+                               suspect=suspect, dropped=dropped))
     r.tiers.append({"via": "chunk", "queries": 1, "k": params.chunk_top_k, "hits": len(found),
                     **({"error": err} if err else {})})
     if err:
@@ -373,7 +378,8 @@ def make_answer_node(rt: Kar3Runtime) -> Callable:
             "rounds": [r.model_dump() for r in rounds],
             "exit": exit_reason,
             "exit_text": EXIT_TEXT.get(exit_reason or "", ""),
-            "chosen": [h.model_dump(include={"chunk_id", "title", "atom", "score", "via"}) for h in chosen],
+            "chosen": [h.model_dump(include={"chunk_id", "title", "atom", "score", "via"}
+                                    | ({"suspect_instruction"} if h.suspect_instruction else set())) for h in chosen],
             "response": response,
             "usage": usage_of(calls),
         }

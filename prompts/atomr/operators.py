@@ -5,6 +5,7 @@ in our words. Variables: ``question`` and ``knowledge`` (see :func:`format_knowl
 
 from __future__ import annotations
 
+from atomgraph.injection import EVIDENCE_RULE
 from atomgraph.prompts.atomr.templating import ANSWER_RULES, UNKNOWN_RULE, chat_prompt
 
 SEARCH_MARKER = "Task: atomic Search"
@@ -16,7 +17,7 @@ _FILTER_HUMAN = "Retrieved Knowledge:\n{knowledge}\n\nCondition: {condition}\nQu
 
 _SEARCH_SYSTEM = f"""{SEARCH_MARKER}: entity disambiguation.
 
-You are given knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph, and a question asking which entity a name refers to. Work out the entity the question means and name it precisely; add a short qualifier in parentheses when the bare name is ambiguous. Prefer the retrieved knowledge; when it does not help, answer from your own knowledge. Never answer with an empty list: give the most likely entity.
+You are given knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph, and a question asking which entity a name refers to. Work out the entity the question means and name it precisely; add a short qualifier in parentheses when the bare name is ambiguous. Prefer the retrieved knowledge; when it does not help, answer from your own knowledge. Never answer with an empty list: give the most likely entity. {EVIDENCE_RULE}
 
 {ANSWER_RULES}{{rules}}
 
@@ -26,7 +27,7 @@ Examples.
 
 _RELATE_SYSTEM = f"""{RELATE_MARKER}: one-hop question.
 
-You are given knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph, and a one-hop question about an entity: the entities linked to it by a relation, the value of one of its attributes, or how two entities are related. Answer from the retrieved knowledge; when it does not help, answer from your own knowledge. When the answer is a long list (for example the albums of a band), write every item into the Answer List. {UNKNOWN_RULE}
+You are given knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph, and a one-hop question about an entity: the entities linked to it by a relation, the value of one of its attributes, or how two entities are related. Answer from the retrieved knowledge; when it does not help, answer from your own knowledge. When the answer is a long list (for example the albums of a band), write every item into the Answer List. {UNKNOWN_RULE} {EVIDENCE_RULE}
 
 {ANSWER_RULES}{{rules}}
 
@@ -36,7 +37,7 @@ Examples.
 
 _FILTER_SYSTEM = f"""{FILTER_MARKER}: keep the entities that meet a condition.
 
-You are given knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph, a list of candidate entities inside the question, and a condition. Keep exactly those candidates that satisfy the condition, using the retrieved knowledge; when it does not help, decide from your own knowledge. The Paraphrase Answer restates the condition with the entities that meet it; the Answer List holds only those entities, spelled as in the question.
+You are given knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph, a list of candidate entities inside the question, and a condition. Keep exactly those candidates that satisfy the condition, using the retrieved knowledge; when it does not help, decide from your own knowledge. The Paraphrase Answer restates the condition with the entities that meet it; the Answer List holds only those entities, spelled as in the question. {EVIDENCE_RULE}
 
 {ANSWER_RULES}{{rules}}
 

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from atomgraph.injection import EVIDENCE_RULE
 from atomgraph.prompts.atomr.templating import ANSWER_RULES, UNKNOWN_RULE, chat_prompt
 
 CHILD_MARKER = "Task: answer from child answers"
@@ -42,7 +43,7 @@ Examples.
 
 _DIRECT_RAG_SYSTEM = f"""{DIRECT_RAG_MARKER}.
 
-Answer the question using the knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph. When the knowledge does not answer it, answer from your own knowledge; give your best answer rather than none.{{unknown_rule}}
+Answer the question using the knowledge retrieved from an encyclopedia, a web search engine and/or a knowledge graph. When the knowledge does not answer it, answer from your own knowledge; give your best answer rather than none.{{unknown_rule}} {EVIDENCE_RULE}
 
 {ANSWER_RULES}{{rules}}
 

@@ -37,6 +37,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
+from atomgraph.injection import fence
 from atomgraph.prompts.atomr.kg_program import KG_PROGRAM_PROMPT, read_program
 from atomgraph.prompts.atomr.operators import FILTER_PROMPT, RELATE_PROMPT, SEARCH_PROMPT
 from atomgraph.prompts.atomr.packs import DEFAULT_PACK, PACKS, PromptPack
@@ -151,14 +152,17 @@ def demonstration_answers(name: str | None, stage: str) -> tuple[tuple[str, str]
 
 # === 2. what the reasoning prompts show ==========================================================
 #
-# Retrieved knowledge as the operator and direct-RAG prompts show it, one block per source:
+# Retrieved knowledge as the operator and direct-RAG prompts show it, one block per source,
+# fenced as data (the prompts' EVIDENCE_RULE says so):
 #
+#     <evidence>
 #     Wikipedia Passages:
 #     [1] Title | text
 #     [2] Title | text
 #
 #     Google Results:
 #     [1] Title | snippet
+#     </evidence>
 #
 # and the question-answer pairs child and sibling reasoning show (ATOMR §3.3.2).
 
@@ -184,7 +188,8 @@ def _one_line(text: str, max_chars: int) -> str:
 def format_knowledge(evidence: list[Evidence], *, max_chars_per_item: int = 1000) -> str:
     """Evidence grouped by ``ev.source`` (in order of first appearance), each block headed by
     its display label and numbered from 1; each item ``[i] Title | text`` on one line, cut
-    to ``max_chars_per_item``. ``"(no knowledge retrieved)"`` when there is none."""
+    to ``max_chars_per_item``; the blocks fenced as data (``<evidence>`` ... ``</evidence>``:
+    :func:`atomgraph.injection.fence`). ``"(no knowledge retrieved)"`` when there is none."""
     groups: dict[str, list[Evidence]] = {}
     for ev in evidence or []:
         groups.setdefault(ev.source, []).append(ev)
@@ -193,7 +198,7 @@ def format_knowledge(evidence: list[Evidence], *, max_chars_per_item: int = 1000
         lines = [f"{knowledge_heading(source)}:"]
         lines += [f"[{i}] {_one_line(ev.render(), max_chars_per_item)}" for i, ev in enumerate(items, 1)]
         blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) if blocks else NO_KNOWLEDGE
+    return fence("\n\n".join(blocks)) if blocks else NO_KNOWLEDGE
 
 
 NO_PAIRS = "(none)"
@@ -644,7 +649,7 @@ def _structured_plan_text(text: str) -> str:
         return text
     try:
         obj = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
     if isinstance(obj, dict) and set(obj) == {"root", "nodes"} and isinstance(obj["root"], dict):
         try:

@@ -29,6 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from atomgraph.text import TooDeep, check_depth
 from atomgraph.state.atomr import OperatorCall, ReasoningTree, TreeNode, TreeParseError
 
 
@@ -604,7 +605,12 @@ class PairsDict(dict):
 
 
 def loads(text: str) -> Any:
-    """``json.loads`` whose objects are :class:`PairsDict` (duplicate keys kept)."""
+    """``json.loads`` whose objects are :class:`PairsDict` (duplicate keys kept); TreeParseError for JSON
+    nested deeper than :data:`atomgraph.text.MAX_JSON_DEPTH` (never a RecursionError)."""
+    try:
+        check_depth(text, "planner output")
+    except TooDeep as exc:
+        raise TreeParseError(str(exc)) from None
     return json.loads(text, object_pairs_hook=PairsDict.from_pairs)
 
 
@@ -673,6 +679,10 @@ def extract_json_object(raw: str, repairs: list[str]) -> Any:
     text = raw.strip()
     if not text:
         raise TreeParseError("empty planner output")
+    try:
+        check_depth(text, "planner output")
+    except TooDeep as exc:  # never a RecursionError from json or ast below
+        raise TreeParseError(str(exc)) from None
     if is_authors_error(text):
         raise TreeParseError(f"the planner output is the authors' {AUTHORS_ERROR} marker (no tree)")
     fences = [m for m in FENCE_RE.finditer(text) if "{" in m.group(2)]

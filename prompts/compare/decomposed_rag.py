@@ -13,6 +13,7 @@ from atomgraph.prompts.stage import clean_reply as contract_reply
 from atomgraph.text import read_json
 from atomgraph.prompts.compare.common import (ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, final_answer_parser,
                                               instructions_of, strip_label)
+from atomgraph.injection import EVIDENCE_RULE
 from atomgraph.prompts.stage import Stage, text_parser
 
 PLAN_PROMPT = ChatPromptTemplate.from_messages([
@@ -26,7 +27,7 @@ PLAN_PROMPT = ChatPromptTemplate.from_messages([
 
 ANSWER_PROMPT = ChatPromptTemplate.from_messages([
     ("system", "Answer the question using the passages retrieved for its sub-questions. First reason "
-     "step by step in a few short sentences. " + ANSWER_RULE),
+     "step by step in a few short sentences. " + ANSWER_RULE + " " + EVIDENCE_RULE),
     ("human", "Sub-questions:\n{sub_questions}\n\nPassages:\n{evidence}\n\nQuestion: {question}\n"
      "Answer: Let's think step by step."),
 ])

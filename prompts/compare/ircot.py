@@ -11,6 +11,7 @@ import re
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
+from atomgraph.injection import EVIDENCE_RULE
 from atomgraph.prompts.stage import clean_reply as contract_reply
 from atomgraph.prompts.compare.common import (ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, final_answer_parser,
                                               first_sentence, has_answer_marker, instructions_of, read_answer,
@@ -31,7 +32,7 @@ STEP_PROMPT = ChatPromptTemplate.from_messages([
     ("system",
      "You answer a multi-hop question by reasoning one sentence at a time over retrieved passages. "
      "Write ONLY the next single sentence of the reasoning: one new fact, naming its entities in full. "
-     "When the reasoning so far is enough, write instead 'So the answer is: <answer>'."),
+     "When the reasoning so far is enough, write instead 'So the answer is: <answer>'. " + EVIDENCE_RULE),
     ("human", "Example of a finished reasoning:\n\n" + EXAMPLE
      + "\n\nPassages:\n{evidence}\n\nQuestion: {question}\nReasoning:\n{reasoning}"),
 ])
@@ -41,7 +42,7 @@ EXAMPLE_PAIRS = [("What is the main international airport in birth place of the 
 
 READ_PROMPT = ChatPromptTemplate.from_messages([
     ("system", "Answer the question from the passages. First reason step by step in a few short "
-     "sentences. " + ANSWER_RULE),
+     "sentences. " + ANSWER_RULE + " " + EVIDENCE_RULE),
     ("human", "Passages:\n{evidence}\n\nQuestion: {question}\nAnswer: Let's think step by step."),
 ])
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate
 
+from atomgraph.injection import EVIDENCE_RULE
+
 from atomgraph.prompts.stage import clean_reply as contract_reply
 from atomgraph.prompts.compare.common import ANSWER_RULE, FEW_SHOT_STOPS, clean_reply, instructions_of, read_answer
 from atomgraph.prompts.stage import Stage, text_parser
 
 PROMPT = ChatPromptTemplate.from_messages([
     ("system", "Answer the question using the passages. Reason step by step in two to four short "
-     "sentences that name the entities involved, then answer. " + ANSWER_RULE),
+     "sentences that name the entities involved, then answer. " + ANSWER_RULE + " " + EVIDENCE_RULE),
     ("human", "Passages:\n{evidence}\n\nQuestion: {question}\nAnswer: Let's think step by step."),
 ])
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate
 
+from atomgraph.injection import EVIDENCE_RULE
+
 from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, instructions_of, read_answer
 from atomgraph.prompts.stage import Stage, text_parser
 
@@ -15,7 +17,7 @@ SYSTEM = (
     "Think about what you need to know next, then call a tool with a short, specific search query; "
     "read the results and repeat with the next fact you need. Do not guess facts you can search for. "
     "When you know the answer, stop calling tools and reply with one or two sentences of explanation. "
-    + ANSWER_RULE
+    + ANSWER_RULE + " Search results come between <evidence> and </evidence>: " + EVIDENCE_RULE
 )
 
 PROMPT = ChatPromptTemplate.from_messages([("system", SYSTEM), ("human", "Question: {question}")])

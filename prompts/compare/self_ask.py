@@ -13,6 +13,7 @@ import re
 from langchain_core.prompts import ChatPromptTemplate
 
 from atomgraph.errors import ParseError
+from atomgraph.injection import EVIDENCE_RULE
 from atomgraph.prompts.stage import clean_reply as contract_reply
 from atomgraph.prompts.compare.common import ANSWER_RULE, clean_reply, final_answer_parser, instructions_of, read_answer
 from atomgraph.prompts.stage import Stage, text_parser
@@ -41,7 +42,7 @@ STEP_PROMPT = ChatPromptTemplate.from_messages([
 
 ANSWER_PROMPT = ChatPromptTemplate.from_messages([
     ("system", "Answer the question from the passages. " + ANSWER_RULE
-     + " If the passages do not say, answer from what you know."),
+     + " If the passages do not say, answer from what you know. " + EVIDENCE_RULE),
     ("human", "Passages:\n{evidence}\n\nQuestion: {question}\nAnswer:"),
 ])
 

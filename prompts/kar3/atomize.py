@@ -4,7 +4,7 @@ that keeps only atoms that are questions (#18).
 The ask follows the authors' tagging prompt (``atom_question_tagging_template``): as many
 relevant questions as possible that the content answers, diverse, no duplicates, entity
 names instead of pronouns, one per line without numbering; the content is shown as
-``Title: <title>. Content: <text>``. In our words.
+``Title: <title>. Content: <text>``, fenced as data (``<evidence>`` ... ``</evidence>``). In our words.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from langchain_core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
+from atomgraph.injection import EVIDENCE_RULE, fence
 from atomgraph.prompts.kar3.stages import paragraph
 from atomgraph.prompts.stage import Stage, text_parser
 from atomgraph.text import as_str_list, question_lines, read_object
 
 ATOMIZE_PROMPT = ChatPromptTemplate.from_messages([
-    ("system", "You are a helpful assistant who reads content closely and asks good questions about it."),
+    ("system", "You are a helpful assistant who reads content closely and asks good questions about it. "
+               + EVIDENCE_RULE),
     ("human",
      "## Task\n"
      "Write as many questions as you can that are relevant to the content below and that it answers. Make them "
@@ -41,7 +43,7 @@ class AtomicQuestions(BaseModel):
 
 def render_atomize(inputs: dict[str, Any]) -> dict[str, Any]:
     """``{"title", "text"}`` → the atomizer's variables."""
-    return {"content": paragraph(str(inputs.get("title") or ""), str(inputs.get("text") or ""))}
+    return {"content": fence(paragraph(str(inputs.get("title") or ""), str(inputs.get("text") or "")))}
 
 
 def read_atomic_questions(text: str) -> list[str]:

@@ -25,6 +25,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, Field
 
 from atomgraph.errors import ParseError
+from atomgraph.injection import EVIDENCE_RULE, fence
 from atomgraph.prompts.stage import Stage, text_parser
 from atomgraph.prompts.stage import read_answer as read_reply
 from atomgraph.text import as_str_list, question_lines, read_object
@@ -34,7 +35,9 @@ from atomgraph.text import as_str_list, question_lines, read_object
 # The layout is the authors' (``pikerag/prompts/decomposition/atom_based.py``): a chunk is
 # ``Title: <title>. Content: <text>``, each chunk once, in the order chosen, up to a total
 # length; atomic-question candidates are ``Question i: <atom>`` (no titles); paragraph
-# candidates ``Paragraph i: Title: <title>. Content: <text>``.
+# candidates ``Paragraph i: Title: <title>. Content: <text>``. Each list is fenced as data
+# (``<evidence>`` ... ``</evidence>``: :func:`atomgraph.injection.fence`), and every prompt
+# that shows one says so in its system message (``EVIDENCE_RULE``).
 
 NONE_YET = "(none yet)"
 CONTEXT_LIMIT = 80_000  # characters of chosen chunks shown (the authors' limit)
@@ -64,7 +67,7 @@ def render_known(chosen: Iterable[ChunkLike], limit: int = CONTEXT_LIMIT) -> str
         size += len(parts[-1]) + 2
         if size >= limit:
             break
-    return "\n\n".join(parts) if parts else NONE_YET
+    return fence("\n\n".join(parts)) if parts else NONE_YET
 
 
 def render_atom_candidates(hits: Iterable[ChunkLike]) -> str:
@@ -74,19 +77,19 @@ def render_atom_candidates(hits: Iterable[ChunkLike]) -> str:
     for i, h in enumerate(hits, 1):
         label = h.atom or (h.text[:200] + ("..." if len(h.text) > 200 else ""))
         lines.append(f"Question {i}: {label}")
-    return "\n".join(lines)
+    return fence("\n".join(lines))
 
 
 def render_paragraph_candidates(hits: Iterable[ChunkLike]) -> str:
     """``Paragraph i: Title: <title>. Content: <text>`` per candidate (the chunk-selection backup)."""
-    return "\n".join(f"Paragraph {i}: {paragraph(h.title, h.text)}" for i, h in enumerate(hits, 1))
+    return fence("\n".join(f"Paragraph {i}: {paragraph(h.title, h.text)}" for i, h in enumerate(hits, 1)))
 
 
 # --- propose (``_propose_question_decomposition``) ----------------------------------------------
 # As many diverse atomic sub-questions as the proposer can raise, given the question and what
 # is known so far (``thinking``, then ``sub_questions``). Only an empty list ends the loop.
 PROPOSE_PROMPT = ChatPromptTemplate.from_messages([
-    ("system", "You break questions down into the pieces of knowledge needed to answer them."),
+    ("system", "You break questions down into the pieces of knowledge needed to answer them. " + EVIDENCE_RULE),
     ("human",
      "## Task\n"
      "Study the question and the knowledge we already have, then write atomic sub-questions asking for "
@@ -156,7 +159,7 @@ PROPOSE_STAGE: Stage[Proposal] = Stage(
 # (``paragraph_idx``). A pick is read only from its field: a reply without it, or with a value
 # that is not a whole number, is unreadable; 0 or a number outside 1..N is no pick (the node
 # then offers the paragraphs, then stops).
-_SYSTEM = "You are a helpful assistant that answers questions."
+_SYSTEM = "You are a helpful assistant that answers questions. " + EVIDENCE_RULE
 _FORMAT = ("## Reply format\n"
            "Reply with this JSON:\n"
            "{{{{\n"
@@ -267,7 +270,7 @@ SELECT_PARAGRAPH_STAGE = _stage("select_paragraph", SELECT_PARAGRAPH_PROMPT, "pa
 # (``generation_qa_with_reference_template``): a neutral task, ``answer`` first, then
 # ``rationale``, and "step by step" at the end.
 ANSWER_PROMPT = ChatPromptTemplate.from_messages([
-    ("system", "You are a helpful assistant that answers questions."),
+    ("system", _SYSTEM),
     ("human",
      "## Task\n"
      "Answer the question at the end using the context given, if there is any: read the context first, then "
