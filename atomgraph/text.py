@@ -102,7 +102,7 @@ def split_entities(text: str | None) -> list[str]:
 def listed_or_whole(text: str | None) -> list[str]:
     """The items of a list written as a JSON/Python list (``["Wapakoneta, Ohio", "Pride and
     Prejudice"]``), else the whole text as one item: never split on "," or "and" (ATOMR's
-    Filter candidates, issue 31 item 4)."""
+    Filter candidates)."""
     t = (text or "").strip()
     if t[:1] == "[":
         items = as_list(t)

@@ -17,6 +17,9 @@ the drafts' own votes, no verification) over one index per set:
   each, the drafts' own votes: Figure 4's third bar without a model's verification);
 - ``paper``: ``paper=true`` (every extension off: R_i the cosine, no coverage or database term);
 - ``paper_ia``: ``paper=true`` with ``structure_alignment=False``;
+- ``twice``: the defaults with ``link_count=twice`` (Appendix B's ordered pairs: each link's C
+  counted twice, as ``paper=true`` counts it); ``paper_once``: the paper's setting with
+  ``link_count=once`` (each link once, the default);
 - ``mix``: the defaults with ``relevance=mix`` (R_i as BM25 + cosine, min-max mixed);
 - ``noexp``: the defaults with ``expansion_per_seed=0`` (the base set alone, one draft);
   ``exp3``: with 3 (the default is 5, §3.2.2's "its k most compatible objects" with the paper's k);
@@ -55,6 +58,8 @@ CONFIGS: dict[str, dict | None] = {
     "sa": {},
     "paper": {"paper": True},
     "paper_ia": {"paper": True, "structure_alignment": False},
+    "twice": {"link_count": "twice"},
+    "paper_once": {"database_weight": 0.0, "coverage_weight": 0.0, "table_compatibility_scale": 1.0},
     "mix": {"relevance": "mix"},
     "noexp": {"expansion_per_seed": 0},
     "corpuskw": {"question_keywords": "corpus"},

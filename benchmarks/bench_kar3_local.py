@@ -1,5 +1,5 @@
 """KAR³ with the bundled local model (Gemma-3-270M, in-process) on MuSiQue: the authors'
-behaviour (the defaults) against our earlier variants (the switches on), per question:
+behaviour (the defaults) against the project's variants (the switches on), per question:
 rounds, chunks chosen, exits by reason, supporting-paragraph recall, LLM calls and tokens
 (the paper reports 8,820 tokens per question with GPT-4, Table 11).
 

@@ -5,8 +5,8 @@ Parts (``--part``):
 
 - ``plan``: ATOMR's plan stage on the first N HotpotQA dev questions (``hotpotqa_dev_100``,
   demonstration questions left out), general pack, output cap ``--cap``, in four settings:
-  chat turns or completion-style text, times the stage's PlanSchema JSON-schema grammar (the
-  earlier default for in-process models) or the root-pinned plan grammar (``plan_grammar``).
+  chat turns or completion-style text, times the stage's PlanSchema JSON-schema grammar or the
+  root-pinned plan grammar (``plan_grammar``).
   Counted per setting: replies that parse, and *usable* plans (a plan whose root is the
   question asked, at least one node, every leaf an operator call or ``[DR]``).
 - ``stages``: the answering stages (``direct_rag``, ``search``, ``relate``) on N HotpotQA

@@ -11,9 +11,10 @@ LangGraph Studio ties a context field to a node; the context itself stays one fl
 
 The defaults are the paper's values where it gives one (k = 5, three drafts, n-grams of 1–3
 words, five rows or sentences per object in words, expansion by an object's five most
-compatible objects) with three measured extensions on: ``database_weight``,
-``coverage_weight`` and ``table_compatibility_scale`` (0.33, the authors' JAR weights of
-relevance against joins). The other extensions are switches, off: ``relevance="mix"``,
+compatible objects) with four measured extensions on: ``database_weight``,
+``coverage_weight``, ``table_compatibility_scale`` (0.33, the authors' JAR weights of
+relevance against joins) and ``link_count="once"`` (each link's C_ij counted once, as JAR
+counts a join; Appendix B's ordered pairs count it twice). The other extensions are switches, off: ``relevance="mix"``,
 ``links="forest"``, ``served_alignment="shortlist"``, ``decompose_constraint="ngrams"``,
 ``add_question_keywords``, ``entity_links``, ``same_title_links=False`` and
 ``connected_selection``. ``paper=True`` sets every one of them to the paper's value at once
@@ -178,6 +179,14 @@ class ArmContext:
                            "extension, on (1 = paper): factor on C_ij of two tables (a join) in the MIP objective; "
                            "0.33 = the authors' JAR weights on Bird, relevance 3 : join 1; passages untouched", ge=0),
     ] = 0.33
+    link_count: Annotated[
+        Literal["once", "twice"],
+        stage_field("structure_alignment",
+                    "how the MIP objective counts a link's C_ij: 'twice' (paper, Appendix B) = over ordered pairs "
+                    "(Σ_{i,j} C_ij c_ij with Σ c_ij <= 2(k-1) and 2 c_ij <= b_i + b_j), so each link of the "
+                    "symmetric C counts in both directions; 'once' (extension, on) = each unordered link once "
+                    "within k-1 links, as the authors' JAR MIP (ilp.py) counts a join"),
+    ] = "once"
     entity_links: Annotated[
         bool, stage_field("structure_alignment",
                           "switch (off = paper): a passage pair's C_ij is at least the rarity of the rarest "
@@ -256,7 +265,7 @@ class ArmContext:
         bool, stage_field("run",
                           "True: the paper's setting, every extension and switch at the paper's value (PAPER: "
                           "relevance='cosine', database_weight=0, coverage_weight=0, table_compatibility_scale=1, "
-                          "links='pairs', served_alignment='grammar', decompose_constraint='free', "
+                          "link_count='twice', links='pairs', served_alignment='grammar', decompose_constraint='free', "
                           "expansion_per_seed=5, add_question_keywords=False, entity_links=False, "
                           "same_title_links=True, connected_selection=False); another value given for one of them "
                           "is refused as a conflict"),
@@ -298,7 +307,8 @@ class ArmContext:
 
 PAPER: dict = {
     "relevance": "cosine", "database_weight": 0.0, "coverage_weight": 0.0, "table_compatibility_scale": 1.0,
-    "links": "pairs", "served_alignment": "grammar", "decompose_constraint": "free", "expansion_per_seed": 5,
+    "link_count": "twice", "links": "pairs", "served_alignment": "grammar", "decompose_constraint": "free",
+    "expansion_per_seed": 5,
     "add_question_keywords": False, "entity_links": False, "same_title_links": True, "connected_selection": False,
 }
 """The paper's values of every field where the project has an extension or a switch (``paper=True``)."""

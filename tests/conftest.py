@@ -15,7 +15,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 # worker's torch (MiniLM embeddings) would otherwise run two intra-op threads that spin against the
 # other worker's (four busy threads on two CPUs). Set before torch is imported; inherited by the
 # CLI, notebook and `langgraph dev` subprocesses the tests start. Measured (`pytest -n 2 --dist
-# loadfile`, idle 2-CPU machine, session 11): 576 s → 496 s wall, user CPU 924 s → 771 s, the same
+# loadfile`, idle 2-CPU machine): 576 s → 496 s wall, user CPU 924 s → 771 s, the same
 # 1,742 passed. The local model's threads are its own setting (ATOMGRAPH_LOCAL_THREADS).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("ATOMGRAPH_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
-# The longest files first (seconds of test time in one `--durations=0` run, 2 CPUs, session 8), so
+# The longest files first (seconds of test time in one `--durations=0` run, 2 CPUs), so
 # `make test` (`pytest -n 2 --dist loadfile --no-loadscope-reorder`: xdist's own reordering is by
 # number of tests) hands them out at the start and the run does not end with one worker finishing a
 # long file while the other idles (longest-first scheduling). Files run whole on one worker in any

@@ -41,12 +41,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MODES = ("empty", "huge", "truncated", "truncated_body", "wrong_types", "wrong_protocol", "injection", "prompt_echo",
          "demo_echo", "429", "500", "reset", "hang", "slow", "escape", "bidi", "nul", "surrogate", "cut", "drip",
          "debris_role", "debris_numbers")
-# answers that are not text (issue 29.1): the contract refuses them in every method
+# answers that are not text: the contract refuses them in every method
 UNSAFE = {"escape": "So the final answer is: Ulm\x1b]0;PWNED\x07\x1b[2J\x1b[1;1H",
           "bidi": "So the final answer is: \u202eUlm",
           "nul": "So the final answer is: Ulm\x00\x08\x08",
           "surrogate": "So the final answer is: Ulm\ud800"}
-# the bundled model's debris (issue 29.7): refused with reason debris in every method
+# the bundled model's debris: refused with reason debris in every method
 DEBRIS = {"debris_role": "So the final answer is: user", "debris_numbers": "So the final answer is: 1, 100000"}
 HANG_S = 30.0
 SLOW_S = 0.3

@@ -45,8 +45,8 @@ def test_parse_keywords_reads_json_lines_and_commas():
     for bad in ("", "   ", "[]", "!!! ???"):
         with pytest.raises(ParseError):
             parse_keywords(bad)
-    # a keyword holding a lone surrogate or a control character never reaches a later prompt (issue 30: with three
-    # drafts, three unencodable verification requests tripped the circuit breaker before the answer's refusal):
+    # a keyword holding a lone surrogate or a control character never reaches a later prompt (with three
+    # drafts, three unencodable verification requests would trip the circuit breaker before the answer's refusal):
     # the call path reads no stage's reply that holds one (nodes/call.py: read_reply)
     from atomgraph.nodes.call import Reply, read_reply
     from atomgraph.prompts.arm import DECOMPOSE
@@ -278,7 +278,7 @@ def test_bad_question_is_an_error_not_a_crash(index):
 
 
 def test_missing_or_bad_objects_come_back_as_data(monkeypatch, tmp_path):
-    """Issue 21: a configuration problem is the output's ``error``, not an exception at invoke."""
+    """A configuration problem is the output's ``error``, not an exception at invoke."""
     monkeypatch.delenv("ATOMGRAPH_ARM__OBJECTS", raising=False)
     out = build_arm_graph(model=good_model()).invoke({"question": QUESTION})
     assert "ATOMGRAPH_ARM__OBJECTS" in out["error"] and out["retrieved_ids"] == [] and out["answer"] == ""
@@ -397,7 +397,8 @@ def test_question_keywords_switch_adds_the_questions_own_keywords(index):
     assert all(index.has_ngram(a["ngram"]) for a in trace["aligned"])
     assert "add_question_keywords" in trace["decoding"]["why"]
     assert ArmContext(add_question_keywords=True).extensions() == {
-        "database_weight": 1.0, "coverage_weight": 1.0, "table_compatibility_scale": 0.33, "add_question_keywords": True}
+        "database_weight": 1.0, "coverage_weight": 1.0, "table_compatibility_scale": 0.33, "link_count": "once",
+        "add_question_keywords": True}
     with pytest.raises(ValueError, match="add_question_keywords=True conflicts"):
         ArmContext(paper=True, add_question_keywords=True)
 

@@ -1,4 +1,4 @@
-"""``served_alignment="grammar"`` (issue 15): a served model decodes each keyword as a list of
+"""``served_alignment="grammar"``: a served model decodes each keyword as a list of
 *corpus* n-grams at token level, under a prefix-factored GBNF grammar of the collection's
 n-gram set. The grammar is checked with real grammar engines — llguidance (vLLM's ``guidance``
 structured-outputs backend) over the bundled Gemma tokenizer, and llama.cpp's own grammar

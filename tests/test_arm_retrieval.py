@@ -238,13 +238,13 @@ def test_cli_retrieve_bm25_builds_no_embeddings(files, tmp_path, capsys, monkeyp
     assert "method bm25, k = 5" in capsys.readouterr().out
 
 
-# --- issue 30.4: the paper's setting is one switch; nothing silent ---------------------------------
+# --- the paper's setting is one switch; nothing silent ----------------------------------------------
 
 def test_paper_switch_turns_every_extension_off_at_once():
     from atomgraph.state.arm import PAPER
 
     assert ArmContext().extensions() == {"database_weight": 1.0, "coverage_weight": 1.0,  # the measured extensions on
-                                         "table_compatibility_scale": 0.33}
+                                         "table_compatibility_scale": 0.33, "link_count": "once"}
     ctx = ArmContext.validated(paper=True)
     assert ctx.extensions() == {} and all(getattr(ctx, k) == v for k, v in PAPER.items())
     assert ArmContext.validated(paper=True, relevance="cosine").extensions() == {}  # the paper's value: no conflict
@@ -295,7 +295,7 @@ def test_retrieve_without_a_model_says_so_first(files, tmp_path, capsys, monkeyp
 
 
 def test_a_mip_stopped_by_its_time_limit_is_a_problem_and_counted(index, monkeypatch):
-    """issue 30: a draft whose MIP stopped at mip_time_limit_s (a scripted CBC outcome here) says so in the
+    """A draft whose MIP stopped at mip_time_limit_s (a scripted CBC outcome here) says so in the
     trace's problems and in the run summary; the feasible solution is still used."""
     import dataclasses
 

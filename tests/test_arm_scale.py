@@ -1,4 +1,4 @@
-"""ARM's index at scale (issue 15 item 6, issue 18): the ANN dense search (built, persisted,
+"""ARM's index at scale: the ANN dense search (built, persisted,
 reopened, agreeing with exact search on real passages, a damaged file rebuilt), the n-gram
 tables and BM25 persisted and identical to the straightforward build, objects over the size
 limit refused, progress lines and the build summary. Speed and memory live in

@@ -8,6 +8,7 @@ import pytest
 
 from atomgraph.nodes.arm.structure_alignment import column_compatibility
 from atomgraph.nodes.arm.structure_alignment import (
+    LINK_WEIGHT,
     brute_force,
     build_model,
     greedy,
@@ -96,6 +97,55 @@ def test_forest_counts_no_cycle():
     assert sorted(pairs.chosen) == [0, 1, 2, 3]  # the triangle's third link outweighs 0.9 + 0.5 - 0.1
     assert sorted(forest.chosen) in ([0, 1, 3, 4], [0, 2, 3, 4], [1, 2, 3, 4])
     assert forest.objective == pytest.approx(brute_force(R, C, 4, 3, "forest")[0])
+
+
+def test_link_count_twice_is_appendix_b_over_ordered_pairs():
+    """``link_count``: 'twice' (Appendix B, ordered pairs) counts each link's C in both
+    directions, 'once' (JAR's convention) once; the MIP, the greedy warm start, the brute force
+    and the reported objective use the same weight, and the links keep their C."""
+    R = np.array([0.9, 0.85, 0.3, 0.3])
+    C = np.zeros((4, 4))
+    C[2, 3] = C[3, 2] = 0.7
+    once = solve_structure(R, C, 2, links_rule="pairs", time_limit_s=10, link_weight=LINK_WEIGHT["once"])
+    twice = solve_structure(R, C, 2, links_rule="pairs", time_limit_s=10, link_weight=LINK_WEIGHT["twice"])
+    assert sorted(once.chosen) == [0, 1] and once.objective == pytest.approx(1.75) and once.links == []
+    assert sorted(twice.chosen) == [2, 3] and twice.objective == pytest.approx(0.6 + 2 * 0.7)
+    assert twice.links == [(2, 3, 0.7)] and twice.status == "optimal"
+    step = np.zeros((3, 3))
+    step[0, 1] = step[1, 0] = 0.15  # after object 0: 0.3 + w × 0.15 against 0.5
+    assert greedy(np.array([0.9, 0.3, 0.5]), step, 2, 1, "pairs") == [0, 2]
+    assert greedy(np.array([0.9, 0.3, 0.5]), step, 2, 1, "pairs", link_weight=2.0) == [0, 1]
+    assert brute_force(R, C, 2, 1, "pairs", link_weight=2.0) == (pytest.approx(2.0), (2, 3))
+    rng = np.random.default_rng(5)
+    for _ in range(15):
+        n = int(rng.integers(2, 10))
+        k = int(rng.integers(1, n + 1))
+        R, C = _instance(rng, n, 0.5)
+        res = solve_structure(R, C, k, links_rule="pairs", time_limit_s=10, link_weight=2.0)
+        assert res.objective == pytest.approx(brute_force(R, C, k, max(0, k - 1), "pairs", link_weight=2.0)[0], abs=1e-6)
+        assert res.objective == pytest.approx(sum(R[i] for i in res.chosen) + 2 * sum(c for _, _, c in res.links))
+
+
+def test_link_count_is_the_papers_under_paper_and_reaches_the_draft(tmp_path):
+    """``paper=True`` sets ``link_count='twice'``; the default 'once' is a listed extension; a
+    draft's MIP (the trace's objective) counts its links with the context's weight."""
+    from atomgraph.nodes.arm.information_alignment import Scores, base_pool
+    from atomgraph.nodes.arm.structure_alignment import solve_draft
+    from atomgraph.state.arm import PAPER, ArmContext
+
+    assert PAPER["link_count"] == "twice" and ArmContext(paper=True).link_count == "twice"
+    assert ArmContext().link_count == "once" and ArmContext().extensions()["link_count"] == "once"
+    assert "link_count" not in ArmContext(link_count="twice").extensions()
+    assert "link_count='once' conflicts" in ArmContext.conflicts({"paper": True, "link_count": "once"})
+    idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
+    scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])
+    for count in ("once", "twice"):
+        ctx = ArmContext(k=3, keyword_pool=3, coverage_weight=0, link_count=count)
+        solved = solve_draft(idx, list(base_pool(idx, scores, ctx)), scores, ctx)
+        linked = sum(link["c"] for link in solved["links"])
+        assert solved["links"] and solved["mip"]["status"] == "optimal"
+        assert solved["mip"]["objective"] == pytest.approx(
+            sum(solved["relevance"][i] for i in solved["ids"]) + LINK_WEIGHT[count] * linked, abs=1e-3)
 
 
 def test_time_limit_returns_a_feasible_solution_marked_as_such():
@@ -234,7 +284,7 @@ def test_expansion_adds_the_papers_k_objects_per_seed_and_paper_mode_keeps_it(tm
     assert ArmContext(paper=True).expansion_per_seed == 5
     with pytest.raises(ValueError, match="expansion_per_seed=3 conflicts"):
         ArmContext(paper=True, expansion_per_seed=3)
-    assert ArmContext(expansion_per_seed=3).extensions()["expansion_per_seed"] == 3  # 3 (before) is a deviation
+    assert ArmContext(expansion_per_seed=3).extensions()["expansion_per_seed"] == 3  # 3 is a deviation
     assert "expansion_per_seed" not in ArmContext().extensions()
     idx = ArmIndex.build([_obj(o) for o in OBJECTS], cache_dir=tmp_path)
     scores = Scores.of(idx, "Where was the composer of the film Inception born?", [["inception"], ["composer"]])

@@ -1,4 +1,4 @@
-"""Algorithm 1's fallbacks exactly (issue 31 item 5): a reply the answer contract refuses is
+"""Algorithm 1's fallbacks exactly: a reply the answer contract refuses is
 an operator failure that goes to direct RAG; an unreadable reply too, unless the authors'
 ``keep_raw_reply`` switch reads it as they do; direct-RAG and closed-book prompts offer
 "Unknown" only where the authors' prompt for the dataset does."""

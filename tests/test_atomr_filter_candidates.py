@@ -1,4 +1,4 @@
-"""Filter chooses among whole answers (issue 31 item 4): its candidates are the referenced
+"""Filter chooses among whole answers: its candidates are the referenced
 node's answer list as it stands, never a string split again on "," or " and ". Checked on
 every Filter leaf of the authors' released HotpotQA/2Wiki trees (pure planning) and by a
 scripted-model run of released trees whose referenced answers hold commas and "and"."""

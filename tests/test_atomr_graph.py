@@ -227,7 +227,7 @@ async def test_a_reply_with_several_plans_runs_the_plan_for_the_question(reply):
 
 
 async def test_a_reply_with_only_other_questions_plans_is_a_parse_failure():
-    """Two plans, neither for the question asked: no tree (issue 18), one call."""
+    """Two plans, neither for the question asked: no tree, one call."""
     other = {"Who wrote Dune?": 'Relate("Dune", "author")'}
     graph, model = graph_with(plans={COMPARE_Q: json.dumps({**DEMO_TREE, **other})})
     out = await graph.ainvoke({"question": COMPARE_Q})

@@ -1,4 +1,4 @@
-"""The authors' top-1 shortcut for Search and Relate (issue 31 item 8): a text source's top hit
+"""The authors' top-1 shortcut for Search and Relate: a text source's top hit
 whose share of the k hits (softmax of score / top1_temperature) exceeds the operator's threshold
 is taken alone; web and KG sources are never cut; the switch turns it off."""
 

@@ -94,7 +94,7 @@ def _bad(kind: str, first: str, second: str) -> bytes | None:
         "deep": a + b"\n" + b[:-1] + b', "n": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
         "empty": b"",
         "directory": None,
-        # issue 29.6: no text, no number, no regular file, no bound
+        # no text, no number, no regular file, no bound
         "surrogate": a + b"\n" + b[:-1] + b', "note": "\\ud800"}\n',
         "nan": a + b"\n" + b[:-1] + b', "n": NaN}\n',
         "infinite": a + b"\n" + b[:-1] + b', "n": 1e999999}\n',

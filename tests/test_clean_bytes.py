@@ -1,4 +1,4 @@
-"""Clean bytes (issue 29.1): nothing the command line prints can steer a terminal or crash on a
+"""Clean bytes: nothing the command line prints can steer a terminal or crash on a
 surrogate (atomgraph/text.py), and the answer contract refuses such answers in every method
 (the hostile matrix's escape/bidi/nul/surrogate modes: tests/test_hostile_matrix.py)."""
 

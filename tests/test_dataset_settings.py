@@ -1,4 +1,4 @@
-"""Dataset settings (issue 31 item 2): each dataset declares the paper's setting (prompt pack,
+"""Dataset settings: each dataset declares the paper's setting (prompt pack,
 sources, answer type); eval run uses it unless overridden and prints it; the Wikidata
 query-program call happens only when Wikidata is a selected source."""
 

@@ -169,7 +169,7 @@ def test_score_and_report_refuse_duplicates_and_stubs(tmp_path):
         load_run(run)
 
 
-# --- records that cannot lie (issue 29.5) ----------------------------------------------------
+# --- records that cannot lie -----------------------------------------------------------------
 
 @pytest.mark.parametrize("field,value,message", [
     ("usage.cost_usd", "lots", "'usage.cost_usd' is \"lots\""),

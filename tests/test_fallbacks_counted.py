@@ -1,4 +1,4 @@
-"""Every fallback counted (issue 31 item 6): eval summaries, reports and demo count each kind
+"""Every fallback counted: eval summaries, reports and demo count each kind
 (node → direct RAG by reason, closed-book root, plan failure, KAR³ closed-book, budget), and a
 run answered only by fallbacks says so on its first line."""
 

@@ -235,7 +235,7 @@ def test_cli_ask_prints_no_raw_control_bytes(server, tmp_path, mode):
     p.stdout.decode("utf-8")  # valid UTF-8
 
 
-# --- one deadline for everything (issue 29.3) ---------------------------------------------------
+# --- one deadline for everything ---------------------------------------------------------------
 DEADLINE_S = 1.0  # the bound under test: the hostile server never replies in time, so a run ends here
 
 
@@ -293,7 +293,7 @@ def test_a_dripping_server_is_cut_by_the_request_timeout(server, sources, method
     assert out["answer"] == "" and "longer than its bound" in out["llm_calls"][0]["error"]
 
 
-# --- cut is not an answer (issue 29.2) ------------------------------------------------------------
+# --- cut is not an answer -----------------------------------------------------------------------
 @pytest.mark.parametrize("method", ["standard", "cot"])
 def test_a_whole_answer_inside_a_cut_reply_is_kept_and_recorded_cut(server, method):
     settings = _bounded_settings(server, "cut_after", f"cut-after-{method}")

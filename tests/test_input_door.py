@@ -1,4 +1,4 @@
-"""Input validation at the door (issue 28.8): unknown role keys, a missing question, an unknown
+"""Input validation at the door: unknown role keys, a missing question, an unknown
 prompt pack, an unknown run parameter -> one-line errors naming what is accepted, in Python
 (sync, async, batch), the CLI and the graphs Studio serves (langgraph.json's modules)."""
 

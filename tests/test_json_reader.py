@@ -1,5 +1,5 @@
-"""The one reader of JSON in model replies (atomgraph/text.py), and the stages that use it
-(issue 28.3): no textual rewriting of words, no citation marker taken for the list."""
+"""The one reader of JSON in model replies (atomgraph/text.py), and the stages that use it:
+no textual rewriting of words, no citation marker taken for the list."""
 
 from __future__ import annotations
 

@@ -378,7 +378,7 @@ def test_a_misspelt_context_key_is_dropped_by_the_server(langgraph_server):
     """LangGraph Server itself drops context keys its form does not list (langgraph_api's
     ``_filter_context_by_schema``, logged at debug level) before the graph sees them, so the
     graph cannot reject ``topk`` there as it does in process (a ConfigError naming the valid
-    keys); the run goes on with the default. Documented in the README's Studio section."""
+    keys); the run goes on with the default. Documented in docs/guides/studio.md."""
     record, out = run(langgraph_server, "rag", {"question": QUESTION}, {"model": MODEL, "topk": 1})
     assert record["status"] == "success" and not out["error"]
     from atomgraph.graphs.registry import build_method

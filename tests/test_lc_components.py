@@ -80,7 +80,7 @@ def test_arm_retriever_sync_async_and_evidence(arm):
     stages = {t[0] for t in runs.llm_tags if t}
     assert "stage:arm_verify" in stages and "stage:arm_answer" not in stages
     # k per call: a draft of two objects, of which only the verified ones come back (which two the MIP picks
-    # depends on R_i and the objective: the paper's cosine R_i by default, issue 30)
+    # depends on R_i and the objective: the paper's cosine R_i by default)
     two = arm.invoke(QUESTION, k=2)
     assert 1 <= len(two) <= 2 and {d.metadata["id"] for d in two if d.metadata["verified"]} <= {"p1", "p2"}
     paper = ArmRetriever.from_documents(ARM_DOCS, model=arm_model(), k=3, paper=True)

@@ -2,8 +2,8 @@
 question, at tiny output caps: no answer breaks the answer contract (prompts/stage.py).
 
 The full check, 5 questions per method at the small caps, is ``python -m
-benchmarks.check_local_contract`` (its numbers are in the README, "Nothing but an answer is an
-answer"); this is its smallest size, kept under about two minutes on a CI machine.
+benchmarks.check_local_contract`` (its numbers are in docs/guides/answer-contract.md); this is
+its smallest size, kept under about two minutes on a CI machine.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Where the engine serves a base model (the bundled Gemma-3-270M, no chat template) in completion
 format, a stage whose reply ends at stop sequences (its demonstrations show text replies) is decoded
 as that text reply, read by the stage's text parser, not under its JSON schema
-(``nodes/runtime.text_reply``; issue 26 item 2, measured by ``bench_local_prompting --part every``).
+(``nodes/runtime.text_reply``; measured by ``bench_local_prompting --part every``).
 Mechanics only: which decoding a stage gets, and that the reply is the text continuation."""
 
 from __future__ import annotations

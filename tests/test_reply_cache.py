@@ -1,4 +1,4 @@
-"""A cache that cannot poison a run (issue 29.4): only replies a stage could read are kept, ReAct's
+"""A cache that cannot poison a run: only replies a stage could read are kept, ReAct's
 agent included; rows are keyed by model and server and carry a checksum; cut replies are stored
 cut; an unopenable cache path is one warning and the run goes on uncached; hits are counted in
 eval records and reports. Real SQLite files and a real OpenAI client against the hostile server

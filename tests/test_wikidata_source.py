@@ -133,7 +133,7 @@ def test_operate_maps_the_three_operators(source):
         "Lionel Messi": False, "Steve Jobs": True, "Bill Gates": True}
     # nothing structured: an empty answer list (ATOMR's operator failure), no dump of Praia's facts
     assert source.operate("Relate", ["Praia", "zzz unknown relation"], "q") == []
-    # fact_dump=True (atomgraph's earlier behaviour): the entity and its facts instead
+    # fact_dump=True (a switch, off): the entity and its facts instead
     dumping = WikidataSource(source.backend, fact_dump=True)
     fallback = dumping.operate("Relate", ["Praia", "zzz unknown relation"], "q")
     assert fallback and fallback[0].id == "Q3751"
@@ -224,7 +224,7 @@ WHOLE = '["Paris, Texas", "Paris, France", "Pride and Prejudice"]'
 
 
 def test_operate_filter_takes_each_candidate_whole(source):
-    """Issue 31 item 4: Filter's candidates are whole answers, never split again on "," or
+    """Filter's candidates are whole answers, never split again on "," or
     " and " ("Paris, Texas" is not "Paris" and "Texas"; "Pride and Prejudice" is one book)."""
     ev = source.operate("Filter", [WHOLE, "located in the United States"], "Which of them is in the US?")
     assert [(e.metadata["entity"], e.text, e.metadata["satisfies"]) for e in ev] == [

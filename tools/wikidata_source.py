@@ -9,7 +9,7 @@ builder of ``sparql_queries`` (or, when ``x`` names an entity, finds the relatio
 two), ``Filter(entities, condition)`` reads the condition ("born before 1960"), fetches each
 entity's value of the attribute it names and marks whether it meets the condition. Nothing
 found stays empty (so ATOMR's fallback can act): no dump of the entity's facts, unless the
-source is built with ``fact_dump=True`` (atomgraph's earlier behaviour). Every answer is an
+source is built with ``fact_dump=True`` (a switch, off). Every answer is an
 :class:`Evidence` whose text is a readable triple ``(head, relation, tail)`` and whose
 metadata holds ids, labels and datatype.
 """

@@ -155,7 +155,8 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
     else:
         C = scale_table_links(compatibility_for(index, ps, ctx, said=scores.question), objs, ctx.table_compatibility_scale)
     res = solve_structure(R, C, ctx.k, time_limit_s=ctx.mip_time_limit_s, links_rule=ctx.links,
-                          coverage=keyword_coverage(scores, ps, ctx.coverage_weight))
+                          coverage=keyword_coverage(scores, ps, ctx.coverage_weight),
+                          link_weight=LINK_WEIGHT[ctx.link_count])
     ids = [index.objects[ps[i]].id for i in res.chosen]
     return {
         "ids": ids,
@@ -685,12 +686,21 @@ def _document(o: DataObject) -> str | None:
 
 # --- the MIP (§3.2.2, Appendix B) -------------------------------------------------------------------
 #
-# Choose k of M candidate objects maximising  Σ_i R_i b_i + Σ_{i<j} C_ij c_ij  subject to
-# Σ_i b_i = k, at most k − 1 connections (Appendix B's Σ c_ij ≤ 2(k−1) over ordered pairs is
-# k−1 unordered links: the chosen objects may form a tree of connections), and linking
-# constraints. A variable c_ij exists only for pairs with C_ij > 0 (a pair that cannot add to the
+# Appendix B chooses k of M candidate objects maximising  Σ_i R_i b_i + Σ_{i,j} C_ij c_ij  over
+# ordered pairs (i, j), subject to Σ_i b_i = k, Σ_{i,j} c_ij ≤ 2(k − 1) and 2 c_ij ≤ b_i + b_j.
+# C is symmetric, so c_ij and c_ji are set together at the optimum: the ordered program is
+# k − 1 unordered links (a tree of connections), each counting C_ij twice. The program here
+# has one variable per unordered pair and weighs each counted link by w (``link_count``):
+#
+#     max  Σ_i R_i b_i + w Σ_{i<j} C_ij c_ij   s.t.  Σ_i b_i = k,  Σ_{i<j} c_ij ≤ k − 1,
+#
+# w = 2 is Appendix B as written (``link_count="twice"``, the paper's setting); w = 1 counts
+# each link once, as the authors' JAR MIP does (``ilp.py``: one direction per column pair,
+# ``2 (c_ij + c_ji) ≤ b_i + b_j``, weight ½ (C_ij + C_ji), at most k − 1 joins), the default
+# extension. A variable c_ij exists only for pairs with C_ij > 0 (a pair that cannot add to the
 # objective needs none), linked by c_ij ≤ b_i and c_ij ≤ b_j (tighter than Appendix B's
-# aggregated 2 c_ij ≤ b_i + b_j, with the same integer solutions).
+# aggregated 2 c_ij ≤ b_i + b_j, with the same integer solutions). The greedy warm start, the
+# brute force and the reported objective (:func:`selection_value`) count links with the same w.
 #
 # The solver is CBC through python-mip, silenced, warm-started with a greedy solution
 # (``model.start``) and bounded by a time limit: a proven optimum is ``optimal``, the best
@@ -735,6 +745,9 @@ def _pairs(C: np.ndarray) -> list[tuple[int, int, float]]:
 
 
 LINK_RULES = ("forest", "pairs")
+LINK_WEIGHT = {"once": 1.0, "twice": 2.0}
+"""The factor on a counted link's C_ij per ``link_count``: 'twice' = Appendix B's sum over ordered
+pairs (each link in both directions), 'once' = each unordered link once (JAR's ``ilp.py``)."""
 
 
 def find_root(parent: dict, x: Any) -> Any:
@@ -768,11 +781,13 @@ def coverage_value(chosen: Sequence[int], coverage: np.ndarray | None) -> float:
 
 
 def selection_value(chosen: Sequence[int], R: np.ndarray, C: np.ndarray, max_links: int | None,
-                    links_rule: str = "forest", coverage: np.ndarray | None = None) -> tuple[float, list]:
+                    links_rule: str = "forest", coverage: np.ndarray | None = None,
+                    link_weight: float = 1.0) -> tuple[float, list]:
     """The objective of a chosen set and its counted links: the best ``max_links`` pairs
     (``pairs``), or the heaviest spanning forest of the chosen objects (``forest``: no cycle
-    counts, so k objects in c connected groups count at most k − c links); plus, with
-    ``coverage`` (keywords × objects), each keyword's best coverage by a chosen object."""
+    counts, so k objects in c connected groups count at most k − c links), each link's C
+    times ``link_weight`` (:data:`LINK_WEIGHT`); plus, with ``coverage`` (keywords ×
+    objects), each keyword's best coverage by a chosen object. The links keep their C."""
     s = list(chosen)
     links = []
     for a, b in itertools.combinations(sorted(s), 2):
@@ -786,11 +801,12 @@ def selection_value(chosen: Sequence[int], R: np.ndarray, C: np.ndarray, max_lin
         raise ValueError(f"unknown links rule {links_rule!r}; expected one of {', '.join(LINK_RULES)}")
     if max_links is not None:
         links = links[: max(0, max_links)]
-    return float(sum(R[i] for i in s)) + sum(c for _, _, c in links) + coverage_value(s, coverage), links
+    value = float(sum(R[i] for i in s)) + link_weight * sum(c for _, _, c in links) + coverage_value(s, coverage)
+    return value, links
 
 
 def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_rule: str = "forest",
-           coverage: np.ndarray | None = None) -> list[int]:
+           coverage: np.ndarray | None = None, link_weight: float = 1.0) -> list[int]:
     """Add, one at a time, the object that raises the objective most (the warm start)."""
     n = len(R)
     chosen: list[int] = []
@@ -799,20 +815,20 @@ def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_ru
         for j in range(n):
             if j in chosen:
                 continue
-            v, _ = selection_value(chosen + [j], R, C, max_links, links_rule, coverage)
+            v, _ = selection_value(chosen + [j], R, C, max_links, links_rule, coverage, link_weight)
             if v > best_v + 1e-12:
                 best, best_v = j, v
         chosen.append(best)
     return chosen
 
 
-def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None,
-                links_rule: str = "forest", coverage: np.ndarray | None = None) -> tuple[float, tuple[int, ...]]:
+def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_rule: str = "forest",
+                coverage: np.ndarray | None = None, link_weight: float = 1.0) -> tuple[float, tuple[int, ...]]:
     """The optimum by enumeration (reference for tests; n ≤ 12 or so)."""
     n = len(R)
     best = (-np.inf, ())
     for s in itertools.combinations(range(n), min(k, n)):
-        v, _ = selection_value(s, R, C, max_links, links_rule, coverage)
+        v, _ = selection_value(s, R, C, max_links, links_rule, coverage, link_weight)
         if v > best[0] + 1e-12:
             best = (v, s)
     return best
@@ -821,7 +837,7 @@ def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None,
 # --- the program -------------------------------------------------------------------------------
 
 def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
-                links_rule: str = "forest", coverage: np.ndarray | None = None):
+                links_rule: str = "forest", coverage: np.ndarray | None = None, link_weight: float = 1.0):
     """The python-mip model (CBC, silent), its b and c variables, and the pairs they cover.
 
     ``links_rule="forest"`` adds a single-commodity flow that makes the counted links a
@@ -848,8 +864,9 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
     pairs = _pairs(C)
     # c_ij ∈ {0, 1}: the connection of objects i and j is counted (one variable per unordered pair)
     c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
-    # objective: max Σ_i R_i b_i + Σ_{i<j} C_ij c_ij
-    objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(w * v for (_, _, w), v in zip(pairs, c))
+    # objective: max Σ_i R_i b_i + w Σ_{i<j} C_ij c_ij (w = link_weight: 2 = Appendix B's ordered pairs)
+    objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(
+        link_weight * w * v for (_, _, w), v in zip(pairs, c))
     if coverage is not None and len(coverage):  # extension (coverage_weight): + Σ_q Σ_i cov_qi y_qi
         for q, row in enumerate(np.asarray(coverage, dtype=float)):
             ys = [(i, model.add_var(lb=0.0, ub=1.0, name=f"y{q}_{i}")) for i in range(n) if row[i] > 0]
@@ -861,7 +878,7 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
     model.objective = objective
     model += mip.xsum(b) == k  # Σ_i b_i = k: exactly k objects
     if max_links is not None and c:
-        model += mip.xsum(c) <= max_links  # Σ_{i<j} c_ij ≤ k − 1 (Appendix B's 2(k − 1) over ordered pairs)
+        model += mip.xsum(c) <= max_links  # Σ_{i<j} c_ij ≤ k − 1 (Appendix B's Σ_{i,j} c_ij ≤ 2(k − 1))
     for (i, j, _), v in zip(pairs, c):
         model += v <= b[i]  # c_ij ≤ b_i
         model += v <= b[j]  # c_ij ≤ b_j: a connection counts only between chosen objects
@@ -895,12 +912,15 @@ def solve_structure(
     time_limit_s: float = 0.5,
     links_rule: str = "forest",
     coverage: np.ndarray | None = None,
+    link_weight: float = 1.0,
 ) -> StructureResult:
     """Choose ``k`` objects maximising relevance plus compatibility (§3.2.2, Appendix B).
 
     ``max_links=-1`` (default) is the paper's k−1 links; ``None`` counts every chosen pair.
     The best solution CBC finds within ``time_limit_s`` is used; see the MIP section's comment.
     ``coverage`` (keywords × objects): the optional keyword-coverage term (:func:`build_model`).
+    ``link_weight``: the factor on each counted link's C (:data:`LINK_WEIGHT`; 2 = Appendix B's
+    ordered pairs), the same in the MIP, the greedy warm start and the reported objective.
     """
     import mip
 
@@ -917,14 +937,15 @@ def solve_structure(
         coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
         if not coverage.any():
             coverage = None
-    start = greedy(R, C, k, max_links, links_rule, coverage)
-    g_val, g_links = selection_value(start, R, C, max_links, links_rule, coverage)
+    start = greedy(R, C, k, max_links, links_rule, coverage, link_weight)
+    g_val, g_links = selection_value(start, R, C, max_links, links_rule, coverage, link_weight)
     if k == 0 or k == n or (not _pairs(C) and coverage is None):
         # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
         chosen = list(range(n)) if k == n else sorted(range(n), key=lambda i: -R[i])[:k]
-        v, links = selection_value(chosen, R, C, max_links, links_rule, coverage)
+        v, links = selection_value(chosen, R, C, max_links, links_rule, coverage, link_weight)
         return StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, time_limit_s)
-    model, b, c, pairs = build_model(R, C, k, max_links=max_links, links_rule=links_rule, coverage=coverage)
+    model, b, c, pairs = build_model(R, C, k, max_links=max_links, links_rule=links_rule, coverage=coverage,
+                                     link_weight=link_weight)
     chosen_set = set(start)
     counted = {(i, j) for i, j, _ in g_links}
     if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
@@ -939,7 +960,7 @@ def solve_structure(
     label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
     if len(chosen) != k:
         chosen, label = start, "greedy"
-    v, links = selection_value(chosen, R, C, max_links, links_rule, coverage)
+    v, links = selection_value(chosen, R, C, max_links, links_rule, coverage, link_weight)
     if v < g_val - 1e-9:  # never worse than the warm start; "greedy" only where CBC proved nothing better
         chosen, v, links = start, g_val, g_links
         if label != "optimal":

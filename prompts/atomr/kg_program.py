@@ -10,7 +10,7 @@ llama.cpp's structured outputs, OpenAI's strict JSON schema). A program that can
 (:func:`program_problem`: an unreadable reply, no relation to follow, an entity or a
 constraint the sub-question does not state; or one the graph cannot compile) gives way to the program read off the operator's arguments
 (``WikidataSource.operate``), and the reason is recorded. ``kg_program_by_model=false``
-reads every program off the arguments (atomgraph's earlier behaviour: one model call less).
+reads every program off the arguments (one model call less per Relate sub-question).
 """
 
 from __future__ import annotations
