@@ -72,6 +72,9 @@ BENCH = (
 ARM = (
     Step("arm_ablation", "benchmarks.bench_arm_ablation", ("--spider-every", "5", "--out", _out("arm_ablation_all.json")),
          ("arm_ablation_all.json",)),
+    Step("arm_link_count", "benchmarks.bench_arm_ablation",
+         ("--spider-every", "5", "--configs", "sa,twice,paper,paper_once", "--out", _out("arm_link_count.json")),
+         ("arm_link_count.json",)),
     Step("bird_data", "benchmarks.bird_from_jar", ("{bird_jar}", BIRD + "/bird"), needs_bird=True),
     Step("arm_ablation_bird", "benchmarks.bench_arm_ablation",
          ("--data", BIRD, "--datasets", "bird", "--out", _out("arm_bird_defaults.json")), ("arm_bird_defaults.json",),
