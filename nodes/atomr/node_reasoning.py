@@ -68,8 +68,8 @@ def make_select_sources_node(rt: AtomRRuntime):
                 {"question": run.resolved_question, "n_sources": len(sources), "source_list": describe_sources(sources)},
                 config,
             )
-            calls.append(result.call)
-            run.llm_calls += 1
+            calls.extend(result.calls)
+            run.llm_calls += len(result.calls)
             if not result.ok:
                 run.sources = available
                 run.notes.append(f"source selection failed ({result.problem}); using all sources")
@@ -277,7 +277,7 @@ def make_run_operator_node(rt: AtomRRuntime):
             variables["condition"] = args[1] if len(args) > 1 else question
         stage = operator_stage(op_name)
         result: StageResult = await rt.ask(stage, variables, config)
-        return read_into(sub, result, params.keep_raw_reply, stage, variables), evidence, rcalls, llm_calls + [result.call]
+        return read_into(sub, result, params.keep_raw_reply, stage, variables), evidence, rcalls, llm_calls + result.calls
 
     async def run_operator(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
@@ -384,14 +384,14 @@ def _make(rt: AtomRRuntime, stage: Stage, step: str, related):
         pairs = format_qa_pairs(qa_pairs(related(inp), tree, runs))
         variables = {"question": run.resolved_question, "qa_pairs": pairs, "pack": params.prompt_pack}
         result = await rt.ask(stage, variables, config)
-        run.llm_calls += 1
+        run.llm_calls += len(result.calls)
         sub = read_into(SubCall(question=run.resolved_question), result, params.keep_raw_reply, stage, variables)
         run.subcalls = [sub]
         collect(run)
         advance(run, step, sub.outcome, params, is_root=run.id == tree.root, problem=sub.problem)
         if run.step == "select":  # its answer is direct RAG's now
             run.subcalls, run.answers, run.answer, run.paraphrase = [], [], "", ""
-        return {"runs": {run.id: run}, "llm_calls": [result.call]}
+        return {"runs": {run.id: run}, "llm_calls": result.calls}
 
     reason.__name__ = stage.name
     return reason
@@ -424,7 +424,7 @@ def make_direct_rag_node(rt: AtomRRuntime):
         sub.evidence = len(evidence)
         variables = {"question": question, "knowledge": format_knowledge(evidence), "pack": params.prompt_pack}
         result = await rt.ask(DIRECT_RAG_STAGE, variables, config)
-        return read_into(sub, result, params.keep_raw_reply, DIRECT_RAG_STAGE, variables), evidence, rcalls, result.call
+        return read_into(sub, result, params.keep_raw_reply, DIRECT_RAG_STAGE, variables), evidence, rcalls, result.calls
 
     async def direct_rag(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
@@ -444,11 +444,11 @@ def make_direct_rag_node(rt: AtomRRuntime):
         questions = questions[: budget_note(run, len(questions), inp.get("budget", len(questions)))]
         results = await asyncio.gather(*(one(run, q, params, config) for q in questions))
         llm_calls, retriever_calls, redone = [], [], []
-        for sub, evidence, rcalls, call in results:
+        for sub, evidence, rcalls, made in results:
             redone.append(sub)
             run.evidence += evidence
             retriever_calls += rcalls
-            llm_calls.append(call)
+            llm_calls += made
         run.llm_calls += len(llm_calls)
         run.subcalls = keep + redone
         if skipped:
@@ -471,7 +471,7 @@ def make_closed_book_node(rt: AtomRRuntime):
         variables = {"question": inp["question"], "pack": params.prompt_pack}
         result = await rt.ask(CLOSED_BOOK_STAGE, variables, config)
         sub = read_into(SubCall(question=inp["question"]), result, params.keep_raw_reply, CLOSED_BOOK_STAGE, variables)
-        run.llm_calls += 1
+        run.llm_calls += len(result.calls)
         if sub.outcome == "failed":
             run.notes.append(f"closed-book answer failed: {sub.problem}")
         run.notes.append("answered closed-book (the tree found no answer)")
@@ -479,6 +479,6 @@ def make_closed_book_node(rt: AtomRRuntime):
         collect(run)
         run.fallback = (run.fallback + "; " if run.fallback else "") + "closed-book answer"
         advance(run, "closed_book", sub.outcome, params, is_root=True)
-        return {"runs": {run.id: run}, "llm_calls": [result.call]}
+        return {"runs": {run.id: run}, "llm_calls": result.calls}
 
     return closed_book
