@@ -382,10 +382,14 @@ def _make(rt: AtomRRuntime, stage: Stage, step: str, related):
         run = current_run(inp)
         runs, tree = inp["runs"], inp["tree"]
         pairs = format_qa_pairs(qa_pairs(related(inp), tree, runs))
-        variables = {"question": run.resolved_question, "qa_pairs": pairs, "pack": params.prompt_pack}
+        # a [DR] node is asked its own question, its [i] references as written (the pairs above give
+        # their answers), as the authors pass it (THU-KEG/AtomR src/main.py:654); a parent its
+        # question with the answers its references have
+        question = run.question if step == "siblings" else run.resolved_question
+        variables = {"question": question, "qa_pairs": pairs, "pack": params.prompt_pack}
         result = await rt.ask(stage, variables, config)
         run.llm_calls += len(result.calls)
-        sub = read_into(SubCall(question=run.resolved_question), result, params.keep_raw_reply, stage, variables)
+        sub = read_into(SubCall(question=question), result, params.keep_raw_reply, stage, variables)
         run.subcalls = [sub]
         collect(run)
         advance(run, step, sub.outcome, params, is_root=run.id == tree.root, problem=sub.problem)
