@@ -128,6 +128,12 @@ def known_answers(runs: dict[int, NodeRun]) -> dict[int, str]:
     return {i: r.answer for i, r in runs.items() if r.done and r.answers}
 
 
+def first_answers(runs: dict[int, NodeRun]) -> dict[int, str]:
+    """Answered nodes' first answers: what source selection puts in place of each ``[i]``, as the
+    authors do (THU-KEG/AtomR src/main.py:173-174: "simply replace each ref index with first answer")."""
+    return {i: r.answers[0] for i, r in runs.items() if r.done and r.answers}
+
+
 def resolve(text: str, runs: dict[int, NodeRun]) -> str:
     """``text`` with every ``[i]`` whose node has an answer replaced by that answer."""
     return substitute_refs(text, known_answers(runs))

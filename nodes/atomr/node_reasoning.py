@@ -30,9 +30,9 @@ import time
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.execution import (AtomRRuntime, advance, budget_note, collect, current_run, first_problem,
-                                             node_outcome, plan_operator, plan_question, read_into, refs_in,
-                                             selection_calls)
+from atomgraph.nodes.atomr.execution import (AtomRRuntime, advance, budget_note, collect, current_run, first_answers,
+                                             first_problem, node_outcome, plan_operator, plan_question, read_into,
+                                             refs_in, selection_calls)
 from atomgraph.nodes.call import StageResult
 from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT, program_problem
 from atomgraph.prompts.atomr.source_selection import choose_sources, describe_sources
@@ -40,7 +40,7 @@ from atomgraph.prompts.atomr.stages import (CHILD_REASONING_STAGE, CLOSED_BOOK_S
                                             KG_PROGRAM_STAGE, SIBLING_REASONING_STAGE, SOURCE_SELECTION_STAGE,
                                             format_knowledge, format_qa_pairs, operator_stage)
 from atomgraph.prompts.stage import Stage
-from atomgraph.state.atomr import NodeRun, OperatorCall, ReasoningTree, StepInput, SubCall
+from atomgraph.state.atomr import NodeRun, OperatorCall, ReasoningTree, StepInput, SubCall, substitute_refs
 from atomgraph.state.run import Evidence, RetrieverCall
 from atomgraph.tools.wikidata_source import ProgramError
 from atomgraph.tools.base import screen_evidence
@@ -65,7 +65,8 @@ def make_select_sources_node(rt: AtomRRuntime):
             sources = list(rt.sources().available.values())
             result = await rt.ask(
                 SOURCE_SELECTION_STAGE,
-                {"question": run.resolved_question, "n_sources": len(sources), "source_list": describe_sources(sources)},
+                {"question": substitute_refs(run.question, first_answers(inp["runs"])), "n_sources": len(sources),
+                 "source_list": describe_sources(sources)},
                 config,
             )
             calls.extend(result.calls)
