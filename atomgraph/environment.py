@@ -18,6 +18,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 VARIABLES: dict[str, str] = {
     "ATOMGRAPH_CONFIG": "the TOML config file (else ./atomgraph.toml)",
@@ -87,3 +88,29 @@ def run_choosing_set() -> dict[str, str]:
         if value:
             out[f"${name}"] = value
     return out
+
+
+_DATA_DIRS: list[Path] = []  # the explicit data folder of the run under way (eval run --data-dir)
+
+
+@contextmanager
+def explicit_data_dir(folder: Path) -> Iterator[None]:
+    """While inside, :func:`shared_data_dir` finds ``folder`` first (an explicit choice, so a
+    sealed run takes it where it does not take ``$ATOMGRAPH_SHARED_DATA``)."""
+    _DATA_DIRS.append(Path(folder))
+    try:
+        yield
+    finally:
+        _DATA_DIRS.pop()
+
+
+def shared_data_dir(explicit: str | os.PathLike | None = None) -> Path | None:
+    """The shared data folder: ``explicit``, else the run's explicit ``--data-dir``, else
+    ``$ATOMGRAPH_SHARED_DATA`` (not read by a sealed run), else ``./shared/data``,
+    ``../shared/data`` or the one beside the checkout; None when none exists."""
+    candidates = [explicit, *_DATA_DIRS[-1:], env_value("ATOMGRAPH_SHARED_DATA"), Path("shared/data"),
+                  Path("../shared/data"), Path(__file__).resolve().parents[2] / "shared" / "data"]
+    for c in candidates:
+        if c and Path(c).is_dir():
+            return Path(c)
+    return None

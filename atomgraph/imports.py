@@ -2,7 +2,7 @@
 
 Importing runs code, so only operator values reach :func:`import_object` (Python arguments, the
 operator's settings, ``--model-factory`` / ``--sources-factory``); a run's context and a recipe
-never do (:mod:`atomgraph.access`)."""
+never do (:mod:`atomgraph.tools.access`)."""
 
 from __future__ import annotations
 

@@ -328,15 +328,10 @@ class _Settings(BaseSettings):
 def default_data_dirs() -> list[str]:
     """The default of ``data_dirs``: the shared data folder (as the datasets find it) where there is
     one, and ``.atomgraph`` (the working folder's stores)."""
-    from atomgraph.errors import AtomgraphError
+    from atomgraph.environment import shared_data_dir
 
-    try:
-        from atomgraph.evaluation.datasets import data_dir
-
-        shared = [str(data_dir())]
-    except (AtomgraphError, ImportError):
-        shared = []
-    return [*shared, ".atomgraph"]
+    shared = shared_data_dir()
+    return [*([str(shared)] if shared is not None else []), ".atomgraph"]
 
 
 def _role_help(role: str) -> str:

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from pydantic import BaseModel, Field
 
-from atomgraph.environment import env_value
+from atomgraph.environment import explicit_data_dir, shared_data_dir
 from atomgraph.errors import AtomgraphError
 from atomgraph.jsonl import iter_json_objects, read_json, read_text
 
@@ -183,9 +183,6 @@ def dataset_names() -> list[str]:
     return list(DATASETS)
 
 
-_DATA_DIR: list[Path] = []  # the explicit folder of the run under way (eval run --data-dir)
-
-
 @contextmanager
 def using_data_dir(path: str | os.PathLike) -> Iterator[None]:
     """Named datasets are read from ``path`` while inside (``eval run --data-dir``: explicit, so a
@@ -193,24 +190,20 @@ def using_data_dir(path: str | os.PathLike) -> Iterator[None]:
     folder = Path(path)
     if not folder.is_dir():
         raise DatasetError(f"--data-dir {path}: no such folder")
-    _DATA_DIR.append(folder)
-    try:
+    with explicit_data_dir(folder):
         yield
-    finally:
-        _DATA_DIR.pop()
 
 
 def data_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """The shared data folder (see the module docstring); DatasetError when none exists."""
-    candidates = [explicit, *_DATA_DIR[-1:], env_value("ATOMGRAPH_SHARED_DATA"), Path("shared/data"), Path("../shared/data"),
-                  Path(__file__).resolve().parents[2] / "shared" / "data"]
-    for c in candidates:
-        if c and Path(c).is_dir():
-            return Path(c)
-    raise DatasetError(
-        "cannot find the shared data folder; pass data_dir or set ATOMGRAPH_SHARED_DATA "
-        "to the folder holding atomr/ and hipporag/"
-    )
+    """The shared data folder (:func:`atomgraph.environment.shared_data_dir`); DatasetError when
+    none exists."""
+    found = shared_data_dir(explicit)
+    if found is None:
+        raise DatasetError(
+            "cannot find the shared data folder; pass data_dir or set ATOMGRAPH_SHARED_DATA "
+            "to the folder holding atomr/ and hipporag/"
+        )
+    return found
 
 
 def load_dataset(name_or_path: str | os.PathLike, *, limit: int | None = None,

@@ -26,7 +26,7 @@ the evaluated files' paths and sha256 and the recipe's paper values are kept too
 beside an explicit value of a field it sets is refused, naming the conflict. Paths in
 ``[settings.arm] objects`` are read under the shared data folder too.
 
-A recipe is a client's file (:mod:`atomgraph.access`): its sources are registered names, its models
+A recipe is a client's file (:mod:`atomgraph.tools.access`): its sources are registered names, its models
 names (never a ``local:<path>`` file unless the operator configures it), every file it names (its
 dataset, objects, index cache, stores) lies under the operator's ``data_dirs``, and it sets no
 ``data_dirs`` or ``allowed_models`` of its own; anything else is a one-line ConfigError before
@@ -156,7 +156,7 @@ def all_recipes() -> list[Recipe]:
 
 def _under_data(rel: str, what: str, recipe: Recipe) -> str:
     """A path of the recipe: as given when it exists, else under the shared data folder; either way
-    under the operator's ``data_dirs`` (a recipe is a client: atomgraph/access.py)."""
+    under the operator's ``data_dirs`` (a recipe is a client: tools/access.py)."""
     from atomgraph.evaluation.datasets import DatasetError, data_dir
     from atomgraph.settings import get_settings
 
@@ -173,7 +173,7 @@ def _under_data(rel: str, what: str, recipe: Recipe) -> str:
 
 
 def _client_path(path: str, what: str, recipe: Recipe, settings: Any) -> str:
-    from atomgraph.access import client_path
+    from atomgraph.tools.access import client_path
 
     try:
         return client_path(path, settings, what)
@@ -300,14 +300,14 @@ def recipe_settings(recipe: Recipe, base: Any = None, sets: dict[str, Any] | Non
     then the explicit ``sets`` (:func:`parse_sets`)."""
     from dataclasses import asdict, is_dataclass
 
-    from atomgraph.access import check_recipe_settings
+    from atomgraph.tools.access import check_recipe_settings
     from atomgraph.settings import settings_from
 
     base = base or sealed_defaults()
     values = dict(recipe.settings)
     if isinstance(values.get("arm"), dict) and values["arm"].get("objects"):
         values["arm"] = {**values["arm"], "objects": _under_data(str(values["arm"]["objects"]), "objects file", recipe)}
-    # client values (atomgraph/access.py): sources and models by name, files under the operator's data_dirs
+    # client values (tools/access.py): sources and models by name, files under the operator's data_dirs
     check_recipe_settings(values, base, f"recipe {recipe.name!r}")
     merged = base.model_dump()
     for key, value in values.items():

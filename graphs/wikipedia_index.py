@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START
 
-from atomgraph.access import client_inputs
+from atomgraph.tools.access import client_inputs
 from atomgraph.errors import AtomgraphError
 from atomgraph.lc import MethodGraph
 from atomgraph.nodes.runtime import MethodRuntime

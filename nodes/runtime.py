@@ -296,7 +296,7 @@ class MethodRuntime(Generic[C]):
             fields_ = self._path_fields = data_path_fields(self.context_cls)
         if not fields_:
             return
-        from atomgraph.access import client_path
+        from atomgraph.tools.access import client_path
 
         section = self.section_values()
         for name, mode in fields_.items():
@@ -318,8 +318,8 @@ class MethodRuntime(Generic[C]):
         choices = (_NO_CHOICES if all(v in (None, "", [], {}) for v in chosen.values())
                    else resolve_params(RunChoices, None, chosen, None))
         if choices is not _NO_CHOICES:
-            # client values: models by name, never a file; sources by declared name, never code (atomgraph/access.py)
-            from atomgraph.access import client_model, client_models
+            # client values: models by name, never a file; sources by declared name, never code (tools/access.py)
+            from atomgraph.tools.access import client_model, client_models
 
             settings = self.settings()
             if choices.model:
@@ -516,7 +516,7 @@ class RunSources:
         the settings, or one of the sources the graph was built with (never code to import).
         ``code_only``: only the names that would be imported (``module:attr``) are looked at
         (before the graph's own sources are open; an unknown plain name is refused by name later)."""
-        from atomgraph.access import client_sources
+        from atomgraph.tools.access import client_sources
 
         if code_only:
             names = [n for n in names if not isinstance(n, str) or ":" in n]

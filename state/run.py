@@ -76,7 +76,7 @@ def validate_params(cls: type[C], values: Mapping[str, Any]) -> C:
 class DataPath:
     """Marks a run parameter that names a file or folder (``Annotated[str | None, Field(...),
     DataPath("read")]``): a value a run's client gives (its ``context`` or ``configurable``, a
-    recipe) must lie under the operator's ``data_dirs`` (:func:`atomgraph.access.client_path`)."""
+    recipe) must lie under the operator's ``data_dirs`` (:func:`atomgraph.tools.access.client_path`)."""
 
     mode: str = "read"  # "read" or "write"
 

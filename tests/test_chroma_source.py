@@ -84,7 +84,8 @@ def test_retriever_and_tool_adaptors(indexed):
     assert docs[0].metadata["title"] == target.title and docs[0].metadata["source"] == "wikipedia"
     assert "score" in docs[0].metadata
     out = source.as_tool(k=2).invoke({"query": f"{target.title} {target.text[:120]}"})
-    assert out.startswith(f"[1] {target.title} | ") and "\n[2] " in out
+    # a tool's result is evidence: fenced as data for the agent that reads it (atomgraph.injection)
+    assert out.startswith(f"<evidence>\n[1] {target.title} | ") and "\n[2] " in out and out.endswith("</evidence>")
 
 
 def test_langchain_vectorstore_view(indexed):

@@ -1,4 +1,4 @@
-"""What a run's client may name (atomgraph/access.py, docs/guides/security.md): sources and models
+"""What a run's client may name (tools/access.py, docs/guides/security.md): sources and models
 by name, never code or a model file; files only under the operator's ``data_dirs``. The same over
 a real ``langgraph dev``: tests/test_langgraph_dev.py (``test_a_client_names_*``)."""
 
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from atomgraph.access import client_model, client_path, client_sources
+from atomgraph.tools.access import client_model, client_path, client_sources
 from atomgraph.cli import main
 from atomgraph.errors import ConfigError
 from atomgraph.settings import Settings
@@ -36,7 +36,7 @@ def test_a_client_path_lies_under_the_data_folders_after_symlinks_and_dotdot(fol
             client_path(outside, settings, "objects path")
     with pytest.raises(ConfigError, match="must be a path"):
         client_path("bad\x00name", settings)
-    from atomgraph.access import BUNDLED_DATA  # atomgraph's demo pack: read by any run, written by none
+    from atomgraph.tools.access import BUNDLED_DATA  # atomgraph's demo pack: read by any run, written by none
 
     assert client_path(BUNDLED_DATA / "passages.jsonl", settings)
     with pytest.raises(ConfigError, match="outside the data folders"):

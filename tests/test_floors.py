@@ -1,6 +1,6 @@
 """The package reads top-down: each floor imports only floors below it (any import statement, lazy ones too).
 
-floor 0  atomgraph.errors, state/                      data types, errors
+floor 0  atomgraph.errors, atomgraph.injection, state/   data types, errors, the evidence fence (no imports)
 floor 1  the foundation: settings, methods, models, backends, local engine, cache, files, text, embeddings;
          lc (a compiled method graph's LangChain face: MethodGraph.as_tool / as_retriever)
 floor 2  prompts/, tools/                               stages and constraints; knowledge sources and indexes
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 ROOTS = {"atomgraph": "atomgraph", "state": "atomgraph.state", "nodes": "atomgraph.nodes", "graphs": "atomgraph.graphs",
          "tools": "atomgraph.tools", "prompts": "atomgraph.prompts", "evaluation": "atomgraph.evaluation"}
 APPLICATION = ("atomgraph.cli", "atomgraph.commands", "atomgraph.demo_pack", "atomgraph.demo_run", "atomgraph.retrievers", "atomgraph.render", "atomgraph.testing")
-FLOORS = (("atomgraph.errors", 0), ("atomgraph.state", 0), ("atomgraph.prompts", 2), ("atomgraph.tools", 2),
+FLOORS = (("atomgraph.errors", 0), ("atomgraph.injection", 0), ("atomgraph.state", 0), ("atomgraph.prompts", 2), ("atomgraph.tools", 2),
           ("atomgraph.nodes", 3), ("atomgraph.graphs", 4), ("atomgraph.evaluation", 5))
 # Known exceptions, each with its reason; the list only shrinks.
 ALLOWED = {

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from atomgraph.access import client_model
+from atomgraph.tools.access import client_model
 from atomgraph.errors import ConfigError
 from atomgraph.extras import MissingExtra
 from atomgraph.local import packaged

@@ -5,7 +5,7 @@
 
 :func:`build_sources` is the operator's full path: a name with a colon that no one registered
 (``"mypkg.kb:retriever"``) is imported. It takes operator values only (settings, Python arguments,
-command-line options); a run's client names sources through :func:`atomgraph.access.client_sources`
+command-line options); a run's client names sources through :func:`atomgraph.tools.access.client_sources`
 first, which refuses every name the operator did not declare.
 """
 

@@ -147,7 +147,7 @@ def make_load_node(rt: Kar3IndexRuntime, embeddings: Any = None) -> Callable:
                     for c in chunks:
                         c.embedding = None
             else:
-                from atomgraph.access import client_inputs
+                from atomgraph.tools.access import client_inputs
 
                 chunks = await asyncio.to_thread(  # the inputs under data_dirs, before anything is opened
                     lambda: read_chunks(client_inputs(state.get("inputs"), rt.settings()), params, stats))
