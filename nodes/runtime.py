@@ -367,8 +367,9 @@ class MethodRuntime(Generic[C]):
         ``constraint`` where given (in the request form of the model's backend, detected or named
         by ``backend_kind``), with token log-probabilities when ``logprobs``.
         A reply cut for length is asked again once at the stage's retry cap where it declares one
-        (:meth:`Stage.retry_cap`; ``result.calls`` holds both records, the retry's says ``retry``). Never raises for a failed call or an unreadable reply: each comes back on the
-        result and its record. A missing or invalid model configuration raises ConfigError (a ValueError
+        (:meth:`Stage.retry_cap`; ``result.calls`` holds both records, the retry's says ``retry``).
+        Never raises for a failed call or an unreadable reply: each comes back on the result and
+        its record. A missing or invalid model configuration raises ConfigError (a ValueError
         whose text says what to set)."""
         role = role or stage.role
         settings = self.settings()
