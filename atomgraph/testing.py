@@ -149,7 +149,8 @@ class ScriptedChatModel(BaseChatModel):
         }
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
         meta = {"model_name": self.model_name}
-        if isinstance(reply, AIMessage):
+        if isinstance(reply, AIMessage):  # a scripted message keeps its metadata (e.g. finish_reason "length")
+            meta = {**(reply.response_metadata or {}), **meta}
             msg = reply.model_copy(update={"usage_metadata": usage, "response_metadata": meta})
         else:
             msg = AIMessage(content=text, usage_metadata=usage, response_metadata=meta)

@@ -59,6 +59,12 @@ class StageResult:
     call: LLMCall
     message: Any = None
     applied: Applied | None = None
+    earlier: list[LLMCall] = field(default_factory=list)  # a cut reply's call, before its one retry
+
+    @property
+    def calls(self) -> list[LLMCall]:
+        """Every model call the stage made, in order: a cut reply's call before its retry, then this one."""
+        return [*self.earlier, self.call]
 
     @property
     def ok(self) -> bool:

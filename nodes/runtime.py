@@ -366,6 +366,8 @@ class MethodRuntime(Generic[C]):
         atomizer at 0.7; otherwise the run's or the settings' temperature), constrained by
         ``constraint`` where given (in the request form of the model's backend, detected or named
         by ``backend_kind``), with token log-probabilities when ``logprobs``.
+        A reply cut for length is asked again once at the stage's retry cap where it declares one
+        (:meth:`Stage.retry_cap`; ``result.calls`` holds both records, the retry's says ``retry``).
         Never raises for a failed call or an unreadable reply: each comes back on the result and
         its record. A missing or invalid model configuration raises ConfigError (a ValueError
         whose text says what to set)."""
@@ -392,6 +394,20 @@ class MethodRuntime(Generic[C]):
         result = await call_stage(stage, variables, runnable, config, recorder, cap, constraint=constraint,
                                   applied=applied, bound_s=self.request_bound())
         bounds.settle(result.call, settings.max_consecutive_failures)
+        retry_cap = stage.retry_cap(cap)
+        if (retry_cap and result.call.cut and not result.call.error
+                and not bounds.refusal(deadline_of(config))):
+            # the reply came back cut: one retry at the stage's retry cap (the authors' practice);
+            # a second cut is read as any cut reply is
+            recorder = CallRecorder(role=role, stage=stage.name, model=name, cap=retry_cap)
+            runnable, applied = self._runnable(stage, role, model, local, retry_cap, temperature, constraint,
+                                               logprobs, backend_kind)
+            retried = await call_stage(stage, variables, runnable, config, recorder, retry_cap,
+                                       constraint=constraint, applied=applied, bound_s=self.request_bound())
+            retried.call.retry = True
+            retried.earlier = [result.call]
+            bounds.settle(retried.call, settings.max_consecutive_failures)
+            return retried
         return result
 
     def _runnable(self, stage: Stage, role: str, model: Any, local: bool, cap: int, temperature: float | None,

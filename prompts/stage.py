@@ -80,6 +80,9 @@ class Stage(Generic[T]):
     schema: type[BaseModel] | None = None
     from_structured: Callable[[Any], T] | None = None  # schema instance -> the parser's value
     max_tokens: int = 512
+    # the cap of one retry when a reply comes back cut (finish_reason "length", or past the cap): the
+    # call is made again once at this cap (its record says ``retry``); None: no retry (:meth:`retry_cap`)
+    retry_max_tokens: int | None = None
     render: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # inputs -> prompt variables
     stop: tuple[str, ...] = ()  # where a reply ends (the next demonstration's header, turn tokens)
     answers: bool = False  # its value answers the ``question`` variable: rt.ask holds it to check_answer_to
@@ -88,6 +91,14 @@ class Stage(Generic[T]):
     # a second reading of a reply refused as a copied demonstration: (reply, inputs) -> the text
     # to read instead, or None (the baselines: the model restated *our* question before answering)
     reread: Callable[[str, dict[str, Any]], str | None] | None = None
+
+    def retry_cap(self, cap: int) -> int | None:
+        """The cap of the one retry of a reply cut under ``cap``: ``retry_max_tokens`` at the stage's
+        own cap, the same ratio at a cap the settings set (plan 300 → 450 where 512 → 768); None
+        when the stage makes no retry."""
+        if not self.retry_max_tokens or not cap:
+            return None
+        return max(cap + 1, round(cap * self.retry_max_tokens / self.max_tokens))
 
     @property
     def tags(self) -> list[str]:

@@ -236,6 +236,7 @@ class LLMCall(BaseModel):
     finish_reason: str | None = None  # why the server ended the reply ("stop", "length", "tool_calls", ...)
     cleaned: dict | None = None  # hidden characters removed from the reply: {"removed": [code points], "count": n}
     cut: bool = False  # the reply was cut (the server ended it for length, or it ran past the cap): never an answer
+    retry: bool = False  # the stage's one retry at its retry cap (Stage.retry_max_tokens), the call before it cut
 
 
 class RetrieverCall(BaseModel):

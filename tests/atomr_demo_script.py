@@ -102,8 +102,9 @@ PLANS: dict[str, dict] = {
 
 @dataclass(frozen=True)
 class Reading:
-    """Answer ``answers`` to a node whose (resolved) question starts with ``question``, when
-    every string in ``needs`` is in the knowledge (or the question/answer pairs) it was shown."""
+    """Answer ``answers`` to a node whose question (a [DR] node's with its references as written, any
+    other's resolved) starts with ``question``, when every string in ``needs`` is in the knowledge
+    (or the question/answer pairs) it was shown."""
 
     question: str
     needs: tuple[str, ...]
@@ -136,7 +137,7 @@ READINGS: list[Reading] = [
        ['"ETH Zurich"]', '"1855"]'], "1855"),
     _r("When was the university where Niels Bohr earned his doctorate founded?",
        ['"University of Copenhagen"]', '"1479"]'], "1479"),
-    _r("Given 1855 and 1479, which was founded first?",
+    _r("Given [1] and [2], which was founded first?",
        ["teaching diploma founded? A:", '"1855"]', "doctorate founded? A:", '"1479"]'], "University of Copenhagen"),
     _r(Q3, ['"University of Copenhagen"]'], "University of Copenhagen"),
     # Q4: KG relations, dates, [DR] comparison.
@@ -146,7 +147,7 @@ READINGS: list[Reading] = [
        ["is the wave equation of quantum mechanics"], "Erwin Schrödinger"),
     _r("When was Werner Heisenberg born?", ["(Werner Heisenberg, date of birth, 5 December 1901)"], "5 December 1901"),
     _r("When was Erwin Schrödinger born?", ["(Erwin Schrödinger, date of birth, 12 August 1887)"], "12 August 1887"),
-    _r("Given 5 December 1901 and 12 August 1887, who was born first, Werner Heisenberg or Erwin Schrödinger?",
+    _r("Given [3] and [4], who was born first, [1] or [2]?",
        ['"5 December 1901"]', '"12 August 1887"]'], "Erwin Schrödinger"),
     _r(Q4, ['"Erwin Schrödinger"]'], "Erwin Schrödinger"),
     # Q5: Relate over three people, Filter over their birthplaces, [DR] back to the person.
@@ -155,7 +156,7 @@ READINGS: list[Reading] = [
         "(Niels Bohr, place of birth, Copenhagen)"], "Ulm", "Kiel", "Copenhagen"),
     _r("Which of Ulm, Kiel, Copenhagen is the capital of a country?", ["(Copenhagen, capital of, Denmark)"],
        "Copenhagen"),
-    _r("Given Ulm, Kiel, Copenhagen and Copenhagen, which of Albert Einstein, Max Planck and Niels Bohr was born in Copenhagen?",
+    _r("Given [1] and [2], which of Albert Einstein, Max Planck and Niels Bohr was born in [2]?",
        ['A: ["Ulm", "Kiel", "Copenhagen"]', "capital of a country? A:", '"Copenhagen"]'], "Niels Bohr"),
     _r(Q5, ['"Niels Bohr"]'], "Niels Bohr"),
     # Q6: passage for the doctorate, KG (through an alias) for the year.
@@ -175,7 +176,7 @@ READINGS: list[Reading] = [
     # node 2 fans out: one Relate per child
     _r("When was Irène Joliot-Curie born?", ["(Irène Joliot-Curie, date of birth, 12 September 1897)"], "12 September 1897"),
     _r("When was Ève Curie born?", ["(Ève Curie, date of birth, 6 December 1904)"], "6 December 1904"),
-    _r("Given Irène Joliot-Curie, Ève Curie and 12 September 1897, 6 December 1904, which of",
+    _r("Given [1] and [2], which of [1] was born first?",
        ['"Irène Joliot-Curie", "Ève Curie"]', '"12 September 1897", "6 December 1904"]'], "Irène Joliot-Curie"),
     _r("In which year did Irène Joliot-Curie receive the Nobel Prize in Chemistry?",
        ["received the Nobel Prize in Chemistry in 1935"], "1935"),

@@ -146,6 +146,9 @@ async def test_comparison_with_nested_parents_and_a_dr_node(demo_store, store_so
     assert by_source(out["retriever_calls"]) == {"wikipedia": 4, "wikidata": 4}
     (sibling,) = stage_prompts(model, "sibling_reasoning")
     assert 'A: ["1855"]' in sibling and 'A: ["1479"]' in sibling
+    # the [DR] question as the authors pass it: its references as written, their answers in the pairs
+    assert sibling.rstrip().endswith("Question: Given [1] and [2], which was founded first?\nAnswer:")
+    assert dr["subcalls"][0]["question"] == "Given [1] and [2], which was founded first?"
 
 
 async def test_filter_question_over_kg_and_passages(demo_store, store_sources):

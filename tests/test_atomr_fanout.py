@@ -268,6 +268,10 @@ async def test_source_selection_only_with_three_sources(n_sources, calls):
     g, model = graph(reader(), srcs=srcs)
     await g.ainvoke({"question": Q})
     assert stages(model).count("source_selection") == 2 * calls
+    if calls:  # the first referenced answer in place of [1], as the authors substitute it
+        asked = [c["prompt"].rsplit("\nQ: ", 1)[-1].split("\nA:")[0] for c in model.calls
+                 if c["stage"] == "source_selection"]
+        assert asked == ["Who were the crew members of Apollo 11?", "Where was Neil Armstrong born?"]
 
 
 # --- eval run picks the dataset's prompt pack ------------------------------------------------------

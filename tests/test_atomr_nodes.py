@@ -143,7 +143,7 @@ async def test_direct_rag_keeps_unreadable_output_and_marks_failures(tree):
 
 def test_schedule_dispatches_ready_nodes_within_budget_and_parallelism(tree):
     runs = initial_runs(tree)
-    state = {"question": Q, "tree": tree, "runs": runs, "llm_calls": [object()]}
+    state = {"question": Q, "tree": tree, "runs": runs, "llm_calls": [{"stage": "plan", "retry": False}]}
     schedule = make_schedule_node(runtime(ScriptedChatModel(), THREE))
     cmd = schedule(state, {})
     assert isinstance(cmd, Command) and [s.arg["node_id"] for s in cmd.goto] == [1, 2]

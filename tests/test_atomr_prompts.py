@@ -477,6 +477,15 @@ def test_prompt_packs_have_the_sizes_and_never_use_test_questions():
                 assert " ".join(asked.split()).casefold() not in test_qs, (name, asked)
 
 
+def test_planner_demonstrations_at_the_authors_counts():
+    """As many planner demonstrations as the authors' planner prompt of the dataset holds (THU-KEG/AtomR
+    src/prompts/tree_generation_prompts.py)."""
+    from atomgraph.prompts.atomr.packs import PACKS
+
+    counts = {name: len(PACKS[name].plan_examples) for name in ("hotpotqa", "musique", "crag", "blendqa")}
+    assert counts == {"hotpotqa": 18, "musique": 17, "crag": 22, "blendqa": 21}
+
+
 def test_a_pack_is_chosen_with_one_parameter():
     from atomgraph.prompts.atomr.stages import get_pack
 

@@ -194,7 +194,7 @@ def test_stage_demonstrations_come_from_their_own_datasets_train_dev_files(share
 
 def test_each_dev_split_leaves_out_the_questions_its_pack_demonstrates(shared_data):
     """The eval runner leaves out ``demonstration_questions(pack)``: planner and stage demonstrations
-    alike. Counted from the data files: hotpotqa-dev-100 1, 2wiki-dev-100 16, musique-dev-100 12."""
+    alike. Counted from the data files: hotpotqa-dev-100 1, 2wiki-dev-100 16, musique-dev-100 17."""
     from atomgraph.evaluation.datasets import load_dataset, prompt_pack_for
 
     left_out = {}
@@ -208,7 +208,7 @@ def test_each_dev_split_leaves_out_the_questions_its_pack_demonstrates(shared_da
             if name == pack and _norm_q(demo.question) in {_norm_q(e.question) for e in examples}:
                 assert _norm_q(demo.question) in left_out[split], (split, demo.source)
     assert {k: len(v) for k, v in left_out.items()} == {
-        "hotpotqa-dev-100": 1, "2wiki-dev-100": 16, "musique-dev-100": 12, "hipporag-hotpotqa": 13, "hipporag-musique": 0}
+        "hotpotqa-dev-100": 1, "2wiki-dev-100": 16, "musique-dev-100": 17, "hipporag-hotpotqa": 17, "hipporag-musique": 0}
 
 
 def test_stage_demonstrations_follow_their_datasets_answer_rules():

@@ -163,19 +163,25 @@ async def test_atomr_runs_unchanged_against_an_openai_compatible_server(openai_c
     out = await graph.ainvoke({"question": QUESTION})
     assert out["answer"] == "Slatan Dudow"
     sent = requests()
-    assert len(sent) == 4  # plan, Search, Relate, child reasoning (one source: no selection call)
+    # plan, Search, Relate, child reasoning (one source: no selection call); the server rambles to
+    # the cap (finish_reason "length"), so each step is asked once more at its retry cap, as the authors do
+    assert len(sent) == 8
     assert {r["model"] for r in sent} == {"local-llama"} and all(r["temperature"] == 0 for r in sent)
     # Every call is capped, and the cap reaches a server that reads only max_tokens.
-    caps = {c["stage"]: c["max_tokens"] for c in out["llm_calls"]}
-    assert caps == {"plan": 1024, "search": 512, "relate": 512, "child_reasoning": 384}
-    assert [r["max_tokens"] for r in sent] == [r["max_completion_tokens"] for r in sent] == list(caps.values())
-    # one capped call per step: the server rambled to the cap, never to its 7,000-token runaway
-    assert [c["completion_tokens"] for c in out["llm_calls"]] == list(caps.values())
+    caps = [(c["stage"], c["max_tokens"], c["retry"]) for c in out["llm_calls"]]
+    assert caps == [("plan", 512, False), ("plan", 768, True), ("search", 256, False), ("search", 512, True),
+                    ("relate", 256, False), ("relate", 512, True),
+                    ("child_reasoning", 256, False), ("child_reasoning", 512, True)]
+    assert [r["max_tokens"] for r in sent] == [r["max_completion_tokens"] for r in sent] == [c[1] for c in caps]
+    # each call capped: the server rambled to the cap, never to its 7,000-token runaway; the retry
+    # came back cut too and was read as any cut reply (its answer lies whole inside it)
+    assert [c["completion_tokens"] for c in out["llm_calls"]] == [c[1] for c in caps]
+    assert all(c["cut"] and c["finish_reason"] == "length" for c in out["llm_calls"])
     assert all(c["prompt_tokens"] == 100 and c["error"] is None for c in out["llm_calls"])
     # the response cache (on by default) answers the same question again without the server
     graph2 = build_atomr_graph(sources=[InMemorySource(passages, name="wikipedia")])
     again = await graph2.ainvoke({"question": QUESTION})
-    assert again["answer"] == "Slatan Dudow" and len(requests()) == 4
+    assert again["answer"] == "Slatan Dudow" and len(requests()) == 8
 
 
 async def test_stage_caps_are_settable_and_the_server_ignores_max_completion_tokens(openai_compatible_server,
@@ -195,8 +201,9 @@ async def test_stage_caps_are_settable_and_the_server_ignores_max_completion_tok
     out = await build_atomr_graph(sources=[InMemorySource(passages, name="wikipedia")], settings=s).ainvoke(
         {"question": QUESTION})
     assert out["answer"] == "Slatan Dudow"
-    assert [r.get("max_tokens") for r in requests()[1:]] == [300, 40, 40, 40]
-    assert max(c["completion_tokens"] for c in out["llm_calls"]) == 300
+    # each cut reply asked again once, at the stage's retry ratio (plan 512 → 768, answers 256 → 512)
+    assert [r.get("max_tokens") for r in requests()[1:]] == [300, 450, 40, 80, 40, 80, 40, 80]
+    assert max(c["completion_tokens"] for c in out["llm_calls"]) == 450
 
 
 async def test_structured_output_mode_sends_json_schemas_and_reads_them(openai_compatible_server, monkeypatch):

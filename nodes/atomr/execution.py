@@ -128,6 +128,12 @@ def known_answers(runs: dict[int, NodeRun]) -> dict[int, str]:
     return {i: r.answer for i, r in runs.items() if r.done and r.answers}
 
 
+def first_answers(runs: dict[int, NodeRun]) -> dict[int, str]:
+    """Answered nodes' first answers: what source selection puts in place of each ``[i]``, as the
+    authors do (THU-KEG/AtomR src/main.py:173-174: "simply replace each ref index with first answer")."""
+    return {i: r.answers[0] for i, r in runs.items() if r.done and r.answers}
+
+
 def resolve(text: str, runs: dict[int, NodeRun]) -> str:
     """``text`` with every ``[i]`` whose node has an answer replaced by that answer."""
     return substitute_refs(text, known_answers(runs))
@@ -383,7 +389,8 @@ def make_schedule_node(rt: AtomRRuntime):
             return Command(goto="finalize", update={"error": "no tree node can run (unresolvable dependencies)"})
         params = rt.params(config)
         budget = params.max_llm_calls
-        remaining = budget - len(state.get("llm_calls", []))
+        # a stage call counts once: a cut reply's one retry (LLMCall.retry) is part of its call
+        remaining = budget - sum(1 for c in state.get("llm_calls", []) if not c.get("retry"))
         n_sources = len(rt.sources().available)
         programmed = frozenset(n for n, src in rt.sources().available.items() if hasattr(src, "answer_program")) \
             if params.kg_program_by_model else frozenset()

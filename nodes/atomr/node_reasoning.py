@@ -30,9 +30,9 @@ import time
 
 from langchain_core.runnables import RunnableConfig
 
-from atomgraph.nodes.atomr.execution import (AtomRRuntime, advance, budget_note, collect, current_run, first_problem,
-                                             node_outcome, plan_operator, plan_question, read_into, refs_in,
-                                             selection_calls)
+from atomgraph.nodes.atomr.execution import (AtomRRuntime, advance, budget_note, collect, current_run, first_answers,
+                                             first_problem, node_outcome, plan_operator, plan_question, read_into,
+                                             refs_in, selection_calls)
 from atomgraph.nodes.call import StageResult
 from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT, program_problem
 from atomgraph.prompts.atomr.source_selection import choose_sources, describe_sources
@@ -40,7 +40,7 @@ from atomgraph.prompts.atomr.stages import (CHILD_REASONING_STAGE, CLOSED_BOOK_S
                                             KG_PROGRAM_STAGE, SIBLING_REASONING_STAGE, SOURCE_SELECTION_STAGE,
                                             format_knowledge, format_qa_pairs, operator_stage)
 from atomgraph.prompts.stage import Stage
-from atomgraph.state.atomr import NodeRun, OperatorCall, ReasoningTree, StepInput, SubCall
+from atomgraph.state.atomr import NodeRun, OperatorCall, ReasoningTree, StepInput, SubCall, substitute_refs
 from atomgraph.state.run import Evidence, RetrieverCall
 from atomgraph.tools.wikidata_source import ProgramError
 from atomgraph.tools.base import screen_evidence
@@ -65,11 +65,12 @@ def make_select_sources_node(rt: AtomRRuntime):
             sources = list(rt.sources().available.values())
             result = await rt.ask(
                 SOURCE_SELECTION_STAGE,
-                {"question": run.resolved_question, "n_sources": len(sources), "source_list": describe_sources(sources)},
+                {"question": substitute_refs(run.question, first_answers(inp["runs"])), "n_sources": len(sources),
+                 "source_list": describe_sources(sources)},
                 config,
             )
-            calls.append(result.call)
-            run.llm_calls += 1
+            calls.extend(result.calls)
+            run.llm_calls += len(result.calls)
             if not result.ok:
                 run.sources = available
                 run.notes.append(f"source selection failed ({result.problem}); using all sources")
@@ -277,7 +278,7 @@ def make_run_operator_node(rt: AtomRRuntime):
             variables["condition"] = args[1] if len(args) > 1 else question
         stage = operator_stage(op_name)
         result: StageResult = await rt.ask(stage, variables, config)
-        return read_into(sub, result, params.keep_raw_reply, stage, variables), evidence, rcalls, llm_calls + [result.call]
+        return read_into(sub, result, params.keep_raw_reply, stage, variables), evidence, rcalls, llm_calls + result.calls
 
     async def run_operator(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
@@ -382,16 +383,20 @@ def _make(rt: AtomRRuntime, stage: Stage, step: str, related):
         run = current_run(inp)
         runs, tree = inp["runs"], inp["tree"]
         pairs = format_qa_pairs(qa_pairs(related(inp), tree, runs))
-        variables = {"question": run.resolved_question, "qa_pairs": pairs, "pack": params.prompt_pack}
+        # a [DR] node is asked its own question, its [i] references as written (the pairs above give
+        # their answers), as the authors pass it (THU-KEG/AtomR src/main.py:654); a parent its
+        # question with the answers its references have
+        question = run.question if step == "siblings" else run.resolved_question
+        variables = {"question": question, "qa_pairs": pairs, "pack": params.prompt_pack}
         result = await rt.ask(stage, variables, config)
-        run.llm_calls += 1
-        sub = read_into(SubCall(question=run.resolved_question), result, params.keep_raw_reply, stage, variables)
+        run.llm_calls += len(result.calls)
+        sub = read_into(SubCall(question=question), result, params.keep_raw_reply, stage, variables)
         run.subcalls = [sub]
         collect(run)
         advance(run, step, sub.outcome, params, is_root=run.id == tree.root, problem=sub.problem)
         if run.step == "select":  # its answer is direct RAG's now
             run.subcalls, run.answers, run.answer, run.paraphrase = [], [], "", ""
-        return {"runs": {run.id: run}, "llm_calls": [result.call]}
+        return {"runs": {run.id: run}, "llm_calls": result.calls}
 
     reason.__name__ = stage.name
     return reason
@@ -424,7 +429,7 @@ def make_direct_rag_node(rt: AtomRRuntime):
         sub.evidence = len(evidence)
         variables = {"question": question, "knowledge": format_knowledge(evidence), "pack": params.prompt_pack}
         result = await rt.ask(DIRECT_RAG_STAGE, variables, config)
-        return read_into(sub, result, params.keep_raw_reply, DIRECT_RAG_STAGE, variables), evidence, rcalls, result.call
+        return read_into(sub, result, params.keep_raw_reply, DIRECT_RAG_STAGE, variables), evidence, rcalls, result.calls
 
     async def direct_rag(inp: StepInput, config: RunnableConfig) -> dict:
         params = rt.params(config)
@@ -444,11 +449,11 @@ def make_direct_rag_node(rt: AtomRRuntime):
         questions = questions[: budget_note(run, len(questions), inp.get("budget", len(questions)))]
         results = await asyncio.gather(*(one(run, q, params, config) for q in questions))
         llm_calls, retriever_calls, redone = [], [], []
-        for sub, evidence, rcalls, call in results:
+        for sub, evidence, rcalls, made in results:
             redone.append(sub)
             run.evidence += evidence
             retriever_calls += rcalls
-            llm_calls.append(call)
+            llm_calls += made
         run.llm_calls += len(llm_calls)
         run.subcalls = keep + redone
         if skipped:
@@ -471,7 +476,7 @@ def make_closed_book_node(rt: AtomRRuntime):
         variables = {"question": inp["question"], "pack": params.prompt_pack}
         result = await rt.ask(CLOSED_BOOK_STAGE, variables, config)
         sub = read_into(SubCall(question=inp["question"]), result, params.keep_raw_reply, CLOSED_BOOK_STAGE, variables)
-        run.llm_calls += 1
+        run.llm_calls += len(result.calls)
         if sub.outcome == "failed":
             run.notes.append(f"closed-book answer failed: {sub.problem}")
         run.notes.append("answered closed-book (the tree found no answer)")
@@ -479,6 +484,6 @@ def make_closed_book_node(rt: AtomRRuntime):
         collect(run)
         run.fallback = (run.fallback + "; " if run.fallback else "") + "closed-book answer"
         advance(run, "closed_book", sub.outcome, params, is_root=True)
-        return {"runs": {run.id: run}, "llm_calls": [result.call]}
+        return {"runs": {run.id: run}, "llm_calls": result.calls}
 
     return closed_book

@@ -143,7 +143,7 @@ def make_plan_node(rt: AtomRRuntime):
         # the sources are built on first use (a store may open files), and unusable ones looked at
         # again in a long-lived graph (rt.asources): off the event loop
         unavailable = dict((await rt.asources()).unavailable)
-        update = {"question": question, "raw_plan": result.text or "", "llm_calls": [result.call],
+        update = {"question": question, "raw_plan": result.text or "", "llm_calls": result.calls,
                   "unavailable_sources": unavailable}
         if tree is not None:
             oversize = within_limits(tree, params.max_nodes, params.max_depth)

@@ -750,31 +750,40 @@ PLAN_STOP = ("\nQuestion:",)
 SOURCE_STOP = ("\nQ:",)
 
 
-def _answer_stage(name: str, role: str, prompt, max_tokens: int, answers: bool = True) -> Stage[ParsedAnswer]:
+# Output caps as the authors' code sets them: the planner 512 tokens, asked again once at 768 when its
+# reply is cut (finish_reason "length"; THU-KEG/AtomR src/main.py:83-86); every answer stage — the
+# operators, child/[DR] reasoning, direct RAG, the closed-book answer — 256, once more at 512
+# (src/global_reasoner.py:175-177 and the same lines per function); source selection 64, no retry
+# (src/main.py:177). The retry is made by rt.ask (Stage.retry_max_tokens) and recorded.
+PLAN_CAP, PLAN_RETRY_CAP = 512, 768
+ANSWER_CAP, ANSWER_RETRY_CAP = 256, 512
+
+
+def _answer_stage(name: str, role: str, prompt, answers: bool = True) -> Stage[ParsedAnswer]:
     # ``answers``: held to the question too (check_answer_to) — not the operators: Search("Wild
     # Strawberries", "1957 film") rightly answers with the question's own words
     return Stage(name=name, role=role, prompt=prompt, parser=text_parser(parse_answer, "atomr_answer"),
-                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=max_tokens, answers=answers,
-                 stop=ANSWER_STOP, render=render_for(name))
+                 schema=AnswerSchema, from_structured=answer_from_structured, max_tokens=ANSWER_CAP,
+                 retry_max_tokens=ANSWER_RETRY_CAP, answers=answers, stop=ANSWER_STOP, render=render_for(name))
 
 
 PLAN_STAGE: Stage[list[ReasoningTree]] = Stage(
     name="plan", role="planner", prompt=PLAN_PROMPT, parser=text_parser(read_plans, "atomr_plan"),
-    schema=PlanSchema, from_structured=lambda p: read_plans(plan_from_structured(p)), max_tokens=1024,
-    stop=PLAN_STOP, render=render_for("plan"),
+    schema=PlanSchema, from_structured=lambda p: read_plans(plan_from_structured(p)), max_tokens=PLAN_CAP,
+    retry_max_tokens=PLAN_RETRY_CAP, stop=PLAN_STOP, render=render_for("plan"),
 )
 SOURCE_SELECTION_STAGE: Stage[list[str]] = Stage(
     name="source_selection", role="executor", prompt=SOURCE_SELECTION_PROMPT,
     parser=text_parser(read_source_choice, "atomr_sources"), schema=SourceChoice,
     from_structured=lambda c: [source_key(s) for s in c.sources], max_tokens=64, stop=SOURCE_STOP,
 )
-SEARCH_STAGE = _answer_stage("search", "executor", SEARCH_PROMPT, 512, answers=False)
-RELATE_STAGE = _answer_stage("relate", "executor", RELATE_PROMPT, 512, answers=False)
-FILTER_STAGE = _answer_stage("filter", "executor", FILTER_PROMPT, 512, answers=False)
-CHILD_REASONING_STAGE = _answer_stage("child_reasoning", "answerer", CHILD_REASONING_PROMPT, 384)
-SIBLING_REASONING_STAGE = _answer_stage("sibling_reasoning", "answerer", SIBLING_REASONING_PROMPT, 384)
-DIRECT_RAG_STAGE = _answer_stage("direct_rag", "answerer", DIRECT_RAG_PROMPT, 512)
-CLOSED_BOOK_STAGE = _answer_stage("closed_book", "answerer", CLOSED_BOOK_PROMPT, 384)
+SEARCH_STAGE = _answer_stage("search", "executor", SEARCH_PROMPT, answers=False)
+RELATE_STAGE = _answer_stage("relate", "executor", RELATE_PROMPT, answers=False)
+FILTER_STAGE = _answer_stage("filter", "executor", FILTER_PROMPT, answers=False)
+CHILD_REASONING_STAGE = _answer_stage("child_reasoning", "answerer", CHILD_REASONING_PROMPT)
+SIBLING_REASONING_STAGE = _answer_stage("sibling_reasoning", "answerer", SIBLING_REASONING_PROMPT)
+DIRECT_RAG_STAGE = _answer_stage("direct_rag", "answerer", DIRECT_RAG_PROMPT)
+CLOSED_BOOK_STAGE = _answer_stage("closed_book", "answerer", CLOSED_BOOK_PROMPT)
 
 KG_PROGRAM_STAGE = Stage(
     name="kg_program", role="executor", prompt=KG_PROGRAM_PROMPT, parser=text_parser(read_program, "atomr_kg_program"),

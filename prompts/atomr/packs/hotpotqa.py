@@ -113,6 +113,34 @@ HOTPOTQA_PLAN = [
         "1. Into which river does Pack Creek run after the Spanish Valley?": 'Relate("Pack Creek", "mouth of the watercourse")',
         "2. What is the length of [1]?": 'Relate([1], "length")',
     }),
+    ("The manuscript for Flute Sonata in C major, BWV 1033 is in the hand of a German musician whose godfather is whom?", {
+        "The manuscript for Flute Sonata in C major, BWV 1033 is in the hand of a German musician whose godfather is whom?": [
+            "1. In whose hand is the manuscript for Flute Sonata in C major, BWV 1033?", "2. Who is the godfather of [1]?"],
+        "1. In whose hand is the manuscript for Flute Sonata in C major, BWV 1033?":
+            'Relate("Flute Sonata in C major, BWV 1033", "manuscript written by")',
+        "2. Who is the godfather of [1]?": 'Relate([1], "godparent")',
+    }),
+    ("Are both magazines, the Woman's Viewpoint and Pick Me Up, British publications?", {
+        "Are both magazines, the Woman's Viewpoint and Pick Me Up, British publications?": [
+            "1. In which country is the Woman's Viewpoint published?", "2. In which country is Pick Me Up published?",
+            "3. Given [1] and [2], are both magazines British publications?"],
+        "1. In which country is the Woman's Viewpoint published?": 'Relate("Woman\'s Viewpoint", "country of publication")',
+        "2. In which country is Pick Me Up published?": 'Relate("Pick Me Up (magazine)", "country of publication")',
+        "3. Given [1] and [2], are both magazines British publications?": "[DR]",
+    }),
+    ("The Women's National Basketball League includes the Adelaide team that was formed in what year?", {
+        "The Women's National Basketball League includes the Adelaide team that was formed in what year?": [
+            "1. Which Adelaide team plays in the Women's National Basketball League?", "2. In what year was [1] formed?"],
+        "1. Which Adelaide team plays in the Women's National Basketball League?":
+            'Search("Adelaide", "Women\'s National Basketball League team")',
+        "2. In what year was [1] formed?": 'Relate([1], "year formed")',
+    }),
+    ("The director Armando Iannucci has an OBE. Does the director Puneet Sira also have one?", {
+        "The director Armando Iannucci has an OBE. Does the director Puneet Sira also have one?": [
+            "1. What honours has the director Puneet Sira received?", "2. Given [1], does Puneet Sira have an OBE?"],
+        "1. What honours has the director Puneet Sira received?": 'Relate("Puneet Sira", "honours received")',
+        "2. Given [1], does Puneet Sira have an OBE?": "[DR]",
+    }),
 ]
 
 

@@ -88,6 +88,42 @@ MUSIQUE_PLAN = [
         "1. Who directed Jack Goes Boating?": 'Relate("Jack Goes Boating", "director")',
         "2. What recognition did [1] receive?": 'Relate([1], "award received")',
     }),
+    ("Where does the body of water by the city home to the Juicy Lucy and the Ohio River meet?", {
+        "Where does the body of water by the city home to the Juicy Lucy and the Ohio River meet?": [
+            "1. Which city is home to the Juicy Lucy?", "2. Which body of water is by [1]?",
+            "3. Where do [2] and the Ohio River meet?"],
+        "1. Which city is home to the Juicy Lucy?": 'Relate("Juicy Lucy", "place of origin")',
+        "2. Which body of water is by [1]?": 'Relate([1], "located next to body of water")',
+        "3. Where do [2] and the Ohio River meet?": 'Relate([2], "confluence with the Ohio River")',
+    }),
+    ("The capital of the state where Mary Boykin Chesnut lived borders a city within which county?", {
+        "The capital of the state where Mary Boykin Chesnut lived borders a city within which county?": [
+            "1. In which state did Mary Boykin Chesnut live?", "2. What is the capital of [1]?",
+            "3. Which city borders [2]?", "4. Within which county is [3]?"],
+        "1. In which state did Mary Boykin Chesnut live?": 'Relate("Mary Boykin Chesnut", "state of residence")',
+        "2. What is the capital of [1]?": 'Relate([1], "capital")',
+        "3. Which city borders [2]?": 'Relate([2], "shares border with")',
+        "4. Within which county is [3]?": 'Relate([3], "county")',
+    }),
+    ("What is the busiest airport in the city where Marcel Bich died?", {
+        "What is the busiest airport in the city where Marcel Bich died?": [
+            "1. In which city did Marcel Bich die?", "2. What is the busiest airport in [1]?"],
+        "1. In which city did Marcel Bich die?": 'Relate("Marcel Bich", "place of death")',
+        "2. What is the busiest airport in [1]?": 'Relate([1], "busiest airport")',
+    }),
+    ("What institute did the actor playing the voice of John Smith in Pocahontas attend?", {
+        "What institute did the actor playing the voice of John Smith in Pocahontas attend?": [
+            "1. What is Pocahontas?", "2. Who voices John Smith in [1]?", "3. What institute did [2] attend?"],
+        "1. What is Pocahontas?": 'Search("Pocahontas", "animated film")',
+        "2. Who voices John Smith in [1]?": 'Relate([1], "voice actor of John Smith")',
+        "3. What institute did [2] attend?": 'Relate([2], "educated at")',
+    }),
+    ("What is the abbreviated form of the name of the country where Alfred Kurella hails from?", {
+        "What is the abbreviated form of the name of the country where Alfred Kurella hails from?": [
+            "1. Which country does Alfred Kurella hail from?", "2. What is the abbreviated form of the name of [1]?"],
+        "1. Which country does Alfred Kurella hail from?": 'Relate("Alfred Kurella", "country of citizenship")',
+        "2. What is the abbreviated form of the name of [1]?": 'Relate([1], "short name")',
+    }),
 ]
 
 
