@@ -383,10 +383,10 @@ def _make(rt: AtomRRuntime, stage: Stage, step: str, related):
         run = current_run(inp)
         runs, tree = inp["runs"], inp["tree"]
         pairs = format_qa_pairs(qa_pairs(related(inp), tree, runs))
-        # a [DR] node is asked its own question, its [i] references as written (the pairs above give
-        # their answers), as the authors pass it (THU-KEG/AtomR src/main.py:654); a parent its
-        # question with the answers its references have
-        question = run.question if step == "siblings" else run.resolved_question
+        # a node is asked its own question, its [i] references as written (the pairs above give their
+        # answers), as the authors pass it to child and sibling reasoning alike (THU-KEG/AtomR
+        # src/main.py:654); the trace keeps the resolved form
+        question = run.question
         variables = {"question": question, "qa_pairs": pairs, "pack": params.prompt_pack}
         result = await rt.ask(stage, variables, config)
         run.llm_calls += len(result.calls)
