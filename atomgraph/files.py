@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -43,3 +44,12 @@ def atomic_file(where: str | Path, mode: int = 0o644) -> Iterator[BinaryIO]:
         os.replace(tmp, where)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def sha256_file(path: str | os.PathLike, block: int = 8 * 1024 * 1024) -> str:
+    """The sha256 of a file's bytes, read in blocks (a model file or an evaluated split)."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        while chunk := fh.read(block):
+            h.update(chunk)
+    return h.hexdigest()

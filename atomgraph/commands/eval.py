@@ -219,20 +219,11 @@ def cmd_run(args) -> int:
 def _data_files(dataset: str) -> list[dict]:
     """The files a dataset run evaluates, each with its resolved path and sha256 (run.json's
     ``run.data``), so a run says what it read."""
-    import hashlib
-
     from atomgraph.evaluation.datasets import DATASETS, data_dir
+    from atomgraph.files import sha256_file
 
     paths = [data_dir() / rel for rel in DATASETS[dataset][0]] if dataset in DATASETS else [Path(dataset)]
-    out = []
-    for p in paths:
-        if p.is_file():
-            h = hashlib.sha256()
-            with open(p, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-            out.append({"path": str(p.resolve()), "sha256": h.hexdigest()})
-    return out
+    return [{"path": str(p.resolve()), "sha256": sha256_file(p)} for p in paths if p.is_file()]
 
 
 def _named_dataset(dataset: str) -> bool:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atomgraph.errors import ConfigError
-from atomgraph.files import atomic_file
+from atomgraph.files import sha256_file, atomic_file
 
 log = logging.getLogger(__name__)
 
@@ -177,14 +177,6 @@ def _read_stamp(path: Path) -> dict | None:
 def _write_stamp(path: Path, stamp: dict) -> None:
     with atomic_file(path) as fh:
         fh.write(json.dumps(stamp).encode())
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(BLOCK):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _mismatch(spec: PackagedModel, size: int, digest: str | None) -> str:
