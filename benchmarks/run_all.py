@@ -7,7 +7,8 @@
   calibration, pack fit and switches on recorded replies, the JSON reader, a poisoned passage against every method;
 - ``arm`` (``make bench-arm``): ARM LLM-free on every question of the retrieval sets (Bird too with
   ``--bird-jar``, JAR's ``data/bird``), its index at 10^4–10^6 objects, its n-gram grammar;
-- ``local`` (``make bench-local``): the bundled Gemma-3-270M through the stages and methods.
+- ``local`` (``make bench-local``): the bundled Gemma-3-270M through the stages and methods; the papers'
+  comparison on the instruction-tuned Qwen2.5-1.5B (the ``qwen`` extra; hours on CPU, resumable).
 
 Each entry names the results files it writes (``writes``); ``tests/test_benchmarks_run.py`` checks that every
 script in ``benchmarks/`` is run by an entry and every file in ``benchmarks/results/`` is written by one. A step
@@ -111,6 +112,9 @@ LOCAL = (
          ("--questions", "5", "--caps", "small", "--out", _out("local_contract.json")), ("local_contract.json",)),
     Step("json_reader_replies", "benchmarks.bench_json_reader", ("--generate", "6", "--out", _out("json_reader.json")),
          ("json_reader_replies.jsonl", "json_reader.json")),
+    Step("instruct_comparison", "benchmarks.bench_instruct_comparison",
+         ("--model", "local:qwen2.5-1.5b", "--n", "30", "--out", _out("instruct_comparison.json")),
+         ("instruct_comparison.json",)),
 )
 
 GROUPS = {"bench": BENCH, "arm": ARM, "local": LOCAL}

@@ -1,0 +1,407 @@
+"""The papers' comparison on an instruction-tuned model: every method on the same questions of
+HippoRAG's HotpotQA and MuSiQue closed corpora, with the model's per-stage usability.
+
+    nice python -m benchmarks.bench_instruct_comparison [--model local:qwen2.5-1.5b] [--n 30]
+        [--methods standard,cot,...] [--datasets hotpotqa,musique] [--work DIR] [--out FILE]
+    nice python -m benchmarks.bench_instruct_comparison --model local --methods atomr,kar3   # the 270M row
+    nice python -m benchmarks.bench_instruct_comparison --summary                            # tables only
+
+**Questions.** Per dataset, the first ``--n`` questions of ``hipporag-{hotpotqa,musique}`` that
+no prompt pack uses as a demonstration (:func:`benchmarks.bench_local_prompting.demo_questions`),
+the same for every method and model.
+
+**Knowledge.** Each corpus (994 and 1,890 paragraphs) indexed with the project's own ingestion
+(:func:`atomgraph.tools.ingest.ingest`, MiniLM) into an embedded Chroma folder under ``--work``;
+every retrieving method reads it as its ``wikipedia`` source. KAR³ reads an atom index built by
+the model under test (the ``kar3_index`` graph, the authors' atomizer prompt at temperature 0.7)
+over the supporting paragraphs of the questions run (its own chunk collection: a smaller corpus
+than the other methods search, stated in the results); the atomizing's calls, tokens and seconds
+are recorded as ``kar3_atoms``.
+
+**Runs.** Each dataset × method is one :func:`atomgraph.evaluation.runner.arun_eval` run directory
+(``WORK/runs/MODEL/DATASET/METHOD``, ``predictions.jsonl``): a killed run re-run continues where it
+stopped. Methods run cheapest first (standard, chain-of-thought and RAG on both datasets, then the
+loops, then KAR³ and ATOMR), one question at a time, no response cache.
+
+**Results** (``--out``, default ``benchmarks/results/instruct_comparison.json``), per model ×
+dataset × method: n (of the questions asked; ``complete`` when every one is in), EM/F1, the F1
+difference against RAG on the questions both hold with its 95 % paired bootstrap interval
+(:func:`atomgraph.evaluation.compare.paired_bootstrap`), model calls, prompt/completion tokens and
+seconds per question, and per stage how often the model's reply is usable
+(:func:`stage_usability`). The file is rebuilt from every run directory under ``--work`` at each
+cell's end, so the 270M row and the instruction-tuned one sit side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Sequence
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("ATOMGRAPH_SHARED_DATA", str(REPO.parent / "shared" / "data")))
+WORK = REPO / ".atomgraph" / "instruct_comparison"
+OUT = REPO / "benchmarks" / "results" / "instruct_comparison.json"
+DEFAULT_MODEL = "local:qwen2.5-1.5b"
+DATASETS = {"hotpotqa": "hipporag-hotpotqa", "musique": "hipporag-musique"}
+# cheapest first: one call; a few calls; a loop or a tree of calls
+TIERS = (("standard", "cot", "rag"), ("iter_retgen", "ircot", "self_ask", "decomposed_rag", "react"),
+         ("kar3", "atomr"))
+METHODS = tuple(m for tier in TIERS for m in tier)
+BASELINE = "rag"
+# steps of the comparison methods' traces that hold no model reply
+NO_REPLY_STEPS = {"retrieve", "search", "observation"}
+
+
+# --- questions and knowledge ---------------------------------------------------------------
+
+def _norm(q: str) -> str:
+    return " ".join(q.split()).lower()
+
+
+def select_questions(examples: Iterable, n: int, demos: set[str] | None = None) -> list:
+    """The first ``n`` of ``examples`` whose question no prompt pack demonstrates."""
+    if demos is None:
+        from benchmarks.bench_local_prompting import demo_questions
+
+        demos = demo_questions()
+    return [e for e in examples if _norm(e.question) not in demos][:n]
+
+
+def supporting_passages(dataset: str, ids: Sequence[str]) -> list[dict]:
+    """``{"title", "text"}`` of the supporting paragraphs of the questions ``ids`` (the retrieval
+    set's ``gold_ids``), each once, in question order."""
+    folder = DATA / "retrieval" / dataset
+    objects = {}
+    for line in (folder / "objects.jsonl").open(encoding="utf-8"):
+        o = json.loads(line)
+        objects[o["id"]] = o
+    gold = {}
+    for line in (folder / "questions.jsonl").open(encoding="utf-8"):
+        q = json.loads(line)
+        gold[str(q["id"])] = q["gold_ids"]
+    out: dict[str, dict] = {}
+    for i in ids:
+        for g in gold.get(str(i), []):
+            if g in objects and g not in out:
+                out[g] = {"title": objects[g]["title"], "text": objects[g]["text"]}
+    return list(out.values())
+
+
+# --- reading the records --------------------------------------------------------------------
+
+def _tally() -> dict:
+    return defaultdict(lambda: {"replies": 0, "usable": 0})
+
+
+def _add(t: dict, stage: str, ok: bool) -> None:
+    t[stage]["replies"] += 1
+    t[stage]["usable"] += bool(ok)
+
+
+def stage_usability(records: Sequence[dict]) -> dict[str, dict]:
+    """Per stage, ``{"replies", "usable", "rate"}`` read from the records' traces:
+
+    - ``answered``: the record ends with an answer (not empty, no error), every method;
+      ``answered_by_method``: of those, not from a fallback (:func:`~atomgraph.evaluation.fallbacks.answered_by_fallback`);
+    - ATOMR ``plan_read``: the planner's reply gave a tree (not unreadable, the call not failed);
+      ``plan_without_repair``: and the parser repaired nothing, no plan fallback;
+      ``operator``: operator nodes that ran: their reply read (no operator failure other than
+      missing evidence); ``reasoning``: parent nodes whose child-answer reasoning was read (an
+      Unknown counts as read; "child reasoning failed" does not);
+    - KAR³ ``proposal``: rounds whose proposer reply was read; ``selection``: rounds offered
+      candidates whose atomic-question pick was valid (an index among them, no paragraph
+      backup); ``selection_any``: a valid pick either way;
+    - the comparison methods' steps by kind (``decompose``, ``reason``, ``generate``,
+      ``intermediate_answer``, ``final_answer``, ``read_answer``, ``answer``, ``thought``, …): a step without
+      ``error`` or ``fallback``.
+    """
+    from atomgraph.evaluation.fallbacks import answered_by_fallback
+
+    t = _tally()
+    for r in records:
+        answered = bool(str(r.get("predicted") or "").strip()) and not r.get("error")
+        _add(t, "answered", answered)
+        if answered:
+            _add(t, "answered_by_method", not answered_by_fallback(r))
+        trace = r.get("trace") or {}
+        if not isinstance(trace, dict):
+            continue
+        if "nodes" in trace and "repairs" in trace:  # ATOMR
+            pf = str(trace.get("plan_fallback") or "")
+            read = trace.get("plan") is not None or not re.search(r"unreadable|call failed", pf)
+            _add(t, "plan_read", read)
+            _add(t, "plan_without_repair", read and not pf and not trace.get("repairs"))
+            for n in trace.get("nodes") or []:
+                fb = str(n.get("fallback") or "")
+                if n.get("kind") == "operator":
+                    subs = n.get("subcalls") or []
+                    if subs and all(s.get("outcome") == "skipped" for s in subs) and not fb:
+                        continue
+                    failure = fb.startswith("operator failure")
+                    if failure and "no evidence" in fb:
+                        continue  # no reply to read: the sources gave nothing
+                    _add(t, "operator", not failure)
+                elif n.get("kind") == "parent" and n.get("done", True):
+                    _add(t, "reasoning", not fb.startswith("child reasoning failed"))
+        elif "rounds" in trace:  # KAR³
+            for rnd in trace.get("rounds") or []:
+                _add(t, "proposal", not rnd.get("proposer_unreadable"))
+                if rnd.get("hits"):
+                    _add(t, "selection", rnd.get("choice") is not None and not rnd.get("paragraphs_offered"))
+                    _add(t, "selection_any", rnd.get("choice") is not None)
+        for s in trace.get("steps") or []:
+            if isinstance(s, dict) and s.get("kind") and s["kind"] not in NO_REPLY_STEPS:
+                _add(t, str(s["kind"]), not s.get("error") and not s.get("fallback"))
+    return {k: {**v, "rate": round(100 * v["usable"] / v["replies"], 1) if v["replies"] else None}
+            for k, v in t.items()}
+
+
+def f1_against(records: Sequence[dict], baseline: Sequence[dict]) -> dict | None:
+    """The F1 difference (percent points, method − baseline) on the questions both hold, with its
+    95 % paired bootstrap interval; None without a shared question."""
+    from atomgraph.evaluation.compare import paired_bootstrap
+
+    base = {str(r["id"]): 100 * float(r["metrics"]["f1"]) for r in baseline}
+    diffs = [100 * float(r["metrics"]["f1"]) - base[str(r["id"])] for r in records if str(r["id"]) in base]
+    if not diffs:
+        return None
+    low, high = paired_bootstrap(diffs)
+    return {"n": len(diffs), "difference": round(sum(diffs) / len(diffs), 1),
+            "interval": [round(low, 1), round(high, 1)]}
+
+
+def cell(records: Sequence[dict], baseline: Sequence[dict] | None, asked: int) -> dict:
+    """One dataset × method: scores, cost per question, usability, the difference against RAG."""
+    n = len(records)
+
+    def per_q(key: str) -> float:
+        return round(sum(float((r.get("usage") or {}).get(key) or 0) for r in records) / max(n, 1), 1)
+
+    out = {
+        "n": n, "asked": asked, "complete": n >= asked > 0,
+        "em": round(100 * sum(float(r["metrics"]["em"]) for r in records) / max(n, 1), 1),
+        "f1": round(100 * sum(float(r["metrics"]["f1"]) for r in records) / max(n, 1), 1),
+        "errors": sum(1 for r in records if r.get("error")),
+        "llm_calls_per_question": per_q("llm_calls"),
+        "prompt_tokens_per_question": per_q("prompt_tokens"),
+        "completion_tokens_per_question": per_q("completion_tokens"),
+        "seconds_per_question": round(sum(float(r.get("latency_s") or 0) for r in records) / max(n, 1), 1),
+        "usability": stage_usability(records),
+    }
+    if baseline is not None and records is not baseline:
+        out["f1_vs_rag"] = f1_against(records, baseline)
+    return out
+
+
+# --- the summary ----------------------------------------------------------------------------
+
+def slug(model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-") or "model"
+
+
+def _records(run_dir: Path, wanted: set[str] | None) -> list[dict]:
+    from atomgraph.evaluation.records import read_records
+
+    path = run_dir / "predictions.jsonl"
+    if not path.exists():
+        return []
+    recs = read_records(path)
+    return [r for r in recs if wanted is None or str(r["id"]) in wanted]
+
+
+def summarize(work: Path, n: int) -> dict:
+    """Every model × dataset × method run under ``work/runs``, on the first ``n`` selected questions."""
+    from atomgraph.evaluation.datasets import load_dataset
+
+    out: dict = {}
+    runs = work / "runs"
+    for model_dir in sorted(p for p in runs.glob("*") if p.is_dir()):
+        model = json.loads((model_dir / "model.json").read_text())["model"] if (model_dir / "model.json").exists() \
+            else model_dir.name
+        for key, name in DATASETS.items():
+            if not (model_dir / key).is_dir():
+                continue
+            wanted = {e.id for e in select_questions(load_dataset(name), n)}
+            recs = {m: _records(model_dir / key / m, wanted) for m in METHODS}
+            base = recs.get(BASELINE) or None
+            cells = {m: cell(rs, base, len(wanted)) for m, rs in recs.items() if rs}
+            atoms = model_dir / key / "kar3_atoms.json"
+            if atoms.exists():
+                cells.setdefault("kar3", {})["atoms"] = json.loads(atoms.read_text())
+            if cells:
+                out.setdefault(model, {})[key] = cells
+    return out
+
+
+def table(summary: dict, model: str) -> str:
+    """The complete cells of ``model`` as a Markdown table (n shown)."""
+    rows = ["| dataset | method | n | EM | F1 | F1 − RAG (95 % CI) | calls/q | tokens/q (prompt+completion) | s/q |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for key, cells in (summary.get(model) or {}).items():
+        for m in METHODS:
+            c = cells.get(m)
+            if not c or not c.get("complete"):
+                continue
+            d = c.get("f1_vs_rag")
+            diff = "—" if m == BASELINE else f"{d['difference']:+.1f} ({d['interval'][0]:+.1f}, {d['interval'][1]:+.1f})" \
+                if d else "n/a"
+            rows.append(f"| {key} | {m} | {c['n']} | {c['em']} | {c['f1']} | {diff} | {c['llm_calls_per_question']} | "
+                        f"{c['prompt_tokens_per_question']:.0f}+{c['completion_tokens_per_question']:.0f} | "
+                        f"{c['seconds_per_question']} |")
+    return "\n".join(rows)
+
+
+def cells_state(summary: dict) -> list[str]:
+    """One line per cell: complete, or n of asked."""
+    lines = []
+    for model, by_ds in summary.items():
+        for key, cells in by_ds.items():
+            for m in METHODS:
+                c = cells.get(m)
+                if c and "n" in c:
+                    lines.append(f"{model} {key} {m}: {'complete' if c['complete'] else 'partial'} "
+                                 f"({c['n']} of {c['asked']})")
+    return lines
+
+
+def write_summary(args) -> dict:
+    from benchmarks.stats import write_result
+
+    summary = summarize(Path(args.work), args.n)
+    result = {"benchmark": "instruct_comparison", "n": args.n, "datasets": DATASETS,
+              "kar3_corpus": "the supporting paragraphs of the questions run, atomized by the model under test",
+              "command": "python -m benchmarks.bench_instruct_comparison " + " ".join(sys.argv[1:]),
+              "cells": cells_state(summary), "results": summary}
+    write_result(result, args.out, show=False)
+    return result
+
+
+# --- running --------------------------------------------------------------------------------
+
+def settings_for(model: str, key: str, work: Path):
+    from atomgraph.settings import Settings
+
+    return Settings(model=model, sources=["wikipedia"], chroma_path=str(work / "chroma"),
+                    chroma_collection=DATASETS[key], cache=False, kar3={"collection": f"kar3-{key}"})
+
+
+def ensure_index(key: str, work: Path, settings) -> None:
+    from atomgraph.tools.ingest import ingest
+
+    corpus = DATA / "hipporag" / f"{key}_train_corpus.json"
+    stats = ingest([corpus], DATASETS[key], settings=settings, persist=str(work / "chroma"), progress=False)
+    print(f"index {DATASETS[key]}: {stats.summary()}", file=sys.stderr, flush=True)
+
+
+async def ensure_atoms(key: str, questions: list, model_dir: Path, settings) -> dict:
+    """KAR³'s atom index over the supporting paragraphs of ``questions``, atomized by the model
+    under test (resumable: chunks already atomized are skipped); its cost, summed over runs."""
+    from atomgraph.graphs.kar3_index import build_kar3_index_graph
+
+    passages = supporting_passages(key, [e.id for e in questions])
+    corpus = model_dir / key / "kar3_corpus.jsonl"
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    corpus.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages), encoding="utf-8")
+    settings = settings.model_copy(update={"data_dirs": [*settings.data_dirs, str(corpus.parent)]})
+    path = model_dir / key / "kar3_atoms.json"
+    before = json.loads(path.read_text()) if path.exists() else {}
+    t0 = time.perf_counter()
+    graph = build_kar3_index_graph(settings=settings, progress=False)
+    out = await graph.ainvoke({"inputs": [str(corpus)], "collection": f"kar3-{key}"},
+                              context={"format": "jsonl", "atomizer_concurrency": 1, "write_batch": 2})
+    stats = out.get("stats") or {}
+    spent = {k: int(stats.get(k) or 0) + int(before.get(k) or 0)
+             for k in ("atomized", "llm_calls", "prompt_tokens", "completion_tokens")}
+    spent["seconds"] = round(time.perf_counter() - t0 + float(before.get("seconds") or 0), 1)
+    spent.update({"paragraphs": len(passages), "atoms": stats.get("collection_atoms"),
+                  "failed": stats.get("failed"), "error": out.get("error")})
+    path.write_text(json.dumps(spent, indent=2) + "\n")
+    print(f"kar3 atoms {key}: {json.dumps(spent)}", file=sys.stderr, flush=True)
+    return spent
+
+
+async def run_cell(method: str, key: str, questions: list, model_dir: Path, settings, deadline: float | None) -> None:
+    from atomgraph.evaluation.runner import arun_eval
+
+    def show(r: dict) -> None:
+        print(f"{method} {key} {r['id']}: F1 {100 * r['metrics']['f1']:.0f} {r['latency_s']:.0f}s "
+              f"calls {(r.get('usage') or {}).get('llm_calls')} {str(r.get('predicted') or '')[:60]!r}"
+              + (f" error {str(r['error'])[:80]!r}" if r.get("error") else ""), file=sys.stderr, flush=True)
+
+    await arun_eval(method, questions, model_dir / key / method, settings=settings, dataset_name=DATASETS[key],
+                    concurrency=1, progress=False, resume=True, deadline_s=deadline, on_record=show)
+
+
+async def run_all(args) -> None:
+    from atomgraph.evaluation.datasets import load_dataset
+
+    work = Path(args.work)
+    model_dir = work / "runs" / slug(args.model)
+    model_dir.mkdir(parents=True, exist_ok=True)
+    (model_dir / "model.json").write_text(json.dumps({"model": args.model}) + "\n")
+    methods = [m for tier in TIERS for m in tier if m in args.methods]
+    tiers = [[m for m in tier if m in methods] for tier in TIERS]
+    indexed: set[str] = set()
+    for tier in tiers:
+        for key in args.datasets:
+            settings = settings_for(args.model, key, work)
+            questions = select_questions(load_dataset(DATASETS[key]), args.n)
+            for method in tier:
+                if key not in indexed:
+                    ensure_index(key, work, settings)
+                    indexed.add(key)
+                if method == "kar3" and not args.skip_atoms:
+                    await ensure_atoms(key, questions, model_dir, settings)
+                t0 = time.perf_counter()
+                await run_cell(method, key, questions, model_dir, settings, args.deadline)
+                result = write_summary(args)
+                print(f"cell {method} {key} done in {time.perf_counter() - t0:.0f}s; "
+                      + "; ".join(result["cells"]), file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default=DEFAULT_MODEL,
+                    help="the model of every role (default local:qwen2.5-1.5b; 'local' is the bundled Gemma-3-270M; "
+                         "a served model's name with OPENAI_BASE_URL set)")
+    ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated, run cheapest first")
+    ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated: hotpotqa, musique")
+    ap.add_argument("--n", type=int, default=30, help="questions per dataset (default 30)")
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="seconds a question may take before its model calls are refused (default: none)")
+    ap.add_argument("--skip-atoms", action="store_true",
+                    help="KAR³ over the atom index already built (no atomizing in this run)")
+    ap.add_argument("--work", default=str(WORK), help="run directories and the Chroma folder")
+    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--summary", action="store_true", help="rebuild the results file from the run directories only")
+    args = ap.parse_args(argv)
+    args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    bad = [m for m in args.methods if m not in METHODS] + [d for d in args.datasets if d not in DATASETS]
+    if bad or args.n < 1:
+        ap.error(f"unknown method or dataset: {', '.join(bad)}" if bad else "--n must be at least 1")
+    if not (DATA / "hipporag").is_dir():
+        print(f"skipped: {DATA / 'hipporag'} is absent", file=sys.stderr)
+        return 0
+    if not args.summary:
+        asyncio.run(run_all(args))
+    result = write_summary(args)
+    print("\n".join(result["cells"]))
+    for model in result["results"]:
+        print(f"\n{model}\n{table(result['results'], model)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

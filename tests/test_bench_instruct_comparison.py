@@ -1,0 +1,75 @@
+"""The comparison benchmark's pure parts: the questions it runs, the paired interval against RAG,
+per-stage usability read from traces, and which cells its table shows (no model, no store)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from benchmarks.bench_instruct_comparison import cell, cells_state, f1_against, select_questions, stage_usability, table
+from benchmarks.bench_local_prompting import demo_questions
+
+
+def _ex(i: int, q: str) -> SimpleNamespace:
+    return SimpleNamespace(id=str(i), question=q)
+
+
+def _rec(i: int, f1: float, **kw) -> dict:
+    return {"id": str(i), "metrics": {"em": float(f1 == 1.0), "f1": f1}, "predicted": "x", "error": None,
+            "usage": {"llm_calls": 2, "prompt_tokens": 100, "completion_tokens": 10}, "latency_s": 3.0,
+            "trace": {}, **kw}
+
+
+def test_questions_leave_out_every_demonstration_and_keep_order():
+    demo = next(iter(demo_questions()))
+    examples = [_ex(0, "Who wrote  it?"), _ex(1, demo.upper()), _ex(2, "Where is it?"), _ex(3, "When?")]
+    assert [e.id for e in select_questions(examples, 2)] == ["0", "2"]
+    assert [e.id for e in select_questions(examples, 9, demos={"where is it?"})] == ["0", "1", "3"]
+
+
+def test_f1_difference_against_rag_is_paired_on_shared_questions():
+    rag = [_rec(i, 0.5) for i in range(10)]
+    better = [_rec(i, 1.0) for i in range(10)] + [_rec(99, 0.0)]  # 99: not in RAG's run, not compared
+    d = f1_against(better, rag)
+    assert d == {"n": 10, "difference": 50.0, "interval": [50.0, 50.0]}
+    mixed = [_rec(i, 1.0 if i % 2 else 0.0) for i in range(10)]
+    d = f1_against(mixed, rag)
+    assert d["difference"] == 0.0 and d["interval"][0] < 0 < d["interval"][1]
+    assert f1_against(mixed, []) is None
+
+
+def test_usability_counts_each_stage_from_a_synthetic_trace():
+    atomr = _rec(1, 1.0, trace={
+        "plan": {"q": []}, "plan_fallback": None, "repairs": ["node 3 listed nowhere"],
+        "nodes": [
+            {"id": 1, "parent": 6, "kind": "operator", "fallback": None, "subcalls": [{"outcome": "answered"}]},
+            {"id": 2, "parent": 6, "kind": "operator", "fallback": "operator failure: unreadable model output", "subcalls": []},
+            {"id": 3, "parent": 6, "kind": "operator", "fallback": "operator failure: no evidence from any selected source"},
+            {"id": 4, "parent": 6, "kind": "operator", "fallback": None, "subcalls": [{"outcome": "skipped"}]},
+            {"id": 5, "parent": 6, "kind": "parent", "fallback": "child reasoning answered Unknown", "done": True},
+            {"id": 6, "parent": None, "kind": "parent", "fallback": "child reasoning failed: unreadable", "done": True}]})
+    unread_plan = _rec(2, 0.0, predicted="", error="unreadable model output (no JSON)",
+                       trace={"plan": None, "plan_fallback": "unreadable model output (no JSON)", "repairs": [],
+                              "nodes": []})
+    kar3 = _rec(3, 0.0, trace={"rounds": [
+        {"proposer_unreadable": False, "hits": [{}], "choice": {"chunk_id": "a"}, "paragraphs_offered": False},
+        {"proposer_unreadable": False, "hits": [{}], "choice": {"chunk_id": "b"}, "paragraphs_offered": True},
+        {"proposer_unreadable": True, "hits": []}], "fallbacks": []})
+    loop = _rec(4, 0.0, trace={"steps": [{"kind": "decompose", "fallback": "unreadable"}, {"kind": "retrieve"},
+                                         {"kind": "answer"}]})
+    u = stage_usability([atomr, unread_plan, kar3, loop])
+    assert u["answered"] == {"replies": 4, "usable": 3, "rate": 75.0}
+    assert u["plan_read"]["replies"] == 2 and u["plan_read"]["usable"] == 1
+    assert u["plan_without_repair"]["usable"] == 0  # the one read needed a repair
+    assert (u["operator"]["replies"], u["operator"]["usable"]) == (2, 1)  # no evidence, skipped: no reply
+    assert (u["reasoning"]["replies"], u["reasoning"]["usable"]) == (2, 1)  # Unknown is read
+    assert (u["proposal"]["replies"], u["proposal"]["usable"]) == (3, 2)
+    assert (u["selection"]["usable"], u["selection_any"]["usable"], u["selection"]["replies"]) == (1, 2, 2)
+    assert (u["decompose"]["usable"], u["answer"]["replies"]) == (0, 1) and "retrieve" not in u
+
+
+def test_table_shows_complete_cells_only():
+    rag = [_rec(i, 0.5) for i in range(3)]
+    summary = {"m": {"hotpotqa": {"rag": cell(rag, rag, 3), "cot": cell(rag[:2], rag, 3)}}}
+    text = table(summary, "m")
+    assert "| hotpotqa | rag | 3 | 0.0 | 50.0 | — |" in text and "cot" not in text
+    assert cells_state(summary) == ["m hotpotqa cot: partial (2 of 3)", "m hotpotqa rag: complete (3 of 3)"]
