@@ -262,6 +262,18 @@ def table(summary: dict, model: str) -> str:
     return "\n".join(rows)
 
 
+def usability_table(summary: dict, model: str) -> str:
+    """Per complete cell of ``model``, each stage's usable replies (``usable / replies``)."""
+    rows = ["| dataset | method | n | usable replies by stage |", "|---|---|---|---|"]
+    for key, cells in (summary.get(model) or {}).items():
+        for m in METHODS:
+            c = cells.get(m)
+            if c and c.get("complete"):
+                stages = "; ".join(f"{k} {v['usable']}/{v['replies']}" for k, v in c["usability"].items())
+                rows.append(f"| {key} | {m} | {c['n']} | {stages} |")
+    return "\n".join(rows)
+
+
 def cells_state(summary: dict) -> list[str]:
     """One line per cell: complete, or n of asked."""
     lines = []
@@ -399,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     result = write_summary(args)
     print("\n".join(result["cells"]))
     for model in result["results"]:
-        print(f"\n{model}\n{table(result['results'], model)}")
+        print(f"\n{model}\n{table(result['results'], model)}\n\n{usability_table(result['results'], model)}")
     return 0
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from benchmarks.bench_instruct_comparison import cell, cells_state, f1_against, select_questions, stage_usability, table
+from benchmarks.bench_instruct_comparison import (cell, cells_state, f1_against, select_questions, stage_usability, table,
+                                                  usability_table)
 from benchmarks.bench_local_prompting import demo_questions
 
 
@@ -72,4 +73,5 @@ def test_table_shows_complete_cells_only():
     summary = {"m": {"hotpotqa": {"rag": cell(rag, rag, 3), "cot": cell(rag[:2], rag, 3)}}}
     text = table(summary, "m")
     assert "| hotpotqa | rag | 3 | 0.0 | 50.0 | — |" in text and "cot" not in text
+    assert "| hotpotqa | rag | 3 | answered 3/3; answered_by_method 3/3 |" in usability_table(summary, "m")
     assert cells_state(summary) == ["m hotpotqa cot: partial (2 of 3)", "m hotpotqa rag: complete (3 of 3)"]
