@@ -137,7 +137,8 @@ def stage_usability(records: Sequence[dict]) -> dict[str, dict]:
         trace = r.get("trace") or {}
         if not isinstance(trace, dict):
             continue
-        if "nodes" in trace and "repairs" in trace:  # ATOMR
+        method = trace.get("method")
+        if method == "atomr":
             pf = str(trace.get("plan_fallback") or "")
             read = trace.get("plan") is not None or not re.search(r"unreadable|call failed", pf)
             _add(t, "plan_read", read)
@@ -154,7 +155,7 @@ def stage_usability(records: Sequence[dict]) -> dict[str, dict]:
                     _add(t, "operator", not failure)
                 elif n.get("kind") == "parent" and n.get("done", True):
                     _add(t, "reasoning", not fb.startswith("child reasoning failed"))
-        elif "rounds" in trace:  # KAR³
+        elif method == "kar3":
             for rnd in trace.get("rounds") or []:
                 _add(t, "proposal", not rnd.get("proposer_unreadable"))
                 if rnd.get("hits"):
@@ -293,7 +294,8 @@ def write_summary(args) -> dict:
     summary = summarize(Path(args.work), args.n)
     result = {"benchmark": "instruct_comparison", "n": args.n, "datasets": DATASETS,
               "kar3_corpus": "the supporting paragraphs of the questions run, atomized by the model under test",
-              "command": "python -m benchmarks.bench_instruct_comparison " + " ".join(sys.argv[1:]),
+              "command": f"python -m benchmarks.bench_instruct_comparison --model MODEL --n {args.n} (MODEL: each key of "
+                         "results; the same command continues its partial cells)",
               "cells": cells_state(summary), "results": summary}
     write_result(result, args.out, show=False)
     return result

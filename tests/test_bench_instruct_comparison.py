@@ -40,7 +40,7 @@ def test_f1_difference_against_rag_is_paired_on_shared_questions():
 
 def test_usability_counts_each_stage_from_a_synthetic_trace():
     atomr = _rec(1, 1.0, trace={
-        "plan": {"q": []}, "plan_fallback": None, "repairs": ["node 3 listed nowhere"],
+        "method": "atomr", "plan": {"q": []}, "plan_fallback": None, "repairs": ["node 3 listed nowhere"],
         "nodes": [
             {"id": 1, "parent": 6, "kind": "operator", "fallback": None, "subcalls": [{"outcome": "answered"}]},
             {"id": 2, "parent": 6, "kind": "operator", "fallback": "operator failure: unreadable model output", "subcalls": []},
@@ -49,13 +49,13 @@ def test_usability_counts_each_stage_from_a_synthetic_trace():
             {"id": 5, "parent": 6, "kind": "parent", "fallback": "child reasoning answered Unknown", "done": True},
             {"id": 6, "parent": None, "kind": "parent", "fallback": "child reasoning failed: unreadable", "done": True}]})
     unread_plan = _rec(2, 0.0, predicted="", error="unreadable model output (no JSON)",
-                       trace={"plan": None, "plan_fallback": "unreadable model output (no JSON)", "repairs": [],
+                       trace={"method": "atomr", "plan": None, "plan_fallback": "unreadable model output (no JSON)", "repairs": [],
                               "nodes": []})
-    kar3 = _rec(3, 0.0, trace={"rounds": [
+    kar3 = _rec(3, 0.0, trace={"method": "kar3", "rounds": [
         {"proposer_unreadable": False, "hits": [{}], "choice": {"chunk_id": "a"}, "paragraphs_offered": False},
         {"proposer_unreadable": False, "hits": [{}], "choice": {"chunk_id": "b"}, "paragraphs_offered": True},
         {"proposer_unreadable": True, "hits": []}], "fallbacks": []})
-    loop = _rec(4, 0.0, trace={"steps": [{"kind": "decompose", "fallback": "unreadable"}, {"kind": "retrieve"},
+    loop = _rec(4, 0.0, trace={"method": "iter_retgen", "rounds": 3, "steps": [{"kind": "decompose", "fallback": "unreadable"}, {"kind": "retrieve"},
                                          {"kind": "answer"}]})
     u = stage_usability([atomr, unread_plan, kar3, loop])
     assert u["answered"] == {"replies": 4, "usable": 3, "rate": 75.0}
