@@ -424,12 +424,16 @@ async def prime_queries(rt: AtomRRuntime, state: AtomRState, nodes: list[int], c
     every query the steps sent now will search it with, in one batch, in one worker thread. Each
     search then takes its vector rather than embedding it alone; one that finds none (a batch that
     failed) embeds its query itself, as without priming."""
+    available = rt.sources().available
+    primable = {n for n, src in available.items() if callable(getattr(src, "prime_queries", None))}
+    if not primable:
+        return
     wanted: dict[str, list[str]] = {}
     for i in nodes:
         for name, query in retrieval_queries(state, i, cap):
-            wanted.setdefault(name, []).append(query)
-    available = rt.sources().available
-    work = [(available[n], qs) for n, qs in wanted.items() if callable(getattr(available.get(n), "prime_queries", None))]
+            if name in primable:
+                wanted.setdefault(name, []).append(query)
+    work = [(available[n], qs) for n, qs in wanted.items()]
     if not work:
         return
 
