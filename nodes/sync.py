@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import get_runtime
 
@@ -197,7 +198,7 @@ def bounded(afunc):
     return node
 
 
-class Node(Runnable):
+class Node(Runnable[Any, Any]):
     """A graph node with both call forms: ``func`` in a sync run, ``afunc`` in an async one, each
     with the run config LangGraph hands the node. LangGraph already traces every node as a run;
     a :class:`~langchain_core.runnables.RunnableLambda` around it would add a second run per node
@@ -208,10 +209,20 @@ class Node(Runnable):
         self.func, self.afunc, self.name = func, afunc, name
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
-        return self.func(input, ensure_config(config))
+        config = ensure_config(config)
+        token = var_child_runnable_config.set(config)  # get_config() / get_runtime() inside read it
+        try:
+            return self.func(input, config)
+        finally:
+            var_child_runnable_config.reset(token)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
-        return await self.afunc(input, ensure_config(config))
+        config = ensure_config(config)
+        token = var_child_runnable_config.set(config)
+        try:
+            return await self.afunc(input, config)
+        finally:
+            var_child_runnable_config.reset(token)
 
 
 def dual(afunc) -> Node:
