@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from atomgraph.environment import env_value
 
 LOCAL_DEFAULT_QUESTIONS = 2  # a local model on 2 busy CPUs: about 2-5 minutes a question
@@ -93,12 +94,23 @@ def run(args) -> int:
             args.questions = LOCAL_DEFAULT_QUESTIONS
             print(f"Running the first {LOCAL_DEFAULT_QUESTIONS} of the demo questions (a local model on CPU takes "
                   "minutes a question; --questions N for more).", file=sys.stderr, flush=True)
+    from atomgraph.models import is_local
+
+    local = not factory and is_local(settings.model_for("planner"))
+    if local:  # assembling (first run only) and loading the file take seconds to minutes: say so
+        print(f"Loading {settings.model_for('planner')} in process ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
     try:
         models = demo_models(settings, factory)  # before any indexing: fail fast and clearly
     except ConfigError as exc:
         reason = "none is configured." if str(exc).startswith(MISSING_MODEL_HELP) else str(exc)
         print(MODEL_HELP.format(reason=reason, local=local_model_hint()), file=sys.stderr)
         return 2
+    if local:
+        from atomgraph.progress import duration
+
+        print(f"Model loaded in {duration(time.perf_counter() - t0)}; indexing the demo passages ...",
+              file=sys.stderr, flush=True)
 
     def show(i: int, record: dict) -> None:
         if not args.json:
