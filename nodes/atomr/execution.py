@@ -442,7 +442,8 @@ async def prime_queries(rt: AtomRRuntime, state: AtomRState, nodes: list[int], c
             try:
                 source.prime_queries(queries)
             except Exception as exc:  # noqa: BLE001 - the searches embed their own queries and record any failure
-                log.debug("priming %d queries of %s failed: %s", len(queries), source.name, exc)
+                log.warning("embedding %d queries of %s ahead failed (each search embeds its own): %s",
+                            len(queries), source.name, exc)
 
     await asyncio.to_thread(prime)
 
