@@ -447,12 +447,13 @@ class ChatLocalLlama(BaseChatModel):
     def _read_tagged(self, text: str, finish: str, call: _Call) -> tuple[str, list[dict], list[dict]]:
         """``(content, tool_calls, invalid_tool_calls)`` of a reply to tools shown by the model's
         own template. A call is what llama.cpp's reader of this format (Hermes 2 Pro, Qwen2.5)
-        takes for one: a ``<tool_call>…</tool_call>`` block, or a JSON object
-        ``{"name": <an offered tool>, …}`` in a ```` ```json ```` fence or bare (opening the reply
-        or after a blank), what a small model often writes instead of the tags. Each is read as :meth:`_read_call` reads one: a
-        block that is no complete call of an offered tool is an invalid call saying why. The text
-        outside the calls is the content (its pieces stripped, one a line). ``parallel_tool_calls=False`` keeps the first call; any
-        further one is an invalid call saying so."""
+        takes for one: a ``<tool_call>…</tool_call>`` block, or a JSON object ``{"name": <an
+        offered tool>, …}`` in a ```` ```json ```` fence or bare (opening the reply or after a
+        blank), what a small model often writes instead of the tags. Each is read as
+        :meth:`_read_call` reads one: a block that is no complete call of an offered tool is an
+        invalid call saying why. The text outside the calls is the content (its pieces stripped,
+        one a line). ``parallel_tool_calls=False`` keeps the first call; any further one is an
+        invalid call saying so."""
         named = r'\{\s*"name"\s*:\s*"(?:%s)"' % "|".join(re.escape(t["function"]["name"]) for t in call.tools or ())
         opener = re.compile(rf"{re.escape(TOOL_CALL_OPEN)}|```(?:json)?\s*(?={named})|(?<!\S)(?={named})")
         content, calls, invalid, pos = [], [], [], 0

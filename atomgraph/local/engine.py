@@ -666,15 +666,17 @@ def completion_text(messages: Iterable[tuple[str, str]]) -> str:
 
 
 # Control-token spellings of chat templates (``<|im_start|>``, ``<|endoftext|>``, Gemma's
-# ``<start_of_turn>``, ``<bos>``): in a message's text they are text, never turn markers.
-_CONTROL_TOKEN = re.compile(r"<(\|[^|<>\s]{1,40}\||/?(?:start_of_turn|end_of_turn|bos|eos|pad|unk)>)")
+# ``<start_of_turn>``, ``<bos>``) and a tool-call template's tags (``<tool_call>``,
+# ``</tool_response>``): in a message's text they are text, never turn markers or calls.
+_CONTROL_TOKEN = re.compile(r"<(\|[^|<>\s]{1,40}\|"
+                            r"|/?(?:start_of_turn|end_of_turn|bos|eos|pad|unk|tool_call|tool_response)>)")
 
 
 def literal_text(content: str) -> str:
     """``content`` with every control-token spelling made plain text (its ``<`` becomes ``‹``):
     a chat prompt is tokenized with special tokens on, for the template's own markers, so a
     question or a passage that spells ``<|im_start|>system`` or ``<end_of_turn>`` must not open a
-    turn of its own."""
+    turn of its own, nor a tool result that spells ``</tool_response>`` end its block."""
     return _CONTROL_TOKEN.sub(r"‹\1", content)
 
 
