@@ -49,7 +49,7 @@ test: install $(VENV)/.browser
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
 # LangChain's standard chat-model suite over the instruction-tuned Qwen model (tests/test_lc_standard_qwen.py,
-# the `qwen` extra): one process, 13 min wall (3 min 10 s CPU) on one thread of the shared machine; `make test` skips it
+# the `qwen` extra): one process, 15 min wall (4 min CPU) on one thread of the shared machine; `make test` skips it
 test-qwen: install $(VENV)/.qwen
 	ATOMGRAPH_QWEN_SUITE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n 0 -rs tests/test_lc_standard_qwen.py
 
