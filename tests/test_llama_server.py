@@ -11,13 +11,8 @@ small (``CAP`` tokens) to keep the module cheap."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
 
-import httpx
 import pytest
 
 pytest.importorskip("llama_cpp")
@@ -27,6 +22,7 @@ pytest.importorskip("starlette_context", reason="llama-cpp-python's server extra
 from atomgraph.backends import backend, probe_server  # noqa: E402
 from atomgraph.demo_pack import load_passages  # noqa: E402
 from atomgraph.graphs.registry import build_method, method_names  # noqa: E402
+from atomgraph.local.server import llama_cpp_server  # noqa: E402
 from atomgraph.prompts.stage import check_answer  # noqa: E402
 from atomgraph.settings import Settings  # noqa: E402
 from atomgraph.state.run import OUTPUT_KEYS  # noqa: E402
@@ -39,47 +35,14 @@ CAP = 12  # every stage's output cap: mechanics, not answers
 START_S = 180.0  # a loaded machine loads the model slowly
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    """``python -m llama_cpp.server`` with the bundled model on 127.0.0.1: its ``/v1`` base URL."""
-    from atomgraph.local.engine import bundled_model_path
-
-    port = free_port()
-    log = (tmp_path_factory.mktemp("llama_server") / "server.log").open("w")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_model_path()),
-                             "--model_alias", ALIAS, "--chat_format", "gemma", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-                             "--n_threads", "1", "--n_threads_batch", "2", "--verbose", "False"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + START_S
-        while True:
-            assert proc.poll() is None, f"llama_cpp.server exited ({proc.returncode}); see {log.name}"
-            try:
-                if httpx.get(url + "/models", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"llama_cpp.server did not start in {START_S:g} s"
-            time.sleep(0.2)  # polling the port: the server says nothing else when it is ready
-        probe_server.cache_clear()
+    """``python -m llama_cpp.server`` with the bundled model on 127.0.0.1 (:mod:`atomgraph.local.server`)."""
+    log = tmp_path_factory.mktemp("llama_server") / "server.log"
+    probe_server.cache_clear()
+    with llama_cpp_server(alias=ALIAS, start_s=START_S, log=log) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-        probe_server.cache_clear()
+    probe_server.cache_clear()
 
 
 def settings_for(url: str, **kw) -> Settings:
