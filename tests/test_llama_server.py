@@ -29,6 +29,8 @@ from atomgraph.state.run import OUTPUT_KEYS  # noqa: E402
 from atomgraph.tools.memory_source import InMemorySource  # noqa: E402
 from tests.openai_compat_server import all_stages  # noqa: E402
 
+pytestmark = pytest.mark.slow  # the module: about 100 s of one CPU (the server's generation and the runs)
+
 ALIAS = "gemma-270m"
 QUESTION = "In which city did Werner Heisenberg's doctoral advisor die?"
 CAP = 12  # every stage's output cap: mechanics, not answers
@@ -115,7 +117,7 @@ def test_the_probe_recognises_llama_cpp_pythons_server(llama_server):
 # each method's loops bounded low (mechanics, not answers); ATOMR's plan under its grammar (the switch)
 CONTEXT = {"ircot": {"max_steps": 2}, "self_ask": {"max_follow_ups": 1}, "react": {"max_steps": 2},
            "iter_retgen": {"rounds": 1}, "decomposed_rag": {"max_sub_questions": 1}, "arm": {"drafts": 1, "k": 2},
-           "atomr": {"plan_constraint": "on"}}
+           "atomr": {"plan_constraint": "on"}, "kar3": {"max_chunks": 1}}
 
 
 @pytest.mark.parametrize("method", sorted(method_names()))
@@ -135,7 +137,8 @@ def test_every_method_runs_through_the_served_model(llama_server, request, wiki,
 def test_structured_output_in_the_servers_dialect(llama_server, request, wiki):
     """structured_output=True: every schema-declaring stage asks with_structured_output, sent as
     response_format json_object + schema (the type json_schema is refused by this server)."""
-    out = run_method("kar3", llama_server, request, wiki, structured_output=True).invoke({"question": QUESTION})
+    out = run_method("kar3", llama_server, request, wiki, structured_output=True).invoke(
+        {"question": QUESTION}, context=CONTEXT["kar3"])
     check_records(out, "kar3")
 
 
