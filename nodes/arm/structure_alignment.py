@@ -143,10 +143,20 @@ def scale_table_links(C: np.ndarray, objects: Sequence, scale: float) -> np.ndar
     return np.where(both, C * scale, C)
 
 
-def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext) -> dict:
-    """The MIP over one set of search objects: chosen ids (best first), links, solver report.
-    ``structure_alignment=False`` (Figure 4's "information alignment only"): the k most
-    relevant objects, no MIP."""
+@dataclass
+class DraftProgram:
+    """One draft's MIP data over its set of search objects: positions, R_i, C_ij and the
+    keyword coverage (:func:`keyword_coverage`; None without it)."""
+
+    positions: list[int]
+    R: np.ndarray
+    C: np.ndarray
+    coverage: np.ndarray | None
+
+
+def draft_program(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext) -> DraftProgram:
+    """R, C and coverage over one set of search objects. ``structure_alignment=False``
+    (Figure 4's "information alignment only"): C is zero, so the k most relevant objects win."""
     ps = list(positions)
     objs = [index.objects[p] for p in ps]
     R = database_relevance(objs, scores.relevance(ps, ctx.relevance, ctx.bm25_weight), ctx.database_weight)
@@ -154,12 +164,13 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
         C = np.zeros((len(ps), len(ps)))
     else:
         C = scale_table_links(compatibility_for(index, ps, ctx, said=scores.question), objs, ctx.table_compatibility_scale)
-    res = solve_structure(R, C, ctx.k, time_limit_s=ctx.mip_time_limit_s, links_rule=ctx.links,
-                          coverage=keyword_coverage(scores, ps, ctx.coverage_weight),
-                          link_weight=LINK_WEIGHT[ctx.link_count])
-    ids = [index.objects[ps[i]].id for i in res.chosen]
+    return DraftProgram(ps, R, C, keyword_coverage(scores, ps, ctx.coverage_weight))
+
+
+def _draft_result(index: ArmIndex, prog: DraftProgram, res: StructureResult) -> dict:
+    ps, R = prog.positions, prog.R
     return {
-        "ids": ids,
+        "ids": [index.objects[ps[i]].id for i in res.chosen],
         "relevance": {index.objects[ps[i]].id: round(float(R[i]), 4) for i in range(len(ps))},
         "links": [{"a": index.objects[ps[i]].id, "b": index.objects[ps[j]].id, "c": round(c, 4)} for i, j, c in res.links],
         "mip": {"status": res.status, "time_limited": res.status != "optimal", "solve_ms": round(res.solve_seconds * 1000, 3),
@@ -168,14 +179,29 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
     }
 
 
+def solve_programs(index: ArmIndex, programs: Sequence[DraftProgram], ctx: ArmContext) -> list[dict]:
+    """The drafts' MIPs (one program over their objects, :func:`solve_structures`): per draft its
+    chosen ids (best first), links and solver report."""
+    res = solve_structures([(p.positions, p.R, p.C, p.coverage) for p in programs], ctx.k,
+                           time_limit_s=ctx.mip_time_limit_s, links_rule=ctx.links,
+                           link_weight=LINK_WEIGHT[ctx.link_count])
+    return [_draft_result(index, p, r) for p, r in zip(programs, res)]
+
+
+def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext) -> dict:
+    """The MIP over one set of search objects: chosen ids (best first), links, solver report."""
+    return solve_programs(index, [draft_program(index, positions, scores, ctx)], ctx)[0]
+
+
 def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext,
                  exclude: frozenset[int] = frozenset()) -> list[Draft]:
     """One solved MIP draft per expanded set of the base ``pool`` (§3.2.2; the base set alone
-    without structure alignment); no expansion adds an object of ``exclude``."""
+    without structure alignment); no expansion adds an object of ``exclude``. The drafts share
+    one MIP (built once over their objects, :func:`solve_structures`)."""
     sets = expanded_pools(index, pool, scores, ctx, ctx.drafts, exclude) if ctx.structure_alignment else [(0, pool)]
+    programs = [draft_program(index, list(objs), scores, ctx) for _, objs in sets]
     drafts = []
-    for d, (steps, objs) in enumerate(sets):
-        solved = solve_draft(index, list(objs), scores, ctx)
+    for d, ((steps, objs), solved) in enumerate(zip(sets, solve_programs(index, programs, ctx))):
         drafts.append(Draft(draft=d, steps=steps, pool=[index.objects[p].id for p in objs],
                             ids=solved["ids"], links=solved["links"],
                             relevance=solved["relevance"], mip=solved["mip"]))
@@ -836,9 +862,25 @@ def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, lin
 
 # --- the program -------------------------------------------------------------------------------
 
+@dataclass
+class StructureModel:
+    """The python-mip model of :func:`build_model` and its variables: ``b`` per object, ``c`` per
+    pair in ``pairs``, ``y`` per (keyword, object) of the coverage term."""
+
+    model: Any
+    b: list
+    c: list
+    pairs: list[tuple[int, int, float]]
+    y: dict[tuple[int, int], Any]
+
+    def __iter__(self):  # model, b, c, pairs = build_model(...)
+        return iter((self.model, self.b, self.c, self.pairs))
+
+
 def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
-                links_rule: str = "forest", coverage: np.ndarray | None = None, link_weight: float = 1.0):
-    """The python-mip model (CBC, silent), its b and c variables, and the pairs they cover.
+                links_rule: str = "forest", coverage: np.ndarray | None = None,
+                link_weight: float = 1.0) -> StructureModel:
+    """The python-mip model (CBC, silent) of Appendix B's program over ``len(R)`` objects.
 
     ``links_rule="forest"`` adds a single-commodity flow that makes the counted links a
     spanning forest of the chosen objects: a chosen object is a root (r_i) or receives one
@@ -848,7 +890,11 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
     ``coverage`` (keywords × objects, ≥ 0) adds Σ_q Σ_i cov_qi y_qi with y_qi ≤ b_i and
     Σ_i y_qi ≤ 1: each keyword counts the best chosen object covering it (JAR's sub-query
     coverage, reduced to one score per keyword and object). The y are continuous; with b
-    integral an optimal y is integral too."""
+    integral an optimal y is integral too.
+
+    The constraints depend on C and coverage only through where they are positive: one model
+    serves several drafts over subsets of its objects (:func:`solve_structures` sets each draft's
+    objective, :func:`set_objective`, and fixes b_i = 0 outside its set, :func:`restrict`)."""
     import mip
 
     n = len(R)
@@ -864,18 +910,16 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
     pairs = _pairs(C)
     # c_ij ∈ {0, 1}: the connection of objects i and j is counted (one variable per unordered pair)
     c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
-    # objective: max Σ_i R_i b_i + w Σ_{i<j} C_ij c_ij (w = link_weight: 2 = Appendix B's ordered pairs)
-    objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(
-        link_weight * w * v for (_, _, w), v in zip(pairs, c))
-    if coverage is not None and len(coverage):  # extension (coverage_weight): + Σ_q Σ_i cov_qi y_qi
+    y: dict[tuple[int, int], Any] = {}
+    if coverage is not None and len(coverage):  # extension (coverage_weight): the y_qi of the objective
         for q, row in enumerate(np.asarray(coverage, dtype=float)):
             ys = [(i, model.add_var(lb=0.0, ub=1.0, name=f"y{q}_{i}")) for i in range(n) if row[i] > 0]
-            for i, y in ys:
-                model += y <= b[i]  # y_qi ≤ b_i: keyword q is covered only by a chosen object
+            for i, v in ys:
+                y[q, i] = v
+                model += v <= b[i]  # y_qi ≤ b_i: keyword q is covered only by a chosen object
             if ys:
-                model += mip.xsum(y for _, y in ys) <= 1  # Σ_i y_qi ≤ 1: by one object, its best
-                objective = objective + mip.xsum(float(row[i]) * y for i, y in ys)
-    model.objective = objective
+                model += mip.xsum(v for _, v in ys) <= 1  # Σ_i y_qi ≤ 1: by one object, its best
+    set_objective(StructureModel(model, b, c, pairs, y), R, C, coverage, link_weight)
     model += mip.xsum(b) == k  # Σ_i b_i = k: exactly k objects
     if max_links is not None and c:
         model += mip.xsum(c) <= max_links  # Σ_{i<j} c_ij ≤ k − 1 (Appendix B's Σ_{i,j} c_ij ≤ 2(k − 1))
@@ -900,7 +944,27 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
         model += mip.xsum(c) == k - mip.xsum(r)  # Σ c_ij = k − Σ_i r_i: each group a tree, no cycle counted
     elif links_rule not in LINK_RULES:
         raise ValueError(f"unknown links rule {links_rule!r}; expected one of {', '.join(LINK_RULES)}")
-    return model, b, c, pairs
+    return StructureModel(model, b, c, pairs, y)
+
+
+def set_objective(m: StructureModel, R: np.ndarray, C: np.ndarray, coverage: np.ndarray | None,
+                  link_weight: float) -> None:
+    """The objective of :func:`build_model`'s program for R, C and coverage over its objects."""
+    import mip
+
+    # max Σ_i R_i b_i + w Σ_{i<j} C_ij c_ij (w = link_weight: 2 = Appendix B's ordered pairs)
+    terms = [(float(R[i]), v) for i, v in enumerate(m.b)]
+    terms += [(link_weight * float(max(C[i, j], C[j, i])), v) for (i, j, _), v in zip(m.pairs, m.c)]
+    if coverage is not None and len(coverage):  # extension (coverage_weight): + Σ_q Σ_i cov_qi y_qi
+        terms += [(float(coverage[q, i]), v) for (q, i), v in m.y.items()]
+    m.model.objective = mip.xsum(w * v for w, v in terms if w)
+
+
+def restrict(m: StructureModel, members: set[int]) -> None:
+    """Only the objects in ``members`` may be chosen: b_i ≤ 0 for every other object i (their
+    c and y follow, by c_ij ≤ b_i and y_qi ≤ b_i)."""
+    for i, v in enumerate(m.b):
+        v.ub = 1.0 if i in members else 0.0
 
 
 def solve_structure(
@@ -922,51 +986,121 @@ def solve_structure(
     ``link_weight``: the factor on each counted link's C (:data:`LINK_WEIGHT`; 2 = Appendix B's
     ordered pairs), the same in the MIP, the greedy warm start and the reported objective.
     """
+    R = np.asarray(R, dtype=float)
+    return solve_structures([(list(range(len(R))), R, C, coverage)], k, max_links=max_links, time_limit_s=time_limit_s,
+                            links_rule=links_rule, link_weight=link_weight)[0]
+
+
+def solve_structures(
+    problems: Sequence[tuple[Sequence[Any], Sequence[float], np.ndarray, np.ndarray | None]],
+    k: int,
+    *,
+    max_links: int | None = -1,
+    time_limit_s: float = 0.5,
+    links_rule: str = "forest",
+    link_weight: float = 1.0,
+) -> list[StructureResult]:
+    """:func:`solve_structure` for several problems ``(keys, R, C, coverage)`` over sets of the same
+    objects (``keys``: the objects, e.g. positions; C of one pair the same in each): one model is
+    built over all their objects, and each problem, in order, sets its objective and the objects
+    it may choose, and starts from the better of its greedy solution and the problem before's
+    (where that lies in its set). Each result is in its own problem's indices; the first to use
+    the model counts building it in its ``solve_seconds``."""
     import mip
 
-    R = np.asarray(R, dtype=float)
-    C = np.asarray(C, dtype=float)
-    n = len(R)
-    if C.shape != (n, n):
-        raise ValueError(f"C must be {n}x{n}, got {C.shape}")
-    k = max(0, min(int(k), n))
-    if max_links == -1:
-        max_links = max(0, k - 1)
-    t0 = time.perf_counter()
-    if coverage is not None:
-        coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
-        if not coverage.any():
-            coverage = None
-    start = greedy(R, C, k, max_links, links_rule, coverage, link_weight)
-    g_val, g_links = selection_value(start, R, C, max_links, links_rule, coverage, link_weight)
-    if k == 0 or k == n or (not _pairs(C) and coverage is None):
-        # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
-        chosen = list(range(n)) if k == n else sorted(range(n), key=lambda i: -R[i])[:k]
-        v, links = selection_value(chosen, R, C, max_links, links_rule, coverage, link_weight)
-        return StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, time_limit_s)
-    model, b, c, pairs = build_model(R, C, k, max_links=max_links, links_rule=links_rule, coverage=coverage,
-                                     link_weight=link_weight)
-    chosen_set = set(start)
-    counted = {(i, j) for i, j, _ in g_links}
-    if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
-        model.start = [(b[i], 1.0 if i in chosen_set else 0.0) for i in range(n)] + [
-            (v, 1.0 if (i, j) in counted else 0.0) for (i, j, _), v in zip(pairs, c)
-        ]
-    status = model.optimize(max_seconds=max(time_limit_s, 1e-3))
-    elapsed = time.perf_counter() - t0
-    chosen: list[int] = []
-    if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and model.num_solutions:
-        chosen = [i for i in range(n) if b[i].x is not None and b[i].x >= 0.5]
-    label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
-    if len(chosen) != k:
-        chosen, label = start, "greedy"
-    v, links = selection_value(chosen, R, C, max_links, links_rule, coverage, link_weight)
-    if v < g_val - 1e-9:  # never worse than the warm start; "greedy" only where CBC proved nothing better
-        chosen, v, links = start, g_val, g_links
-        if label != "optimal":
-            label = "greedy"
-    chosen.sort(key=lambda i: -R[i])
-    return StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), time_limit_s)
+    shared: StructureModel | None = None
+    where: dict[Any, int] = {}
+    before: list[Any] = []
+    out: list[StructureResult] = []
+    for keys, R, C, coverage in problems:
+        R = np.asarray(R, dtype=float)
+        C = np.asarray(C, dtype=float)
+        n = len(R)
+        if C.shape != (n, n):
+            raise ValueError(f"C must be {n}x{n}, got {C.shape}")
+        kk = max(0, min(int(k), n))
+        cap = max(0, kk - 1) if max_links == -1 else max_links
+        t0 = time.perf_counter()
+        if coverage is not None:
+            coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
+            if not coverage.any():
+                coverage = None
+        start = greedy(R, C, kk, cap, links_rule, coverage, link_weight)
+        g_val, g_links = selection_value(start, R, C, cap, links_rule, coverage, link_weight)
+        if kk == 0 or kk == n or (not _pairs(C) and coverage is None):
+            # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
+            chosen = list(range(n)) if kk == n else sorted(range(n), key=lambda i: -R[i])[:kk]
+            v, links = selection_value(chosen, R, C, cap, links_rule, coverage, link_weight)
+            out.append(StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, time_limit_s))
+            before = [keys[i] for i in chosen]
+            continue
+        if shared is None:
+            shared, where = _union_model([p for p in problems], kk, cap, links_rule, link_weight)
+        at = [where[key] for key in keys]  # this problem's objects in the model
+        local = {u: i for i, u in enumerate(at)}
+        full_R = np.zeros(len(shared.b))
+        full_R[at] = R
+        full_C = np.zeros((len(shared.b), len(shared.b)))
+        full_C[np.ix_(at, at)] = C
+        full_cov = None
+        if coverage is not None:
+            full_cov = np.zeros((max(len(coverage), 1 + max((q for q, _ in shared.y), default=-1)), len(shared.b)))
+            full_cov[: len(coverage), at] = coverage
+        set_objective(shared, full_R, full_C, full_cov, link_weight)
+        restrict(shared, set(at))
+        # the warm start: the greedy solution, or the problem before's where it lies in this set and is better
+        chosen_start, counted = start, g_links
+        prev = [local.get(where.get(key, -1)) for key in before]
+        if len(prev) == kk and None not in prev:
+            p_val, p_links = selection_value(prev, R, C, cap, links_rule, coverage, link_weight)
+            if p_val > g_val + 1e-12:
+                chosen_start, counted = prev, p_links
+        if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
+            on = {at[i] for i in chosen_start}
+            linked = {(min(at[i], at[j]), max(at[i], at[j])) for i, j, _ in counted}
+            shared.model.start = [(v, 1.0 if u in on else 0.0) for u, v in enumerate(shared.b)] + [
+                (v, 1.0 if (i, j) in linked else 0.0) for (i, j, _), v in zip(shared.pairs, shared.c)
+            ]
+        status = shared.model.optimize(max_seconds=max(time_limit_s, 1e-3))
+        elapsed = time.perf_counter() - t0
+        chosen: list[int] = []
+        if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and shared.model.num_solutions:
+            chosen = [local[u] for u in at if shared.b[u].x is not None and shared.b[u].x >= 0.5]
+        label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
+        if len(chosen) != kk:
+            chosen, label = start, "greedy"
+        v, links = selection_value(chosen, R, C, cap, links_rule, coverage, link_weight)
+        if v < g_val - 1e-9:  # never worse than the warm start; "greedy" only where CBC proved nothing better
+            chosen, v, links = start, g_val, g_links
+            if label != "optimal":
+                label = "greedy"
+        chosen = sorted(chosen, key=lambda i: -R[i])
+        pair_variables = sum(1 for i, j, _ in shared.pairs if i in local and j in local)
+        out.append(StructureResult(chosen, v, label, elapsed, g_val, links, pair_variables, time_limit_s))
+        before = [keys[i] for i in chosen]
+    return out
+
+
+def _union_model(problems, k: int, max_links: int | None, links_rule: str,
+                 link_weight: float) -> tuple[StructureModel, dict[Any, int]]:
+    """:func:`build_model` over every object of ``problems`` (each key once, in order of first
+    appearance), with the union of their positive C and coverage."""
+    where: dict[Any, int] = {}
+    for keys, *_ in problems:
+        for key in keys:
+            where.setdefault(key, len(where))
+    n = len(where)
+    C = np.zeros((n, n))
+    covs = [(keys, np.asarray(c, dtype=float).reshape(-1, len(keys))) for keys, _, _, c in problems if c is not None]
+    cov = np.zeros((max((len(c) for _, c in covs), default=0), n))
+    for keys, _, Cp, _ in problems:
+        at = [where[key] for key in keys]
+        C[np.ix_(at, at)] = np.maximum(C[np.ix_(at, at)], np.asarray(Cp, dtype=float))
+    for keys, c in covs:
+        at = [where[key] for key in keys]
+        cov[: len(c), at] = np.maximum(cov[: len(c), at], c)
+    return build_model(np.zeros(n), C, k, max_links=max_links, links_rule=links_rule,
+                       coverage=cov if cov.any() else None, link_weight=link_weight), where
 
 
 # --- the nodes ----------------------------------------------------------------------------------
