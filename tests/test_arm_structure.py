@@ -61,10 +61,10 @@ def test_coverage_term_is_optimal_against_brute_force(links_rule):
 
 
 @pytest.mark.parametrize("links_rule", ["pairs", "forest"])
-def test_drafts_sharing_one_model_choose_as_models_of_their_own(links_rule):
-    """The drafts' shared model (built once over their objects, each draft's objective and set in
-    turn, warm-started from the draft before) chooses for every draft what a model of the draft's
-    own chooses, and the brute-force optimum: nested sets, a set that drops an object, a trivial one."""
+def test_drafts_warm_started_from_the_draft_before_choose_as_alone(links_rule):
+    """Drafts solved in order, each warm-started from the better of its greedy solution and the
+    draft before's, choose what each draft solved alone chooses, and the brute-force optimum:
+    nested sets, a set that drops an object of the one before, a trivial one."""
     rng = np.random.default_rng(49)
     for _ in range(2):
         n = 10

@@ -180,8 +180,8 @@ def _draft_result(index: ArmIndex, prog: DraftProgram, res: StructureResult) -> 
 
 
 def solve_programs(index: ArmIndex, programs: Sequence[DraftProgram], ctx: ArmContext) -> list[dict]:
-    """The drafts' MIPs (one program over their objects, :func:`solve_structures`): per draft its
-    chosen ids (best first), links and solver report."""
+    """The drafts' MIPs in order (:func:`solve_structures`: each warm-started from the better of its
+    greedy solution and the draft before's): per draft its chosen ids (best first), links and solver report."""
     res = solve_structures([(p.positions, p.R, p.C, p.coverage) for p in programs], ctx.k,
                            time_limit_s=ctx.mip_time_limit_s, links_rule=ctx.links,
                            link_weight=LINK_WEIGHT[ctx.link_count])
@@ -196,8 +196,7 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
 def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext,
                  exclude: frozenset[int] = frozenset()) -> list[Draft]:
     """One solved MIP draft per expanded set of the base ``pool`` (§3.2.2; the base set alone
-    without structure alignment); no expansion adds an object of ``exclude``. The drafts share
-    one MIP (built once over their objects, :func:`solve_structures`)."""
+    without structure alignment); no expansion adds an object of ``exclude``."""
     sets = expanded_pools(index, pool, scores, ctx, ctx.drafts, exclude) if ctx.structure_alignment else [(0, pool)]
     programs = [draft_program(index, list(objs), scores, ctx) for _, objs in sets]
     drafts = []
@@ -728,8 +727,8 @@ def _document(o: DataObject) -> str | None:
 # aggregated 2 c_ij ≤ b_i + b_j, with the same integer solutions). The greedy warm start, the
 # brute force and the reported objective (:func:`selection_value`) count links with the same w.
 #
-# The solver is CBC through python-mip, silenced, warm-started with a greedy solution
-# (``model.start``) and bounded by a time limit: a proven optimum is ``optimal``, the best
+# The solver is CBC through python-mip, silenced, warm-started (``model.start``) with a greedy
+# solution, or the draft before's where it lies in the set and is better, and bounded by a time limit: a proven optimum is ``optimal``, the best
 # feasible solution found in time is ``feasible``, and when CBC returns nothing usable the
 # greedy solution is used (``greedy``). :func:`brute_force` is the reference for tests.
 
@@ -862,25 +861,9 @@ def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, lin
 
 # --- the program -------------------------------------------------------------------------------
 
-@dataclass
-class StructureModel:
-    """The python-mip model of :func:`build_model` and its variables: ``b`` per object, ``c`` per
-    pair in ``pairs``, ``y`` per (keyword, object) of the coverage term."""
-
-    model: Any
-    b: list
-    c: list
-    pairs: list[tuple[int, int, float]]
-    y: dict[tuple[int, int], Any]
-
-    def __iter__(self):  # model, b, c, pairs = build_model(...)
-        return iter((self.model, self.b, self.c, self.pairs))
-
-
 def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
-                links_rule: str = "forest", coverage: np.ndarray | None = None,
-                link_weight: float = 1.0) -> StructureModel:
-    """The python-mip model (CBC, silent) of Appendix B's program over ``len(R)`` objects.
+                links_rule: str = "forest", coverage: np.ndarray | None = None, link_weight: float = 1.0):
+    """The python-mip model (CBC, silent), its b and c variables, and the pairs they cover.
 
     ``links_rule="forest"`` adds a single-commodity flow that makes the counted links a
     spanning forest of the chosen objects: a chosen object is a root (r_i) or receives one
@@ -890,11 +873,7 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
     ``coverage`` (keywords × objects, ≥ 0) adds Σ_q Σ_i cov_qi y_qi with y_qi ≤ b_i and
     Σ_i y_qi ≤ 1: each keyword counts the best chosen object covering it (JAR's sub-query
     coverage, reduced to one score per keyword and object). The y are continuous; with b
-    integral an optimal y is integral too.
-
-    The constraints depend on C and coverage only through where they are positive: one model
-    serves several drafts over subsets of its objects (:func:`solve_structures` sets each draft's
-    objective, :func:`set_objective`, and fixes b_i = 0 outside its set, :func:`restrict`)."""
+    integral an optimal y is integral too."""
     import mip
 
     n = len(R)
@@ -910,16 +889,18 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
     pairs = _pairs(C)
     # c_ij ∈ {0, 1}: the connection of objects i and j is counted (one variable per unordered pair)
     c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
-    y: dict[tuple[int, int], Any] = {}
-    if coverage is not None and len(coverage):  # extension (coverage_weight): the y_qi of the objective
+    # objective: max Σ_i R_i b_i + w Σ_{i<j} C_ij c_ij (w = link_weight: 2 = Appendix B's ordered pairs)
+    objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(
+        link_weight * w * v for (_, _, w), v in zip(pairs, c))
+    if coverage is not None and len(coverage):  # extension (coverage_weight): + Σ_q Σ_i cov_qi y_qi
         for q, row in enumerate(np.asarray(coverage, dtype=float)):
             ys = [(i, model.add_var(lb=0.0, ub=1.0, name=f"y{q}_{i}")) for i in range(n) if row[i] > 0]
-            for i, v in ys:
-                y[q, i] = v
-                model += v <= b[i]  # y_qi ≤ b_i: keyword q is covered only by a chosen object
+            for i, y in ys:
+                model += y <= b[i]  # y_qi ≤ b_i: keyword q is covered only by a chosen object
             if ys:
-                model += mip.xsum(v for _, v in ys) <= 1  # Σ_i y_qi ≤ 1: by one object, its best
-    set_objective(StructureModel(model, b, c, pairs, y), R, C, coverage, link_weight)
+                model += mip.xsum(y for _, y in ys) <= 1  # Σ_i y_qi ≤ 1: by one object, its best
+                objective = objective + mip.xsum(float(row[i]) * y for i, y in ys)
+    model.objective = objective
     model += mip.xsum(b) == k  # Σ_i b_i = k: exactly k objects
     if max_links is not None and c:
         model += mip.xsum(c) <= max_links  # Σ_{i<j} c_ij ≤ k − 1 (Appendix B's Σ_{i,j} c_ij ≤ 2(k − 1))
@@ -944,27 +925,7 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
         model += mip.xsum(c) == k - mip.xsum(r)  # Σ c_ij = k − Σ_i r_i: each group a tree, no cycle counted
     elif links_rule not in LINK_RULES:
         raise ValueError(f"unknown links rule {links_rule!r}; expected one of {', '.join(LINK_RULES)}")
-    return StructureModel(model, b, c, pairs, y)
-
-
-def set_objective(m: StructureModel, R: np.ndarray, C: np.ndarray, coverage: np.ndarray | None,
-                  link_weight: float) -> None:
-    """The objective of :func:`build_model`'s program for R, C and coverage over its objects."""
-    import mip
-
-    # max Σ_i R_i b_i + w Σ_{i<j} C_ij c_ij (w = link_weight: 2 = Appendix B's ordered pairs)
-    terms = [(float(R[i]), v) for i, v in enumerate(m.b)]
-    terms += [(link_weight * float(max(C[i, j], C[j, i])), v) for (i, j, _), v in zip(m.pairs, m.c)]
-    if coverage is not None and len(coverage):  # extension (coverage_weight): + Σ_q Σ_i cov_qi y_qi
-        terms += [(float(coverage[q, i]), v) for (q, i), v in m.y.items()]
-    m.model.objective = mip.xsum(w * v for w, v in terms if w)
-
-
-def restrict(m: StructureModel, members: set[int]) -> None:
-    """Only the objects in ``members`` may be chosen: b_i ≤ 0 for every other object i (their
-    c and y follow, by c_ij ≤ b_i and y_qi ≤ b_i)."""
-    for i, v in enumerate(m.b):
-        v.ub = 1.0 if i in members else 0.0
+    return model, b, c, pairs
 
 
 def solve_structure(
@@ -1000,18 +961,14 @@ def solve_structures(
     links_rule: str = "forest",
     link_weight: float = 1.0,
 ) -> list[StructureResult]:
-    """:func:`solve_structure` for several problems ``(keys, R, C, coverage)`` over sets of the same
-    objects (``keys``: the objects, e.g. positions; C of one pair the same in each): one model is
-    built over all their objects, and each problem, in order, sets its objective and the objects
-    it may choose, and starts from the better of its greedy solution and the problem before's
-    (where that lies in its set). Each result is in its own problem's indices; the first to use
-    the model counts building it in its ``solve_seconds``."""
+    """:func:`solve_structure` for several problems ``(keys, R, C, coverage)`` in order (a
+    question's drafts; ``keys``: each problem's objects, e.g. positions): each starts from the
+    better of its greedy solution and the problem before's solution, where that lies in its set.
+    Each result is in its own problem's indices."""
     import mip
 
-    shared: StructureModel | None = None
-    where: dict[Any, int] = {}
-    before: list[Any] = []
     out: list[StructureResult] = []
+    before: list[Any] = []
     for keys, R, C, coverage in problems:
         R = np.asarray(R, dtype=float)
         C = np.asarray(C, dtype=float)
@@ -1034,38 +991,26 @@ def solve_structures(
             out.append(StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, time_limit_s))
             before = [keys[i] for i in chosen]
             continue
-        if shared is None:
-            shared, where = _union_model([p for p in problems], kk, cap, links_rule, link_weight)
-        at = [where[key] for key in keys]  # this problem's objects in the model
-        local = {u: i for i, u in enumerate(at)}
-        full_R = np.zeros(len(shared.b))
-        full_R[at] = R
-        full_C = np.zeros((len(shared.b), len(shared.b)))
-        full_C[np.ix_(at, at)] = C
-        full_cov = None
-        if coverage is not None:
-            full_cov = np.zeros((max(len(coverage), 1 + max((q for q, _ in shared.y), default=-1)), len(shared.b)))
-            full_cov[: len(coverage), at] = coverage
-        set_objective(shared, full_R, full_C, full_cov, link_weight)
-        restrict(shared, set(at))
+        model, b, c, pairs = build_model(R, C, kk, max_links=cap, links_rule=links_rule, coverage=coverage,
+                                         link_weight=link_weight)
         # the warm start: the greedy solution, or the problem before's where it lies in this set and is better
         chosen_start, counted = start, g_links
-        prev = [local.get(where.get(key, -1)) for key in before]
+        local = {key: i for i, key in enumerate(keys)}
+        prev = [local.get(key) for key in before]
         if len(prev) == kk and None not in prev:
             p_val, p_links = selection_value(prev, R, C, cap, links_rule, coverage, link_weight)
             if p_val > g_val + 1e-12:
                 chosen_start, counted = prev, p_links
         if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
-            on = {at[i] for i in chosen_start}
-            linked = {(min(at[i], at[j]), max(at[i], at[j])) for i, j, _ in counted}
-            shared.model.start = [(v, 1.0 if u in on else 0.0) for u, v in enumerate(shared.b)] + [
-                (v, 1.0 if (i, j) in linked else 0.0) for (i, j, _), v in zip(shared.pairs, shared.c)
+            on, linked = set(chosen_start), {(i, j) for i, j, _ in counted}
+            model.start = [(b[i], 1.0 if i in on else 0.0) for i in range(n)] + [
+                (v, 1.0 if (i, j) in linked else 0.0) for (i, j, _), v in zip(pairs, c)
             ]
-        status = shared.model.optimize(max_seconds=max(time_limit_s, 1e-3))
+        status = model.optimize(max_seconds=max(time_limit_s, 1e-3))
         elapsed = time.perf_counter() - t0
         chosen: list[int] = []
-        if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and shared.model.num_solutions:
-            chosen = [local[u] for u in at if shared.b[u].x is not None and shared.b[u].x >= 0.5]
+        if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and model.num_solutions:
+            chosen = [i for i in range(n) if b[i].x is not None and b[i].x >= 0.5]
         label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
         if len(chosen) != kk:
             chosen, label = start, "greedy"
@@ -1074,33 +1019,10 @@ def solve_structures(
             chosen, v, links = start, g_val, g_links
             if label != "optimal":
                 label = "greedy"
-        chosen = sorted(chosen, key=lambda i: -R[i])
-        pair_variables = sum(1 for i, j, _ in shared.pairs if i in local and j in local)
-        out.append(StructureResult(chosen, v, label, elapsed, g_val, links, pair_variables, time_limit_s))
+        chosen.sort(key=lambda i: -R[i])
+        out.append(StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), time_limit_s))
         before = [keys[i] for i in chosen]
     return out
-
-
-def _union_model(problems, k: int, max_links: int | None, links_rule: str,
-                 link_weight: float) -> tuple[StructureModel, dict[Any, int]]:
-    """:func:`build_model` over every object of ``problems`` (each key once, in order of first
-    appearance), with the union of their positive C and coverage."""
-    where: dict[Any, int] = {}
-    for keys, *_ in problems:
-        for key in keys:
-            where.setdefault(key, len(where))
-    n = len(where)
-    C = np.zeros((n, n))
-    covs = [(keys, np.asarray(c, dtype=float).reshape(-1, len(keys))) for keys, _, _, c in problems if c is not None]
-    cov = np.zeros((max((len(c) for _, c in covs), default=0), n))
-    for keys, _, Cp, _ in problems:
-        at = [where[key] for key in keys]
-        C[np.ix_(at, at)] = np.maximum(C[np.ix_(at, at)], np.asarray(Cp, dtype=float))
-    for keys, c in covs:
-        at = [where[key] for key in keys]
-        cov[: len(c), at] = np.maximum(cov[: len(c), at], c)
-    return build_model(np.zeros(n), C, k, max_links=max_links, links_rule=links_rule,
-                       coverage=cov if cov.any() else None, link_weight=link_weight), where
 
 
 # --- the nodes ----------------------------------------------------------------------------------
