@@ -7,7 +7,8 @@ scores (:func:`relevance`): ``pike_l2``, the authors' (their Chroma collections 
 default l2 space, i.e. squared distance, and LangChain scores it ``1 - d/√2``; on unit
 vectors ``d = 2 - 2·cos``, so δ = 0.5 keeps cosine ≥ 1 − √2/4 ≈ 0.646), or ``cosine``.
 Queries are embedded with ``embed_query``, documents with ``embed_documents``. A search's
-queries are embedded together, in one batch (:func:`query_vectors`), and an index keeps the
+queries are embedded together, in one batch, with those of searches running at the same moment
+(:mod:`atomgraph.tools.query_embedding`), and an index keeps the
 vectors of its recent queries (:data:`QUERY_VECTORS_KEPT`), so the question that backup 1 asks
 of the atoms and backup 2 of the chunks, round after round, is embedded once. Vectors always come
 from atomgraph's embedding model (never Chroma's default), and each collection records the model
@@ -43,6 +44,7 @@ from atomgraph.tools.chroma_source import (
     META_DIM, META_KIND, META_MODEL, check_model, chroma_client, create_collection, get_collection,
 )
 from atomgraph.tools.ingest import embed_input
+from atomgraph.tools.query_embedding import batcher_of
 
 ATOMS_KIND = "atomic_questions"
 DONE_KEY = "kar3_atoms"  # chunk metadata: number of atoms written (present = atomized)
@@ -82,19 +84,6 @@ def _vectors(emb: Embeddings, texts: list[str]) -> list[list[float]]:
     if callable(encode):
         return encode(texts).tolist()
     return emb.embed_documents(texts)
-
-
-def query_vectors(emb: Embeddings, queries: list[str]) -> list[list[float]]:
-    """The ``embed_query`` vectors of ``queries``, in one batch where the model's query vector is its
-    document encoding (atomgraph's sentence-transformers models: ``embed_query(q)`` is
-    ``encode([q])[0]``), else one ``embed_query`` each (a model may embed queries differently)."""
-    if not queries:
-        return []
-    from atomgraph.embeddings import SentenceTransformerEmbeddings
-
-    if isinstance(emb, SentenceTransformerEmbeddings):
-        return emb.encode(queries).tolist()
-    return [list(emb.embed_query(q)) for q in queries]
 
 
 QUERY_VECTORS_KEPT = 1024  # recent query vectors an index keeps (a vector is 1.5 KB at 384 floats)
@@ -270,7 +259,7 @@ class AtomIndex:
             for q in kept:
                 self._query_vectors.move_to_end(q)
         missing = list(dict.fromkeys(q for q in queries if q not in kept))
-        fresh = dict(zip(missing, query_vectors(self.embeddings, missing)))
+        fresh = dict(zip(missing, batcher_of(self, self.embeddings).vectors(missing)))
         with self._vectors_lock:
             for q, v in fresh.items():
                 self._query_vectors[q] = v

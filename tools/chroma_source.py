@@ -27,6 +27,7 @@ from atomgraph.errors import ConfigError, SourceError
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.run import Evidence
 from atomgraph.tools.base import KnowledgeSource
+from atomgraph.tools.query_embedding import batcher_of
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +261,8 @@ class ChromaWikipediaSource(KnowledgeSource):
         self._check(collection)
         if not query or not query.strip() or k < 1:
             return []
-        vector = self.embeddings.embed_query(query)
+        # embedded with the queries of searches running at the same moment (atomgraph.tools.query_embedding)
+        vector = batcher_of(self, self.embeddings).vectors([query])[0]
         _, built_dim = recorded_model(collection)
         if built_dim is not None and len(vector) != built_dim:
             check_model(collection, self.model_id, len(vector))
