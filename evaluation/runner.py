@@ -831,6 +831,17 @@ class _Examples:
                               timeout_s=self.opts.timeout_s, deadline_s=self.opts.deadline_s,
                               run_context=self.run_context, durable=self.durable)
 
+    def _keep(self, writer: RecordWriter, rec: dict, new: list[dict], bar: Any) -> None:
+        """A finished example's record: written (durable before the next), kept, handed to ``on_record``."""
+        writer.write(rec)
+        self.records.append(rec)
+        new.append(rec)
+        if self.opts.on_record is not None:
+            self.opts.on_record(rec)
+        if bar is not None:
+            bar.set_postfix_str(_postfix(self.records), refresh=False)
+            bar.update(1)
+
     async def all(self, todo: list[Example], pred_path: Path, skipped: int) -> list[dict]:
         """Run ``todo``, each record written (and handed to ``on_record``) as it finishes."""
         new: list[dict] = []
@@ -840,14 +851,7 @@ class _Examples:
         async def worker(ex: Example) -> None:
             async with sem:
                 rec = await self.one(ex)
-            writer.write(rec)
-            self.records.append(rec)
-            new.append(rec)
-            if self.opts.on_record is not None:
-                self.opts.on_record(rec)
-            if bar is not None:
-                bar.set_postfix_str(_postfix(self.records), refresh=False)
-                bar.update(1)
+            self._keep(writer, rec, new, bar)
 
         with RecordWriter(pred_path) as writer:
             try:
@@ -873,20 +877,11 @@ class _Examples:
                                    run_context=self.run_context, durable=False)
 
         with RecordWriter(pred_path) as writer:
-            def keep(rec: dict) -> None:
-                writer.write(rec)
-                self.records.append(rec)
-                new.append(rec)
-                if self.opts.on_record is not None:
-                    self.opts.on_record(rec)
-                if bar is not None:
-                    bar.set_postfix_str(_postfix(self.records), refresh=False)
-                    bar.update(1)
-
             try:
                 outcome = await asyncio.to_thread(
                     run_pool, todo, workers=self.opts.workers, concurrency=self.opts.concurrency, build=build,
-                    answer=answer, on_record=keep, sealed=sealed(), data_dir=shared_data_dir())
+                    answer=answer, on_record=lambda rec: self._keep(writer, rec, new, bar), sealed=sealed(),
+                    data_dir=shared_data_dir())
             finally:
                 if bar is not None:
                     bar.close()

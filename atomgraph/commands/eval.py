@@ -117,30 +117,26 @@ def register(sub) -> None:
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
-def _concurrency(text: str) -> int:
+def _whole_number(text: str, most: int) -> int:
     import argparse
 
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= MAX_CONCURRENCY:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_CONCURRENCY}, not {value}")
+    if not 1 <= value <= most:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {most}, not {value}")
     return value
+
+
+def _concurrency(text: str) -> int:
+    return _whole_number(text, MAX_CONCURRENCY)
 
 
 def _workers(text: str) -> int:
-    import argparse
-
     from atomgraph.evaluation.workers import MAX_WORKERS
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= MAX_WORKERS:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_WORKERS}, not {value}")
-    return value
+    return _whole_number(text, MAX_WORKERS)
 
 
 def _raw():
