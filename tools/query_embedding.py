@@ -11,7 +11,8 @@ time nothing changes.
 
 The vectors are those of ``embed_query``: a batch only where the model's query vector is its
 document encoding (atomgraph's sentence-transformers models: ``embed_query(q)`` is
-``encode([q])[0]``); another model gets one ``embed_query`` per query, as before (a model may
+``encode([q])[0]``; OpenAI's), or through a model's own ``embed_queries``; another model gets
+one ``embed_query`` per query, as before (a model may
 embed queries differently from documents). A batch pads its texts to the longest, and the
 model's attention mask leaves the padding out, so a query's vector in a batch equals its
 vector alone to float rounding (about 1e-7).
@@ -27,14 +28,20 @@ from langchain_core.embeddings import Embeddings
 
 
 def query_vectors(emb: Embeddings, queries: list[str]) -> list[list[float]]:
-    """The ``embed_query`` vectors of ``queries``: one batch where that is the same thing, else one
+    """The ``embed_query`` vectors of ``queries``: a model's own ``embed_queries`` where it has one,
+    one batch where a query is embedded as a document (sentence-transformers, OpenAI), else one
     ``embed_query`` each."""
     if not queries:
         return []
     from atomgraph.embeddings import SentenceTransformerEmbeddings
 
+    many = getattr(emb, "embed_queries", None)
+    if callable(many):
+        return [list(v) for v in many(queries)]
     if isinstance(emb, SentenceTransformerEmbeddings):
         return emb.encode(queries).tolist()
+    if type(emb).__name__ == "OpenAIEmbeddings":
+        return emb.embed_documents(queries)
     return [list(emb.embed_query(q)) for q in queries]
 
 
