@@ -28,19 +28,19 @@ from langchain_core.embeddings import Embeddings
 
 
 def query_vectors(emb: Embeddings, queries: list[str]) -> list[list[float]]:
-    """The ``embed_query`` vectors of ``queries``: a model's own ``embed_queries`` where it has one,
-    one batch where a query is embedded as a document (sentence-transformers, OpenAI), else one
-    ``embed_query`` each."""
+    """The ``embed_query`` vectors of ``queries``: one query by ``embed_query``; several by a model's
+    own ``embed_queries`` where it has one, in one ``embed_documents`` batch where a query is
+    embedded as a document (sentence-transformers, OpenAI), else one ``embed_query`` each."""
     if not queries:
         return []
+    if len(queries) == 1:
+        return [list(emb.embed_query(queries[0]))]
     from atomgraph.embeddings import SentenceTransformerEmbeddings
 
     many = getattr(emb, "embed_queries", None)
     if callable(many):
         return [list(v) for v in many(queries)]
-    if isinstance(emb, SentenceTransformerEmbeddings):
-        return emb.encode(queries).tolist()
-    if type(emb).__name__ == "OpenAIEmbeddings":
+    if isinstance(emb, SentenceTransformerEmbeddings) or type(emb).__name__ == "OpenAIEmbeddings":
         return emb.embed_documents(queries)
     return [list(emb.embed_query(q)) for q in queries]
 
