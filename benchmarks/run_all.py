@@ -4,7 +4,8 @@
 
 - ``bench`` (``make bench``): no model but the bundled one's load and decoding rates: the call path, ATOMR's
   executor, Chroma, the Wikidata operations, ARM's MIP and retrieval, KAR³'s atom index and δ, ATOMR's top-1
-  calibration, pack fit and switches on recorded replies, the JSON reader, a poisoned passage against every method;
+  calibration, pack fit and switches on recorded replies, the JSON reader, a poisoned passage against every method,
+  evaluation throughput against a fixed-latency model server (one process and two workers);
 - ``arm`` (``make bench-arm``): ARM LLM-free on every question of the retrieval sets (Bird too with
   ``--bird-jar``, JAR's ``data/bird``), its index at 10^4–10^6 objects, its n-gram grammar;
 - ``local`` (``make bench-local``): the bundled Gemma-3-270M through the stages and methods; the papers'
@@ -68,6 +69,7 @@ BENCH = (
     Step("atomr_switches_replies", "benchmarks.bench_atomr_switches", ("replies",), ("atomr_switches_replies.json",)),
     Step("json_reader", "benchmarks.bench_json_reader", ("--out", _out("json_reader.json")), ("json_reader.json",)),
     Step("injection", "benchmarks.bench_injection", ("--out", _out("injection.json")), ("injection.json",)),
+    Step("throughput", "benchmarks.bench_throughput", ("--out", _out("throughput.json")), ("throughput.json",)),
 )
 
 ARM = (
@@ -83,6 +85,8 @@ ARM = (
     Step("arm_scale", "benchmarks.bench_arm_scale",
          ("--sizes", "10000,100000,300000,1000000", "--out", _out("arm_scale.json")), ("arm_scale.json",)),
     Step("ngram_grammar", "benchmarks.bench_ngram_grammar", ("--out", _out("ngram_grammar.json")), ("ngram_grammar.json",)),
+    Step("served_grammar", "benchmarks.bench_served_grammar", ("--out", _out("served_grammar.json")),
+         ("served_grammar.json",)),
 )
 
 LOCAL = (

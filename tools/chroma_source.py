@@ -27,6 +27,7 @@ from atomgraph.errors import ConfigError, SourceError
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.run import Evidence
 from atomgraph.tools.base import KnowledgeSource
+from atomgraph.tools.query_embedding import batcher_of, query_vectors
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +190,7 @@ class ChromaWikipediaSource(KnowledgeSource):
         self._client = client
         self._collection = None
         self._lock = threading.Lock()
+        self._primed: dict[str, list[float]] = {}  # query -> its vector, embedded ahead (prime_queries)
 
     # --- storage ----------------------------------------------------------------------------
     def _open(self, *, create: bool = False):
@@ -253,6 +255,30 @@ class ChromaWikipediaSource(KnowledgeSource):
         return 0 if collection is None else collection.count()
 
     # --- search -----------------------------------------------------------------------------
+    PRIMED_MAX = 1024  # query vectors held for searches to come; the oldest go first
+
+    def prime_queries(self, queries: list[str]) -> int:
+        """Embed ``queries`` in one batch ahead of their searches (:func:`query_vectors`); each
+        search of one of them then takes its vector instead of embedding it alone. How many were
+        embedded. ATOMR's scheduler primes the queries of the steps it sends together."""
+        todo = [q for q in dict.fromkeys(queries) if q and q.strip() and q not in self._primed]
+        if not todo:
+            return 0
+        vectors = query_vectors(self.embeddings, todo)
+        with self._lock:
+            for q, v in zip(todo, vectors):
+                self._primed[q] = list(v)
+            for q in list(self._primed)[: max(0, len(self._primed) - self.PRIMED_MAX)]:
+                del self._primed[q]
+        return len(todo)
+
+    def _query_vector(self, query: str) -> list[float]:
+        """The query's primed vector, else embedded with the queries of searches running at the same
+        moment (:mod:`atomgraph.tools.query_embedding`)."""
+        with self._lock:
+            vector = self._primed.pop(query, None)
+        return vector if vector is not None else batcher_of(self, self.embeddings).vectors([query])[0]
+
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         collection = self._open()
         if collection is None:
@@ -260,7 +286,7 @@ class ChromaWikipediaSource(KnowledgeSource):
         self._check(collection)
         if not query or not query.strip() or k < 1:
             return []
-        vector = self.embeddings.embed_query(query)
+        vector = self._query_vector(query)
         _, built_dim = recorded_model(collection)
         if built_dim is not None and len(vector) != built_dim:
             check_model(collection, self.model_id, len(vector))
