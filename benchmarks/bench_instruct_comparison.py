@@ -353,7 +353,12 @@ async def run_cell(method: str, key: str, questions: list, model_dir: Path, sett
               f"calls {(r.get('usage') or {}).get('llm_calls')} {str(r.get('predicted') or '')[:60]!r}"
               + (f" error {str(r['error'])[:80]!r}" if r.get("error") else ""), file=sys.stderr, flush=True)
 
-    await arun_eval(method, questions, model_dir / key / method, settings=settings, dataset_name=DATASETS[key],
+    run_dir = model_dir / key / method
+    if len(_records(run_dir, {e.id for e in questions})) == len(questions):
+        # complete: nothing to run (a run.json written by older code may list fewer settings)
+        print(f"{method} {key}: complete ({len(questions)} questions), not run again", file=sys.stderr, flush=True)
+        return
+    await arun_eval(method, questions, run_dir, settings=settings, dataset_name=DATASETS[key],
                     concurrency=1, progress=False, resume=True, deadline_s=deadline, on_record=show)
 
 
