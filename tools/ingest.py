@@ -248,6 +248,9 @@ def ingest(
         validate_inputs(inputs, fmt, limit, encoding)  # bad input: an error before anything is created
     emb = embedding_model(embeddings if embeddings is not None else settings)
     model_id = embedding_id(emb)
+    from atomgraph.warmup import WarmUp, warm_embeddings
+
+    warm_embeddings(emb, WarmUp(progress))  # loaded with a line, before the store opens and the first batch
 
     try:
         client = chroma_client(path=persist or settings.chroma_path, host=host, port=port)
