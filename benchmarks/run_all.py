@@ -67,6 +67,8 @@ BENCH = (
     Step("atomr_switches_replies", "benchmarks.bench_atomr_switches", ("replies",), ("atomr_switches_replies.json",)),
     Step("json_reader", "benchmarks.bench_json_reader", ("--out", _out("json_reader.json")), ("json_reader.json",)),
     Step("injection", "benchmarks.bench_injection", ("--out", _out("injection.json")), ("injection.json",)),
+    Step("cold_start", "benchmarks.bench_cold_start", ("--runtimes", "--out", _out("cold_start.json")),
+         ("cold_start.json",)),
 )
 
 ARM = (
