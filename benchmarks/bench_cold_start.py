@@ -45,12 +45,40 @@ REPLY = "So the answer is: Paris"
 COMMANDS = ("index", "ask_rag", "ask_atomr", "eval_rag", "eval_kar3", "eval_atomr")
 
 
+def _stage_replies(questions: list[str]):
+    """A reply by stage, so that each method reaches its retrieval: ATOMR's plan is one Search
+    leaf under the question, source selection picks Wikipedia, KAR³'s atomizer turns each sentence
+    into a question (``atomgraph.testing.sentence_atoms``); every other stage gets :data:`REPLY`.
+    The stage is read from the prompt as the tests' OpenAI-compatible server reads it."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from openai_compat_server import all_stages, stage_of
+
+    from atomgraph.testing import sentence_atoms
+
+    stages = all_stages()
+
+    def reply(text: str) -> str:
+        stage = stage_of(text, stages)
+        if stage == "plan":
+            q = next((q for q in sorted(questions, key=len, reverse=True) if q in text), questions[0])
+            return json.dumps({q: [f"1. {q}"], f"1. {q}": f'Search("{q}")'})
+        if stage == "source_selection":
+            return "Wikipedia"
+        if stage == "atomize":
+            return sentence_atoms(text)
+        return REPLY
+
+    return reply
+
+
 class LatencyServer:
     """OpenAI-compatible chat completions on 127.0.0.1: each request waits ``latency_s`` and gets
-    :data:`REPLY`; :attr:`arrivals` holds ``(time.time(), last message text)`` per request."""
+    the reply for its stage (:func:`_stage_replies`); :attr:`arrivals` holds ``(time.time(), last
+    message text)`` per request."""
 
-    def __init__(self, latency_s: float):
+    def __init__(self, latency_s: float, questions: list[str]):
         self.latency_s = latency_s
+        self.reply = _stage_replies(questions)
         self.arrivals: list[tuple[float, str]] = []
         server = self
 
@@ -67,7 +95,7 @@ class LatencyServer:
                 server.arrivals.append((t, str(messages[-1].get("content") or "")))
                 time.sleep(server.latency_s)
                 structured = (body.get("response_format") or {}).get("type") == "json_schema"
-                text = "{}" if structured else REPLY
+                text = "{}" if structured else server.reply("\n".join(str(m.get("content") or "") for m in messages))
                 data = json.dumps({
                     "id": "cold", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
                     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
@@ -160,17 +188,21 @@ def _corpus(folder: Path, n: int = 40) -> tuple[Path, list[dict]]:
 
 def measure(exe: str, latency_s: float, only: list[str] | None) -> dict:
     wanted = [c for c in COMMANDS if only is None or c in only]
-    server = LatencyServer(latency_s)
     out: dict = {"load_before": list(os.getloadavg())}
     with tempfile.TemporaryDirectory(prefix="atomgraph-cold-") as tmp:
         folder = Path(tmp)
         chroma = folder / "chroma"
-        env = _env(folder, server.port, chroma)
         corpus, questions = _corpus(folder)
+        server = LatencyServer(latency_s, [q["question"] for q in questions])
+        env = _env(folder, server.port, chroma)
         run = _run([exe, "index", "wikipedia", str(corpus), "--persist", str(chroma), "--collection", "wikipedia"],
                    env, folder)
         if "index" in wanted:
             out["index"] = {"embedding_model_ready_s": _loaded_at(run), "done_s": run["exit_s"], "rc": run["rc"]}
+        if "eval_kar3" in wanted:  # KAR³'s atom index over the same passages (atomized by the server)
+            run = _run([exe, "index", "atoms", "--from-collection", "wikipedia", "--collection", "wikipedia",
+                        "--concurrency", "8"], env, folder)
+            out["index_atoms"] = {"embedding_model_ready_s": _loaded_at(run), "done_s": run["exit_s"], "rc": run["rc"]}
         for name in wanted:
             if name.startswith("ask_"):
                 method = name.split("_", 1)[1]
@@ -196,7 +228,7 @@ def measure(exe: str, latency_s: float, only: list[str] | None) -> dict:
                     row["warm_answer_s"] = round(recs[1] - recs[0], 3)
                 out[name] = row
             print(name, json.dumps(out.get(name)), file=sys.stderr, flush=True)
-    server.close()
+        server.close()
     out["load_after"] = list(os.getloadavg())
     return out
 
