@@ -79,6 +79,7 @@ class LatencyServer:
     def __init__(self, latency_s: float, questions: list[str]):
         self.latency_s = latency_s
         self.reply = _stage_replies(questions)
+        from openai_compat_server import send_json  # the tests' server's reply writer
         self.arrivals: list[tuple[float, str]] = []
         server = self
 
@@ -96,15 +97,10 @@ class LatencyServer:
                 time.sleep(server.latency_s)
                 structured = (body.get("response_format") or {}).get("type") == "json_schema"
                 text = "{}" if structured else server.reply("\n".join(str(m.get("content") or "") for m in messages))
-                data = json.dumps({
+                send_json(self, {
                     "id": "cold", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
                     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
