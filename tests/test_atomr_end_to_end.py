@@ -212,6 +212,18 @@ def test_demo_with_an_unusable_model_explains_how_to_configure_one(capsys, tmp_p
     assert not (tmp_path / ".atomgraph").exists()  # nothing was indexed
 
 
+@pytest.mark.parametrize("installed", [True, False])
+def test_ask_without_a_model_names_the_local_models(capsys, monkeypatch, installed):
+    """With nothing configured, `atomgraph ask` names the in-process models as options: the packaged
+    instruction-tuned one (installed, or the extra that installs it) and the bundled base model."""
+    monkeypatch.setattr("atomgraph.local.packaged.packaged_installed", lambda name: installed)
+    assert main(["ask", "Who advised Werner Heisenberg?"]) == 2
+    err = capsys.readouterr().err
+    assert "no chat model is configured" in err and "ATOMGRAPH_MODEL=local:qwen2.5-1.5b" in err
+    assert ("installed" in err) if installed else ("pip install 'atomgraph[qwen]'" in err)
+    assert "ATOMGRAPH_MODEL=local " in err and "Traceback" not in err
+
+
 def test_demo_without_a_model_runs_the_bundled_local_model(capsys, monkeypatch):
     """No model configured: the bundled local model, said in one line, on fewer questions
     (the real run is tests/test_local_model.py's end-to-end test)."""
@@ -227,7 +239,7 @@ def test_demo_without_a_model_runs_the_bundled_local_model(capsys, monkeypatch):
         return demo_run.DemoResult(records=[record])  # a question's error is data: the demo ran
 
     monkeypatch.setattr(demo_run, "run_demo", fake_run_demo)
-    monkeypatch.setattr("atomgraph.commands.demo._instruct_installed", lambda: False)  # no `qwen` extra
+    monkeypatch.setattr("atomgraph.local.packaged.packaged_installed", lambda name: False)  # no `qwen` extra
     assert main(["demo"]) == 0
     err = capsys.readouterr().err
     assert err.count(LOCAL_NOTICE) == 1 and "Traceback" not in err
@@ -241,7 +253,8 @@ def test_demo_without_a_model_prefers_the_instruction_tuned_model_when_installed
     """With the `qwen` extra installed the demo runs the packaged instruction-tuned model, says so,
     and keeps the stages' own output caps (the base model's short ones are for the base model)."""
     import atomgraph.demo_run as demo_run
-    from atomgraph.commands.demo import INSTRUCT_MODEL, INSTRUCT_NOTICE, INSTRUCT_STAGE_CAPS
+    from atomgraph.commands.demo import INSTRUCT_NOTICE, INSTRUCT_STAGE_CAPS
+    from atomgraph.models import INSTRUCT_MODEL
 
     seen = {}
 
@@ -253,7 +266,7 @@ def test_demo_without_a_model_prefers_the_instruction_tuned_model_when_installed
 
     monkeypatch.setattr(demo_run, "run_demo", fake_run_demo)
     monkeypatch.setattr(demo_run, "demo_models", lambda settings, factory=None: {"planner": "stand-in"})
-    monkeypatch.setattr("atomgraph.commands.demo._instruct_installed", lambda: True)
+    monkeypatch.setattr("atomgraph.local.packaged.packaged_installed", lambda name: True)
     assert main(["demo"]) == 0
     err = capsys.readouterr().err
     assert err.count(INSTRUCT_NOTICE) == 1 and "Traceback" not in err

@@ -169,3 +169,44 @@ async def test_forced_tool_calls_invoke_and_stream():
         {"function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer",
                                                                                         "maximum": 999}}}}}])
     assert not calls and "outside the tool's schema" in invalid[0]["error"] and invalid[0]["name"] == "f"
+
+
+def test_tagged_replies_are_read_as_calls_and_bad_ones_recorded():
+    """A reply to tools shown by a model's own template (Qwen2.5's <tool_call> format) is read
+    without loading a model: tagged blocks, fenced or bare call objects are calls; text outside
+    is the content; a block that is no complete call of an offered tool is an invalid call that
+    says why, never an exception."""
+    from atomgraph.local.chat import _Call
+
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}}}]
+    model = SmallCapChatLocalLlama()
+
+    def read(text: str, finish: str = "stop", parallel: bool = True):
+        content, calls, bad = model._read_tagged(text, finish, _Call(prompt=[], tools=tools, tagged=True,
+                                                                    parallel=parallel))
+        return content, [(c["name"], c["args"]) for c in calls], [(b["name"], b["error"]) for b in bad]
+
+    sf = ("get_weather", {"location": "SF"})
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"location": "SF"}}\n</tool_call>'
+    assert read("Let me check.\n" + call) == ("Let me check.", [sf], [])
+    assert read('```json\n{"name": "get_weather", "arguments": {"location": "SF"}}\n```\nDone.') == ("Done.", [sf], [])
+    assert read('{"name": "get_weather", "arguments": "{\\"location\\": \\"SF\\"}"}') == ("", [sf], [])
+    assert read(call + call) == ("", [sf, sf], [])
+    one, bad = read(call + call, parallel=False)[1:]
+    assert one == [sf] and "parallel_tool_calls=False" in bad[0][1]
+    for text in ("It is sunny.", '{{"name": "get_weather", "arguments": {"location": "SF"}}}',
+                 '```python\nprint({"name": "get_weather"})\n```'):
+        assert read(text) == (text, [], [])  # text, an echo inside braces, code: no call
+    cut = read('<tool_call>\n{"name": "get_weather", "arguments": {"loc', "length")
+    assert cut[1] == [] and "cut by the output cap" in cut[2][0][1]
+    assert "names no tool offered" in read('<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>')[2][0][1]
+    assert "not a JSON object" in read("<tool_call>[1, 2]</tool_call>")[2][0][1]
+    assert "outside the tool's schema" in read('<tool_call>{"name": "get_weather", "arguments": '
+                                               '{"location": 5}}</tool_call>')[2][0][1]
+
+
+def test_the_bundled_base_model_keeps_our_own_tool_format():
+    """Gemma-3-270M has no chat template, so no tools section: tools are offered in our format."""
+    model = SmallCapChatLocalLlama()
+    assert model.engine.tool_call_template is False

@@ -337,3 +337,25 @@ def test_split_plans_one_plan_per_root_question():
              "2. What is the nationality of [1]?": 'Relate([1], "nationality")'}
     mine = parse_tree(split_plans(stray)[1])
     assert mine[0].question == Q and len(mine) == 3
+
+
+def test_a_sibling_repeating_another_under_a_new_number_is_dropped_and_its_number_aliased():
+    """A small model's list runs on (a planner's tree never asks one question twice): the repeat is
+    dropped, a reference to its number reads the question it repeats, and both are recorded."""
+    q = "Which church in Einstein's birthplace has the tallest steeple?"
+    tree = parse_tree({
+        q: ["1. Where was Albert Einstein born?", "2. Which steeple is the tallest?", "3. Which church in [1] has [2]?",
+            "4. Which church is in [5]?", "5. Which steeple is the tallest?"],
+        "1. Where was Albert Einstein born?": 'Search("Albert Einstein", "birthplace")',
+        "2. Which steeple is the tallest?": 'Search("tallest steeple")',
+        "3. Which church in [1] has [2]?": 'Relate([1], "church")',
+        "4. Which church is in [5]?": 'Filter([5], "church")',
+        "5. Which steeple is the tallest?": 'Search("tallest steeple")',
+    })
+    assert tree.nodes[0].children == [1, 2, 3, 4] and 5 not in tree.nodes
+    assert tree.nodes[4].question == "Which church is in [2]?" and tree.nodes[4].operator.args[0] == "[2]"
+    assert any("a repeat of" in r and "[5] reads [2]" in r for r in tree.repairs)
+    # the same question with another value is not a repeat: both stay
+    other = parse_tree({q: ["1. Who built it?", "2. Who built it?"], "1. Who built it?": 'Search("church", "builder")',
+                        "2. Who built it?": 'Search("steeple", "builder")'})
+    assert other.nodes[0].children == [1, 2]

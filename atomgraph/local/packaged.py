@@ -113,6 +113,18 @@ def packaged_model(name: str) -> PackagedModel | None:
     return PACKAGED.get(name)
 
 
+def packaged_installed(name: str) -> bool:
+    """Whether every data package of the packaged model ``name`` is installed at its pinned version."""
+    spec = packaged_model(name)
+    if spec is None:
+        return False
+    try:
+        part_files(spec)
+    except (ConfigError, ImportError):
+        return False
+    return True
+
+
 def model_dir() -> Path:
     """The folder of assembled models: ``$ATOMGRAPH_MODEL_DIR``, else ``~/.cache/atomgraph/models``."""
     from atomgraph.environment import env_value

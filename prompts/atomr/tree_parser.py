@@ -88,6 +88,7 @@ class _Builder:
         self.repairs = repairs
         self.entries: list[_Entry] = []
         self.by_key: dict[str, _Entry] = {}
+        self.aliases: dict[str, str] = {}  # the number of a dropped repeat -> the number of the question it repeats
         self.flattened = False
 
     # --- collecting entries -------------------------------------------------------------
@@ -248,7 +249,12 @@ class _Builder:
             while queue:
                 p = queue.pop(0)
                 order.append(p)
+                siblings: dict[tuple[str, str], _Entry] = {}
                 for c in self._children_of(p, root):
+                    twin = siblings.setdefault((_loose(c.text), repr(c.value)), c)
+                    if twin is not c and id(c) not in placed and c.label and twin.label:
+                        self._drop_repeat(c, twin, p)
+                        continue
                     if c is p or c in p.ancestors():
                         raise TreeParseError(
                             f"cycle: {_short(p.key)!r} lists its own ancestor {_short(c.key)!r} as a sub-question"
@@ -271,6 +277,16 @@ class _Builder:
             if not orphans:
                 return order
             self._adopt(self._pick_orphan(orphans), order, root, queue, placed)
+
+    def _drop_repeat(self, c: _Entry, twin: _Entry, p: _Entry) -> None:
+        """Drop ``c``, a sibling that repeats ``twin``'s question and value under another number
+        (a small model's list running on; a planner's tree never asks one question twice): its
+        number becomes an alias of ``twin``'s, so a reference to it reads ``twin``'s answer."""
+        self.entries.remove(c)
+        self.by_key.pop(c.key, None)
+        self.aliases[c.label] = twin.label
+        self.repairs.append(f"{_short(p.key, 40)!r} lists {_short(c.key, 40)!r}, a repeat of {_short(twin.key, 40)!r}; "
+                            f"dropped it ([{c.label}] reads [{twin.label}])")
 
     def _pick_orphan(self, orphans: list[_Entry]) -> _Entry:
         """The next unplaced entry to attach: one that no entry lists (the others are reached
@@ -377,7 +393,7 @@ def _rewrite(text: str, mapping: dict[str, int]) -> str:
     return LABEL_REF_RE.sub(lambda m: f"[{mapping[m.group(1)]}]" if m.group(1) in mapping else m.group(0), text)
 
 
-def _build_nodes(order: list[_Entry], repairs: list[str]) -> dict[int, TreeNode]:
+def _build_nodes(order: list[_Entry], repairs: list[str], aliases: dict[str, str] | None = None) -> dict[int, TreeNode]:
     root = order[0]
     by_label: dict[str, list[_Entry]] = defaultdict(list)
     for e in order[1:]:
@@ -411,7 +427,7 @@ def _build_nodes(order: list[_Entry], repairs: list[str]) -> dict[int, TreeNode]
             for m in LABEL_REF_RE.finditer(t):
                 label = m.group(1)
                 if label not in mapping:
-                    mapping[label] = _resolve_ref(label, e, by_label, root).id
+                    mapping[label] = _resolve_ref((aliases or {}).get(label, label), e, by_label, root).id
                 if mapping[label] != e.id:
                     if mapping[label] not in refs:
                         refs.append(mapping[label])
@@ -501,7 +517,7 @@ def parse_tree(raw: dict | str, question: str | None = None) -> ReasoningTree:
     root = b.find_root(question)
     order = b.link(root)
     _assign_ids(order, repairs)
-    nodes = _build_nodes(order, repairs)
+    nodes = _build_nodes(order, repairs, b.aliases)
     _check_cycles(nodes)
     q = _norm(question) if question and question.strip() else root.text
     return ReasoningTree(question=q, nodes=nodes, root=0, repairs=repairs)
