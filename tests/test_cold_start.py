@@ -113,3 +113,32 @@ def test_query_priming_reports_progress_and_fills_the_cache(small_batches):
     quiet = io.StringIO()
     index.prime_queries(["another question"], progress=BuildProgress(False, quiet))
     assert quiet.getvalue() == ""
+
+
+async def test_after_the_warm_up_no_question_loads_the_embedding_model(tmp_path, monkeypatch):
+    """As ``eval run`` does: the warm-up loads the model on this (the main) thread; then eight
+    concurrent questions over the store retrieve without loading anything."""
+    from atomgraph import embeddings
+    from atomgraph.demo_run import demo_settings, index_demo_passages
+    from atomgraph.graphs.registry import build_method
+    from atomgraph.testing import ScriptedChatModel
+
+    settings = demo_settings(Settings(cache=False), tmp_path / "chroma").model_copy(update={"sources": ["wikipedia"]})
+    index_demo_passages(settings)
+    loads: list[str] = []
+    real = embeddings.require
+
+    def counted(module, *args):
+        if module == "sentence_transformers":
+            loads.append(threading.current_thread().name)
+        return real(module, *args)
+
+    monkeypatch.setattr(embeddings, "_MODELS", {})  # as in a fresh process
+    monkeypatch.setattr(embeddings, "require", counted)
+    model = ScriptedChatModel(default="So the answer is: Ulm")
+    warm_up("rag", settings, model)
+    assert loads == [threading.main_thread().name]
+    graph = build_method("rag", model=model, settings=settings)
+    outs = await graph.abatch([{"question": f"Where was Albert Einstein born? ({i})"} for i in range(8)])
+    assert all(o["retriever_calls"] and not o["retriever_calls"][0]["error"] for o in outs)
+    assert loads == [threading.main_thread().name]
