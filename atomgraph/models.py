@@ -269,7 +269,47 @@ def structured_model(model: Any, schema: Any) -> Any:
         return model.model_copy(update={"bound": structured_model(model.bound, schema)})
     if isinstance(model, RunnableBinding) and _needs_rebuild(model.bound):
         return structured_model(_bind_inside(model.bound, model.kwargs), schema)
+    if _llamacpp_served(model):
+        return _llamacpp_structured(model, schema)
     return model.with_structured_output(schema, include_raw=True)
+
+
+def _llamacpp_structured(model: Any, schema: Any) -> Any:
+    """``with_structured_output(schema, include_raw=True)`` for a llama.cpp server: the schema goes as
+    the server's ``response_format`` (``json_object`` with a ``schema``) in the request body, so the
+    reply comes back through the plain chat path — a reply cut at the output cap is read as a cut reply
+    (ChatOpenAI's own structured path raises for it) — and is parsed as ``with_structured_output`` does."""
+    from operator import itemgetter
+
+    from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
+    from langchain_core.runnables import RunnableMap, RunnablePassthrough
+
+    body = {**(getattr(model, "extra_body", None) or {}), "response_format": _json_object_format(schema)}
+    llm = model.model_copy(update={"extra_body": body})
+    parser = (PydanticOutputParser(pydantic_object=schema) if hasattr(schema, "model_json_schema")
+              else JsonOutputParser())
+    parsed = RunnablePassthrough.assign(parsed=itemgetter("raw") | parser, parsing_error=lambda _: None)
+    failed = RunnablePassthrough.assign(parsed=lambda _: None)
+    return RunnableMap(raw=llm) | parsed.with_fallbacks([failed], exception_key="parsing_error")
+
+
+def _llamacpp_served(model: Any) -> bool:
+    """Whether ``model`` is an OpenAI client of a llama.cpp server (:func:`atomgraph.backends.backend`:
+    the server's ``/models`` listing, read once per URL), whose structured output is a ``response_format``
+    of type ``json_object`` with a ``schema`` (llama-cpp-python's server refuses the type ``json_schema``)."""
+    from atomgraph.backends import backend, is_openai_client
+
+    return is_openai_client(model) and backend(model)[0] == "llamacpp"
+
+
+def _json_object_format(schema: Any) -> dict:
+    """The llama.cpp ``response_format`` for ``schema`` (a pydantic class or a JSON schema)."""
+    from langchain_core.utils.function_calling import convert_to_json_schema
+
+    from atomgraph.prompts.constraints import json_object_format
+
+    as_json = schema.model_json_schema() if hasattr(schema, "model_json_schema") else convert_to_json_schema(schema)
+    return json_object_format(as_json)
 
 
 def _is_retry(model: Any) -> bool:

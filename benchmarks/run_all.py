@@ -84,6 +84,8 @@ ARM = (
     Step("arm_scale", "benchmarks.bench_arm_scale",
          ("--sizes", "10000,100000,300000,1000000", "--out", _out("arm_scale.json")), ("arm_scale.json",)),
     Step("ngram_grammar", "benchmarks.bench_ngram_grammar", ("--out", _out("ngram_grammar.json")), ("ngram_grammar.json",)),
+    Step("served_grammar", "benchmarks.bench_served_grammar", ("--out", _out("served_grammar.json")),
+         ("served_grammar.json",)),
 )
 
 LOCAL = (

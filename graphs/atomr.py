@@ -45,6 +45,7 @@ from atomgraph.nodes.atomr.node_reasoning import (make_closed_book_node, make_di
                                                   make_run_operator_node, make_select_sources_node)
 from atomgraph.nodes.atomr.plan import make_plan_node, make_review_node
 from atomgraph.nodes.runtime import MethodRuntime
+from atomgraph.nodes.sync import on_loop
 from atomgraph.settings import Settings
 from atomgraph.state.atomr import AtomRState, StepInput
 from atomgraph.tools.base import KnowledgeSource, SourceSet
@@ -65,7 +66,7 @@ def build_atomr_graph(
     rt = MethodRuntime.for_method("atomr", model, sources, settings)
     builder = rt.state_graph(AtomRState)
     builder.add_node("plan", make_plan_node(rt))
-    builder.add_node("review_plan", make_review_node(rt))
+    builder.add_node("review_plan", on_loop(make_review_node(rt)))
     builder.add_node("schedule", make_schedule_node(rt), destinations=(*STEP_NODES.values(), "finalize"))
     builder.add_node("select_sources", make_select_sources_node(rt), input_schema=StepInput)
     builder.add_node("run_operator", make_run_operator_node(rt), input_schema=StepInput)
@@ -73,7 +74,7 @@ def build_atomr_graph(
     builder.add_node("reason_siblings", make_reason_siblings_node(rt), input_schema=StepInput)
     builder.add_node("direct_rag", make_direct_rag_node(rt), input_schema=StepInput)
     builder.add_node("closed_book", make_closed_book_node(rt), input_schema=StepInput)
-    builder.add_node("finalize", finalize)
+    builder.add_node("finalize", on_loop(finalize))
     builder.add_edge(START, "plan")
     builder.add_edge("plan", "review_plan")
     builder.add_edge("review_plan", "schedule")

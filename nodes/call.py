@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -310,10 +311,23 @@ def usage_encoding():
         return None
 
 
+# A text is counted piece by piece, split after a newline that a non-space character follows: no
+# cl100k pre-token crosses that point (a newline run ends its pre-token), so the pieces' counts sum to
+# the whole text's. Each piece's count is kept: a stage's instructions and demonstrations, most of
+# every prompt, are encoded once a process rather than on every call.
+_PIECE_BOUNDARY = re.compile(r"(?<=\n)(?=\S)")
+
+
+@lru_cache(maxsize=8192)
+def _piece_tokens(piece: str) -> int:
+    return len(usage_encoding().encode_ordinary(piece))
+
+
 def count_tokens(text: str) -> int | None:
     """cl100k tokens in ``text`` (special-token strings counted as plain text); None without a tokenizer."""
-    enc = usage_encoding()
-    return None if enc is None else len(enc.encode_ordinary(text))
+    if usage_encoding() is None:
+        return None
+    return sum(_piece_tokens(p) for p in _PIECE_BOUNDARY.split(text))
 
 
 def usage_problem(sent: str, reply: str, prompt_tokens: int, completion_tokens: int, *,
@@ -335,8 +349,8 @@ def usage_problem(sent: str, reply: str, prompt_tokens: int, completion_tokens: 
                 problems.append(f"{what} tokens {n} for {len(text)} characters "
                                 f"(a tokenizer gives {least} to {most + slack})")
             continue
-        counted = len(enc.encode_ordinary(text))
-        widen = len(enc.encode_ordinary(extra)) if extra else 0
+        counted = count_tokens(text) or 0
+        widen = (count_tokens(extra) or 0) if extra else 0
         least = USAGE_RATIO_LOW * counted - slack
         most = USAGE_RATIO_HIGH * (counted + widen) + slack
         if n < least or (extra is not None and n > most):
@@ -668,7 +682,7 @@ async def call_stage(stage: Stage, variables: dict[str, Any], model: Any, config
         if reply.failed:
             return StageResult(None, None, reply.call, applied=applied)
         result = read_reply(stage, variables, reply, cap, constraint, applied)
-        if result.ok and result.call.parse_error is None:
+        if pending and result.ok and result.call.parse_error is None:
             await asyncio.to_thread(reply_cache.keep, pending, result.message)  # SQLite, off the event loop
     _describe_constraint(result.call, constraint, applied)
     return result

@@ -387,7 +387,8 @@ class MethodRuntime(Generic[C]):
         recorder.defaults["model"] = name
         if temperature is None:
             temperature = self.run_choices().temperature
-        if constraint is not None and (id(model), backend_kind) not in self._backends:
+        if ((constraint is not None or settings.structured_output)  # a llama.cpp server's structured form too
+                and (id(model), backend_kind) not in self._backends):
             await asyncio.to_thread(self.backend_of, model, backend_kind)  # may ask the server who it is: off the loop
         runnable, applied = self._runnable(stage, role, model, local, cap, temperature, constraint, logprobs,
                                            backend_kind)

@@ -19,7 +19,8 @@ import threading
 import time
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import get_runtime
 
@@ -184,8 +185,9 @@ def bounded(afunc):
         deadline = deadline_of(config)
         if deadline is None:
             return await afunc(inp, config)
-        try:
-            return await asyncio.wait_for(afunc(inp, config), max(0.0, deadline + DEADLINE_GRACE_S - time.time()))
+        try:  # a timeout on this task, not a task of its own per node (asyncio.wait_for)
+            async with asyncio.timeout(max(0.0, deadline + DEADLINE_GRACE_S - time.time())):
+                return await afunc(inp, config)
         except (asyncio.TimeoutError, TimeoutError) as exc:
             if time.time() < deadline + DEADLINE_GRACE_S:
                 raise  # a timeout of the node's own
@@ -196,7 +198,34 @@ def bounded(afunc):
     return node
 
 
-def dual(afunc) -> RunnableLambda:
+class Node(Runnable[Any, Any]):
+    """A graph node with both call forms: ``func`` in a sync run, ``afunc`` in an async one, each
+    with the run config LangGraph hands the node. LangGraph already traces every node as a run;
+    a :class:`~langchain_core.runnables.RunnableLambda` around it would add a second run per node
+    and inspect the function's signature on every call (both per step, which a loaded machine
+    multiplies)."""
+
+    def __init__(self, func, afunc, name: str):
+        self.func, self.afunc, self.name = func, afunc, name
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+        config = ensure_config(config)
+        token = var_child_runnable_config.set(config)  # get_config() / get_runtime() inside read it
+        try:
+            return self.func(input, config)
+        finally:
+            var_child_runnable_config.reset(token)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+        config = ensure_config(config)
+        token = var_child_runnable_config.set(config)
+        try:
+            return await self.afunc(input, config)
+        finally:
+            var_child_runnable_config.reset(token)
+
+
+def dual(afunc) -> Node:
     """An async node usable from ``graph.ainvoke`` (on the caller's loop) as well as from
     ``graph.invoke`` / ``batch`` / ``stream`` (on :func:`sync_loop`, the one loop of sync runs),
     bounded by the run's deadline (:func:`bounded`)."""
@@ -205,7 +234,25 @@ def dual(afunc) -> RunnableLambda:
     def func(inp, config: RunnableConfig):
         return run_sync(afunc(inp, config))
 
-    return RunnableLambda(func, afunc=afunc, name=afunc.__name__)
+    return Node(func, afunc, afunc.__name__)
+
+
+def on_loop(func) -> Node:
+    """A quick sync node (no I/O) run where its run runs: on the event loop in an async run, in the
+    caller's thread in a sync one. LangGraph hands a plain sync node of an async run to a worker
+    thread; that hand-off costs more than such a node, and a loaded machine multiplies it."""
+    if "config" not in inspect.signature(func).parameters:
+        plain = func
+
+        def func(inp, config: RunnableConfig):  # noqa: F811 - the node's one calling form
+            return plain(inp)
+
+        func.__name__ = plain.__name__
+
+    async def afunc(inp, config: RunnableConfig):
+        return func(inp, config)
+
+    return Node(func, afunc, func.__name__)
 
 
 class MethodStateGraph(StateGraph):
@@ -229,7 +276,7 @@ class MethodStateGraph(StateGraph):
             check(state, config)
             return end_key
 
-        return self.add_conditional_edges(START, door, [end_key])
+        return self.add_conditional_edges(START, on_loop(door), [end_key])
 
     def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> "MethodStateGraph":  # type: ignore[override]
         if action is None and inspect.iscoroutinefunction(node):  # add_node(afunc): named after it

@@ -79,6 +79,12 @@ class FinalAnswer(BaseModel):
     answer: str = Field(description="The shortest full answer: an entity, date, number, yes or no.")
 
 
+# Chain-of-thought's structured reply: the reasoning is required, so a grammar built from the schema
+# (grammar converters write required fields first) has the model reason before it answers.
+class ReasonedAnswer(FinalAnswer):
+    reasoning: str = Field(description="Step-by-step reasoning, in a few short sentences, before the answer.")
+
+
 def _structured_answer(a: FinalAnswer) -> str:
     """The ``answer`` field read as a reply is (a small model writes 'So the answer is: X' there
     too: X is the answer), held to the answer contract."""
@@ -90,7 +96,8 @@ def _structured_answer(a: FinalAnswer) -> str:
 def _stage(name: str, max_tokens: int) -> Stage[str]:
     system = PROMPTS[name].messages[0].prompt.template
     parser = answer_parser([system], DEMONSTRATION_PAIRS, require_marker=(name == "cot"))
-    return Stage(name=name, role="answerer", prompt=PROMPTS[name], parser=parser, schema=FinalAnswer,
+    schema = ReasonedAnswer if name == "cot" else FinalAnswer
+    return Stage(name=name, role="answerer", prompt=PROMPTS[name], parser=parser, schema=schema,
                  from_structured=_structured_answer, max_tokens=max_tokens, stop=FEW_SHOT_STOPS, answers=True,
                  demonstrations=tuple(DEMONSTRATIONS),
                  reread=lambda text, inputs: without_restated_question(text, str(inputs.get("question") or "")))

@@ -15,7 +15,7 @@ backend (:func:`backend`):
 |---|---|---|---|---|
 | ``local`` (in-process llama.cpp) | ``choices=`` | ``json_schema=`` | ``grammar=`` | ``ngram_trie=`` beam search |
 | ``vllm`` (OpenAI-compatible) | ``structured_outputs.choice`` | ``structured_outputs.json`` | ``structured_outputs.grammar`` | — |
-| ``llamacpp`` server | ``grammar`` (alternatives) | ``json_schema`` | ``grammar`` | — |
+| ``llamacpp`` server | ``grammar`` (alternatives) | ``response_format`` ``json_object`` + ``schema`` | ``grammar`` | — |
 | ``openai`` (api.openai.com) | JSON-schema ``enum`` (≤ 1,000 values) | ``response_format`` strict | — | — |
 | anything else | — | — | — | — |
 
@@ -178,6 +178,13 @@ def list_grammar(strings: Iterable[str], *, open: str = "(", close: str = ")", s
     return Grammar("\n".join([head, *rules]) + "\n")
 
 
+def json_object_format(schema: dict) -> dict:
+    """The ``response_format`` that asks a llama.cpp server for JSON valid under ``schema``
+    (``{"type": "json_object", "schema": ...}``: llama-cpp-python's server refuses the type
+    ``json_schema``; llama.cpp's own server takes both)."""
+    return {"type": "json_object", "schema": schema}
+
+
 def enum_schema(options: Sequence[str], key: str = "value") -> dict:
     """A JSON schema ``{key: one of options}`` (OpenAI structured outputs have no bare enum)."""
     return {"type": "object", "properties": {key: {"type": "string", "enum": list(options)}},
@@ -237,7 +244,9 @@ def request_form(kind: str, constraint: Constraint) -> tuple[dict[str, Any], str
         if isinstance(constraint, Choice):
             return {"extra_body": {"grammar": choice_grammar(constraint.options)}}, "llama.cpp grammar"
         if isinstance(constraint, JsonSchema):
-            return {"extra_body": {"json_schema": constraint.schema}}, "llama.cpp json_schema"
+            # the form llama.cpp's server and llama-cpp-python's (``llama_cpp.server``) both take
+            return {"extra_body": {"response_format": json_object_format(constraint.schema)}}, \
+                "llama.cpp response_format json_object schema"
         return {"extra_body": {"grammar": constraint.gbnf}}, "llama.cpp grammar"
     # openai
     if isinstance(constraint, Choice):

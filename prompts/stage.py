@@ -387,7 +387,10 @@ def check_debris(answer: object, question: object) -> str:
     if not q:
         return text
     entity = re.match(r"\s*(?:who|whom|whose|where)\b", q, re.I)
-    yes_no = re.match(r"\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", q, re.I)
+    # a yes/no question opens with an auxiliary and asks nothing else ("Do Lafzon Ki Kahani, ...
+    # released in which year, ...?" opens with a title and asks a year)
+    yes_no = (re.match(r"\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", q, re.I)
+              and not re.search(r"\b(?:what|which|when|where|who|whom|whose|how)\b", q, re.I))
     if entity or yes_no or not _ASKS_NUMBER.search(q):
         raise AnswerRefused("debris", f"{_show(text)}: numbers the question does not ask for")
     return text

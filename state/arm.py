@@ -76,18 +76,25 @@ class ArmContext:
                     "recorded in problems"),
     ] = "free"
     served_alignment: Annotated[
-        Literal["shortlist", "grammar"],
+        Literal["shortlist", "grammar", "candidates"],
         stage_field("information_alignment",
                     "served vLLM / llama.cpp models: 'grammar' (paper) = a list of corpus n-grams under a "
-                    "prefix-factored grammar of every corpus n-gram; where the server takes no grammar (OpenAI) "
-                    "or the collection has more than grammar_max_ngrams, the shortlist, recorded in problems; "
-                    "'shortlist' (switch) = one n-gram of a lexical shortlist per keyword"),
+                    "prefix-factored grammar of every corpus n-gram; where that grammar exceeds grammar_max_ngrams "
+                    "or grammar_max_bytes, each keyword's list under a grammar of its own candidates, and where the "
+                    "server takes no grammar (OpenAI), the shortlist, recorded in problems; 'candidates' (switch) = "
+                    "each keyword's list under a grammar of its shortlist_size lexical candidates; 'shortlist' "
+                    "(switch) = one n-gram of a lexical shortlist per keyword"),
     ] = "grammar"
     grammar_max_ngrams: Annotated[
         int, stage_field("information_alignment",
-                         "served_alignment='grammar': a collection with more corpus n-grams uses the shortlist "
-                         "(recorded in the trace)", ge=1)
+                         "served_alignment='grammar': a collection with more corpus n-grams decodes each keyword "
+                         "under a grammar of its candidates (recorded in the trace)", ge=1)
     ] = 200_000
+    grammar_max_bytes: Annotated[
+        int, stage_field("information_alignment",
+                         "served_alignment='grammar': a corpus grammar over this many bytes is not sent; each "
+                         "keyword's list is decoded under a grammar of its candidates (recorded in the trace)", ge=1)
+    ] = 4_000_000
     shortlist_size: Annotated[
         int, stage_field("information_alignment", "corpus n-grams offered to the model per keyword", ge=1)
     ] = 50

@@ -46,6 +46,7 @@ class Decoding(TypedDict, total=False):
     why: str
     backend: str
     vote: str
+    grammar: dict  # ngram_grammar: the grammar form sent ("corpus" or "candidates") and its size
 
 
 class Candidate(TypedDict):

@@ -30,6 +30,7 @@ SHARED_DATA = Path(os.environ.get("ATOMGRAPH_SHARED_DATA", REPO.parent / "shared
 # order, so no test can depend on this; the rest keep their collection order.
 LONGEST_FIRST = ("test_hostile_matrix.py",  # ~160 s
                  "test_local_contract.py",  # ~105 s
+                 "test_llama_server.py",  # ~100 s (one CPU: the llama.cpp server and the run)
                  "test_notebooks.py",  # ~95 s
                  "test_langgraph_dev.py",  # ~80 s
                  "test_local_model.py",  # ~80 s

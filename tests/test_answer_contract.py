@@ -246,7 +246,7 @@ async def test_self_ask_and_ircot_refuse_their_example_answer_without_support():
 @pytest.mark.parametrize("answer,question", [
     ("1, 100000", "Who directed the film Jaws?"), ("1, 100000", "What is the capital of France?"),
     ("3", "Who was Werner Heisenberg's doctoral advisor?"), ("12", "Where did Arnold Sommerfeld die?"),
-    ("2", "Is Paris the capital of France?"), ("model", "Who was the doctoral advisor of Heisenberg?"),
+    ("2", "Is Paris the capital of France?"), ("1950", "Were Ann and Bob born in the same year?"), ("model", "Who was the doctoral advisor of Heisenberg?"),
     # the bundled model's reply to the demo's first question (benchmarks/results/local_contract.json)
     ("1", "What is the name of the church in Albert Einstein's birthplace whose steeple is the tallest?"),
     ("1855, 1", "Which was founded first: the school where Einstein earned his doctorate or the one where Bohr did?"),
@@ -267,6 +267,9 @@ def test_numbers_and_role_words_the_question_does_not_ask_for_are_debris(answer,
     ("1791", "When was Charles Babbage born?"), ("3 March 1847", "What is the birth date of Bell?"),
     ("model", "What was Twiggy's profession?"), ("Munich", "Where did Sommerfeld die?"), ("1, 2", ""),
     ("7", "What number did Pelé wear?"), ("4", "What is 2 + 2?"), ("1879", "In what year was Einstein born?"),
+    # a title opening with an auxiliary is not a yes/no question (a HippoRAG HotpotQA question, gold 2011)
+    ("2011", "Do Lafzon Ki Kahani, is a 2016 Indian Hindi-language romantic drama film, it is a remake of Always, "
+             "released in which year, is a South Korean film directed by Song Il-gon?"),
 ])
 def test_numbers_asked_for_and_entities_are_answers(answer, question):
     from atomgraph.prompts.stage import check_debris
@@ -294,3 +297,14 @@ def test_a_title_that_ends_in_a_question_mark_is_an_answer(title):
 def test_a_restated_question_is_still_an_echo(echo):
     with pytest.raises(AnswerRefused, match=r"\(echo\)"):
         check_answer(echo)
+
+
+def test_chain_of_thought_structured_reply_reasons_before_it_answers():
+    """A grammar built from a schema writes its required fields first: chain-of-thought's schema
+    requires its reasoning, ahead of the answer; standard prompting and RAG keep it optional."""
+    from atomgraph.prompts.baselines import STAGES
+
+    cot = STAGES["cot"].schema.model_json_schema()
+    assert cot["required"] == ["reasoning", "answer"] and list(cot["properties"]) == ["reasoning", "answer"]
+    for name in ("standard", "rag"):
+        assert STAGES[name].schema.model_json_schema()["required"] == ["answer"]

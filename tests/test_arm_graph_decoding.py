@@ -77,7 +77,8 @@ def test_the_constraint_is_bound_to_the_model_call(index, mode, key):
     assert verify_kwargs  # the verifier is constrained to the draft's ids as well
     vk = verify_kwargs[0]
     schema = (vk["response_format"]["json_schema"]["schema"] if mode == "openai_json_schema"
-              else vk["extra_body"].get("json_schema") or vk["extra_body"]["structured_outputs"]["json"])
+              else vk["extra_body"]["response_format"]["schema"] if mode == "llamacpp_grammar"
+              else vk["extra_body"]["structured_outputs"]["json"])
     assert set(schema["properties"]["objects"]["items"]["enum"]) <= {o.id for o in OBJECTS}
 
 

@@ -154,15 +154,21 @@ def _reply(stage, body):
             "arm_verify": '{"reasoning": "r", "objects": ["p1", "p2"]}'}.get(stage, "So the answer is: Munich")
 
 
-@pytest.mark.parametrize("owned_by,field", [("vllm", "structured_outputs"), ("llamacpp", "grammar")])
-def test_served_model_gets_the_corpus_grammar(index, ngrams, owned_by, field):
-    server = LoopbackServer(owned_by, _reply)
+def served_run(index, owned_by: str, reply, **context):
+    """One ARM run (``served_alignment="grammar"``, k = 2) against a loopback server owned by ``owned_by``."""
+    server = LoopbackServer(owned_by, reply)
     try:
         probe_server.cache_clear()
         out = build_arm_graph(model=server.model(), objects=index).invoke(
-            {"question": QUESTION}, context={"served_alignment": "grammar", "k": 2})
+            {"question": QUESTION}, context={"served_alignment": "grammar", "k": 2, **context})
     finally:
         server.close()
+    return server, out
+
+
+@pytest.mark.parametrize("owned_by,field", [("vllm", "structured_outputs"), ("llamacpp", "grammar")])
+def test_served_model_gets_the_corpus_grammar(index, ngrams, owned_by, field):
+    server, out = served_run(index, owned_by, _reply)
     trace = out["trace"]
     assert trace["decoding"]["mode"] == "ngram_grammar" and trace["decoding"]["backend"] == owned_by
     assert f"{len(ngrams):,} corpus n-grams" in trace["decoding"]["why"]
@@ -177,20 +183,32 @@ def test_served_model_gets_the_corpus_grammar(index, ngrams, owned_by, field):
     assert len(calls) == 2 and all(c["constraint"].endswith("grammar") for c in calls)
 
 
-def test_too_big_a_grammar_or_no_grammar_keeps_the_shortlist(index):
+def test_no_grammar_keeps_the_shortlist(index):
     def reply(stage, body):
         return "sommerfeld" if stage == "arm_align" else _reply(stage, body)
 
-    for owned_by, context, why in [("vllm", {"grammar_max_ngrams": 10}, "exceed grammar_max_ngrams (10)"),
-                                   ("someone", {}, "the other backend takes no grammar")]:
-        server = LoopbackServer(owned_by, reply)
-        try:
-            probe_server.cache_clear()
-            out = build_arm_graph(model=server.model(), objects=index).invoke(
-                {"question": QUESTION}, context={"served_alignment": "grammar", "k": 2, **context})
-        finally:
-            server.close()
-        dec = out["trace"]["decoding"]
-        assert dec["mode"] in ("vllm_choice", "free") and why in dec["why"] and "shortlist instead" in dec["why"]
-        assert any("Options:" in b["messages"][-1]["content"] for b in server.requests)
-        assert not any("N-grams:" in b["messages"][-1]["content"] for b in server.requests)
+    server, out = served_run(index, "someone", reply)
+    dec = out["trace"]["decoding"]
+    assert dec["mode"] == "free" and "the other backend takes no grammar" in dec["why"] and "shortlist instead" in dec["why"]
+    assert any("Options:" in b["messages"][-1]["content"] for b in server.requests)
+    assert not any("N-grams:" in b["messages"][-1]["content"] for b in server.requests)
+
+
+@pytest.mark.parametrize("context,why", [({"grammar_max_ngrams": 10}, "exceed grammar_max_ngrams (10)"),
+                                         ({"grammar_max_bytes": 100}, "exceed grammar_max_bytes (100)"),
+                                         ({"served_alignment": "candidates"}, "served_alignment=candidates")])
+def test_too_big_a_grammar_sends_each_keywords_candidates(index, context, why):
+    """The corpus grammar over a limit (or the switch): each keyword's list under a grammar of its own
+    lexical candidates, each request's grammar and its size in the trace."""
+    server, out = served_run(index, "vllm", _reply, **context)
+    dec = out["trace"]["decoding"]
+    assert dec["mode"] == "ngram_grammar" and why in dec["why"] and dec["grammar"]["form"] == "candidates"
+    align = [b for b in server.requests if "N-grams:" in b["messages"][-1]["content"]]
+    assert len(align) == 2 and not any("Options:" in b["messages"][-1]["content"] for b in server.requests)
+    sent = {b["messages"][-1]["content"].rsplit("Keyword:", 1)[1].split("\n")[0].strip():
+            b["structured_outputs"]["grammar"] for b in align}
+    for kw, size in dec["grammar"]["keywords"].items():
+        assert size["bytes"] == len(sent[kw].encode()) < len(ngram_list_grammar(index.trie.iterkeys()).gbnf.encode())
+        assert 0 < size["ngrams"] <= 50
+    assert all(index.has_ngram(a["ngram"]) for a in out["trace"]["aligned"])
+    assert any("instead of every corpus n-gram" in p for p in out["trace"]["problems"]) == ("served_alignment" not in context)

@@ -371,3 +371,27 @@ def test_sync_invoke_and_json_trace():
     out = graph.invoke({"question": COMPARE_Q})
     json.dumps(out["trace"])  # the trace is plain JSON
     assert re.search(r"Grouplogic", out["answer"])
+
+
+async def test_an_async_run_hands_nothing_to_a_worker_thread():
+    """Every node of the graph (the scheduler, review, finalize, the door too) runs on the event loop,
+    and small in-memory sources are searched in place: a warm async run submits nothing to the loop's
+    executor (each hand-off costs more than such a node, and a loaded machine multiplies it)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Counting(ThreadPoolExecutor):  # the default executor as it is, counting what it is handed
+        submitted = 0
+
+        def submit(self, *args, **kwargs):
+            self.submitted += 1
+            return super().submit(*args, **kwargs)
+
+    model = atomr_scripted_model({COMPARE_Q: COMPARE_TREE, BRIDGE_Q: BRIDGE_TREE})
+    graph = build_atomr_graph(model=model, sources=sources(), settings=Settings(cache=False))
+    await graph.ainvoke({"question": COMPARE_Q})  # sources open on first use (off the loop)
+    loop = asyncio.get_running_loop()
+    executor = Counting()
+    loop.set_default_executor(executor)
+    out = await graph.ainvoke({"question": BRIDGE_Q})
+    assert out["answer"] and executor.submitted == 0

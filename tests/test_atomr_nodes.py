@@ -141,16 +141,16 @@ async def test_direct_rag_keeps_unreadable_output_and_marks_failures(tree):
     assert out["runs"][0].step == "closed_book"  # the root ended empty
 
 
-def test_schedule_dispatches_ready_nodes_within_budget_and_parallelism(tree):
+async def test_schedule_dispatches_ready_nodes_within_budget_and_parallelism(tree):
     runs = initial_runs(tree)
     state = {"question": Q, "tree": tree, "runs": runs, "llm_calls": [{"stage": "plan", "retry": False}]}
     schedule = make_schedule_node(runtime(ScriptedChatModel(), THREE))
-    cmd = schedule(state, {})
+    cmd = await schedule(state, {})
     assert isinstance(cmd, Command) and [s.arg["node_id"] for s in cmd.goto] == [1, 2]
     assert all(isinstance(s, Send) and s.node == "select_sources" and s.arg["budget"] == 1 for s in cmd.goto)
-    assert [s.arg["node_id"] for s in schedule(state, {"configurable": {"max_parallel": 1}}).goto] == [1]
-    assert [s.arg["node_id"] for s in schedule(state, {"configurable": {"max_llm_calls": 2}}).goto] == [1]
-    stop = schedule(state, {"configurable": {"max_llm_calls": 1}})
+    assert [s.arg["node_id"] for s in (await schedule(state, {"configurable": {"max_parallel": 1}})).goto] == [1]
+    assert [s.arg["node_id"] for s in (await schedule(state, {"configurable": {"max_llm_calls": 2}})).goto] == [1]
+    stop = await schedule(state, {"configurable": {"max_llm_calls": 1}})
     assert stop.goto == "finalize" and "budget" in stop.update["stopped"]
 
 

@@ -214,3 +214,70 @@ def test_same_code_path_over_a_chroma_server(chroma_server, tmp_path, shared_dat
     hits = source.search("Teutberga queen of Lotharingia", k=2)
     assert hits[0].title == "Teutberga" and hits[0].score > 0.5
     assert not (tmp_path / "chroma").exists()  # nothing embedded was created
+
+
+# --- query priming: many queries embedded in one batch, the same hits as one by one ---------------------
+
+
+class CountingEmbeddings(SentenceTransformerEmbeddings):
+    """The default embedding model, counting its batches and single queries."""
+
+    def __init__(self):
+        base = embedding_model(Settings())
+        super().__init__(base.location, base.model_id, device=base.device, batch_size=base.batch_size)
+        self.batches: list[list[str]] = []
+        self.singles: list[str] = []
+
+    def embed_documents(self, texts):
+        self.batches.append(list(texts))
+        return super().embed_documents(texts)
+
+    def embed_query(self, text):
+        self.singles.append(text)
+        return super().embed_query(text)
+
+
+def _same_hits(a: list[Evidence], b: list[Evidence]) -> bool:
+    return [h.id for h in a] == [h.id for h in b] and all(abs(x.score - y.score) < 1e-5 for x, y in zip(a, b))
+
+
+def test_primed_queries_give_the_hits_of_one_by_one(indexed):
+    settings, _, passages = indexed
+    queries = [f"{p.title} {p.text.split('. ')[0]}" for p in passages[:5]] + ["music of the 1990s"]
+    alone = ChromaWikipediaSource(COLLECTION, settings=settings)
+    one_by_one = [alone.search(q, k=4) for q in queries]
+    counting = CountingEmbeddings()
+    primed = ChromaWikipediaSource(COLLECTION, settings=settings, embeddings=counting)
+    assert primed.prime_queries(queries + queries[:2] + ["  "]) == len(queries)  # each once; blank ones never
+    assert counting.batches == [queries] and counting.singles == []
+    assert all(_same_hits(primed.search(q, k=4), hits) for q, hits in zip(queries, one_by_one))
+    assert counting.singles == []  # every search took its primed vector
+    assert _same_hits(primed.search(queries[0], k=4), one_by_one[0]) and counting.singles == [queries[0]]
+
+
+async def test_atomr_embeds_its_ready_leaves_queries_in_one_batch(indexed):
+    """Two independent Search leaves are ready together: the scheduler embeds both queries in one
+    batch, and the run reads the same evidence as a run whose source embeds each query alone."""
+    from atomgraph.graphs.atomr import build_atomr_graph
+    from atomgraph.testing import answer_reply, atomr_scripted_model
+
+    settings, _, passages = indexed
+    a, b = passages[3].title, passages[40].title
+    question = f"Which came first, {a} or {b}?"
+    plan = {question: ["1. What is " + a + "?", "2. What is " + b + "?", "3. Given [1] and [2], which came first?"],
+            "1. What is " + a + "?": f'Search("{a}")', "2. What is " + b + "?": f'Search("{b}")',
+            "3. Given [1] and [2], which came first?": "[DR]"}
+
+    async def run(source):
+        model = atomr_scripted_model({question: plan}, answer=lambda stage, text: answer_reply("ok"))
+        out = await build_atomr_graph(model=model, sources=[source], settings=settings).ainvoke({"question": question})
+        return {n["id"]: n["evidence"] for n in out["trace"]["nodes"]}
+
+    counting = CountingEmbeddings()
+    batched = await run(ChromaWikipediaSource(COLLECTION, settings=settings, embeddings=counting))
+    assert counting.batches == [[a, b]] and counting.singles == []
+    alone = ChromaWikipediaSource(COLLECTION, settings=settings)
+    alone.prime_queries = None  # a source that cannot embed ahead: each search embeds its own query
+    one_by_one = await run(alone)
+    assert [[e["title"] for e in ev] for ev in batched.values()] == [[e["title"] for e in ev] for ev in one_by_one.values()]
+    assert batched[1] and batched[2]

@@ -280,6 +280,16 @@ def test_server_usage_is_checked_against_the_tokenizer_count():
     assert "prompt tokens 1 reported" in usage_problem(prompt * 4, reply, 1, c, prompt_extra=None)
 
 
+def test_a_prompt_counted_piece_by_piece_counts_as_the_whole():
+    """count_tokens splits after newlines and keeps each piece's count: the sum is the whole text's count."""
+    from atomgraph.nodes.call import count_tokens, usage_encoding
+
+    texts = ["Question:\nWho?\n\nAnswer: (1) x\n  indented\n\tTab\n\n\nEnd", "a\n\n b\nc", "x:\n\n(y)\n  z\n\n",
+             "\n\nA", "1234\n567\n" * 5, "é\n😀\n\u200b\nx", 'So the answer is:\n["A"]\n', "line\r\nnext\n-item"]
+    for text in texts + texts:  # the second time from the kept pieces
+        assert count_tokens(text) == len(usage_encoding().encode_ordinary(text)), repr(text)
+
+
 def test_usage_check_falls_back_to_bounds_without_the_tokenizer(monkeypatch, caplog):
     import sys
 

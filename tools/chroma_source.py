@@ -22,7 +22,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from atomgraph.embeddings import embedding_id, embedding_model
+from atomgraph.embeddings import SentenceTransformerEmbeddings, embedding_id, embedding_model
 from atomgraph.errors import ConfigError, SourceError
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.run import Evidence
@@ -147,6 +147,18 @@ def check_model(collection, model_id: str, dim: int | None = None) -> None:
         )
 
 
+def embed_queries(embeddings: Embeddings, texts: list[str]) -> list[list[float]]:
+    """Query vectors of ``texts``: in one batch where the model embeds a query as it embeds a
+    document (sentence-transformers, OpenAI; a model's own ``embed_queries`` where it has one),
+    else one ``embed_query`` after another."""
+    many = getattr(embeddings, "embed_queries", None)
+    if callable(many):
+        return list(many(texts))
+    if isinstance(embeddings, SentenceTransformerEmbeddings) or type(embeddings).__name__ == "OpenAIEmbeddings":
+        return embeddings.embed_documents(texts)
+    return [embeddings.embed_query(t) for t in texts]
+
+
 class ChromaWikipediaSource(KnowledgeSource):
     """Top-k Wikipedia passages ("Title | text") by embedding similarity."""
 
@@ -189,6 +201,7 @@ class ChromaWikipediaSource(KnowledgeSource):
         self._client = client
         self._collection = None
         self._lock = threading.Lock()
+        self._primed: dict[str, list[float]] = {}  # query -> its vector, embedded ahead (prime_queries)
 
     # --- storage ----------------------------------------------------------------------------
     def _open(self, *, create: bool = False):
@@ -253,6 +266,28 @@ class ChromaWikipediaSource(KnowledgeSource):
         return 0 if collection is None else collection.count()
 
     # --- search -----------------------------------------------------------------------------
+    PRIMED_MAX = 1024  # query vectors held for searches to come; the oldest go first
+
+    def prime_queries(self, queries: list[str]) -> int:
+        """Embed ``queries`` in one batch ahead of their searches (:func:`embed_queries`); each
+        search of one of them then takes its vector instead of embedding it alone. How many were
+        embedded. ATOMR's scheduler primes the queries of the steps it sends together."""
+        todo = [q for q in dict.fromkeys(queries) if q and q.strip() and q not in self._primed]
+        if not todo:
+            return 0
+        vectors = embed_queries(self.embeddings, todo)
+        with self._lock:
+            for q, v in zip(todo, vectors):
+                self._primed[q] = list(v)
+            for q in list(self._primed)[: max(0, len(self._primed) - self.PRIMED_MAX)]:
+                del self._primed[q]
+        return len(todo)
+
+    def _query_vector(self, query: str) -> list[float]:
+        with self._lock:
+            vector = self._primed.pop(query, None)
+        return vector if vector is not None else self.embeddings.embed_query(query)
+
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         collection = self._open()
         if collection is None:
@@ -260,7 +295,7 @@ class ChromaWikipediaSource(KnowledgeSource):
         self._check(collection)
         if not query or not query.strip() or k < 1:
             return []
-        vector = self.embeddings.embed_query(query)
+        vector = self._query_vector(query)
         _, built_dim = recorded_model(collection)
         if built_dim is not None and len(vector) != built_dim:
             check_model(collection, self.model_id, len(vector))

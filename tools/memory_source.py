@@ -32,6 +32,24 @@ class InMemorySource(KnowledgeSource):
     def unavailable_reason(self) -> str | None:
         return None if self._docs else "the collection is empty"
 
+    # A collection this small is searched in place (well under a millisecond), not handed to a worker
+    # thread: the hand-off costs more than the search, and a loaded machine multiplies it.
+    INLINE_MAX_PASSAGES = 100
+
+    def _in_place(self) -> bool:  # a subclass's own search (it may do I/O) goes to a thread as usual
+        return (len(self._docs) <= self.INLINE_MAX_PASSAGES and type(self).search is InMemorySource.search
+                and type(self).operate is KnowledgeSource.operate)
+
+    async def asearch(self, query: str, k: int = 3) -> list[Evidence]:
+        if self._in_place():
+            return self.search(query, k)
+        return await super().asearch(query, k)
+
+    async def aoperate(self, operator: str, args: list[str], question: str, k: int = 3) -> list[Evidence]:
+        if self._in_place():
+            return self.operate(operator, args, question, k)
+        return await super().aoperate(operator, args, question, k)
+
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         q = set(words(query))
         scored = []

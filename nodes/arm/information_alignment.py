@@ -8,8 +8,9 @@ align — each keyword rephrased as corpus n-grams, by the path the model allows
 | model | path | trace ``decoding.mode`` |
 |---|---|---|
 | in-process (``ATOMGRAPH_MODEL=local``) | a list ``(a, b, …)`` by beam search over a token trie of every corpus n-gram (the paper's) | ``local_trie_beam`` |
-| vLLM / llama.cpp server, ``served_alignment="grammar"`` (the paper's, default) | a list ``(a, b, …)`` under a prefix-factored grammar of every corpus n-gram | ``ngram_grammar`` |
-| OpenAI, a collection over ``grammar_max_ngrams``, or ``served_alignment="shortlist"`` (switch) | one n-gram of a ≤ ``shortlist_size`` lexical shortlist (``Choice``) | ``vllm_choice``, ``llamacpp_grammar``, ``openai_json_schema`` |
+| vLLM / llama.cpp server, ``served_alignment="grammar"`` (the paper's, default) | a list ``(a, b, …)`` under a prefix-factored grammar of every corpus n-gram (``decoding.grammar.form`` ``corpus``) | ``ngram_grammar`` |
+| the same, the corpus grammar over ``grammar_max_ngrams`` or ``grammar_max_bytes``, or ``served_alignment="candidates"`` (switch) | a list ``(a, b, …)`` under a grammar of the keyword's ≤ ``shortlist_size`` lexical candidates (``candidates``) | ``ngram_grammar`` |
+| OpenAI, or ``served_alignment="shortlist"`` (switch) | one n-gram of a ≤ ``shortlist_size`` lexical shortlist (``Choice``) | ``vllm_choice``, ``llamacpp_grammar``, ``openai_json_schema`` |
 | anything else | free text, snapped to the nearest corpus n-gram | ``free`` |
 
 retrieve — "each list of N-grams decoded is used as a query to search for chunks, considering
@@ -210,12 +211,20 @@ def make_align_node(art: ArmRuntime) -> Callable:
                           f"{len(index.trie)} corpus n-grams")
             constraint = TokenTrie(trie, beam_width=ctx.beam_width, n_best=1, open=LOCAL_LIST_OPEN, close=LIST_CLOSE, sep=LIST_SEP)
             return await _align_lists(art, ctx, index, state, config, constraint, dec, "beam")
-        if ctx.served_alignment == "grammar":
-            grammar, note = await asyncio.to_thread(served_grammar, index, dec["backend"], ctx.grammar_max_ngrams)
-            if grammar is not None:
-                dec = Decoding(mode="ngram_grammar", backend=dec["backend"], why=f"{dec['why']}; {note}")
-                return await _align_lists(art, ctx, index, state, config, grammar, dec, "grammar")
-            dec["why"] = f"{dec['why']}; served_alignment=grammar: {note}: shortlist instead"
+        if ctx.served_alignment in ("grammar", "candidates"):
+            if ctx.served_alignment == "grammar":
+                grammar, note = await asyncio.to_thread(served_grammar, index, dec["backend"], ctx.grammar_max_ngrams,
+                                                        ctx.grammar_max_bytes)
+                if grammar is not None:
+                    dec = Decoding(mode="ngram_grammar", backend=dec["backend"], why=f"{dec['why']}; {note}",
+                                   grammar=grammar_size("corpus", grammar, len(index.trie)))
+                    return await _align_lists(art, ctx, index, state, config, grammar, dec, "grammar")
+            else:
+                note = "served_alignment=candidates"
+            if dec["backend"] in GRAMMAR_BACKENDS:  # a grammar the request can carry: each keyword's own candidates
+                return await _align_candidate_lists(art, ctx, index, state, config, dec, note)
+            note = note if ctx.served_alignment == "grammar" else f"the {dec['backend']} backend takes no grammar"
+            dec["why"] = f"{dec['why']}; served_alignment={ctx.served_alignment}: {note}: shortlist instead"
             out = await _align_shortlists(art, ctx, index, state, config, dec)
             out["problems"] = [f"align: {note}; one n-gram of a shortlist per keyword instead of the paper's list"] + \
                 out["problems"]
@@ -255,15 +264,42 @@ async def _align_shortlists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, s
     return _aligned(index, entries, [r.call for r in results], problems, dec)
 
 
+async def _align_candidate_lists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state: ArmState,
+                                 config: RunnableConfig, dec: Decoding, note: str) -> dict[str, Any]:
+    """Each keyword's list ``(a, b, …)`` under a grammar of that keyword's own lexical candidates
+    (:func:`candidate_grammar`): where the corpus grammar is too big to send with every request, or
+    ``served_alignment="candidates"``. The trace's ``decoding.grammar`` holds each keyword's grammar size."""
+    keywords = state.get("keywords") or []
+    found = await asyncio.to_thread(lambda: {kw: candidate_grammar(kw, index, ctx.shortlist_size) for kw in keywords})
+    grammars = {kw: g for kw, (g, _) in found.items()}
+    sizes = {kw: grammar_size("candidates", g, n) if g else {"form": "candidates", "ngrams": 0}
+             for kw, (g, n) in found.items()}
+    dec = Decoding(mode="ngram_grammar", backend=dec["backend"],
+                   why=f"{dec['why']}; {note}: each keyword's list under a grammar of its ≤ {ctx.shortlist_size} "
+                       "lexical candidates",
+                   grammar={"form": "candidates", "keywords": sizes,
+                            "bytes_max": max((z.get("bytes", 0) for z in sizes.values()), default=0)})
+    out = await _align_lists(art, ctx, index, state, config, grammars.get, dec, "grammar")
+    if ctx.served_alignment == "grammar":
+        out["problems"] = [f"align: {note}; each keyword's list under a grammar of its own candidates instead of "
+                           "every corpus n-gram"] + out["problems"]
+    return out
+
+
 async def _align_lists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state: ArmState, config: RunnableConfig,
-                       constraint: Constraint, dec: Decoding, path: str) -> dict[str, Any]:
+                       constraint: Constraint | Callable[[str], Constraint | None], dec: Decoding,
+                       path: str) -> dict[str, Any]:
     """§3.2.1 as the paper decodes it: each keyword rephrased as a list ``(a, b, …)`` of corpus
     n-grams under ``constraint`` (a token trie in process: beam search, score = mean logit per
-    n-gram; a grammar on a server). One in-process engine decodes one keyword at a time."""
+    n-gram; a grammar on a server; or a keyword's own constraint, ``constraint(keyword)``: a
+    keyword with none is aligned without the model). One in-process engine decodes one keyword at a time."""
 
     async def one(kw: str):
+        own = constraint(kw) if callable(constraint) else constraint
+        if own is None:
+            return None
         return await art.ask(ALIGN_LIST, {"question": state["question"], "keyword": kw}, config,
-                                constraint=constraint, backend_kind=dec["backend"])
+                                constraint=own, backend_kind=dec["backend"])
 
     keywords = state.get("keywords") or []
     if dec["backend"] == "local":
@@ -273,6 +309,13 @@ async def _align_lists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state:
     entries: list[Aligned] = []
     problems: list[str] = []
     for kw, result in zip(keywords, results):
+        if result is None:
+            fallback = align_keyword(kw, index, per_keyword=ctx.ngrams_per_keyword, min_score=0.0)
+            problems.append(f"align {kw!r}: no corpus n-gram is a candidate for it; "
+                            + (f"aligned without the model to {[a.ngram for a in fallback]}" if fallback else "keyword dropped"))
+            entries += [Aligned(keyword=kw, ngram=a.ngram, score=round(a.score, 4), path="fallback", mode=dec["mode"])
+                        for a in fallback]
+            continue
         beams = (getattr(result.message, "response_metadata", None) or {}).get("beams") or []
         best = beams[0] if beams else {}
         strings = best.get("strings") or (result.value if result.ok else [])
@@ -287,7 +330,7 @@ async def _align_lists(art: ArmRuntime, ctx: ArmContext, index: ArmIndex, state:
                         + (f"aligned without the model to {[a.ngram for a in fallback]}" if fallback else "keyword dropped"))
         entries += [Aligned(keyword=kw, ngram=a.ngram, score=round(a.score, 4), path="fallback", mode=dec["mode"])
                     for a in fallback]
-    return _aligned(index, entries, [r.call for r in results], problems, dec)
+    return _aligned(index, entries, [r.call for r in results if r is not None], problems, dec)
 
 
 def align_without_model(keywords: Sequence[str], index: ArmIndex, ctx: ArmContext, problems: list[str]) -> list[Aligned]:
@@ -357,10 +400,15 @@ def ngram_token_trie(index: ArmIndex, engine: Any):
     return trie
 
 
-def served_grammar(index: ArmIndex, backend: str, max_ngrams: int) -> tuple[Grammar | None, str]:
+GRAMMAR_BACKENDS = ("vllm", "llamacpp")  # the servers that take a GBNF grammar with a request
+
+
+def served_grammar(index: ArmIndex, backend: str, max_ngrams: int,
+                   max_bytes: int | None = None) -> tuple[Grammar | None, str]:
     """``served_alignment="grammar"``: the grammar of every corpus n-gram for a server that takes
-    one (built once per index), and what it is — or None and why not."""
-    if backend not in ("vllm", "llamacpp"):
+    one (built once per index), and what it is — or None and why not (no grammar on this backend,
+    more n-grams than ``max_ngrams``, more bytes than ``max_bytes``)."""
+    if backend not in GRAMMAR_BACKENDS:
         return None, f"the {backend} backend takes no grammar"
     n = len(index.trie)
     if n > max_ngrams:
@@ -369,8 +417,23 @@ def served_grammar(index: ArmIndex, backend: str, max_ngrams: int) -> tuple[Gram
     if grammar is None:
         grammar = index.__dict__["_ngram_grammar"] = ngram_list_grammar(index.trie.iterkeys())
     size = len(grammar.gbnf.encode())
+    if max_bytes is not None and size > max_bytes:
+        return None, f"the corpus grammar's {size:,} bytes exceed grammar_max_bytes ({max_bytes:,})"
     return grammar, (f"the list (a, b, …) under a prefix-factored grammar of {n:,} corpus n-grams "
                      f"({grammar.gbnf.count('::=') - 1:,} rules, {size / 1e6:.2f} MB)")
+
+
+def candidate_grammar(keyword: str, index: ArmIndex, size: int) -> tuple[Grammar | None, int]:
+    """The list grammar ``(a, b, …)`` over ``keyword``'s lexical candidates (:func:`shortlist` of each
+    of its parts, ``size`` each), the grammar a request carries where the corpus grammar is too big,
+    and how many candidates it holds; None when the keyword has no candidate."""
+    found = {s.ngram for part in keyword_parts(keyword) for s in shortlist(part, index, limit=size)}
+    return (ngram_list_grammar(found) if found else None), len(found)
+
+
+def grammar_size(form: str, grammar: Grammar, ngrams: int) -> dict[str, Any]:
+    """What the trace records of a grammar sent: its form, n-grams, rules and bytes."""
+    return {"form": form, "ngrams": ngrams, "rules": grammar.gbnf.count("::=") - 1, "bytes": len(grammar.gbnf.encode())}
 
 
 # --- corpus n-gram matching without a model: shortlists, snapping, the question's own n-grams ---

@@ -34,7 +34,9 @@ set, as the authors score it empty.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import logging
 from dataclasses import dataclass, field
 
 from langchain_core.runnables import RunnableConfig
@@ -50,6 +52,8 @@ from atomgraph.state.atomr import (AtomRContext, AtomRState, NodeRun, OperatorCa
                                    substitute_refs)
 from atomgraph.text import listed_or_whole
 from atomgraph.tools.base import retrieval_failure
+
+log = logging.getLogger(__name__)
 
 # --- Algorithm 1's table ----------------------------------------------------------------------
 
@@ -139,9 +143,15 @@ def resolve(text: str, runs: dict[int, NodeRun]) -> str:
     return substitute_refs(text, known_answers(runs))
 
 
+_RUN_LISTS = ("sources", "evidence", "filter_dropped", "subcalls", "answers", "notes")
+
+
 def current_run(inp: StepInput) -> NodeRun:
-    """A private copy of the node's run record, with its question resolved (for the trace)."""
-    run = inp["runs"][inp["node_id"]].model_copy(deep=True)
+    """A private copy of the node's run record, with its question resolved (for the trace): its
+    lists are copied; the records in them (sub-calls, evidence) are never changed once made, so they
+    are shared rather than deep-copied on every step."""
+    run = inp["runs"][inp["node_id"]]
+    run = run.model_copy(update={f: list(getattr(run, f)) for f in _RUN_LISTS})
     run.resolved_question = resolve(run.question, inp["runs"])
     return run
 
@@ -379,8 +389,67 @@ def planned_calls(state: AtomRState, i: int, n_sources: int, cap: int | None,
     return 1
 
 
+def search_text(args: list[str], question: str) -> str:
+    """The text an operator call searches a text source with: its arguments, else its question
+    (:meth:`~atomgraph.tools.base.KnowledgeSource.operate`)."""
+    return " ".join(a for a in args if a).strip() or question
+
+
+def retrieval_queries(state: AtomRState, i: int, cap: int | None) -> list[tuple[str, str]]:
+    """(source, query) of every search node ``i``'s next step makes: an operator's sub-calls
+    (Filter: one per candidate), direct RAG's questions; none for the other steps."""
+    tree, runs = state["tree"], state["runs"]
+    run = runs[i]
+    queries: list[str] = []
+    if run.step == "operate":
+        op = tree.nodes[i].operator
+        planned = plan_operator(run.question, op, runs, cap)
+        for question, args in planned.calls:
+            if op.name == "Filter":
+                condition = args[1] if len(args) > 1 else question
+                queries += [search_text([e, condition], question) for e in planned.candidates]
+            else:
+                queries.append(search_text(args, question))
+    elif run.step == "rag":
+        if run.kind == "operator" and run.subcalls:
+            queries = [s.question for s in run.subcalls if s.outcome != "answered"]
+        else:
+            queries = [q for q, _ in plan_question(run.question, runs, cap).calls]
+    return [(name, q) for name in run.sources for q in queries]
+
+
+async def prime_queries(rt: AtomRRuntime, state: AtomRState, nodes: list[int], cap: int | None) -> None:
+    """The ready leaves' retrieval queries embedded together: for each source that embeds its
+    queries (``prime_queries``, e.g. :class:`~atomgraph.tools.chroma_source.ChromaWikipediaSource`),
+    every query the steps sent now will search it with, in one batch, in one worker thread. Each
+    search then takes its vector rather than embedding it alone; one that finds none (a batch that
+    failed) embeds its query itself, as without priming."""
+    available = rt.sources().available
+    primable = {n for n, src in available.items() if callable(getattr(src, "prime_queries", None))}
+    if not primable:
+        return
+    wanted: dict[str, list[str]] = {}
+    for i in nodes:
+        for name, query in retrieval_queries(state, i, cap):
+            if name in primable:
+                wanted.setdefault(name, []).append(query)
+    work = [(available[n], qs) for n, qs in wanted.items()]
+    if not work:
+        return
+
+    def prime() -> None:
+        for source, queries in work:
+            try:
+                source.prime_queries(queries)
+            except Exception as exc:  # noqa: BLE001 - the searches embed their own queries and record any failure
+                log.warning("embedding %d queries of %s ahead failed (each search embeds its own): %s",
+                            len(queries), source.name, exc)
+
+    await asyncio.to_thread(prime)
+
+
 def make_schedule_node(rt: AtomRRuntime):
-    def schedule(state: AtomRState, config: RunnableConfig) -> Command:
+    async def schedule(state: AtomRState, config: RunnableConfig) -> Command:
         tree, runs = state["tree"], state["runs"]
         if tree is None or runs[tree.root].done:
             return Command(goto="finalize")
@@ -411,6 +480,7 @@ def make_schedule_node(rt: AtomRRuntime):
                 goto="finalize",
                 update={"stopped": f"LLM-call budget reached ({budget} calls); no prediction (the partial tree is the trace)"},
             )
+        await prime_queries(rt, state, [s.arg["node_id"] for s in sends], params.fanout_cap)
         return Command(goto=sends)
 
     return schedule

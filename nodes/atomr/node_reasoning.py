@@ -156,7 +156,8 @@ def make_run_operator_node(rt: AtomRRuntime):
         graph that runs typed programs, for Relate (``kg_program_by_model``, on by default)."""
         if not params.kg_program_by_model or op_name != "Relate":
             return []
-        return [n for n in names if hasattr(rt.sources().get(n), "answer_program")]
+        available = rt.sources()
+        return [n for n in names if hasattr(available.get(n), "answer_program")]
 
     async def filter_evidence(sources: list[str], args: list[str], candidates: list[str], question: str, k: int,
                               t: float):
@@ -262,9 +263,10 @@ def make_run_operator_node(rt: AtomRRuntime):
                 evidence, rcalls, notes = await retrieval
             # the shortcut is for passage retrieval (the authors' Text source); an atom source
             # (KAR³'s atomic questions, tools/atom_source.py) scores questions, not passages
-            kinds = {n: "atoms" if hasattr(rt.sources().get(n), "atom_index") or
-                     type(rt.sources().get(n)).__name__ == "AtomSource"
-                     else getattr(rt.sources().get(n), "kind", "text") for n in plain}
+            available = rt.sources()
+            kinds = {n: "atoms" if hasattr(available.get(n), "atom_index") or
+                     type(available.get(n)).__name__ == "AtomSource"
+                     else getattr(available.get(n), "kind", "text") for n in plain}
             evidence, shortcut = top1_shortcut(evidence, op_name, params, kinds)
             notes = notes + shortcut
         run.notes += notes
