@@ -13,7 +13,8 @@ small passage collection (40 HotpotQA passages from the shared data) is indexed 
   prints none), and the whole build.
 
 ``--atomgraph EXE`` measures another install (the tree before a change: ``--label before``);
-results of other labels already in ``--out`` are kept. ``--runtimes`` also compares embedding
+results of other labels already in ``--out`` are kept, so rounds of two installs run alternately
+(``--label after-1``, ``before-1``, ``after-2``, ...) share the machine's load. ``--runtimes`` also compares embedding
 runtimes for the bundled all-MiniLM-L6-v2 (sentence-transformers against onnxruntime over an
 ONNX export of the same weights, made here with ``torch.onnx`` when the ``onnx`` package is
 installed): a fresh process's time to its first vector, the cosine of their vectors on the
@@ -48,12 +49,13 @@ COMMANDS = ("index", "ask_rag", "ask_atomr", "eval_rag", "eval_kar3", "eval_atom
 def _stage_replies(questions: list[str]):
     """A reply by stage, so that each method reaches its retrieval: ATOMR's plan is one Search
     leaf under the question, source selection picks Wikipedia, KAR³'s atomizer turns each sentence
-    into a question (``atomgraph.testing.sentence_atoms``); every other stage gets :data:`REPLY`.
+    into a question (``atomgraph.testing.sentence_atoms``), its proposer proposes the question itself
+    and its selections take the first candidate; every other stage gets :data:`REPLY`.
     The stage is read from the prompt as the tests' OpenAI-compatible server reads it."""
     sys.path.insert(0, str(ROOT / "tests"))
     from openai_compat_server import all_stages, stage_of
 
-    from atomgraph.testing import sentence_atoms
+    from atomgraph.testing import chunks_in_context, question_of, sentence_atoms
 
     stages = all_stages()
 
@@ -66,6 +68,11 @@ def _stage_replies(questions: list[str]):
             return "Wikipedia"
         if stage == "atomize":
             return sentence_atoms(text)
+        if stage == "propose":  # KAR³: the question itself, then stop
+            subs = [question_of(text)] if chunks_in_context(text) == 0 else []
+            return json.dumps({"thinking": "", "sub_questions": subs})
+        if stage in ("select", "select_paragraph"):
+            return json.dumps({"thinking": "", ("question_idx" if stage == "select" else "paragraph_idx"): 1})
         return REPLY
 
     return reply
@@ -96,7 +103,9 @@ class LatencyServer:
                 server.arrivals.append((t, str(messages[-1].get("content") or "")))
                 time.sleep(server.latency_s)
                 structured = (body.get("response_format") or {}).get("type") == "json_schema"
-                text = "{}" if structured else server.reply("\n".join(str(m.get("content") or "") for m in messages))
+                text = server.reply("\n".join(str(m.get("content") or "") for m in messages))
+                if structured and not text.startswith("{"):
+                    text = "{}"
                 send_json(self, {
                     "id": "cold", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
                     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
@@ -368,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(Path(args.out).read_text(encoding="utf-8"))
     result.setdefault("runs", {})
     result["latency_ms"] = args.latency_ms
-    result["runs"][args.label] = measure(args.atomgraph, args.latency_ms / 1000, args.only)
+    result["runs"].setdefault(args.label, {}).update(measure(args.atomgraph, args.latency_ms / 1000, args.only))
     if args.runtimes:
         result["embedding_runtimes"] = runtimes()
     write_result(result, args.out)

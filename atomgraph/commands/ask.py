@@ -83,7 +83,6 @@ async def _durable_ask(args, model, sources, settings, show: bool) -> dict:
 
 def run(args) -> int:
     from atomgraph.graphs.registry import build_method
-
     from atomgraph.warmup import warm_up
 
     settings, model, sources = model_and_sources(args)
