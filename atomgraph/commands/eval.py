@@ -301,8 +301,8 @@ def _run(args) -> int:
     if args.server:
         server = {"server": args.server, "server_context": server_context(args, settings),
                   "server_api_key": args.server_api_key or os.environ.get("LANGGRAPH_API_KEY")}
-    else:  # the models and indexes load here, once, not inside the first questions while the others wait
-        from atomgraph.warmup import warm_up
+    elif _named_dataset(args.dataset) or Path(args.dataset).is_file():  # else the run's one-line error, nothing loaded
+        from atomgraph.warmup import warm_up  # the models and indexes load here, once, not in the first questions
 
         warm_up(args.method, settings, model, sources, show=not args.no_progress)
     result = run_eval(args.method, args.dataset, args.out, EvalOptions(
