@@ -40,7 +40,10 @@ def _client_class(lib: Any) -> type:
         """An ``AsyncClient`` whose requests go through one client per running event loop."""
 
         def __init__(self, base_url: str | None = None, timeout: Any = None) -> None:
-            super().__init__(timeout=timeout if timeout is not None else lib.Timeout(600.0), follow_redirects=True)
+            # its own transport never sends (send goes through the loop's client): an idle one, no TLS
+            # context built for it (loading the CA store costs ~30 ms of CPU per model built)
+            super().__init__(timeout=timeout if timeout is not None else lib.Timeout(600.0), follow_redirects=True,
+                             transport=lib.AsyncBaseTransport())
             self._base_url_arg = base_url
             self._timeout_arg = timeout
             self._per_loop: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]" = weakref.WeakKeyDictionary()

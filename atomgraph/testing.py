@@ -80,6 +80,16 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
+    def __getstate__(self) -> dict:
+        """Picklable (``eval run --workers`` sends the model to its worker processes): the lock is
+        not sent; each process records the prompts it sees."""
+        state = super().__getstate__()
+        return {**state, "__pydantic_private__": {**(state.get("__pydantic_private__") or {}), "_lock": None}}
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._lock = threading.Lock()
+
     @property
     def prompts(self) -> list[str]:
         """Every prompt seen so far, in arrival order."""

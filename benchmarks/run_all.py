@@ -4,7 +4,8 @@
 
 - ``bench`` (``make bench``): no model but the bundled one's load and decoding rates: the call path, ATOMR's
   executor, Chroma, the Wikidata operations, ARM's MIP and retrieval, KAR³'s atom index and δ, ATOMR's top-1
-  calibration, pack fit and switches on recorded replies, the JSON reader, a poisoned passage against every method;
+  calibration, pack fit and switches on recorded replies, the JSON reader, a poisoned passage against every method,
+  evaluation throughput against a fixed-latency model server (one process and two workers);
 - ``arm`` (``make bench-arm``): ARM LLM-free on every question of the retrieval sets (Bird too with
   ``--bird-jar``, JAR's ``data/bird``), its index at 10^4–10^6 objects, its n-gram grammar;
 - ``local`` (``make bench-local``): the bundled Gemma-3-270M through the stages and methods.
@@ -67,6 +68,7 @@ BENCH = (
     Step("atomr_switches_replies", "benchmarks.bench_atomr_switches", ("replies",), ("atomr_switches_replies.json",)),
     Step("json_reader", "benchmarks.bench_json_reader", ("--out", _out("json_reader.json")), ("json_reader.json",)),
     Step("injection", "benchmarks.bench_injection", ("--out", _out("injection.json")), ("injection.json",)),
+    Step("throughput", "benchmarks.bench_throughput", ("--out", _out("throughput.json")), ("throughput.json",)),
     Step("cold_start", "benchmarks.bench_cold_start", ("--runtimes", "--out", _out("cold_start.json")),
          ("cold_start.json",)),
 )

@@ -73,6 +73,9 @@ class RunResult:
     retried: int = 0  # errored examples of an earlier run that this run ran again
     outcome: dict = field(default_factory=dict)  # outcomes(records of this run)
     kept_errors: int = 0  # errored records of an earlier run left as they were (not transient, no retry_errors)
+    workers: int = 1  # processes that answered the questions
+    unfinished: list[str] = field(default_factory=list)  # ids left unrecorded: their worker process ended
+    worker_failures: list[str] = field(default_factory=list)  # each worker that ended early, and how
 
     @property
     def all_failed(self) -> bool:
@@ -562,7 +565,10 @@ class EvalOptions:
     ``force_new`` moves a previous run in ``out_dir`` aside instead of refusing a differing
     one. ``deadline_s``: seconds each example may take before the method's model calls are
     refused (it then ends with its best answer, the reason recorded); ``timeout_s`` cancels
-    the example outright. ``concurrency`` is 1 to :data:`MAX_CONCURRENCY`.
+    the example outright. ``concurrency`` is 1 to :data:`MAX_CONCURRENCY`: the questions in
+    flight at once, in all. ``workers``: the processes that answer them
+    (:mod:`atomgraph.evaluation.workers`; 1, the default, answers them in this process), each
+    with its share of ``concurrency``; this process alone writes the records.
     ``on_record(record)`` is called as each example finishes (in dataset order when
     ``concurrency`` is 1).
     ``checkpoint``: an SQLite file saving every step of every question (:mod:`atomgraph.checkpoint`),
@@ -596,6 +602,7 @@ class EvalOptions:
     server: str | None = None
     server_api_key: str | None = None
     server_context: dict | None = None
+    workers: int = 1
 
     def check(self) -> None:
         """A ConfigError for an option no run can take (before anything is created)."""
@@ -609,6 +616,24 @@ class EvalOptions:
         for label, v in (("timeout", self.timeout_s), ("deadline", self.deadline_s)):
             if v is not None and not (isinstance(v, (int, float)) and 0 < v < 10**7):
                 raise ConfigError(f"the {label} must be a positive number of seconds, not {v!r}")
+        self._check_workers()
+
+    def _check_workers(self) -> None:
+        from atomgraph.evaluation.workers import MAX_WORKERS, check_sendable
+
+        if not isinstance(self.workers, int) or isinstance(self.workers, bool) or not 1 <= self.workers <= MAX_WORKERS:
+            raise ConfigError(f"workers must be a whole number from 1 to {MAX_WORKERS}, not {self.workers!r}")
+        if self.workers == 1:
+            return
+        if self.workers > self.concurrency:
+            raise ConfigError(f"{self.workers} workers need a concurrency of at least {self.workers} (each answers at "
+                              f"least one question at a time), not {self.concurrency}")
+        for given, what in ((self.server, "--server (the server answers the questions)"),
+                            (self.checkpoint, "--checkpoint (one SQLite file, written by one process)"),
+                            (self.graph, "a graph object (each worker builds its own)")):
+            if given is not None:
+                raise ConfigError(f"--workers cannot run with {what}; use --workers 1")
+        check_sendable(model=self.model, sources=self.sources, settings=self.settings)
 
 
 async def arun_eval(method: str, dataset: str | Sequence[Example], out_dir: str | os.PathLike,
@@ -755,15 +780,21 @@ async def _run_locked(method: str, examples: list[Example], out: Path, opts: Eva
     done = {str(r.get("id")) for r in existing}
     todo = [e for e in examples if e.id not in done]
     graph = opts.graph
-    if graph is None and todo and remote is None:
+    pooled = opts.workers > 1 and remote is None
+    if graph is None and todo and remote is None and not pooled:
         graph = _build(build_method, method, model=opts.model, sources=opts.sources, settings=settings,
                        checkpointer=saver or InMemorySaver(serde=serializer()))
+    meta["workers"] = opts.workers
     (out / RUN_META).write_text(json.dumps(jsonable(meta), indent=2), encoding="utf-8")
     records = list(existing)
     run = _Examples(method=method, dataset=meta["dataset"], opts=opts, prices=price_table(settings), graph=graph,
                     remote=remote, run_context=run_context, durable=saver is not None,
                     retried={str(r["id"]) for r in retry}, records=records)
-    new = await run.all(todo, pred_path, len(examples) - len(todo))
+    pool = None
+    if pooled and todo:
+        new, pool = await run.in_workers(todo, pred_path, len(examples) - len(todo), settings)
+    else:
+        new = await run.all(todo, pred_path, len(examples) - len(todo))
     return RunResult(
         out_dir=out, total=len(examples), skipped=len(examples) - len(todo), finished=len(new),
         errors=sum(1 for r in new if r.get("error")),
@@ -771,6 +802,8 @@ async def _run_locked(method: str, examples: list[Example], out: Path, opts: Eva
         cost_usd=sum(r["usage"].get("cost_usd") or 0.0 for r in records), records=records,
         retried=len(retry), outcome=outcomes(new),
         kept_errors=sum(1 for r in existing if str(r.get("id")) in wanted and r.get("error")),
+        workers=opts.workers, unfinished=list(pool.unfinished) if pool else [],
+        worker_failures=list(pool.failures) if pool else [],
     )
 
 
@@ -798,6 +831,17 @@ class _Examples:
                               timeout_s=self.opts.timeout_s, deadline_s=self.opts.deadline_s,
                               run_context=self.run_context, durable=self.durable)
 
+    def _keep(self, writer: RecordWriter, rec: dict, new: list[dict], bar: Any) -> None:
+        """A finished example's record: written (durable before the next), kept, handed to ``on_record``."""
+        writer.write(rec)
+        self.records.append(rec)
+        new.append(rec)
+        if self.opts.on_record is not None:
+            self.opts.on_record(rec)
+        if bar is not None:
+            bar.set_postfix_str(_postfix(self.records), refresh=False)
+            bar.update(1)
+
     async def all(self, todo: list[Example], pred_path: Path, skipped: int) -> list[dict]:
         """Run ``todo``, each record written (and handed to ``on_record``) as it finishes."""
         new: list[dict] = []
@@ -807,14 +851,7 @@ class _Examples:
         async def worker(ex: Example) -> None:
             async with sem:
                 rec = await self.one(ex)
-            writer.write(rec)
-            self.records.append(rec)
-            new.append(rec)
-            if self.opts.on_record is not None:
-                self.opts.on_record(rec)
-            if bar is not None:
-                bar.set_postfix_str(_postfix(self.records), refresh=False)
-                bar.update(1)
+            self._keep(writer, rec, new, bar)
 
         with RecordWriter(pred_path) as writer:
             try:
@@ -823,6 +860,42 @@ class _Examples:
                 if bar is not None:
                     bar.close()
         return new
+
+    async def in_workers(self, todo: list[Example], pred_path: Path, skipped: int, settings: Settings):
+        """Run ``todo`` in ``opts.workers`` processes (:mod:`atomgraph.evaluation.workers`); each
+        record written here as it arrives. Returns (the new records, the pool's outcome)."""
+        import functools
+
+        from atomgraph.environment import sealed, shared_data_dir
+        from atomgraph.evaluation.workers import run_pool
+
+        new: list[dict] = []
+        bar = _progress_bar(skipped + len(todo), skipped, self.method, self.dataset) if self.opts.progress else None
+        build = functools.partial(_worker_graph, self.method, self.opts.model, self.opts.sources, settings)
+        answer = functools.partial(_run_one, method=self.method, dataset=self.dataset, prices=self.prices,
+                                   timeout_s=self.opts.timeout_s, deadline_s=self.opts.deadline_s,
+                                   run_context=self.run_context, durable=False)
+
+        with RecordWriter(pred_path) as writer:
+            try:
+                outcome = await asyncio.to_thread(
+                    run_pool, todo, workers=self.opts.workers, concurrency=self.opts.concurrency, build=build,
+                    answer=answer, on_record=lambda rec: self._keep(writer, rec, new, bar), sealed=sealed(),
+                    data_dir=shared_data_dir())
+            finally:
+                if bar is not None:
+                    bar.close()
+        return new, outcome
+
+
+def _worker_graph(method: str, model: Any, sources: Any, settings: Settings):
+    """The graph a worker process answers with (:mod:`atomgraph.evaluation.workers`)."""
+    from atomgraph.checkpoint import serializer
+    from atomgraph.graphs.registry import build_method
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    return _build(build_method, method, model=model, sources=sources, settings=settings,
+                  checkpointer=InMemorySaver(serde=serializer()))
 
 
 def server_run_context(settings: Settings, context: dict | None, applied: dict | None) -> dict:

@@ -107,6 +107,7 @@ class MethodRuntime(Generic[C]):
         self._models_arg = models
         self._models: dict[str, Any] | None = None
         self._named_models: dict[tuple[str, float | None], Any] = {}
+        self._build_lock = threading.Lock()  # models are built in worker threads (amodel), once
         self._settings = settings
         self._sourcing = RunSources(sources, self.settings)
         self._chains: dict[tuple, Any] = {}  # (stage, role, model, cap, mode, temperature) -> capped model
@@ -189,10 +190,14 @@ class MethodRuntime(Generic[C]):
         if name:
             key = (name, None)
             if key not in self._named_models:
-                self._named_models[key] = chat_model_named(name, self.settings())
+                with self._build_lock:
+                    if key not in self._named_models:
+                        self._named_models[key] = chat_model_named(name, self.settings())
             return self._named_models[key]
         if self._models is None:
-            self._models = resolve_models(self._models_arg, self.settings(), self.roles)
+            with self._build_lock:  # the questions of a run start together: the models are built once
+                if self._models is None:
+                    self._models = resolve_models(self._models_arg, self.settings(), self.roles)
         if role not in self._models:
             raise ConfigError(f"model role {role!r} is not declared by this method; its roles are "
                               f"{', '.join(self._models)} (atomgraph/methods.py)")

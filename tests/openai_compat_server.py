@@ -11,13 +11,19 @@ prompt (the template's first message; ATOMR's stages by default, every method's 
 whitespace-separated word here. Like real servers it speaks HTTP/1.1 and keeps connections
 alive, so a client's connection pool reuses them from call to call.
 
-    python tests/openai_compat_server.py SCRIPT.json [--all-stages]   # prints the port, then serves
+    python tests/openai_compat_server.py SCRIPT.json [--all-stages] [--latency-ms MS] [--exact]
+
+It prints its port, then serves. ``--latency-ms``: every reply waits MS milliseconds (a model's
+fixed latency, for throughput benchmarks); ``--exact``: a reply is the script's text alone (no
+rambling to the cap) and no request is logged.
 
 SCRIPT.json: ``{"stage name": reply, ...}`` with ``"plan"`` mapping to the planner's reply;
 ``"stage name.json"`` holds the JSON value a structured-output (json_schema) request gets;
 ``"*"`` the reply to a request of any other stage. A reply ``{"first_line_after": MARK}``
 answers with the first line after ``MARK`` in the request's last message (ARM's alignment
-picks one of the options it lists). A request for the model ``down`` gets no reply: the
+picks one of the options it lists); with ``"format": TEXT`` it answers TEXT with ``{line}``
+replaced by that line (escaped as inside a JSON string: a reply that echoes the question) and
+``{n}`` by the request's number (a reply no other request gets). A request for the model ``down`` gets no reply: the
 server drops the connection, as a crashed or unreachable model server would.
 Every request body is appended to ``SCRIPT.json.requests.jsonl``.
 """
@@ -90,6 +96,16 @@ def main() -> None:
     script = json.loads(script_path.read_text(encoding="utf-8"))
     log = script_path.with_name(script_path.name + ".requests.jsonl")
     stages = all_stages() if "--all-stages" in sys.argv[2:] else None
+    flags = sys.argv[2:]
+    latency_s = float(flags[flags.index("--latency-ms") + 1]) / 1000 if "--latency-ms" in flags else 0.0
+    exact = "--exact" in flags
+    import functools
+    import time
+
+    stage_named = functools.lru_cache(maxsize=4096)(lambda system: stage_of(system, stages))
+    import itertools
+
+    numbers = itertools.count(1)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
@@ -99,8 +115,11 @@ def main() -> None:
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with log.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(body) + "\n")
+            if latency_s:
+                time.sleep(latency_s)
+            if not exact:
+                with log.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(body) + "\n")
             if not self.path.endswith("/chat/completions"):
                 self.send_error(404)
                 return
@@ -111,16 +130,23 @@ def main() -> None:
             # A JSON-schema request (structured output) is answered from "<stage>.json" (no rambling:
             # the server's grammar ends the reply with the JSON value).
             structured = (body.get("response_format") or {}).get("type") == "json_schema"
-            key = (stage_of(system, stages) or "") + (".json" if structured else "")
+            key = (stage_named(system) or "") + (".json" if structured else "")
             reply = script.get(key, script.get("*", "I cannot tell which task this is."))
             if isinstance(reply, dict) and "first_line_after" in reply:
                 last = str(body["messages"][-1].get("content") or "")
                 after = last.split(reply["first_line_after"], 1)[-1].strip().splitlines()
-                reply = after[0].strip() if after else ""
+                line = after[0].strip() if after else ""
+                # "format": the reply with {line} replaced by the line, escaped as in a JSON string, and {n}
+                # by the number of this request (a reply no other request gets)
+                reply = (reply["format"].replace("{line}", json.dumps(line)[1:-1]).replace("{n}", str(next(numbers)))
+                         if "format" in reply else line)
             if structured:
                 self._send(body, json.dumps(reply), len(json.dumps(reply).split()), "stop")
                 return
             reply = str(reply)
+            if exact:
+                self._send(body, reply, len(reply.split()), "stop")
+                return
             words = reply.split(" ")
             while len(" ".join(words).split()) < RUNAWAY_TOKENS:
                 words += RAMBLE.split(" ")

@@ -304,9 +304,9 @@ def test_a_mip_stopped_by_its_time_limit_is_a_problem_and_counted(index, monkeyp
     from atomgraph.evaluation.retrieval import EvalRun, format_summary
     from atomgraph.nodes.arm import structure_alignment
 
-    real = structure_alignment.solve_structure
-    monkeypatch.setattr(structure_alignment, "solve_structure",
-                        lambda *a, **kw: dataclasses.replace(real(*a, **kw), status="feasible"))
+    real = structure_alignment.solve_structures
+    monkeypatch.setattr(structure_alignment, "solve_structures",
+                        lambda *a, **kw: [dataclasses.replace(r, status="feasible") for r in real(*a, **kw)])
     res = arm_retrieve("Where was the composer of the film Inception born?", index, ArmContext(k=2, mip_time_limit_s=3))
     assert len(res.ids) == 2
     stopped = [p for p in res.trace["problems"] if "time limit" in p]

@@ -14,6 +14,7 @@ from atomgraph.nodes.arm.structure_alignment import (
     greedy,
     selection_value,
     solve_structure,
+    solve_structures,
 )
 from atomgraph.tools.arm_index import ArmIndex
 from atomgraph.tools.objects import parse_object
@@ -57,6 +58,25 @@ def test_coverage_term_is_optimal_against_brute_force(links_rule):
         res = solve_structure(R, C, k, links_rule=links_rule, time_limit_s=10, coverage=cov)
         best, _ = brute_force(R, C, k, max(0, k - 1), links_rule, cov)
         assert res.status == "optimal" and res.objective == pytest.approx(best, abs=1e-6)
+
+
+@pytest.mark.parametrize("links_rule", ["pairs", "forest"])
+def test_drafts_warm_started_from_the_draft_before_choose_as_alone(links_rule):
+    """Drafts solved in order, each warm-started from the better of its greedy solution and the
+    draft before's, choose what each draft solved alone chooses, and the brute-force optimum:
+    nested sets, a set that drops an object of the one before, a trivial one."""
+    rng = np.random.default_rng(49)
+    for _ in range(2):
+        n = 10
+        R, C = _instance(rng, n, 0.4)
+        cov = rng.random((3, n)) * (rng.random((3, n)) < 0.5)
+        sets = [list(range(4)), list(range(7)), list(range(9)), [0, 1, 2] + list(range(4, 10))]
+        problems = [(s, R[s] + 0.01 * d, C[np.ix_(s, s)], cov[:, s]) for d, s in enumerate(sets)]
+        shared = solve_structures(problems, 4, links_rule=links_rule, time_limit_s=10)
+        for (s, r, c, v), res in zip(problems, shared):
+            alone = solve_structure(r, c, 4, links_rule=links_rule, time_limit_s=10, coverage=v)
+            assert res.chosen == alone.chosen and res.status == alone.status == "optimal"
+            assert res.objective == pytest.approx(brute_force(r, c, 4, 3, links_rule, v)[0], abs=1e-9)
 
 
 def test_coverage_prefers_objects_that_answer_different_keywords():

@@ -68,6 +68,56 @@ async def test_asearch(indexed):
     assert len(hits) == 2
 
 
+async def test_concurrent_searches_embed_together_and_retrieve_as_one_at_a_time(indexed):
+    """Searches running at the same moment embed their queries in one batch (atomgraph.tools.query_embedding):
+    the same passages, in the same order, with the same scores as each search alone."""
+    import asyncio
+    import threading
+
+    settings, _, passages = indexed
+    queries = [f"{p.title} {p.text.split('. ')[0]}" for p in passages[:20]] + ["music", "a river in France"]
+    alone = ChromaWikipediaSource(COLLECTION, settings=settings)
+    expected = [alone.search(q, k=5) for q in queries]
+    together = ChromaWikipediaSource(COLLECTION, settings=settings)
+    encode, first, queued = together.embeddings.encode, threading.Event(), threading.Event()
+
+    def held_encode(texts):  # the first batch waits until other searches queue behind it
+        if not first.is_set():
+            first.set()
+            queued.wait(60)
+        return encode(texts)
+
+    together.embeddings.encode = held_encode
+
+    async def watch():
+        while len(getattr(getattr(together, "_query_batcher", None), "_pending", [])) < 3:
+            await asyncio.sleep(0.01)
+        queued.set()
+
+    watcher = asyncio.create_task(watch())
+    got = await asyncio.gather(*(together.asearch(q, k=5) for q in queries))
+    watcher.cancel()
+    for new, old in zip(got, expected):
+        assert [h.id for h in new] == [h.id for h in old]
+        assert [h.score for h in new] == pytest.approx([h.score for h in old], abs=1e-4)
+    batcher = together._query_batcher
+    assert batcher.queries == len(queries) and batcher.batches < len(queries)
+    assert alone._query_batcher.batches == len(queries)  # one at a time: one batch each
+
+
+def test_a_failed_batch_fails_each_of_its_searches():
+    from atomgraph.tools.query_embedding import QueryBatcher
+
+    class Broken(SentenceTransformerEmbeddings):
+        def encode(self, texts):
+            raise RuntimeError("model gone")
+
+    batcher = QueryBatcher(Broken("nowhere", "broken"))
+    with pytest.raises(RuntimeError, match="model gone"):
+        batcher.vectors(["a"])
+    assert batcher.vectors([]) == [] and not batcher._busy
+
+
 def test_registry_builds_it(indexed):
     settings, _, _ = indexed
     sources = build_sources(settings, ["wikipedia"])

@@ -143,8 +143,8 @@ def test_queries_are_embedded_with_embed_query(index_dir):
     spy._embeddings = Spy()
     spy._emb_arg = index.embeddings
     spy.search_atoms(["a?", "b?"], 4, 0.5)
-    spy.search_chunks("a?", 8, threshold=0.5)
-    assert seen == ["query", "query", "query"]
+    spy.search_chunks("a?", 8, threshold=0.5)  # "a?" again: its vector is kept, not embedded again
+    assert seen == ["query", "query"]
 
 
 def test_exit_when_nothing_is_retrieved(index_dir):
@@ -363,3 +363,38 @@ def test_the_loop_is_a_visible_conditional_edge():
     assert {("propose", "retrieve", True), ("retrieve", "select", True), ("select", "propose", True),
             ("propose", "answer", True), ("retrieve", "answer", True), ("select", "answer", True)} <= edges
     assert {n for n in kar3_index.graph.get_graph().nodes} >= {"load", "atomize"}
+
+
+QUERIES = ["Who was the doctoral advisor of Werner Heisenberg?", "In which city did Arnold Sommerfeld die?",
+           "When was Albert Einstein born?", "Where did Einstein's family move in 1880?", QUESTION,
+           "What is the formula that ties mass to energy?", "Which prize did Heisenberg win?",
+           "Who founded quantum mechanics?", "Where is Ulm?", "What did Marie Curie discover?",
+           "Which university did Sommerfeld teach at?", "What colour are the stripes of a zebra?"]
+
+
+def test_proposals_embedded_together_and_the_question_once_retrieve_as_one_by_one(index_dir):
+    """A round's proposals are embedded in one batch and a question asked again (backup 1, then the chunk
+    backup; round after round) is not embedded again; the hits are those of one ``embed_query`` per query."""
+    from atomgraph.tools.atom_index import AtomIndex
+
+    from kar3_fixtures import COLLECTION
+
+    batched, one_by_one = (AtomIndex(COLLECTION, settings=settings_at(index_dir)) for _ in range(2))
+    one_by_one._embed_queries = lambda qs: [list(one_by_one.embeddings.embed_query(q)) for q in qs]
+    encoded: list[int] = []
+    encode = batched.embeddings.encode
+    batched.embeddings.encode = lambda texts: encoded.append(len(texts)) or encode(texts)
+
+    def hits(groups):
+        return [[(h.atom_id, h.chunk_id, h.query) for h in g] for g in groups]
+
+    for k, delta in ((4, None), (8, 0.5), (1, 0.3)):
+        new, old = batched.search_atoms(QUERIES, k, delta), one_by_one.search_atoms(QUERIES, k, delta)
+        assert hits(new) == hits(old) and len(new) == len(QUERIES)
+        assert [h.score for g in new for h in g] == pytest.approx([h.score for g in old for h in g], abs=2e-4)
+    assert encoded == [len(QUERIES)]  # one batch; the later searches reuse the vectors
+    for q in QUERIES:
+        new, old = batched.search_chunks(q, 8, threshold=0.3), one_by_one.search_chunks(q, 8, threshold=0.3)
+        assert [(h.chunk_id, h.atom_id) for h in new] == [(h.chunk_id, h.atom_id) for h in old]
+        assert [h.score for h in new] == pytest.approx([h.score for h in old], abs=2e-4)
+    assert encoded == [len(QUERIES)]

@@ -6,9 +6,13 @@ Both collections use the cosine space (``configuration={"hnsw": {"space": "cosin
 scores (:func:`relevance`): ``pike_l2``, the authors' (their Chroma collections use the
 default l2 space, i.e. squared distance, and LangChain scores it ``1 - d/√2``; on unit
 vectors ``d = 2 - 2·cos``, so δ = 0.5 keeps cosine ≥ 1 − √2/4 ≈ 0.646), or ``cosine``.
-Queries are embedded with ``embed_query``, documents with ``embed_documents``. Vectors
-always come from atomgraph's embedding model (never Chroma's default), and each
-collection records the model that built it.
+Queries are embedded with ``embed_query``, documents with ``embed_documents``. A search's
+queries are embedded together, in one batch, with those of searches running at the same moment
+(:mod:`atomgraph.tools.query_embedding`), and an index keeps the
+vectors of its recent queries (:data:`QUERY_VECTORS_KEPT`), so the question that backup 1 asks
+of the atoms and backup 2 of the chunks, round after round, is embedded once. Vectors always come
+from atomgraph's embedding model (never Chroma's default), and each collection records the model
+that built it.
 
 Ids are content hashes: a chunk's id is :func:`atomgraph.tools.ingest.passage_id` of its
 title and text (the same id ``atomgraph index wikipedia`` gives it), an atom's is a hash of
@@ -25,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -39,6 +44,7 @@ from atomgraph.tools.chroma_source import (
     META_DIM, META_KIND, META_MODEL, check_model, chroma_client, create_collection, get_collection,
 )
 from atomgraph.tools.ingest import embed_input
+from atomgraph.tools.query_embedding import batcher_of
 
 ATOMS_KIND = "atomic_questions"
 DONE_KEY = "kar3_atoms"  # chunk metadata: number of atoms written (present = atomized)
@@ -79,6 +85,8 @@ def _vectors(emb: Embeddings, texts: list[str]) -> list[list[float]]:
         return encode(texts).tolist()
     return emb.embed_documents(texts)
 
+
+QUERY_VECTORS_KEPT = 1024  # recent query vectors an index keeps (a vector is 1.5 KB at 384 floats)
 
 METRICS = ("pike_l2", "cosine")
 
@@ -128,6 +136,8 @@ class AtomIndex:
         self._atoms = None
         self._model_checked = False
         self._lock = threading.Lock()
+        self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self._vectors_lock = threading.Lock()
 
     # --- storage --------------------------------------------------------------------------
     @property
@@ -243,7 +253,19 @@ class AtomIndex:
 
     # --- reading --------------------------------------------------------------------------
     def _embed_queries(self, queries: list[str]) -> list[list[float]]:
-        return [list(self.embeddings.embed_query(q)) for q in queries]
+        """Each query's vector: kept ones reused, the others embedded together in one batch."""
+        with self._vectors_lock:
+            kept = {q: self._query_vectors[q] for q in queries if q in self._query_vectors}
+            for q in kept:
+                self._query_vectors.move_to_end(q)
+        missing = list(dict.fromkeys(q for q in queries if q not in kept))
+        fresh = dict(zip(missing, batcher_of(self, self.embeddings).vectors(missing)))
+        with self._vectors_lock:
+            for q, v in fresh.items():
+                self._query_vectors[q] = v
+            while len(self._query_vectors) > QUERY_VECTORS_KEPT:
+                self._query_vectors.popitem(last=False)
+        return [kept[q] if q in kept else fresh[q] for q in queries]
 
     def search_atoms(self, queries: list[str], k: int, threshold: float | None = None,
                      via: str = "proposal", metric: str = "pike_l2") -> list[list[AtomHit]]:
@@ -286,7 +308,7 @@ class AtomIndex:
         n = min(k, chunks.count())
         if n < 1 or not query.strip():
             return []
-        qvec = list(self.embeddings.embed_query(query))
+        qvec = self._embed_queries([query])[0]
         res = chunks.query(query_embeddings=[qvec], n_results=n, include=["documents", "metadatas", "distances"])
         rows = [(cid, doc, meta or {}, relevance(1.0 - float(d), metric))
                 for cid, doc, meta, d in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])]

@@ -22,11 +22,12 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from atomgraph.embeddings import SentenceTransformerEmbeddings, embedding_id, embedding_model
+from atomgraph.embeddings import embedding_id, embedding_model
 from atomgraph.errors import ConfigError, SourceError
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.run import Evidence
 from atomgraph.tools.base import KnowledgeSource
+from atomgraph.tools.query_embedding import batcher_of, query_vectors
 
 log = logging.getLogger(__name__)
 
@@ -147,18 +148,6 @@ def check_model(collection, model_id: str, dim: int | None = None) -> None:
         )
 
 
-def embed_queries(embeddings: Embeddings, texts: list[str]) -> list[list[float]]:
-    """Query vectors of ``texts``: in one batch where the model embeds a query as it embeds a
-    document (sentence-transformers, OpenAI; a model's own ``embed_queries`` where it has one),
-    else one ``embed_query`` after another."""
-    many = getattr(embeddings, "embed_queries", None)
-    if callable(many):
-        return list(many(texts))
-    if isinstance(embeddings, SentenceTransformerEmbeddings) or type(embeddings).__name__ == "OpenAIEmbeddings":
-        return embeddings.embed_documents(texts)
-    return [embeddings.embed_query(t) for t in texts]
-
-
 class ChromaWikipediaSource(KnowledgeSource):
     """Top-k Wikipedia passages ("Title | text") by embedding similarity."""
 
@@ -269,13 +258,13 @@ class ChromaWikipediaSource(KnowledgeSource):
     PRIMED_MAX = 1024  # query vectors held for searches to come; the oldest go first
 
     def prime_queries(self, queries: list[str]) -> int:
-        """Embed ``queries`` in one batch ahead of their searches (:func:`embed_queries`); each
+        """Embed ``queries`` in one batch ahead of their searches (:func:`query_vectors`); each
         search of one of them then takes its vector instead of embedding it alone. How many were
         embedded. ATOMR's scheduler primes the queries of the steps it sends together."""
         todo = [q for q in dict.fromkeys(queries) if q and q.strip() and q not in self._primed]
         if not todo:
             return 0
-        vectors = embed_queries(self.embeddings, todo)
+        vectors = query_vectors(self.embeddings, todo)
         with self._lock:
             for q, v in zip(todo, vectors):
                 self._primed[q] = list(v)
@@ -284,9 +273,11 @@ class ChromaWikipediaSource(KnowledgeSource):
         return len(todo)
 
     def _query_vector(self, query: str) -> list[float]:
+        """The query's primed vector, else embedded with the queries of searches running at the same
+        moment (:mod:`atomgraph.tools.query_embedding`)."""
         with self._lock:
             vector = self._primed.pop(query, None)
-        return vector if vector is not None else self.embeddings.embed_query(query)
+        return vector if vector is not None else batcher_of(self, self.embeddings).vectors([query])[0]
 
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         collection = self._open()

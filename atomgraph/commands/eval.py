@@ -2,6 +2,7 @@
 
     atomgraph eval score PREDICTIONS.jsonl [--dataset NAME] [--json]
     atomgraph eval run --method rag --dataset hotpotqa-dev-100 [--limit N] [--concurrency C] --out DIR
+    atomgraph eval run ... --workers 2   (the questions answered in 2 processes; this one writes the records)
     atomgraph eval run ... --server http://127.0.0.1:2024   (each question a run on a LangGraph Server)
     atomgraph eval report DIR... [--out FILE] [--plots DIR] [--usage-plots]
     atomgraph eval methods [--json]
@@ -64,6 +65,9 @@ def register(sub) -> None:
     r.add_argument("--limit", type=int, help="first N examples only")
     r.add_argument("--concurrency", type=_concurrency, default=4,
                    help=f"examples in flight at once, 1 to {MAX_CONCURRENCY} (default 4)")
+    r.add_argument("--workers", type=_workers, default=1,
+                   help="processes answering the questions, each with its share of --concurrency (default 1: this "
+                        "process); this process alone writes the records, so a rerun resumes as with one")
     r.add_argument("--timeout", type=seconds, help="seconds allowed per example; then it is cancelled "
                    "(recorded as its error)")
     add_deadline_arg(r)
@@ -113,16 +117,26 @@ def register(sub) -> None:
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
-def _concurrency(text: str) -> int:
+def _whole_number(text: str, most: int) -> int:
     import argparse
 
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= MAX_CONCURRENCY:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_CONCURRENCY}, not {value}")
+    if not 1 <= value <= most:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {most}, not {value}")
     return value
+
+
+def _concurrency(text: str) -> int:
+    return _whole_number(text, MAX_CONCURRENCY)
+
+
+def _workers(text: str) -> int:
+    from atomgraph.evaluation.workers import MAX_WORKERS
+
+    return _whole_number(text, MAX_WORKERS)
 
 
 def _raw():
@@ -301,12 +315,16 @@ def _run(args) -> int:
     if args.server:
         server = {"server": args.server, "server_context": server_context(args, settings),
                   "server_api_key": args.server_api_key or os.environ.get("LANGGRAPH_API_KEY")}
-    elif _named_dataset(args.dataset) or Path(args.dataset).is_file():  # else the run's one-line error, nothing loaded
-        from atomgraph.warmup import warm_up  # the models and indexes load here, once, not in the first questions
+    elif args.workers <= 1 and (_named_dataset(args.dataset) or Path(args.dataset).is_file()):
+        # the models and indexes load here, once, not in the first questions (each of N workers loads its own);
+        # a missing dataset file: the run's one-line error, nothing loaded first
+        from atomgraph.warmup import warm_up
 
         warm_up(args.method, settings, model, sources, show=not args.no_progress)
+    if args.workers > 1 and args.sources and not args.sources_factory:
+        sources = None  # opened and checked above; each worker opens the named sources itself (settings.sources)
     result = run_eval(args.method, args.dataset, args.out, EvalOptions(
-        limit=args.limit, concurrency=args.concurrency,
+        limit=args.limit, concurrency=args.concurrency, workers=args.workers,
         model=model, sources=sources, settings=settings, timeout_s=args.timeout, deadline_s=args.deadline,
         progress=not args.no_progress, dataset_name=args.dataset, retry_errors=args.retry_errors,
         force_new=args.force_new, checkpoint=args.checkpoint, encoding=args.encoding,
@@ -332,6 +350,14 @@ def _run(args) -> int:
             print(f"paper ({recipe.paper}, {recipe.table}, {recipe.row}): {values}")
     if result.finished:
         print(f"  this run: {describe_outcome(result.outcome)}")
+    if result.workers > 1:
+        print(f"  {result.workers} worker processes answered the questions, {args.concurrency} in flight in all"
+              + (f"; {'; '.join(result.worker_failures)}" if result.worker_failures else ""))
+    if result.unfinished:
+        print(f"atomgraph: error: {len(result.unfinished)} question(s) are not recorded: their worker process ended "
+              f"({', '.join(result.unfinished[:10])}{' ...' if len(result.unfinished) > 10 else ''}); rerun the same "
+              "command to run them", file=sys.stderr)
+        return 1
     if result.all_failed:
         print(f"atomgraph: error: every one of the {result.finished} examples run failed "
               f"({', '.join(result.outcome['errors'])})", file=sys.stderr)

@@ -143,10 +143,20 @@ def scale_table_links(C: np.ndarray, objects: Sequence, scale: float) -> np.ndar
     return np.where(both, C * scale, C)
 
 
-def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext) -> dict:
-    """The MIP over one set of search objects: chosen ids (best first), links, solver report.
-    ``structure_alignment=False`` (Figure 4's "information alignment only"): the k most
-    relevant objects, no MIP."""
+@dataclass
+class DraftProgram:
+    """One draft's MIP data over its set of search objects: positions, R_i, C_ij and the
+    keyword coverage (:func:`keyword_coverage`; None without it)."""
+
+    positions: list[int]
+    R: np.ndarray
+    C: np.ndarray
+    coverage: np.ndarray | None
+
+
+def draft_program(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext) -> DraftProgram:
+    """R, C and coverage over one set of search objects. ``structure_alignment=False``
+    (Figure 4's "information alignment only"): C is zero, so the k most relevant objects win."""
     ps = list(positions)
     objs = [index.objects[p] for p in ps]
     R = database_relevance(objs, scores.relevance(ps, ctx.relevance, ctx.bm25_weight), ctx.database_weight)
@@ -154,12 +164,13 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
         C = np.zeros((len(ps), len(ps)))
     else:
         C = scale_table_links(compatibility_for(index, ps, ctx, said=scores.question), objs, ctx.table_compatibility_scale)
-    res = solve_structure(R, C, ctx.k, time_limit_s=ctx.mip_time_limit_s, links_rule=ctx.links,
-                          coverage=keyword_coverage(scores, ps, ctx.coverage_weight),
-                          link_weight=LINK_WEIGHT[ctx.link_count])
-    ids = [index.objects[ps[i]].id for i in res.chosen]
+    return DraftProgram(ps, R, C, keyword_coverage(scores, ps, ctx.coverage_weight))
+
+
+def _draft_result(index: ArmIndex, prog: DraftProgram, res: StructureResult) -> dict:
+    ps, R = prog.positions, prog.R
     return {
-        "ids": ids,
+        "ids": [index.objects[ps[i]].id for i in res.chosen],
         "relevance": {index.objects[ps[i]].id: round(float(R[i]), 4) for i in range(len(ps))},
         "links": [{"a": index.objects[ps[i]].id, "b": index.objects[ps[j]].id, "c": round(c, 4)} for i, j, c in res.links],
         "mip": {"status": res.status, "time_limited": res.status != "optimal", "solve_ms": round(res.solve_seconds * 1000, 3),
@@ -168,14 +179,28 @@ def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: 
     }
 
 
+def solve_programs(index: ArmIndex, programs: Sequence[DraftProgram], ctx: ArmContext) -> list[dict]:
+    """The drafts' MIPs in order (:func:`solve_structures`: each warm-started from the better of its
+    greedy solution and the draft before's): per draft its chosen ids (best first), links and solver report."""
+    res = solve_structures([(p.positions, p.R, p.C, p.coverage) for p in programs], ctx.k,
+                           time_limit_s=ctx.mip_time_limit_s, links_rule=ctx.links,
+                           link_weight=LINK_WEIGHT[ctx.link_count])
+    return [_draft_result(index, p, r) for p, r in zip(programs, res)]
+
+
+def solve_draft(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext) -> dict:
+    """The MIP over one set of search objects: chosen ids (best first), links, solver report."""
+    return solve_programs(index, [draft_program(index, positions, scores, ctx)], ctx)[0]
+
+
 def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: ArmContext,
                  exclude: frozenset[int] = frozenset()) -> list[Draft]:
     """One solved MIP draft per expanded set of the base ``pool`` (§3.2.2; the base set alone
     without structure alignment); no expansion adds an object of ``exclude``."""
     sets = expanded_pools(index, pool, scores, ctx, ctx.drafts, exclude) if ctx.structure_alignment else [(0, pool)]
+    programs = [draft_program(index, list(objs), scores, ctx) for _, objs in sets]
     drafts = []
-    for d, (steps, objs) in enumerate(sets):
-        solved = solve_draft(index, list(objs), scores, ctx)
+    for d, ((steps, objs), solved) in enumerate(zip(sets, solve_programs(index, programs, ctx))):
         drafts.append(Draft(draft=d, steps=steps, pool=[index.objects[p].id for p in objs],
                             ids=solved["ids"], links=solved["links"],
                             relevance=solved["relevance"], mip=solved["mip"]))
@@ -709,8 +734,8 @@ def _document(o: DataObject) -> str | None:
 # aggregated 2 c_ij ≤ b_i + b_j, with the same integer solutions). The greedy warm start, the
 # brute force and the reported objective (:func:`selection_value`) count links with the same w.
 #
-# The solver is CBC through python-mip, silenced, warm-started with a greedy solution
-# (``model.start``) and bounded by a time limit: a proven optimum is ``optimal``, the best
+# The solver is CBC through python-mip, silenced, warm-started (``model.start``) with a greedy
+# solution, or the draft before's where it lies in the set and is better, and bounded by a time limit: a proven optimum is ``optimal``, the best
 # feasible solution found in time is ``feasible``, and when CBC returns nothing usable the
 # greedy solution is used (``greedy``). :func:`brute_force` is the reference for tests.
 
@@ -929,51 +954,82 @@ def solve_structure(
     ``link_weight``: the factor on each counted link's C (:data:`LINK_WEIGHT`; 2 = Appendix B's
     ordered pairs), the same in the MIP, the greedy warm start and the reported objective.
     """
+    R = np.asarray(R, dtype=float)
+    return solve_structures([(list(range(len(R))), R, C, coverage)], k, max_links=max_links, time_limit_s=time_limit_s,
+                            links_rule=links_rule, link_weight=link_weight)[0]
+
+
+def solve_structures(
+    problems: Sequence[tuple[Sequence[Any], Sequence[float], np.ndarray, np.ndarray | None]],
+    k: int,
+    *,
+    max_links: int | None = -1,
+    time_limit_s: float = 0.5,
+    links_rule: str = "forest",
+    link_weight: float = 1.0,
+) -> list[StructureResult]:
+    """:func:`solve_structure` for several problems ``(keys, R, C, coverage)`` in order (a
+    question's drafts; ``keys``: each problem's objects, e.g. positions): each starts from the
+    better of its greedy solution and the problem before's solution, where that lies in its set.
+    Each result is in its own problem's indices."""
     import mip
 
-    R = np.asarray(R, dtype=float)
-    C = np.asarray(C, dtype=float)
-    n = len(R)
-    if C.shape != (n, n):
-        raise ValueError(f"C must be {n}x{n}, got {C.shape}")
-    k = max(0, min(int(k), n))
-    if max_links == -1:
-        max_links = max(0, k - 1)
-    t0 = time.perf_counter()
-    if coverage is not None:
-        coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
-        if not coverage.any():
-            coverage = None
-    start = greedy(R, C, k, max_links, links_rule, coverage, link_weight)
-    g_val, g_links = selection_value(start, R, C, max_links, links_rule, coverage, link_weight)
-    if k == 0 or k == n or (not _pairs(C) and coverage is None):
-        # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
-        chosen = list(range(n)) if k == n else sorted(range(n), key=lambda i: -R[i])[:k]
-        v, links = selection_value(chosen, R, C, max_links, links_rule, coverage, link_weight)
-        return StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, time_limit_s)
-    model, b, c, pairs = build_model(R, C, k, max_links=max_links, links_rule=links_rule, coverage=coverage,
-                                     link_weight=link_weight)
-    chosen_set = set(start)
-    counted = {(i, j) for i, j, _ in g_links}
-    if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
-        model.start = [(b[i], 1.0 if i in chosen_set else 0.0) for i in range(n)] + [
-            (v, 1.0 if (i, j) in counted else 0.0) for (i, j, _), v in zip(pairs, c)
-        ]
-    status = model.optimize(max_seconds=max(time_limit_s, 1e-3))
-    elapsed = time.perf_counter() - t0
-    chosen: list[int] = []
-    if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and model.num_solutions:
-        chosen = [i for i in range(n) if b[i].x is not None and b[i].x >= 0.5]
-    label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
-    if len(chosen) != k:
-        chosen, label = start, "greedy"
-    v, links = selection_value(chosen, R, C, max_links, links_rule, coverage, link_weight)
-    if v < g_val - 1e-9:  # never worse than the warm start; "greedy" only where CBC proved nothing better
-        chosen, v, links = start, g_val, g_links
-        if label != "optimal":
-            label = "greedy"
-    chosen.sort(key=lambda i: -R[i])
-    return StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), time_limit_s)
+    out: list[StructureResult] = []
+    before: list[Any] = []
+    for keys, R, C, coverage in problems:
+        R = np.asarray(R, dtype=float)
+        C = np.asarray(C, dtype=float)
+        n = len(R)
+        if C.shape != (n, n):
+            raise ValueError(f"C must be {n}x{n}, got {C.shape}")
+        kk = max(0, min(int(k), n))
+        cap = max(0, kk - 1) if max_links == -1 else max_links
+        t0 = time.perf_counter()
+        if coverage is not None:
+            coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
+            if not coverage.any():
+                coverage = None
+        start = greedy(R, C, kk, cap, links_rule, coverage, link_weight)
+        g_val, g_links = selection_value(start, R, C, cap, links_rule, coverage, link_weight)
+        if kk == 0 or kk == n or (not _pairs(C) and coverage is None):
+            # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
+            chosen = list(range(n)) if kk == n else sorted(range(n), key=lambda i: -R[i])[:kk]
+            v, links = selection_value(chosen, R, C, cap, links_rule, coverage, link_weight)
+            out.append(StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, time_limit_s))
+            before = [keys[i] for i in chosen]
+            continue
+        model, b, c, pairs = build_model(R, C, kk, max_links=cap, links_rule=links_rule, coverage=coverage,
+                                         link_weight=link_weight)
+        # the warm start: the greedy solution, or the problem before's where it lies in this set and is better
+        chosen_start, counted = start, g_links
+        local = {key: i for i, key in enumerate(keys)}
+        prev = [local.get(key) for key in before]
+        if len(prev) == kk and None not in prev:
+            p_val, p_links = selection_value(prev, R, C, cap, links_rule, coverage, link_weight)
+            if p_val > g_val + 1e-12:
+                chosen_start, counted = prev, p_links
+        if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
+            on, linked = set(chosen_start), {(i, j) for i, j, _ in counted}
+            model.start = [(b[i], 1.0 if i in on else 0.0) for i in range(n)] + [
+                (v, 1.0 if (i, j) in linked else 0.0) for (i, j, _), v in zip(pairs, c)
+            ]
+        status = model.optimize(max_seconds=max(time_limit_s, 1e-3))
+        elapsed = time.perf_counter() - t0
+        chosen: list[int] = []
+        if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and model.num_solutions:
+            chosen = [i for i in range(n) if b[i].x is not None and b[i].x >= 0.5]
+        label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
+        if len(chosen) != kk:
+            chosen, label = start, "greedy"
+        v, links = selection_value(chosen, R, C, cap, links_rule, coverage, link_weight)
+        if v < g_val - 1e-9:  # never worse than the warm start; "greedy" only where CBC proved nothing better
+            chosen, v, links = start, g_val, g_links
+            if label != "optimal":
+                label = "greedy"
+        chosen.sort(key=lambda i: -R[i])
+        out.append(StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), time_limit_s))
+        before = [keys[i] for i in chosen]
+    return out
 
 
 # --- the nodes ----------------------------------------------------------------------------------

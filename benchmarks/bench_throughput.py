@@ -1,0 +1,221 @@
+"""Evaluation throughput: questions per second and CPU-ms per question, warm, against a model
+server with a fixed latency, at several concurrencies, in one process and in two worker processes.
+
+    python -m benchmarks.bench_throughput [--latency-ms 200] [--methods rag,kar3,atomr,arm]
+        [--concurrency 1,8,32] [--questions 64] [--workers-at 32] [--profile METHOD] [--out FILE]
+
+The model is ``tests/openai_compat_server.py`` in its own process on 127.0.0.1 (``--exact``: the
+script's reply alone; ``--latency-ms``: every reply waits that long), answering every method's
+stages from one script. The knowledge is the demo pack's 97 passages: a Chroma Wikipedia
+collection (rag, ATOMR), a KAR³ atom index atomized by the scripted atomizer, and the same
+passages as ARM's objects. Each method runs :func:`atomgraph.evaluation.runner.run_eval` (the
+response cache off, no progress bar) once to warm up (imports, embedding model, indexes), then
+once per concurrency over ``--questions`` distinct questions (the same question with a number,
+so no two share a thread or a query vector); questions/s is counted from the end of the first wave (the
+record numbered ``concurrency``: the ramp) to the last record; CPU-ms per question is this process's CPU time
+(``time.process_time``, every thread) over the run, divided by its questions. The workers row runs
+the same questions with ``--workers 2`` (the same total concurrency): its questions/s is counted
+as above (the workers' start, imports included, is before the first counted record), and its
+ratio to the one-process run at that concurrency is the scaling; the load average before and
+after is recorded, since other work on the machine shrinks it. ``--profile METHOD`` prints the
+cProfile of that method's run at the highest concurrency instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from benchmarks.stats import write_result  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "fake-served-model"
+QUESTION = "Who directed Kuhle Wampe?"
+ANSWER = "Slatan Dudow"
+# What the server answers, by stage (as tests/test_langgraph_dev.py's script)
+SCRIPT = {
+    "*": f"Kuhle Wampe was directed by {ANSWER}.\nSo the answer is: {ANSWER}",
+    "plan": json.dumps({QUESTION: "Relate(Kuhle Wampe, director)"}),
+    "relate": f"Answer: {ANSWER}",
+    "direct_rag": f"Answer: {ANSWER}",
+    # each round's own proposal (its question and the request's number), as a real proposer's new text:
+    # no two rounds, of one question or of two, share a query vector
+    "propose": {"first_line_after": "## Question\n",
+                "format": json.dumps({"thinking": "the director is missing", "sub_questions": ["{line} (aspect {n})"]})},
+    "select": json.dumps({"thinking": "the first candidate asks what is missing", "question_idx": 1}),
+    "answer": json.dumps({"rationale": "from the passages", "answer": ANSWER}),
+    "arm_decompose": json.dumps(["Kuhle Wampe director", "film"]),
+    "arm_align": {"first_line_after": "Options:\n"},
+    "arm_verify": json.dumps({"reasoning": "the film, then its director", "objects": []}),
+    "arm_answer": f"Kuhle Wampe was directed by {ANSWER}.\nSo the answer is: {ANSWER}",
+}
+PASSAGES = [{"title": "Kuhle Wampe", "text": "Kuhle Wampe is a 1932 German film directed by Slatan Dudow."},
+            {"title": "Slatan Dudow", "text": "Slatan Dudow was a Bulgarian film director who worked in Germany."}]
+
+
+def start_server(folder: Path, latency_ms: float) -> tuple[subprocess.Popen, str]:
+    script = folder / "script.json"
+    script.write_text(json.dumps(SCRIPT), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_compat_server.py"), str(script),
+                             "--all-stages", "--exact", "--latency-ms", str(latency_ms)],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    return proc, f"http://127.0.0.1:{int(proc.stdout.readline())}/v1"
+
+
+def prepare(folder: Path, base_url: str):
+    """The settings every run uses, with the three indexes built."""
+    from atomgraph.demo_pack import pack_dir
+    from atomgraph.graphs.kar3_index import build_kar3_index_graph
+    from atomgraph.settings import Settings
+    from atomgraph.testing import kar3_scripted_model
+    from atomgraph.tools.ingest import ingest
+
+    os.environ["ATOMGRAPH_ARM_CACHE"] = str(folder / "arm-index")  # inherited by the worker processes
+    corpus = folder / "corpus.jsonl"
+    rows = [json.loads(line) for line in (pack_dir() / "passages.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()] + PASSAGES
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    objects = folder / "objects.jsonl"
+    objects.write_text("".join(json.dumps({"id": f"p{i}", "kind": "passage", "title": r["title"], "text": r["text"]})
+                               + "\n" for i, r in enumerate(rows)), encoding="utf-8")
+    settings = Settings(cache=False, chroma_path=str(folder / "chroma"), openai_base_url=base_url,
+                        openai_api_key="not-needed", model=MODEL, sources=["wikipedia"],
+                        kar3={"collection": "bench_kar3"}, data_dirs=[str(folder)],
+                        arm={"objects": str(objects), "decoding": "free"})  # the fake server offers no constrained form
+    ingest([str(corpus)], settings=settings)
+    graph = build_kar3_index_graph(model=kar3_scripted_model(), settings=settings)
+    out = graph.invoke({"inputs": [str(corpus)], "collection": "bench_kar3"}, context={"atom_question_filter": True})
+    if out.get("error"):
+        raise SystemExit(f"KAR³ index: {out['error']}")
+    return settings
+
+
+def examples(n: int, start: int = 0) -> list:
+    from atomgraph.evaluation.datasets import Example
+
+    return [Example(id=f"q{start + i}", question=QUESTION if i == 0 and start == 0 else f"{QUESTION[:-1]} (film {start + i})?",
+                    answers=[ANSWER]) for i in range(n)]
+
+
+def one_run(method: str, settings, folder: Path, questions: list, concurrency: int, workers: int = 1) -> dict:
+    from atomgraph.evaluation.runner import EvalOptions, run_eval
+
+    stamps: list[float] = []
+    out = folder / f"run-{method}-{concurrency}-{workers}-{time.monotonic_ns()}"
+    c0, t0 = time.process_time(), time.perf_counter()
+    pool = {"workers": workers} if workers > 1 else {}
+    result = run_eval(method, questions, out, EvalOptions(
+        settings=settings, concurrency=concurrency, progress=False, dataset_name="bench",
+        on_record=lambda rec: stamps.append(time.perf_counter()), **pool))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    n = len(questions)
+    first = min(concurrency, n - 1) - 1  # the last record of the first wave: the ramp (and workers' start) ends
+    rate = (n - 1 - first) / (stamps[-1] - stamps[first]) if len(stamps) == n and stamps[-1] > stamps[first] else None
+    return {"questions": n, "errors": result.errors, "questions_per_s": round(rate, 2) if rate else None,
+            "wall_s": round(wall, 2), "cpu_ms_per_question": round(1000 * cpu / n, 1) if workers == 1 else None,
+            "answered": result.outcome.get("answered")}
+
+
+def few(method: str, questions: int) -> int:
+    """Questions per run: ARM's slow questions (its solver) as few as a steady rate allows."""
+    return 0 if method == "arm" else questions
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--latency-ms", type=float, default=200.0)
+    p.add_argument("--methods", default="rag,kar3,atomr,arm")
+    p.add_argument("--concurrency", default="1,8,32")
+    p.add_argument("--questions", type=int, default=96, help="questions per run at the highest concurrency "
+                                                             "(ARM, at 0.6 questions/s: twice the concurrency)")
+    p.add_argument("--workers-at", type=int, default=32, help="the concurrency of the workers 1 vs 2 rows (0: none)")
+    p.add_argument("--profile", default=None, metavar="METHOD")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    methods = [m for m in args.methods.split(",") if m]
+    levels = [int(c) for c in args.concurrency.split(",")]
+    with tempfile.TemporaryDirectory(prefix="atomgraph-throughput-") as tmp:
+        folder = Path(tmp)
+        server, base_url = start_server(folder, args.latency_ms)
+        try:
+            settings = prepare(folder, base_url)
+            if args.profile:
+                return profile(args.profile, settings, folder, max(levels), args.questions)
+            result: dict = {"latency_ms": args.latency_ms, "cpus": os.cpu_count(), "load_before": os.getloadavg()[0],
+                            "methods": {}}
+            start = 10_000
+            for method in methods:
+                one_run(method, settings, folder, examples(4, start), 4)  # warm: imports, models, indexes
+                start += 4
+                rows = {}
+                for c in levels:
+                    n = max(2 * c, min(few(method, args.questions), 8 * c)) if c > 1 else 8
+                    rows[f"c{c}"] = one_run(method, settings, folder, examples(n, start), c)
+                    start += n
+                    print(method, f"c{c}", rows[f"c{c}"], file=sys.stderr, flush=True)
+                if args.workers_at:
+                    c = args.workers_at
+                    n = max(2 * c, few(method, args.questions))
+                    one = one_run(method, settings, folder, examples(n, start), c)
+                    two = one_run(method, settings, folder, examples(n, start + n), c, workers=2)
+                    start += 2 * n
+                    rows["workers"] = {"concurrency": c, "one": one, "two": two,
+                                       "scaling": round(two["questions_per_s"] / one["questions_per_s"], 2)
+                                       if one["questions_per_s"] and two["questions_per_s"] else None}
+                    print(method, "workers", rows["workers"], file=sys.stderr, flush=True)
+                result["methods"][method] = rows
+            result["load_after"] = os.getloadavg()[0]
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+    write_result(result, args.out)
+    return 0
+
+
+def profile(method: str, settings, folder: Path, concurrency: int, n: int) -> int:
+    """The CPU profile of one run, every thread (``yappi``, CPU clock), else this thread's (cProfile)."""
+    one_run(method, settings, folder, examples(4, 90_000), 4)
+    try:
+        import yappi
+    except ImportError:
+        yappi = None
+    if yappi is None:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile(time.thread_time)
+        prof.enable()
+        row = one_run(method, settings, folder, examples(n, 91_000), concurrency)
+        prof.disable()
+        print(row, file=sys.stderr)
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(40)
+        return 0
+    yappi.set_clock_type("cpu")
+    yappi.start(builtins=True)
+    row = one_run(method, settings, folder, examples(n, 91_000), concurrency)
+    yappi.stop()
+    print(row, file=sys.stderr)
+    stats = yappi.get_func_stats()
+    total = sum(t.ttot for t in yappi.get_thread_stats())
+    print(f"CPU in all threads, profiled: {1000 * total / n:.1f} ms per question", file=sys.stderr)
+    for key, title in (("ttot", "cumulative"), ("tsub", "own time")):
+        print(f"--- by {title} (ms per question, share of all) ---", file=sys.stderr)
+        for f in list(stats.sort(key, "desc"))[:45]:
+            value = getattr(f, key)
+            print(f"{1000 * value / n:8.2f} {100 * value / total:5.1f}%  {f.ncall:7d}  "
+                  f"{f.module.split('site-packages/')[-1]}:{f.lineno} {f.name}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
