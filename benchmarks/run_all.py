@@ -70,6 +70,8 @@ BENCH = (
     Step("json_reader", "benchmarks.bench_json_reader", ("--out", _out("json_reader.json")), ("json_reader.json",)),
     Step("injection", "benchmarks.bench_injection", ("--out", _out("injection.json")), ("injection.json",)),
     Step("throughput", "benchmarks.bench_throughput", ("--out", _out("throughput.json")), ("throughput.json",)),
+    Step("cold_start", "benchmarks.bench_cold_start", ("--runtimes", "--out", _out("cold_start.json")),
+         ("cold_start.json",)),
 )
 
 ARM = (
@@ -84,6 +86,9 @@ ARM = (
          needs_bird=True),
     Step("arm_scale", "benchmarks.bench_arm_scale",
          ("--sizes", "10000,100000,300000,1000000", "--out", _out("arm_scale.json")), ("arm_scale.json",)),
+    Step("arm_solver", "benchmarks.bench_arm_solver",
+         ("--datasets", "spider,hotpotqa,musique", "--bird", BIRD, "--limit", "25", "--out", _out("arm_solver.json")),
+         ("arm_solver.json",), needs_bird=True),
     Step("ngram_grammar", "benchmarks.bench_ngram_grammar", ("--out", _out("ngram_grammar.json")), ("ngram_grammar.json",)),
     Step("served_grammar", "benchmarks.bench_served_grammar", ("--out", _out("served_grammar.json")),
          ("served_grammar.json",)),

@@ -282,8 +282,10 @@ def test_retrieve_without_a_model_says_so_first(files, tmp_path, capsys, monkeyp
     assert main(["retrieve", "--method", "arm", "--objects", str(objects), "--questions", str(questions), "--json",
                  "--cache", str(tmp_path / "cache"), "--limit", "1", "--no-llm"]) == 0
     got = capsys.readouterr()
-    # the first line after the index build's own progress (printed when a build runs past 5 s: a loaded machine)
-    said = [line for line in got.err.strip().splitlines() if not line.startswith("ARM index:")]
+    # the first line after the progress lines: the models loaded at the start, the index build and the priming
+    # (theirs printed when a stage runs past 5 s: a loaded machine)
+    said = [line for line in got.err.strip().splitlines()
+            if not line.startswith(("ARM index:", "ARM:", "loading ", "loaded "))]
     assert said[0].startswith("ARM without a model (--no-llm)")
     payload = json.loads(got.out)
     assert payload["llm"] is False and payload["llm_free_because"] == "--no-llm" and payload["context"]["llm"] is False

@@ -539,16 +539,7 @@ class ArmIndex:
             prog.stage("embeddings", len(chunks), "chunks")
             texts = [c.text for c in chunks]
             del chunks
-            if len(texts) <= EMBED_BATCH:
-                vectors = _embed(emb, texts)
-            else:  # in batches, into one array: progress between them, no second copy
-                vectors = None
-                for s in range(0, len(texts), EMBED_BATCH):
-                    part = _embed(emb, texts[s : s + EMBED_BATCH])
-                    if vectors is None:
-                        vectors = np.empty((len(texts), part.shape[1]), dtype=np.float32)
-                    vectors[s : s + len(part)] = part
-                    prog.tick(s + len(part))
+            vectors = embed_batches(emb, texts, prog)
             del texts
         else:
             vectors = np.zeros((len(chunks), 0), np.float32)
@@ -709,13 +700,17 @@ class ArmIndex:
                 cache[text] = vec
         return vec
 
-    def prime_queries(self, texts: Sequence[str]) -> None:
-        """Embed many query texts in one batch (evaluation runs), filling the query cache."""
+    def prime_queries(self, texts: Sequence[str], progress: "bool | None | BuildProgress" = None) -> None:
+        """Embed many query texts in batches (evaluation runs), filling the query cache;
+        ``progress`` as for :meth:`build` (lines between batches), or the reporter to use."""
         cache = self.__dict__.setdefault("_query_cache", {})
         todo = [t for t in dict.fromkeys(texts) if t not in cache]
         if todo:
-            for t, v in zip(todo, _embed(self.embeddings, [t or " " for t in todo], query=True)):
+            prog = progress if isinstance(progress, BuildProgress) else BuildProgress(progress, prefix="ARM")
+            prog.stage("query embeddings", len(todo), "questions")
+            for t, v in zip(todo, embed_batches(self.embeddings, [t or " " for t in todo], prog, query=True)):
                 cache[t] = v
+            prog.end()
 
     def dense_scores(self, text_or_vector) -> np.ndarray:
         """Cosine similarity of every object to a query: the best of its chunks (Appendix D.2).
@@ -780,6 +775,22 @@ class ArmIndex:
             norms = np.linalg.norm(acc, axis=1, keepdims=True)
             self._obj_vecs = acc / np.where(norms == 0, 1, norms)
         return self._obj_vecs
+
+
+def embed_batches(emb, texts: list[str], prog: BuildProgress, *, query: bool = False) -> np.ndarray:
+    """:func:`_embed` of ``texts`` in batches of :data:`EMBED_BATCH` into one array (no second
+    copy), with ``prog.tick`` between batches: a long embedding stage reports progress within it."""
+    batch = EMBED_BATCH
+    if len(texts) <= batch:
+        return _embed(emb, texts, query=query)
+    vectors = None
+    for s in range(0, len(texts), batch):
+        part = _embed(emb, texts[s : s + batch], query=query)
+        if vectors is None:
+            vectors = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+        vectors[s : s + len(part)] = part
+        prog.tick(s + len(part))
+    return vectors
 
 
 def _embed(emb, texts: list[str], *, query: bool = False) -> np.ndarray:

@@ -248,9 +248,11 @@ def ingest(
         validate_inputs(inputs, fmt, limit, encoding)  # bad input: an error before anything is created
     emb = embedding_model(embeddings if embeddings is not None else settings)
     model_id = embedding_id(emb)
+    from atomgraph.warmup import WarmUp, warm_embeddings
 
     try:
         client = chroma_client(path=persist or settings.chroma_path, host=host, port=port)
+        warm_embeddings(emb, WarmUp(progress))  # once the store opens: loaded with a line, before the first batch
         dim = getattr(emb, "dimension", None) or len(emb.embed_query("dimension probe"))
         coll = create_collection(client, collection, model_id, dim)
         batch_size = min(batch_size, client.get_max_batch_size())

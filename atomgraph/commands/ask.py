@@ -83,9 +83,11 @@ async def _durable_ask(args, model, sources, settings, show: bool) -> dict:
 
 def run(args) -> int:
     from atomgraph.graphs.registry import build_method
+    from atomgraph.warmup import warm_up
 
     settings, model, sources = model_and_sources(args)
     show = not (args.json or args.quiet)
+    warm_up(args.method, settings, model, sources, show=show)  # loaded here, not inside the first step
     if getattr(args, "checkpoint", None):
         result = asyncio.run(_durable_ask(args, model, sources, settings, show))
     else:

@@ -315,6 +315,12 @@ def _run(args) -> int:
     if args.server:
         server = {"server": args.server, "server_context": server_context(args, settings),
                   "server_api_key": args.server_api_key or os.environ.get("LANGGRAPH_API_KEY")}
+    elif args.workers <= 1 and (_named_dataset(args.dataset) or Path(args.dataset).is_file()):
+        # the models and indexes load here, once, not in the first questions (each of N workers loads its own);
+        # a missing dataset file: the run's one-line error, nothing loaded first
+        from atomgraph.warmup import warm_up
+
+        warm_up(args.method, settings, model, sources, show=not args.no_progress)
     if args.workers > 1 and args.sources and not args.sources_factory:
         sources = None  # opened and checked above; each worker opens the named sources itself (settings.sources)
     result = run_eval(args.method, args.dataset, args.out, EvalOptions(

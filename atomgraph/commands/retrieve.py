@@ -83,15 +83,20 @@ def _run(args) -> int:
         check_out_dir(args.out, what="output folder (--out)")
     if args.cache and not args.no_cache:
         check_out_dir(args.cache, what="index cache folder (--cache)")
+    shown = False if getattr(args, "no_progress", False) else None  # None: lines once a stage runs past a few seconds
+    if args.method != "bm25":  # the embedding model loads here, said, not inside the index build's first batch
+        from atomgraph.warmup import warm_up
+
+        warm_up(None, show=shown is None, models=False)
     index = ArmIndex.build(objects, cache_dir=args.cache, use_cache=not args.no_cache,
                            dense=args.method != "bm25",  # BM25 pays for no embeddings
-                           dense_search=args.dense_search, max_object_chars=args.max_object_chars)
+                           dense_search=args.dense_search, max_object_chars=args.max_object_chars, progress=shown)
     if args.method in ("dense", "arm"):
-        index.prime_queries([q.question for q in questions])
+        index.prime_queries([q.question for q in questions], progress=shown)
     if args.method == "arm" and ctx.structure_alignment:
         from atomgraph.nodes.arm.structure_alignment import UnitCache
 
-        UnitCache.of(index).prime_all()  # sentence/cell/column embeddings, once per collection (cached)
+        UnitCache.of(index).prime_all(progress=shown)  # sentence/cell/column embeddings, once per collection (cached)
     llm = _llm_retriever(args, index, ctx) if args.method == "arm" and not args.no_llm else None
     no_model = None
     if args.method == "arm" and llm is None:  # the same graph, without a model: said, never silent

@@ -36,7 +36,7 @@ from rapidfuzz import fuzz
 from atomgraph.nodes.arm.information_alignment import Scores, _minmax, question_scores, suspect_positions
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import ArmState, Draft
-from atomgraph.tools.arm_index import ArmIndex, _embed, stopwords, tokens
+from atomgraph.tools.arm_index import ArmIndex, BuildProgress, embed_batches, stopwords, tokens
 from atomgraph.tools.objects import DataObject, split_identifier
 
 if TYPE_CHECKING:
@@ -300,9 +300,10 @@ class UnitCache:
         texts = [o.title] + sentences(o.text)[:MAX_SENTENCES]
         return [t for t in texts if t.strip()], [], []
 
-    def prime_all(self) -> None:
+    def prime_all(self, progress: bool | None | BuildProgress = None) -> None:
         """Units of every object: read from the index's cache folder (:attr:`file_name`) when
-        there, else embedded in one batch and written there (evaluation runs)."""
+        there, else embedded in batches and written there (evaluation runs); ``progress`` as for
+        :meth:`ArmIndex.build` (lines between batches), or the reporter to use."""
         n = len(self.index.objects)
         where = getattr(self.index, "cache_path", None)
         f = where / self.file_name if where is not None else None
@@ -322,7 +323,8 @@ class UnitCache:
                     return
             except Exception:  # noqa: BLE001 - a damaged cache is recomputed
                 pass
-        units = self.get(list(range(n)))
+        prog = progress if isinstance(progress, BuildProgress) else BuildProgress(progress, prefix="ARM")
+        units = self.get(list(range(n)), progress=prog)
         if f is not None:
             try:
                 dim = self.index.chunk_vectors.shape[1]
@@ -332,12 +334,17 @@ class UnitCache:
             except OSError:
                 pass
 
-    def get(self, positions: Sequence[int]) -> list[ObjectUnits]:
+    def get(self, positions: Sequence[int], progress: BuildProgress | None = None) -> list[ObjectUnits]:
         todo = [p for p in dict.fromkeys(positions) if p not in self._units]
         if todo:
             raws = {p: self._raw(p) for p in todo}
             flat = [t for p in todo for t in raws[p][0]] + [h for p in todo for h in raws[p][1]]
-            vecs = _embed(self.index.embeddings, flat) if flat else np.zeros((0, 1), dtype=np.float32)
+            if progress is not None:
+                progress.stage("unit embeddings (sentences, cells, columns)", len(flat), "texts")
+            vecs = (embed_batches(self.index.embeddings, flat, progress or BuildProgress(False)) if flat
+                    else np.zeros((0, 1), dtype=np.float32))
+            if progress is not None:
+                progress.end()
             dim = self.index.chunk_vectors.shape[1]
             at = 0
             built: dict[int, ObjectUnits] = {}

@@ -1,0 +1,188 @@
+"""Loading at the start of a run: what a run will need that takes seconds to load is loaded once,
+on the main thread, before any question starts, each with a progress line — never lazily in a
+worker thread while the questions wait.
+
+:func:`warm_up` loads, for a method, its settings and what the caller passed:
+
+- the local embedding model (``sentence_transformers`` → ``transformers`` → ``torch`` and the
+  weights, then one encoded text), when the run reads something that embeds: Chroma passages
+  (``wikipedia``), KAR³'s atoms, ARM's objects, or a given source holding such a model;
+- ARM's index of the run's objects file (``arm.objects``), built or read from its cache;
+- the packages of the stores and models the run opens (``chromadb``, the chat model's provider);
+- the in-process chat model's GGUF weights (``local``), for every role the method declares.
+
+A closed-book method (``standard``, ``cot``) loads no embedding model. Each loader is
+process-wide and behind a lock (:func:`atomgraph.embeddings.load_sentence_transformer`,
+:func:`atomgraph.local.engine.load_engine`, :func:`atomgraph.nodes.arm.pipeline.index_for_file`),
+so whatever is still loaded on first use is loaded once while concurrent first users wait.
+Lines go to the ``atomgraph.progress`` logger (the command line shows them on stderr):
+
+    loading the embedding model sentence-transformers/all-MiniLM-L6-v2 ...
+    loaded the embedding model sentence-transformers/all-MiniLM-L6-v2 in 4.2 s
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any, Callable, Iterable
+
+from atomgraph.progress import say
+
+CLOSED_BOOK = ("standard", "cot")  # methods that read no knowledge source
+EMBEDDING_SOURCES = ("wikipedia", "atoms")  # registered sources that embed their queries
+CHROMA_SOURCES = ("wikipedia", "atoms")
+
+
+class WarmUp:
+    """The steps of one warm-up: each timed (:attr:`seconds`) and, when ``show``, said."""
+
+    def __init__(self, show: bool = True):
+        self.show = show
+        self.seconds: dict[str, float] = {}
+
+    def step(self, what: str, load: Callable[[], Any]) -> Any:
+        if self.show:
+            say(f"loading {what} ...")
+        t0 = time.perf_counter()
+        value = load()
+        took = self.seconds[what] = round(time.perf_counter() - t0, 3)
+        if self.show:
+            say(f"loaded {what} in {took:.1f} s")
+        return value
+
+
+def warm_up(method: str | None = None, settings: Any = None, model: Any = None, sources: Any = None, *,
+            show: bool = True, models: bool = True, embeddings: bool = True) -> dict[str, float]:
+    """Load what a run of ``method`` (None, or an index method: the settings' embedding model) will use; the
+    seconds each step took. ``model`` / ``sources``: what the run was given (None: the settings').
+    A model or source that cannot be built is left for the run to report."""
+    from atomgraph.settings import get_settings
+
+    settings = settings or get_settings()
+    w = WarmUp(show)
+    index = method is not None and _kind(method) == "index"  # builds a Chroma collection with the settings' model
+    reads = method is None or index or method not in CLOSED_BOOK
+    names = _source_names(method, settings, sources) if method is not None and reads and not index else []
+    if index or any(n in CHROMA_SOURCES for n in names):
+        _import(w, "chromadb")
+    if embeddings and reads:
+        for emb in _embeddings_of(method, settings, sources, names, index):
+            warm_embeddings(emb, w)
+    if method == "arm":
+        _arm_index(settings, w)
+    if models and method is not None:
+        _models(method, settings, model, w)
+    return w.seconds
+
+
+def warm_embeddings(emb: Any, w: WarmUp | None = None) -> None:
+    """Load a local embedding model (its imports, weights and a first encoded text); other
+    embeddings (a provider's) are left alone: warming them would be a paid call."""
+    from atomgraph.embeddings import SentenceTransformerEmbeddings
+
+    if isinstance(emb, SentenceTransformerEmbeddings):
+        (w or WarmUp(False)).step(f"the embedding model {emb.model_id}", lambda: emb.encode(["warm up"]))
+
+
+def _kind(method: str) -> str:
+    from atomgraph.errors import ConfigError
+    from atomgraph.methods import declaration
+
+    try:
+        return declaration(method).kind
+    except ConfigError:  # an unknown method: the run says so
+        return "qa"
+
+
+def _import(w: WarmUp, module: str) -> None:
+    import sys
+
+    if module not in sys.modules:
+        try:
+            w.step(module, lambda: importlib.import_module(module))
+        except ImportError:  # the run says what is missing, in its own words
+            pass
+
+
+def _source_names(method: str | None, settings: Any, sources: Any) -> list[str]:
+    """The settings' sources the run will open; a Chroma-backed one only where its store is there
+    (a server, or the folder), so a run whose passages are not indexed loads no model for them."""
+    from pathlib import Path
+
+    if sources is not None:
+        return []
+    names = list(settings.sources) + (["atoms"] if method == "kar3" else [])
+    store = bool(settings.chroma_host) or Path(settings.chroma_path).expanduser().is_dir()
+    return [n for n in names if store or n not in CHROMA_SOURCES]
+
+
+def _given_sources(sources: Any) -> Iterable[Any]:
+    if sources is None or isinstance(sources, (str, bytes)):
+        return []
+    try:
+        return list(sources)
+    except TypeError:
+        return [sources]
+
+
+def _embeddings_of(method: str | None, settings: Any, sources: Any, names: list[str], index: bool) -> list[Any]:
+    """The embedding models the run will query: the given sources' own, else the settings' one
+    where a source (or the method's index) embeds."""
+    from atomgraph.embeddings import embedding_model
+    from atomgraph.errors import ConfigError
+
+    found = []
+    for source in _given_sources(sources):
+        for holder in (source, getattr(source, "index", None)):
+            emb = getattr(holder, "embeddings", None) if holder is not None else None
+            if emb is not None and not callable(emb):
+                found.append(emb)
+                break
+    if method is None or index or any(n in EMBEDDING_SOURCES for n in names) or (method == "arm" and _arm_objects(settings)):
+        try:
+            found.append(embedding_model(settings))
+        except ConfigError:  # a misnamed model: the run's own check says so
+            pass
+    unique: dict[tuple, Any] = {}
+    for emb in found:
+        unique.setdefault((getattr(emb, "location", id(emb)), getattr(emb, "device", None)), emb)
+    return list(unique.values())
+
+
+def _arm_index(settings: Any, w: WarmUp) -> None:
+    """ARM's index of ``arm.objects`` (when set and present): built, or read from its cache."""
+    from pathlib import Path
+
+    objects = _arm_objects(settings)
+    if objects:
+        from atomgraph.nodes.arm.pipeline import index_for_file
+
+        cache = getattr(settings.section("arm"), "index_cache", None)
+        w.step(f"ARM's index of {Path(objects).name}", lambda: index_for_file(objects, cache))
+
+
+def _arm_objects(settings: Any) -> str:
+    """The settings' ARM objects file, when it is there ("" otherwise)."""
+    from pathlib import Path
+
+    objects = getattr(settings.section("arm"), "objects", None) or ""
+    return objects if objects and Path(objects).expanduser().exists() else ""
+
+
+def _models(method: str, settings: Any, model: Any, w: WarmUp) -> None:
+    """The method's chat models built (their provider packages imported) and in-process weights loaded."""
+    from atomgraph.errors import AtomgraphError
+    from atomgraph.methods import declaration
+    from atomgraph.models import resolve_models
+
+    try:
+        roles = declaration(method).roles
+        by_role = w.step("the chat model", lambda: resolve_models(model, settings, roles))
+    except AtomgraphError:  # no model configured, or a wrong name: the run's own check says so
+        return
+    for m in {id(m): m for m in by_role.values()}.values():
+        while getattr(m, "bound", None) is not None:  # a Runnable wrapping the model
+            m = m.bound
+        if getattr(type(m), "in_process_constraints", False) and hasattr(m, "engine"):
+            w.step(f"the local model {getattr(m, 'model', '')}", lambda m=m: m.engine)

