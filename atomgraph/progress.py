@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 DEFAULT_EVERY_S = 30.0
 
@@ -132,3 +132,21 @@ def progress(total: int | None, desc: str, unit: str = "it", *, enabled: bool = 
 
         return tqdm(total=total, initial=initial, desc=desc, unit=f" {unit}", file=out, dynamic_ncols=True)
     return LineProgress(total, desc, unit, initial=initial, stream=stream, every_s=every_s)
+
+
+class WarmUp:
+    """The steps of one warm-up: each timed (:attr:`seconds`) and, when ``show``, said."""
+
+    def __init__(self, show: bool = True):
+        self.show = show
+        self.seconds: dict[str, float] = {}
+
+    def step(self, what: str, load: Callable[[], Any]) -> Any:
+        if self.show:
+            say(f"loading {what} ...")
+        t0 = time.perf_counter()
+        value = load()
+        took = self.seconds[what] = round(time.perf_counter() - t0, 3)
+        if self.show:
+            say(f"loaded {what} in {took:.1f} s")
+        return value

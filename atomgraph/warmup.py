@@ -24,32 +24,14 @@ Lines go to the ``atomgraph.progress`` logger (the command line shows them on st
 from __future__ import annotations
 
 import importlib
-import time
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-from atomgraph.progress import say
+from atomgraph.embeddings import warm_embeddings
+from atomgraph.progress import WarmUp
 
 CLOSED_BOOK = ("standard", "cot")  # methods that read no knowledge source
 EMBEDDING_SOURCES = ("wikipedia", "atoms")  # registered sources that embed their queries
 CHROMA_SOURCES = ("wikipedia", "atoms")
-
-
-class WarmUp:
-    """The steps of one warm-up: each timed (:attr:`seconds`) and, when ``show``, said."""
-
-    def __init__(self, show: bool = True):
-        self.show = show
-        self.seconds: dict[str, float] = {}
-
-    def step(self, what: str, load: Callable[[], Any]) -> Any:
-        if self.show:
-            say(f"loading {what} ...")
-        t0 = time.perf_counter()
-        value = load()
-        took = self.seconds[what] = round(time.perf_counter() - t0, 3)
-        if self.show:
-            say(f"loaded {what} in {took:.1f} s")
-        return value
 
 
 def warm_up(method: str | None = None, settings: Any = None, model: Any = None, sources: Any = None, *,
@@ -74,15 +56,6 @@ def warm_up(method: str | None = None, settings: Any = None, model: Any = None, 
     if models and method is not None:
         _models(method, settings, model, w)
     return w.seconds
-
-
-def warm_embeddings(emb: Any, w: WarmUp | None = None) -> None:
-    """Load a local embedding model (its imports, weights and a first encoded text); other
-    embeddings (a provider's) are left alone: warming them would be a paid call."""
-    from atomgraph.embeddings import SentenceTransformerEmbeddings
-
-    if isinstance(emb, SentenceTransformerEmbeddings):
-        (w or WarmUp(False)).step(f"the embedding model {emb.model_id}", lambda: emb.encode(["warm up"]))
 
 
 def _kind(method: str) -> str:

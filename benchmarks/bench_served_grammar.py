@@ -1,7 +1,7 @@
 """ARM's served alignment against a real llama.cpp server: what the whole-corpus n-gram grammar
 (``served_alignment="grammar"``, the paper's constraint) costs per request, against the grammar of one
 keyword's own candidates (``served_alignment="candidates"``, and the form a corpus grammar over
-``grammar_max_bytes`` falls to) and an unconstrained request.
+``GRAMMAR_MAX_BYTES`` falls to) and an unconstrained request.
 
 llama-cpp-python's server (``python -m llama_cpp.server``, :mod:`atomgraph.local.server`) serves the
 bundled Gemma-3-270M on 127.0.0.1. The collection is the HotpotQA objects (n-grams only, no embeddings);

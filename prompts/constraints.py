@@ -34,6 +34,7 @@ from typing import Any, Iterable, Sequence
 
 from langchain_core.runnables import Runnable, RunnableBinding
 
+from atomgraph.backends import json_object_format
 from atomgraph.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -176,13 +177,6 @@ def list_grammar(strings: Iterable[str], *, open: str = "(", close: str = ")", s
     item = _rule(0)
     head = f"root ::= {gbnf_literal(open)} {item} ({gbnf_literal(sep)} {item})* {gbnf_literal(close)}"
     return Grammar("\n".join([head, *rules]) + "\n")
-
-
-def json_object_format(schema: dict) -> dict:
-    """The ``response_format`` that asks a llama.cpp server for JSON valid under ``schema``
-    (``{"type": "json_object", "schema": ...}``: llama-cpp-python's server refuses the type
-    ``json_schema``; llama.cpp's own server takes both)."""
-    return {"type": "json_object", "schema": schema}
 
 
 def enum_schema(options: Sequence[str], key: str = "value") -> dict:

@@ -80,7 +80,7 @@ class ArmContext:
         stage_field("information_alignment",
                     "served vLLM / llama.cpp models: 'grammar' (paper) = a list of corpus n-grams under a "
                     "prefix-factored grammar of every corpus n-gram; where that grammar exceeds grammar_max_ngrams "
-                    "or grammar_max_bytes, each keyword's list under a grammar of its own candidates, and where the "
+                    "or GRAMMAR_MAX_BYTES (4 MB), each keyword's list under a grammar of its own candidates, and where the "
                     "server takes no grammar (OpenAI), the shortlist, recorded in problems; 'candidates' (switch) = "
                     "each keyword's list under a grammar of its shortlist_size lexical candidates; 'shortlist' "
                     "(switch) = one n-gram of a lexical shortlist per keyword"),
@@ -90,11 +90,6 @@ class ArmContext:
                          "served_alignment='grammar': a collection with more corpus n-grams decodes each keyword "
                          "under a grammar of its candidates (recorded in the trace)", ge=1)
     ] = 200_000
-    grammar_max_bytes: Annotated[
-        int, stage_field("information_alignment",
-                         "served_alignment='grammar': a corpus grammar over this many bytes is not sent; each "
-                         "keyword's list is decoded under a grammar of its candidates (recorded in the trace)", ge=1)
-    ] = 4_000_000
     shortlist_size: Annotated[
         int, stage_field("information_alignment", "corpus n-grams offered to the model per keyword", ge=1)
     ] = 50

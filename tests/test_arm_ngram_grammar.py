@@ -195,11 +195,13 @@ def test_no_grammar_keeps_the_shortlist(index):
 
 
 @pytest.mark.parametrize("context,why", [({"grammar_max_ngrams": 10}, "exceed grammar_max_ngrams (10)"),
-                                         ({"grammar_max_bytes": 100}, "exceed grammar_max_bytes (100)"),
+                                         ({"GRAMMAR_MAX_BYTES": 100}, "exceed the request limit (100)"),
                                          ({"served_alignment": "candidates"}, "served_alignment=candidates")])
-def test_too_big_a_grammar_sends_each_keywords_candidates(index, context, why):
+def test_too_big_a_grammar_sends_each_keywords_candidates(index, context, why, monkeypatch):
     """The corpus grammar over a limit (or the switch): each keyword's list under a grammar of its own
     lexical candidates, each request's grammar and its size in the trace."""
+    if "GRAMMAR_MAX_BYTES" in context:  # the request limit is a module constant, not a run setting
+        monkeypatch.setattr("atomgraph.nodes.arm.information_alignment.GRAMMAR_MAX_BYTES", context.pop("GRAMMAR_MAX_BYTES"))
     server, out = served_run(index, "vllm", _reply, **context)
     dec = out["trace"]["decoding"]
     assert dec["mode"] == "ngram_grammar" and why in dec["why"] and dec["grammar"]["form"] == "candidates"

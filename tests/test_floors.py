@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ROOTS = {"atomgraph": "atomgraph", "state": "atomgraph.state", "nodes": "atomgraph.nodes", "graphs": "atomgraph.graphs",
          "tools": "atomgraph.tools", "prompts": "atomgraph.prompts", "evaluation": "atomgraph.evaluation"}
-APPLICATION = ("atomgraph.cli", "atomgraph.commands", "atomgraph.demo_pack", "atomgraph.demo_run", "atomgraph.retrievers", "atomgraph.render", "atomgraph.testing")
+APPLICATION = ("atomgraph.cli", "atomgraph.commands", "atomgraph.demo_pack", "atomgraph.demo_run", "atomgraph.retrievers", "atomgraph.render", "atomgraph.testing", "atomgraph.warmup")
 FLOORS = (("atomgraph.errors", 0), ("atomgraph.injection", 0), ("atomgraph.state", 0), ("atomgraph.prompts", 2), ("atomgraph.tools", 2),
           ("atomgraph.nodes", 3), ("atomgraph.graphs", 4), ("atomgraph.evaluation", 5))
 # Known exceptions, each with its reason; the list only shrinks.

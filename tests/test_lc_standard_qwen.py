@@ -4,7 +4,7 @@ expected-to-fail: tools are offered through the model's own chat template and it
 from its replies (``atomgraph.local.chat``).
 
 Slow (minutes on one thread), so it runs only when asked for and when the model is installed:
-``make test-qwen`` (``ATOMGRAPH_QWEN_SUITE=1``, the ``qwen`` extra). Elsewhere — ``make test``,
+``make test-qwen`` (``RUN_QWEN_SUITE=1``, the ``qwen`` extra). Elsewhere — ``make test``,
 CI's ``dev`` install — the module is skipped and says why."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ QWEN = "qwen2.5-1.5b"
 def _qwen_file() -> str:
     """The checked Qwen GGUF (resolved at collection, in the user's model folder: the tests'
     own settings point the model folder at an empty temporary one), or a module skip saying why."""
-    if os.environ.get("ATOMGRAPH_QWEN_SUITE") != "1":
+    if os.environ.get("RUN_QWEN_SUITE") != "1":
         pytest.skip("the Qwen standard suite takes minutes: run it with `make test-qwen` "
-                    "(ATOMGRAPH_QWEN_SUITE=1 and the qwen extra)", allow_module_level=True)
+                    "(RUN_QWEN_SUITE=1 and the qwen extra)", allow_module_level=True)
     from atomgraph.errors import ConfigError
     from atomgraph.local.packaged import packaged_installed, packaged_model_path
 

@@ -248,7 +248,8 @@ def ingest(
         validate_inputs(inputs, fmt, limit, encoding)  # bad input: an error before anything is created
     emb = embedding_model(embeddings if embeddings is not None else settings)
     model_id = embedding_id(emb)
-    from atomgraph.warmup import WarmUp, warm_embeddings
+    from atomgraph.embeddings import warm_embeddings
+    from atomgraph.progress import WarmUp
 
     try:
         client = chroma_client(path=persist or settings.chroma_path, host=host, port=port)

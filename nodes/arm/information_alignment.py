@@ -9,7 +9,7 @@ align — each keyword rephrased as corpus n-grams, by the path the model allows
 |---|---|---|
 | in-process (``ATOMGRAPH_MODEL=local``) | a list ``(a, b, …)`` by beam search over a token trie of every corpus n-gram (the paper's) | ``local_trie_beam`` |
 | vLLM / llama.cpp server, ``served_alignment="grammar"`` (the paper's, default) | a list ``(a, b, …)`` under a prefix-factored grammar of every corpus n-gram (``decoding.grammar.form`` ``corpus``) | ``ngram_grammar`` |
-| the same, the corpus grammar over ``grammar_max_ngrams`` or ``grammar_max_bytes``, or ``served_alignment="candidates"`` (switch) | a list ``(a, b, …)`` under a grammar of the keyword's ≤ ``shortlist_size`` lexical candidates (``candidates``) | ``ngram_grammar`` |
+| the same, the corpus grammar over ``grammar_max_ngrams`` or :data:`GRAMMAR_MAX_BYTES`, or ``served_alignment="candidates"`` (switch) | a list ``(a, b, …)`` under a grammar of the keyword's ≤ ``shortlist_size`` lexical candidates (``candidates``) | ``ngram_grammar`` |
 | OpenAI, or ``served_alignment="shortlist"`` (switch) | one n-gram of a ≤ ``shortlist_size`` lexical shortlist (``Choice``) | ``vllm_choice``, ``llamacpp_grammar``, ``openai_json_schema`` |
 | anything else | free text, snapped to the nearest corpus n-gram | ``free`` |
 
@@ -213,8 +213,7 @@ def make_align_node(art: ArmRuntime) -> Callable:
             return await _align_lists(art, ctx, index, state, config, constraint, dec, "beam")
         if ctx.served_alignment in ("grammar", "candidates"):
             if ctx.served_alignment == "grammar":
-                grammar, note = await asyncio.to_thread(served_grammar, index, dec["backend"], ctx.grammar_max_ngrams,
-                                                        ctx.grammar_max_bytes)
+                grammar, note = await asyncio.to_thread(served_grammar, index, dec["backend"], ctx.grammar_max_ngrams)
                 if grammar is not None:
                     dec = Decoding(mode="ngram_grammar", backend=dec["backend"], why=f"{dec['why']}; {note}",
                                    grammar=grammar_size("corpus", grammar, len(index.trie)))
@@ -403,6 +402,9 @@ def ngram_token_trie(index: ArmIndex, engine: Any):
 GRAMMAR_BACKENDS = ("vllm", "llamacpp")  # the servers that take a GBNF grammar with a request
 
 
+GRAMMAR_MAX_BYTES = 4_000_000  # a corpus grammar over this many bytes is not sent (a request body limit)
+
+
 def served_grammar(index: ArmIndex, backend: str, max_ngrams: int,
                    max_bytes: int | None = None) -> tuple[Grammar | None, str]:
     """``served_alignment="grammar"``: the grammar of every corpus n-gram for a server that takes
@@ -417,8 +419,9 @@ def served_grammar(index: ArmIndex, backend: str, max_ngrams: int,
     if grammar is None:
         grammar = index.__dict__["_ngram_grammar"] = ngram_list_grammar(index.trie.iterkeys())
     size = len(grammar.gbnf.encode())
-    if max_bytes is not None and size > max_bytes:
-        return None, f"the corpus grammar's {size:,} bytes exceed grammar_max_bytes ({max_bytes:,})"
+    max_bytes = GRAMMAR_MAX_BYTES if max_bytes is None else max_bytes
+    if size > max_bytes:
+        return None, f"the corpus grammar's {size:,} bytes exceed the request limit ({max_bytes:,})"
     return grammar, (f"the list (a, b, …) under a prefix-factored grammar of {n:,} corpus n-grams "
                      f"({grammar.gbnf.count('::=') - 1:,} rules, {size / 1e6:.2f} MB)")
 
