@@ -52,7 +52,7 @@ def test_ann_index_is_built_persisted_and_reopened(ann_folder, hotpot):
     assert len(again.ann_index()) == len(again.chunk_vectors) == len(built.chunk_vectors)
     again._query_cache = built._query_cache
     for q in questions[:10]:
-        assert np.array_equal(again.dense_scores(q.question), built.dense_scores(q.question))
+        assert np.array_equal(again.dense_scores(q.question).toarray(), built.dense_scores(q.question).toarray())
     # the same cache opened for exact search neither needs nor builds an ANN
     exact = ArmIndex.build(objects, cache_dir=cache, dense_search="exact", progress=False)
     assert exact.dense_mode == "exact" and "_anns" not in exact.__dict__
@@ -67,7 +67,7 @@ def test_exact_and_ann_search_agree_on_real_passages(ann_folder, hotpot):
         exact_scores = index.dense_scores(q.question)
         exact_top = dense_retrieve(q, index, 5)
         index.dense_search = "ann"
-        ann_scores = index.dense_scores(q.question)
+        ann_scores = index.dense_scores(q.question).toarray()
         ann_top = dense_retrieve(q, index, 5)
         assert ann_top.ids == exact_top.ids, q.id
         assert np.allclose(ann_top.scores, exact_top.scores, atol=1e-5)
@@ -105,7 +105,8 @@ def test_a_damaged_ann_file_is_rebuilt_with_a_warning(ann_folder, hotpot, tmp_pa
     assert any("ann_chunks.faiss unreadable" in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records)
     assert index.build_summary["loaded"] and "ANN index (chunks)" in index.build_summary["seconds"]
     index._query_cache = built._query_cache
-    assert np.array_equal(index.dense_scores(questions[0].question), built.dense_scores(questions[0].question))
+    assert np.array_equal(index.dense_scores(questions[0].question).toarray(),
+                          built.dense_scores(questions[0].question).toarray())
     # rewritten: the next open reads it
     again = ArmIndex.build(objects, cache_dir=copy, dense_search="ann", ann_candidates=20, progress=False)
     assert "ANN index (chunks)" not in again.build_summary["seconds"]
@@ -244,3 +245,94 @@ def test_progress_reports_within_a_long_stage():
     assert "embeddings 2,048/4,096 chunks 50%" in text and "embeddings done in" in text
     assert re.search(r"embeddings 1,024/4,096 chunks 25%, [\d.e+]+ chunks/s, ETA \d+", text), text  # rate and ETA
     assert "embeddings" in p.seconds
+
+
+# --- dense search: exact up to the crossover, sparse ANN results above it --------------------------------
+
+def _vector_index(vectors: np.ndarray, dense_search: str) -> ArmIndex:
+    """An ArmIndex over ``vectors`` alone (one chunk per object; no n-grams, no BM25): the dense part."""
+    n = len(vectors)
+    return ArmIndex([DataObject(f"o{i}", "passage", f"o{i}", "") for i in range(n)] if n <= 50_000 else [None] * n,
+                    None, None, None, None, np.arange(n, dtype=np.int32), vectors, [], None, "vectors",
+                    dense_search=dense_search)
+
+
+def test_auto_is_exact_up_to_the_limit_and_ann_above():
+    from atomgraph.tools.arm_index import EXACT_LIMIT
+
+    for n, mode in ((EXACT_LIMIT, "exact"), (EXACT_LIMIT + 1, "ann")):
+        vectors = np.broadcast_to(np.float32(0.5), (n, 4))  # n vectors without their memory
+        index = _vector_index(vectors, "auto")
+        index.__dict__["_one_chunk"] = True
+        assert index.dense_mode == mode
+
+
+def _clusters(n: int, dim: int = 48, clusters: int = 40, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, dim), dtype=np.float32)
+    x = centres[rng.integers(0, clusters, n)] + 0.35 * rng.standard_normal((n, dim), dtype=np.float32)
+    q = centres[rng.integers(0, clusters, 30)] + 0.35 * rng.standard_normal((30, dim), dtype=np.float32)
+    unit = lambda a: (a / np.linalg.norm(a, axis=1, keepdims=True)).astype(np.float32)  # noqa: E731
+    return unit(x), unit(q)
+
+
+def test_ann_top_k_is_exact_top_k_on_clustered_vectors_with_the_default_parameters():
+    from atomgraph.nodes.arm.information_alignment import _top
+    from atomgraph.tools.arm_index import SparseScores
+
+    vectors, queries = _clusters(4000)
+    exact, ann = _vector_index(vectors, "exact"), _vector_index(vectors, "ann")
+    ann.ann_candidates = 50
+    found = ann.dense_scores_many(list(queries))
+    assert all(isinstance(s, SparseScores) and len(s.positions) <= 50 for s in found)
+    for e, a in zip(exact.dense_scores_many(list(queries)), found):
+        top = _top(e, 10)
+        assert _top(a, 10) == top
+        assert np.allclose(a[top], e[top], atol=1e-5)
+        # not retrieved: about the lowest similarity (the farthest chunk the reverse search finds)
+        assert float(e.min()) - 1e-5 <= a.floor <= float(a.values.min())
+    # one query alone scores as in the batch; nearest objects agree with exact search
+    assert np.array_equal(ann.dense_scores(queries[0]).toarray(), found[0].toarray())
+    for p in range(0, 4000, 400):
+        assert ann.nearest_objects(p, 10) == exact.nearest_objects(p, 10)
+
+
+def test_sparse_ann_scores_plug_into_scores_and_the_base_pool(ann_folder, hotpot):
+    """Scores.of over ANN results: each keyword's mix, the base pool and R_i are what the same
+    scores written out as full arrays give."""
+    from atomgraph.nodes.arm.information_alignment import Scores, _mix, _top, base_pool
+    from atomgraph.state.arm import ArmContext
+    from atomgraph.tools.arm_index import SparseScores, tokens
+
+    _, index = ann_folder
+    _, questions = hotpot
+    ctx = ArmContext()
+    index.dense_search = "ann"
+    for q in questions[:5]:
+        groups = [[w] for w in q.question.lower().split()[1:4]]
+        scores = Scores.of(index, q.question, groups)
+        assert isinstance(scores.dense, SparseScores) and len(scores.dense) == len(index.objects)
+        dense = index.dense_scores_many([", ".join(g) for g in groups])
+        for g, d, kw in zip(groups, dense, scores.keyword):
+            b = index.bm25_scores([t for n in g for t in tokens(n)])
+            assert np.array_equal(kw, _mix(b, d.toarray(), ctx.keyword_bm25_weight))
+        pool = base_pool(index, scores, ctx)
+        ps = list(pool)
+        full = scores.dense.toarray()
+        assert np.array_equal(scores.relevance(ps), full[ps].astype(float))
+        assert np.allclose(scores.relevance(ps, "mix"), Scores(scores.bm25, full).relevance(ps, "mix"))
+        assert _top(scores.dense, 7) == _top(full, 7)
+
+
+def test_the_ann_path_reads_no_vector_outside_the_faiss_index(ann_folder, hotpot):
+    """An opened index keeps its vectors in their memory-mapped file, and ANN search reads none of
+    them: the faiss index's copy is the only one in memory."""
+    cache, built = ann_folder
+    objects, questions = hotpot
+    again = ArmIndex.build(objects, cache_dir=cache, dense_search="ann", ann_candidates=20, progress=False)
+    assert isinstance(again.chunk_vectors, np.memmap) and isinstance(built.chunk_vectors, np.memmap)
+    again._query_cache = built._query_cache
+    want = built.dense_scores(questions[0].question).toarray()
+    again.ann_index()
+    again.chunk_vectors = np.broadcast_to(np.float32(np.nan), again.chunk_vectors.shape)  # any read gives NaN
+    assert np.array_equal(again.dense_scores(questions[0].question).toarray(), want)

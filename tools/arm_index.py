@@ -244,9 +244,11 @@ def _faiss():
 
 
 class AnnIndex:
-    """Approximate nearest neighbours over unit vectors: a faiss HNSW graph (L2 on unit
-    vectors ranks as cosine does). Persisted as one faiss file; :meth:`load` checks it
-    against the vectors it must index."""
+    """Approximate nearest neighbours over unit vectors: a faiss HNSW graph by inner product (on
+    unit vectors, the cosine similarity; faiss returns it exactly for every neighbour found).
+    Persisted as one faiss file; :meth:`load` checks it against the vectors it must index. It holds
+    the only in-memory copy of the vectors an ANN search needs (the index's own numpy file stays
+    memory-mapped and untouched by searches)."""
 
     def __init__(self, index):
         self.index = index
@@ -262,7 +264,7 @@ class AnnIndex:
         n, d = vectors.shape
         if d == 0:
             raise AtomgraphError("the index has no dense vectors (built with dense=False): no ANN search")
-        index = faiss.IndexHNSWFlat(int(d), int(m))
+        index = faiss.IndexHNSWFlat(int(d), int(m), faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = int(ef_construction)
         for s in range(0, n, batch):
             index.add(np.ascontiguousarray(vectors[s : s + batch], dtype=np.float32))
@@ -270,15 +272,17 @@ class AnnIndex:
                 progress.tick(min(n, s + batch))
         return cls(index)
 
-    def search(self, q: np.ndarray, k: int, ef: int = ANN_EF_SEARCH) -> np.ndarray:
-        """Rows of the (up to) ``k`` vectors nearest ``q``, nearest first."""
+    def search(self, queries: np.ndarray, k: int, ef: int = ANN_EF_SEARCH) -> tuple[np.ndarray, np.ndarray]:
+        """For each row of ``queries`` (one vector or a matrix), the rows of the (up to) ``k``
+        vectors nearest it and their inner products, nearest first; a row faiss leaves unfilled
+        is -1 (score -inf)."""
         faiss = _faiss()
 
         k = max(1, min(int(k), len(self)))
         params = faiss.SearchParametersHNSW(efSearch=max(int(ef), k))
-        _, ids = self.index.search(np.ascontiguousarray(q, dtype=np.float32).reshape(1, -1), k, params=params)
-        ids = ids[0]
-        return ids[ids >= 0]
+        q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        sims, ids = self.index.search(q, k, params=params)
+        return ids, np.where(ids >= 0, sims, -np.inf).astype(np.float32)
 
     def save(self, path: Path) -> None:
         """Write to ``path`` (a temporary file renamed over it: never half-written)."""
@@ -295,13 +299,61 @@ class AnnIndex:
     @classmethod
     def load(cls, path: Path, n: int, d: int) -> "AnnIndex":
         """The ANN index in ``path``; ValueError when it does not index ``n`` vectors of ``d``
-        dimensions, RuntimeError (faiss) when the file is unreadable."""
+        dimensions by inner product, RuntimeError (faiss) when the file is unreadable."""
         faiss = _faiss()
 
         index = faiss.read_index(str(path))
         if int(index.ntotal) != n or int(index.d) != d:
             raise ValueError(f"{path.name} indexes {index.ntotal} vectors of {index.d} dimensions, not {n} of {d}")
+        if index.metric_type != faiss.METRIC_INNER_PRODUCT:
+            raise ValueError(f"{path.name} ranks by L2 distance, not inner product")
         return cls(index)
+
+
+@dataclass(frozen=True)
+class SparseScores:
+    """One dense query's scores from the ANN index without a value per object: the objects among
+    its candidates (``positions``, ascending) with their ``values``, every other one of the ``n``
+    objects at ``floor`` (not retrieved; at most every value). It reads as the length-``n`` array
+    it stands for — ``scores[p]``, ``scores[positions]``, :meth:`top`, :meth:`minmax` — at a cost
+    in the number of candidates, not of objects; :meth:`toarray` builds the full array."""
+
+    positions: np.ndarray
+    values: np.ndarray
+    floor: float
+    n: int
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, p):
+        ps = np.asarray(p)
+        at = np.minimum(np.searchsorted(self.positions, ps), max(len(self.positions) - 1, 0))
+        hit = (self.positions[at] == ps) if len(self.positions) else np.zeros(ps.shape, bool)
+        out = np.where(hit, self.values[at] if len(self.values) else self.floor, np.float32(self.floor))
+        return out.astype(np.float32) if out.ndim else np.float32(out)
+
+    def top(self, k: int) -> list[int]:
+        """The ``k`` best positions, best first, ties by position: the order a stable sort of
+        :meth:`toarray` gives (the objects at ``floor`` follow in position order)."""
+        order = np.argsort(-self.values, kind="stable")
+        above = self.positions[order][self.values[order] > self.floor][:k].tolist()
+        taken = set(above)
+        rest = (p for p in range(self.n) if p not in taken)
+        return above + [p for _, p in zip(range(min(k, self.n) - len(above)), rest)]
+
+    def minmax(self) -> "SparseScores":
+        """Min-max normalised over all ``n`` objects (zeros when every score is the same)."""
+        lo = float(self.floor) if len(self.positions) < self.n else float(self.values.min())
+        hi = float(self.values.max()) if len(self.values) else lo
+        if hi - lo < 1e-12:
+            return SparseScores(self.positions, np.zeros_like(self.values), 0.0, self.n)
+        return SparseScores(self.positions, (self.values - lo) / (hi - lo), (self.floor - lo) / (hi - lo), self.n)
+
+    def toarray(self) -> np.ndarray:
+        out = np.full(self.n, self.floor, dtype=np.float32)
+        out[self.positions] = self.values
+        return out
 
 
 # --- the index ---------------------------------------------------------------------------------
@@ -497,17 +549,18 @@ class ArmIndex:
             index = cls._build(objects, emb, model_id, key, rows_per_chunk, passage_chars, prog)
         index.dense_search, index.ann_candidates = dense_search, ann_candidates
         index.__post_init__()
-        if index.dense_mode == "ann":
-            index._ann_for("chunks", prog)  # read from the cache, else built (and saved below)
         if use_cache and not loaded:
             try:
                 prog.stage("saving", len(objects))
                 index._save(where)
                 index.cache_path = where
-                if index.chunk_vectors.shape[1] > 0:  # read from the file from now on, as an opened index does
+                if index.chunk_vectors.shape[1] > 0:  # read from the file from now on, as an opened index does:
+                    # the vectors leave memory (an ANN index below holds its own copy)
                     index.chunk_vectors = np.load(where / "chunk_vectors.npy", mmap_mode="r")
             except OSError as exc:
                 log.warning("cannot write the ARM index cache to %s (%s)", where, exc)
+        if index.dense_mode == "ann":
+            index._ann_for("chunks", prog)  # read from the cache, else built (and written there)
         prog.end()
         index.build_summary = {
             "objects": len(index.objects), "given": len(given), "refused": len(refused),
@@ -712,29 +765,47 @@ class ArmIndex:
                 cache[t] = v
             prog.end()
 
-    def dense_scores(self, text_or_vector) -> np.ndarray:
-        """Cosine similarity of every object to a query: the best of its chunks (Appendix D.2).
+    def dense_scores(self, text_or_vector) -> "np.ndarray | SparseScores":
+        """Cosine similarity of every object to a query: the best of its chunks (Appendix D.2);
+        one query of :meth:`dense_scores_many`."""
+        return self.dense_scores_many([text_or_vector])[0]
 
-        ``dense_mode == "ann"``: only the ``ann_candidates`` chunks the ANN index returns are
-        scored (exactly, from the stored vectors); every other object is *not retrieved* and
-        gets the collection's lowest similarity to the query (the chunk farthest from it, also
-        found by the ANN: the nearest to the negated query), so min-max normalisation sees
-        the same range as exact search."""
-        q = self.embed_query(text_or_vector) if isinstance(text_or_vector, str) else np.asarray(text_or_vector)
-        q = q.astype(np.float32)
+    def dense_scores_many(self, queries: Sequence) -> "list[np.ndarray | SparseScores]":
+        """:meth:`dense_scores` of each query (a text or a vector), searched together.
+
+        ``dense_mode == "exact"``: every chunk scored, all queries in one matrix product, a
+        length-n array per query. ``"ann"``: the ``ann_candidates`` chunks the ANN index returns
+        per query, as :class:`SparseScores` — every other object is *not retrieved* and scores
+        about the collection's lowest similarity to the query (the farthest chunk the ANN finds:
+        the nearest to the negated query), so min-max normalisation sees about the range exact
+        search sees; no step costs O(objects)."""
+        if not len(queries):
+            return []
+        q = np.stack([self.embed_query(x) if isinstance(x, str) else np.asarray(x, dtype=np.float32).ravel()
+                      for x in queries]).astype(np.float32)
+        n = len(self.objects)
         if self.dense_mode == "ann":
             ann = self.ann_index()
-            rows = np.unique(np.concatenate([ann.search(q, self.ann_candidates), ann.search(-q, 1, ef=32)]))
-            sims = np.asarray(self.chunk_vectors[rows] @ q, dtype=np.float32)
-            out = np.full(len(self.objects), float(sims.min()) if len(sims) else -1.0, dtype=np.float32)
-            np.maximum.at(out, self.chunk_objects[rows], sims)
+            rows, sims = ann.search(q, self.ann_candidates)
+            _, far = ann.search(-q, 1, ef=32)
+            out = []
+            for r, s, f in zip(rows, sims, far[:, 0]):
+                keep = r >= 0
+                owners = self.chunk_objects[r[keep]]
+                order = np.lexsort((-s[keep], owners))  # by object, its best chunk first
+                owners, best = owners[order], s[keep][order]
+                first = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if len(owners) else np.empty(0, int)
+                low = -float(f) if np.isfinite(f) else -1.0
+                floor = min(low, float(best.min())) if len(best) else low
+                out.append(SparseScores(owners[first].astype(np.int64), best[first], floor, n))
             return out
-        sims = np.asarray(self.chunk_vectors @ q, dtype=np.float32)
+        sims = np.asarray(q @ np.asarray(self.chunk_vectors).T, dtype=np.float32)
         if self.one_chunk_per_object:
-            return np.maximum(sims, np.float32(-1.0))
-        out = np.full(len(self.objects), -1.0, dtype=np.float32)
-        np.maximum.at(out, self.chunk_objects, sims)
-        return out
+            return list(np.maximum(sims, np.float32(-1.0)))
+        out = np.full((len(q), n), -1.0, dtype=np.float32)
+        for o, s in zip(out, sims):
+            np.maximum.at(o, self.chunk_objects, s)
+        return list(out)
 
     def database_members(self, database: str) -> list[int]:
         """Positions of the tables of ``database``."""
@@ -755,10 +826,10 @@ class ArmIndex:
                 vectors, ann = self.chunk_vectors, self._ann_for("chunks")
             else:
                 vectors, ann = self.object_vectors, self._ann_for("objects")
-            q = np.asarray(vectors[p], dtype=np.float32)
-            rows = np.sort(ann.search(q, n + 1))
-            sims = np.asarray(vectors[rows] @ q, dtype=np.float32)
-            order = np.argsort(-sims, kind="stable")[:n]
+            rows, sims = ann.search(np.asarray(vectors[p], dtype=np.float32), n + 1)
+            keep = rows[0] >= 0
+            rows, sims = rows[0][keep], sims[0][keep]
+            order = np.lexsort((rows, -sims))[:n]  # best first, ties by position
             return [int(rows[i]) for i in order]
         sims = self.object_vectors @ self.object_vectors[p]
         n = min(n, len(sims))

@@ -46,7 +46,8 @@ from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import Aligned, ArmState, Candidate, Decoding, KeywordAlignment
 from atomgraph.state.run import Evidence, RetrieverCall, check_question
 from atomgraph.tools.base import retriever_run
-from atomgraph.tools.arm_index import MAX_N, ArmIndex, ngrams, normalize_ngram, raw_tokens, stopwords, tokens
+from atomgraph.tools.arm_index import (MAX_N, ArmIndex, SparseScores, ngrams, normalize_ngram, raw_tokens, stopwords,
+                                       tokens)
 
 if TYPE_CHECKING:
     from atomgraph.nodes.arm.pipeline import ArmRuntime
@@ -730,9 +731,11 @@ def align_keyword(keyword: str, index: ArmIndex, *, per_keyword: int = 3, min_sc
 
 # --- the base set of search objects (§3.2.1, last paragraph) ----------------------------------------
 
-def _top(scores: np.ndarray, k: int) -> list[int]:
+def _top(scores: "np.ndarray | SparseScores", k: int) -> list[int]:
     if k <= 0 or len(scores) == 0:
         return []
+    if isinstance(scores, SparseScores):
+        return scores.top(k)
     if len(scores) > 4 * k:  # the k-th best first, then a stable sort of those at or above it: same order, no full sort
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]
         cand = np.flatnonzero(scores >= kth)
@@ -742,11 +745,25 @@ def _top(scores: np.ndarray, k: int) -> list[int]:
     return [int(i) for i in order]
 
 
-def _minmax(x: np.ndarray) -> np.ndarray:
+def _minmax(x: "np.ndarray | SparseScores") -> "np.ndarray | SparseScores":
+    if isinstance(x, SparseScores):
+        return x.minmax()
     if len(x) == 0:
         return x
     lo, hi = float(np.min(x)), float(np.max(x))
     return np.zeros_like(x) if hi - lo < 1e-12 else (x - lo) / (hi - lo)
+
+
+def _mix(bm25: np.ndarray, dense: "np.ndarray | SparseScores", bm25_weight: float) -> np.ndarray:
+    """``bm25_weight`` × min-max normalised BM25 + the rest × min-max normalised dense scores (a
+    :class:`SparseScores` adds its candidates only: every other object's normalised score is 0)."""
+    out = bm25_weight * _minmax(bm25)
+    d = _minmax(dense)
+    if isinstance(d, SparseScores):  # d.floor is 0 unless every object is a candidate
+        out = out + np.float32((1 - bm25_weight) * d.floor)
+        out[d.positions] += (1 - bm25_weight) * (d.values - np.float32(d.floor))
+        return out
+    return out + (1 - bm25_weight) * d
 
 
 @dataclass
@@ -760,7 +777,7 @@ class Scores:
     """
 
     bm25: np.ndarray
-    dense: np.ndarray
+    dense: "np.ndarray | SparseScores"  # SparseScores from an ANN index
     keyword: list[np.ndarray] = field(default_factory=list)
     question: str = ""
 
@@ -773,12 +790,9 @@ class Scores:
         groups = [[g] if isinstance(g, str) else list(g) for g in groups]
         groups = [g for g in groups if g]
         query = [t for g in groups for n in g for t in tokens(n)]
-        per_kw = []
-        for g in groups:
-            b = index.bm25_scores([t for n in g for t in tokens(n)])
-            d = index.dense_scores(", ".join(g))
-            per_kw.append(bm25_weight * _minmax(b) + (1 - bm25_weight) * _minmax(d))
-        return cls(index.bm25_scores(query), index.dense_scores(question), per_kw, question)
+        *dense, asked = index.dense_scores_many([", ".join(g) for g in groups] + [question])  # one search
+        per_kw = [_mix(index.bm25_scores([t for n in g for t in tokens(n)]), d, bm25_weight) for g, d in zip(groups, dense)]
+        return cls(index.bm25_scores(query), asked, per_kw, question)
 
     def relevance(self, positions: Sequence[int], how: str = "cosine", bm25_weight: float = 0.3) -> np.ndarray:
         """R_i over ``positions`` (§3.2.2): ``"cosine"`` (the paper's: the cosine similarity of the

@@ -33,7 +33,7 @@ import numpy as np
 from langchain_core.runnables import RunnableConfig
 from rapidfuzz import fuzz
 
-from atomgraph.nodes.arm.information_alignment import Scores, _minmax, question_scores, suspect_positions
+from atomgraph.nodes.arm.information_alignment import Scores, _minmax, _top, question_scores, suspect_positions
 from atomgraph.state.arm import ArmContext
 from atomgraph.state.arm_graph import ArmState, Draft
 from atomgraph.tools.arm_index import ArmIndex, BuildProgress, embed_batches, stopwords, tokens
@@ -1043,8 +1043,9 @@ def make_structure_node(art: ArmRuntime) -> Callable:
         if not pool and len(index.objects):
             # no keyword aligned (the base set is the keywords' objects alone): the retrieve node's
             # problem line says the base is the question's nearest objects; so it is
-            nearest = [p for p in np.argsort(-np.asarray(scores.dense), kind="stable") if int(p) not in exclude]
-            pool = {int(p): "dense (no keyword aligned)" for p in nearest[: max(ctx.k, ctx.keyword_pool)]}
+            want = max(ctx.k, ctx.keyword_pool)
+            nearest = [p for p in _top(scores.dense, want + len(exclude)) if p not in exclude]
+            pool = {p: "dense (no keyword aligned)" for p in nearest[:want]}
         # embeds units and runs CBC: in a thread, off the event loop
         drafts = await asyncio.to_thread(solve_drafts, index, pool, scores, ctx, exclude)
         notes = []
