@@ -256,6 +256,16 @@ def measure_memory(how: str, kind: str, n: int, spec: str, cache: Path, batch: i
     return {k: round((after[k] - before[k]) / n, 1) for k in after}
 
 
+def _candidates(specs: str, n: int) -> list[str]:
+    """The candidates of ``--candidates`` measured at size ``n`` (``spec@N``: only up to ``N`` vectors)."""
+    out = []
+    for spec in specs.split(","):
+        name, _, most = spec.partition("@")
+        if not most or n <= int(most):
+            out.append(name)
+    return out
+
+
 def run_size(kind: str, n: int, args, cache: Path) -> dict:
     t = time.perf_counter()
     vectors, queries = collection(kind, n, cache)
@@ -268,9 +278,7 @@ def run_size(kind: str, n: int, args, cache: Path) -> dict:
     truth = exact_top(vectors, queries)
     exact_ms = res["exact"]["batched_ms"]
     res["ann"] = {}
-    for spec in args.candidates.split(","):
-        if spec.startswith("hnsw") and n <= 10_000 and False:
-            continue
+    for spec in _candidates(args.candidates, n):
         res["ann"][spec] = measure_ann(spec, vectors, queries, truth, questions, exact_ms, cache / f"{kind}-{n}-{spec}.faiss")
         print(f"  {kind} {n:,} {spec}: {json.dumps(res['ann'][spec])}", flush=True)
     return res
@@ -329,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in [int(x) for x in args.sizes.split(",")]:
         for kind in args.data.split(","):
             res = results["sizes"].setdefault(str(n), {})[kind] = child("--one", f"{kind}:{n}")
-            if args.memory and args.memory in args.candidates.split(","):
+            if args.memory and args.memory in _candidates(args.candidates, n):
                 mem = {how: child("--memory-of", f"{how}:{kind}:{n}") for how in ("faiss", "arm")}
                 total = {how: sum(v.values()) for how, v in mem.items() if "error" not in v}
                 res["memory_bytes_per_vector"] = mem | (

@@ -185,7 +185,7 @@ def _lat(ms: list[float]) -> dict:
 
 
 def phase_open(n: int, cache: Path, queries: int, full_queries: int, exact_queries: int) -> dict:
-    from atomgraph.nodes.arm.information_alignment import Scores, base_pool
+    from atomgraph.nodes.arm.information_alignment import Scores, _top, base_pool
     from atomgraph.graphs.arm import arm_retrieve
     from atomgraph.state.arm import ArmContext
     from atomgraph.tools.arm_index import ArmIndex, normalize_ngram
@@ -228,9 +228,9 @@ def phase_open(n: int, cache: Path, queries: int, full_queries: int, exact_queri
     exact_ms = [candidates(q, kws) for q, kws in qs[:exact_queries]]
     for q, _ in qs[:exact_queries]:
         index.dense_search = "exact"
-        e = set(np.argsort(-index.dense_scores(q), kind="stable")[:10].tolist())
+        e = set(_top(index.dense_scores(q), 10))
         index.dense_search = "ann"
-        a = set(np.argsort(-index.dense_scores(q), kind="stable")[:10].tolist())
+        a = set(_top(index.dense_scores(q), 10))
         recall.append(len(a & e) / 10)
     index.dense_search = "ann"
     full_ms = []

@@ -7,7 +7,7 @@
   calibration, pack fit and switches on recorded replies, the JSON reader, a poisoned passage against every method,
   evaluation throughput against a fixed-latency model server (one process and two workers);
 - ``arm`` (``make bench-arm``): ARM LLM-free on every question of the retrieval sets (Bird too with
-  ``--bird-jar``, JAR's ``data/bird``), its index at 10^4–10^6 objects, its n-gram grammar;
+  ``--bird-jar``, JAR's ``data/bird``), its index and its dense search at 10^4–10^6 objects, its n-gram grammar;
 - ``local`` (``make bench-local``): the bundled Gemma-3-270M through the stages and methods; the papers'
   comparison on the instruction-tuned Qwen2.5-1.5B (the ``qwen`` extra; hours on CPU, resumable).
 
@@ -86,6 +86,7 @@ ARM = (
          needs_bird=True),
     Step("arm_scale", "benchmarks.bench_arm_scale",
          ("--sizes", "10000,100000,300000,1000000", "--out", _out("arm_scale.json")), ("arm_scale.json",)),
+    Step("arm_dense", "benchmarks.bench_arm_dense", ("--out", _out("arm_dense.json")), ("arm_dense.json",)),
     Step("arm_solver", "benchmarks.bench_arm_solver",
          ("--datasets", "spider,hotpotqa,musique", "--bird", BIRD, "--limit", "25", "--out", _out("arm_solver.json")),
          ("arm_solver.json",), needs_bird=True),
