@@ -139,13 +139,15 @@ def exact_top(vectors: np.ndarray, queries: np.ndarray, batch: int = 64) -> np.n
 
 
 def _per_query_ms(fn, questions: list[np.ndarray]) -> float:
-    fn(questions[0])  # warm-up
-    t = time.perf_counter()
-    done = 0
+    """The median over questions (after one for warm-up) of a question's time ÷ its queries: a
+    shared machine's bursts move the median less than the mean."""
+    fn(questions[0])
+    ms = []
     for q in questions[1:]:
+        t = time.perf_counter()
         fn(q)
-        done += len(q)
-    return 1000 * (time.perf_counter() - t) / done
+        ms.append(1000 * (time.perf_counter() - t) / len(q))
+    return statistics.median(ms)
 
 
 def measure_exact(vectors: np.ndarray, questions: list[np.ndarray]) -> dict:
@@ -257,11 +259,11 @@ def measure_memory(how: str, kind: str, n: int, spec: str, cache: Path, batch: i
 
 
 def _candidates(specs: str, n: int) -> list[str]:
-    """The candidates of ``--candidates`` measured at size ``n`` (``spec@N``: only up to ``N`` vectors)."""
+    """The candidates of ``--candidates`` measured at size ``n`` (``spec@N1+N2``: only at those sizes)."""
     out = []
     for spec in specs.split(","):
-        name, _, most = spec.partition("@")
-        if not most or n <= int(most):
+        name, _, at = spec.partition("@")
+        if not at or n in {int(x) for x in at.split("+")}:
             out.append(name)
     return out
 

@@ -336,3 +336,23 @@ def test_the_ann_path_reads_no_vector_outside_the_faiss_index(ann_folder, hotpot
     again.ann_index()
     again.chunk_vectors = np.broadcast_to(np.float32(np.nan), again.chunk_vectors.shape)  # any read gives NaN
     assert np.array_equal(again.dense_scores(questions[0].question).toarray(), want)
+
+
+def test_auto_searches_exactly_where_the_ann_misses_neighbours(monkeypatch, caplog):
+    """Above the limit, ``auto`` keeps exact search when the ANN's recall@10 on the collection's own
+    vectors is under ANN_MIN_RECALL (random vectors with a tiny search breadth), and says so."""
+    from atomgraph.tools import arm_index
+
+    monkeypatch.setattr(arm_index, "EXACT_LIMIT", 100)
+    clustered = _vector_index(_clusters(3000)[0], "auto")
+    assert clustered.dense_mode == "ann" and clustered.ann_index().recall >= arm_index.ANN_MIN_RECALL
+    assert clustered.dense_mode == "ann"
+    monkeypatch.setattr(arm_index, "ANN_EF_SEARCH", 4)
+    rng = np.random.default_rng(5)
+    noise = rng.standard_normal((3000, 384), dtype=np.float32)
+    index = _vector_index(noise / np.linalg.norm(noise, axis=1, keepdims=True), "auto")
+    index.ann_candidates = 10
+    with caplog.at_level(logging.WARNING):
+        assert index.ann_index().recall < arm_index.ANN_MIN_RECALL
+    assert index.dense_mode == "exact" and isinstance(index.dense_scores(noise[0]), np.ndarray)
+    assert any("dense_search=auto searches exactly" in r.getMessage() for r in caplog.records)

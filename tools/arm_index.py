@@ -67,6 +67,8 @@ ANN_CANDIDATES = 256  # chunks the ANN returns per dense query; the rest count a
 ANN_M = 32  # HNSW links per node
 ANN_EF_CONSTRUCTION = 40
 ANN_EF_SEARCH = 128  # at least; raised to the number of chunks asked for
+ANN_MIN_RECALL = 0.95  # ``auto`` searches exactly where the ANN's recall@10 (:meth:`AnnIndex.check_recall`) is lower
+ANN_CHECK_QUERIES = 50  # of the collection's own vectors, for that check
 MAX_OBJECT_CHARS = 1_000_000
 EMBED_BATCH = 1024  # chunks per embedding call once a build has more (progress between calls)
 _ANN_FILES = {"chunks": "ann_chunks.faiss", "objects": "ann_objects.faiss"}
@@ -250,8 +252,9 @@ class AnnIndex:
     the only in-memory copy of the vectors an ANN search needs (the index's own numpy file stays
     memory-mapped and untouched by searches)."""
 
-    def __init__(self, index):
+    def __init__(self, index, recall: float | None = None):
         self.index = index
+        self.recall = recall  # recall@10 on the indexed vectors' own neighbours (:meth:`check_recall`)
 
     def __len__(self) -> int:
         return int(self.index.ntotal)
@@ -272,26 +275,48 @@ class AnnIndex:
                 progress.tick(min(n, s + batch))
         return cls(index)
 
-    def search(self, queries: np.ndarray, k: int, ef: int = ANN_EF_SEARCH) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, k: int, ef: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """For each row of ``queries`` (one vector or a matrix), the rows of the (up to) ``k``
-        vectors nearest it and their inner products, nearest first; a row faiss leaves unfilled
-        is -1 (score -inf)."""
+        vectors nearest it and their inner products, nearest first, searching ``ef`` (default
+        :data:`ANN_EF_SEARCH`) at least; a row faiss leaves unfilled is -1 (score -inf)."""
         faiss = _faiss()
 
         k = max(1, min(int(k), len(self)))
-        params = faiss.SearchParametersHNSW(efSearch=max(int(ef), k))
+        params = faiss.SearchParametersHNSW(efSearch=max(int(ANN_EF_SEARCH if ef is None else ef), k))
         q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         sims, ids = self.index.search(q, k, params=params)
         return ids, np.where(ids >= 0, sims, -np.inf).astype(np.float32)
 
+    def check_recall(self, vectors: np.ndarray, queries: int = ANN_CHECK_QUERIES, seed: int = 0) -> float:
+        """Recall@10 of a search at :data:`ANN_EF_SEARCH` against exact search, for ``queries`` of
+        the indexed ``vectors`` drawn at random, each one's 10 nearest others (one matrix
+        product over every vector); kept in :attr:`recall`."""
+        n = len(vectors)
+        k = min(10, n - 1)
+        if k < 1:
+            self.recall = 1.0
+            return self.recall
+        rows = np.sort(np.random.default_rng(seed).choice(n, size=min(queries, n), replace=False))
+        q = np.asarray(vectors[rows], dtype=np.float32)
+        sims = q @ np.asarray(vectors).T
+        sims[np.arange(len(rows)), rows] = -np.inf
+        exact = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        found, _ = self.search(q, k + 1)
+        hits = [len(set(e.tolist()) & set(f[f != r].tolist()[:k])) for e, f, r in zip(exact, found, rows)]
+        self.recall = round(float(np.mean(hits)) / k, 4)
+        return self.recall
+
     def save(self, path: Path) -> None:
-        """Write to ``path`` (a temporary file renamed over it: never half-written)."""
+        """Write to ``path`` (a temporary file renamed over it: never half-written), and
+        :attr:`recall` beside it (``.json``)."""
         faiss = _faiss()
 
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             faiss.write_index(self.index, str(tmp))
             os.replace(tmp, path)
+            tmp.write_text(json.dumps({"recall_at_10": self.recall}))
+            os.replace(tmp, path.with_suffix(".json"))
         finally:
             if tmp.exists():
                 tmp.unlink()
@@ -307,7 +332,11 @@ class AnnIndex:
             raise ValueError(f"{path.name} indexes {index.ntotal} vectors of {index.d} dimensions, not {n} of {d}")
         if index.metric_type != faiss.METRIC_INNER_PRODUCT:
             raise ValueError(f"{path.name} ranks by L2 distance, not inner product")
-        return cls(index)
+        try:
+            recall = json.loads(path.with_suffix(".json").read_text())["recall_at_10"]
+        except (OSError, ValueError, KeyError, TypeError):
+            recall = None  # measured again
+        return cls(index, recall)
 
 
 @dataclass(frozen=True)
@@ -567,6 +596,7 @@ class ArmIndex:
             "refused_ids": [r[0] for r in refused[:20]], "max_object_chars": max_object_chars,
             "chunks": int(len(index.chunk_objects)), "ngrams": len(index.trie), "loaded": loaded,
             "dense_search": index.dense_mode if dense else "none", "seconds": dict(prog.seconds),
+            "ann_recall_at_10": getattr(index.__dict__.get("_anns", {}).get("chunks"), "recall", None),
             "total_seconds": round(time.perf_counter() - prog.t0, 3),
         }
         if prog.active or refused:
@@ -645,7 +675,9 @@ class ArmIndex:
         """``exact`` or ``ann``: what ``dense_search`` means for this collection."""
         mode = _check_dense_search(self.dense_search)
         if mode == "auto":
-            return "ann" if len(self.chunk_vectors) > EXACT_LIMIT and self.chunk_vectors.shape[1] > 0 else "exact"
+            big = len(self.chunk_vectors) > EXACT_LIMIT and self.chunk_vectors.shape[1] > 0
+            checked = self.__dict__.get("_anns", {}).get("chunks")  # exact where the ANN misses neighbours
+            return "ann" if big and (checked is None or checked.recall >= ANN_MIN_RECALL) else "exact"
         return mode
 
     @property
@@ -677,10 +709,13 @@ class ArmIndex:
                     ann = AnnIndex.load(path, n, d)
                 except Exception as exc:  # noqa: BLE001 - a damaged ANN file is rebuilt, never fatal
                     log.warning("ARM index: ANN file %s unreadable (%s); rebuilding it", path, exc)
-            if ann is None:
+            if ann is None or ann.recall is None:
                 prog = progress or BuildProgress(None)
-                prog.stage(f"ANN index ({kind})", n, "vectors")
-                ann = AnnIndex.build(vectors, prog)
+                if ann is None:
+                    prog.stage(f"ANN index ({kind})", n, "vectors")
+                    ann = AnnIndex.build(vectors, prog)
+                prog.stage(f"ANN recall check ({kind})", min(n, ANN_CHECK_QUERIES), "queries")
+                ann.check_recall(vectors)
                 prog.end()
                 if path is not None:
                     try:
@@ -688,6 +723,11 @@ class ArmIndex:
                     except (OSError, RuntimeError) as exc:
                         log.warning("cannot write the ANN index to %s (%s)", path, exc)
             anns[kind] = ann
+            if ann.recall < ANN_MIN_RECALL:
+                log.warning("ARM index: the ANN index finds %.0f%% of the 10 nearest %s (recall@10 %.2f < %.2f on %d of "
+                            "the collection's own vectors)%s", 100 * ann.recall, kind, ann.recall, ANN_MIN_RECALL,
+                            min(n, ANN_CHECK_QUERIES),
+                            "; dense_search=auto searches exactly" if self.dense_search == "auto" else "")
             return ann
 
     def ann_index(self) -> AnnIndex:
