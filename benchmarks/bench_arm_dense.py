@@ -23,7 +23,12 @@ Per size and collection (each in its own process, ``--threads`` BLAS/OpenMP thre
 - each ANN candidate (``--candidates``): build seconds (once; the file is kept in ``--cache`` and
   reused), its memory (the bytes faiss serialises, which is what it holds) per vector, and for each
   search setting recall@10 against exact search and the latency per query (the question's batch in
-  one call); ``ratio``: ANN latency ÷ exact batched latency, below 1 where ANN is faster.
+  one call); ``ratio``: ANN latency ÷ exact batched latency, below 1 where ANN is faster. ARM asks
+  for ``ann_candidates`` (256) chunks, so it searches at efSearch 256 at least;
+- for ``--memory`` (the index's HNSW setting): :meth:`AnnIndex.check_recall`, the recall@10 the index
+  checks on the collection's own vectors when it builds the graph (``auto`` stays exact under 0.95),
+  and the resident memory after a question's ANN queries, per vector, of the plain faiss index and
+  of :class:`ArmIndex` over the same vectors and file, reopened (two fresh processes).
 
 The crossover is the smallest size where an ANN setting with recall@10 ≥ 0.95 on both collections
 is faster than exact batched search; :data:`atomgraph.tools.arm_index.EXACT_LIMIT` comes from it.
@@ -138,16 +143,16 @@ def exact_top(vectors: np.ndarray, queries: np.ndarray, batch: int = 64) -> np.n
     return np.concatenate([top_rows(queries[s : s + batch] @ vectors.T) for s in range(0, len(queries), batch)])
 
 
-def _per_query_ms(fn, questions: list[np.ndarray]) -> float:
-    """The median over questions (after one for warm-up) of a question's time ÷ its queries: a
-    shared machine's bursts move the median less than the mean."""
+def _per_query_ms(fn, questions: list[np.ndarray]) -> dict:
+    """A question's time ÷ its queries over the questions (after one for warm-up): ``ms`` the
+    fastest (the CPU cost without a shared machine's waits, as ``timeit`` reports), ``median_ms``."""
     fn(questions[0])
     ms = []
     for q in questions[1:]:
         t = time.perf_counter()
         fn(q)
         ms.append(1000 * (time.perf_counter() - t) / len(q))
-    return statistics.median(ms)
+    return {"ms": round(min(ms), 3), "median_ms": round(statistics.median(ms), 3)}
 
 
 def measure_exact(vectors: np.ndarray, questions: list[np.ndarray]) -> dict:
@@ -161,9 +166,9 @@ def measure_exact(vectors: np.ndarray, questions: list[np.ndarray]) -> dict:
             s = vectors @ row
             np.argpartition(-s, K - 1)[:K]
 
-    return {"matvec_ms": round(_per_query_ms(matvec, questions), 3),
-            "batched_ms": round(_per_query_ms(lambda q: top_rows(q @ vectors.T), questions), 3),
-            "faiss_flat_ms": round(_per_query_ms(lambda q: flat.search(q, K), questions), 3)}
+    return {"matvec": _per_query_ms(matvec, questions),
+            "batched": _per_query_ms(lambda q: top_rows(q @ vectors.T), questions),
+            "faiss_flat": _per_query_ms(lambda q: flat.search(q, K), questions)}
 
 
 # --- ANN candidates --------------------------------------------------------------------------------
@@ -219,7 +224,7 @@ def measure_ann(spec: str, vectors: np.ndarray, queries: np.ndarray, truth: np.n
         _, got = index.search(queries, K, params=params)
         recall = float(np.mean([len(set(a) & set(b)) / K for a, b in zip(got.tolist(), truth.tolist())]))
         ms = _per_query_ms(lambda q: index.search(q, K, params=params), questions)
-        out["search"][str(ef)] = {"recall_at_10": round(recall, 4), "ms": round(ms, 3), "ratio": round(ms / exact_ms, 3)}
+        out["search"][str(ef)] = {"recall_at_10": round(recall, 4), **ms, "ratio": round(ms["ms"] / exact_ms, 3)}
     return out
 
 
@@ -250,6 +255,7 @@ def measure_memory(how: str, kind: str, n: int, spec: str, cache: Path, batch: i
     else:
         folder = Path(tempfile.mkdtemp(prefix="arm-dense-"))
         (folder / "ann_chunks.faiss").symlink_to(path)
+        (folder / "ann_chunks.json").symlink_to(path.with_suffix(".check.json"))  # reopened: the check kept
         index = ArmIndex(objects, None, None, None, None, np.arange(n, dtype=np.int32),
                          np.load(cache / f"{kind}-{n}.npy", mmap_mode="r"), [], None, "vectors", dense_search="ann")
         index.cache_path = folder
@@ -278,10 +284,19 @@ def run_size(kind: str, n: int, args, cache: Path) -> dict:
     questions = [queries[rng.choice(len(queries), size=args.batch, replace=False)] for _ in range(args.questions + 1)]
     res: dict = {"collection_s": round(made_s, 1), "exact": measure_exact(vectors, questions)}
     truth = exact_top(vectors, queries)
-    exact_ms = res["exact"]["batched_ms"]
+    exact_ms = res["exact"]["batched"]["ms"]
     res["ann"] = {}
     for spec in _candidates(args.candidates, n):
-        res["ann"][spec] = measure_ann(spec, vectors, queries, truth, questions, exact_ms, cache / f"{kind}-{n}-{spec}.faiss")
+        where = cache / f"{kind}-{n}-{spec}.faiss"
+        res["ann"][spec] = measure_ann(spec, vectors, queries, truth, questions, exact_ms, where)
+        if spec == args.memory:  # the index's own recall check, as ArmIndex runs it when it builds the graph
+            import faiss
+
+            from atomgraph.tools.arm_index import AnnIndex
+
+            check = AnnIndex(faiss.read_index(str(where))).check_recall(vectors)
+            res["ann"][spec]["recall_check"] = check
+            where.with_suffix(".check.json").write_text(json.dumps({"recall_at_10": check}))
         print(f"  {kind} {n:,} {spec}: {json.dumps(res['ann'][spec])}", flush=True)
     return res
 
@@ -300,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory", default="default",
                     help="the HNSW candidate whose memory is measured plain and under ArmIndex ('default': the index's "
                          "ANN_M and ANN_EF_CONSTRUCTION; '' to skip)")
+    ap.add_argument("--table", metavar="RESULTS", help="print the docs' tables from a results file and stop")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--memory-of", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -308,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
 
         args.memory = f"hnsw{ANN_M}-{ANN_EF_CONSTRUCTION}"
 
+    if args.table:
+        print(table(json.loads(Path(args.table).read_text())))
+        return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -350,11 +369,52 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _num(n: int) -> str:
+    e = len(str(n)) - 1
+    return f"10^{e}" if n == 10**e else f"{n // 10**e}·10^{e}"
+
+
+def table(results: dict) -> str:
+    """The docs' tables (markdown) from a results file: exact search per query, then per size,
+    collection and candidate the build, memory and fastest setting with recall@10 ≥ 0.95."""
+    sizes = sorted(results["sizes"], key=int)
+    lines = ["| vectors | collection | exact: matvec / batched / faiss flat | ANN: candidate, build, bytes per vector | "
+             "fastest setting with recall@10 ≥ 0.95: recall, ms, ÷ exact batched | recall@10 at efSearch 256 |",
+             "|---|---|---|---|---|---|"]
+    for n in sizes:
+        for kind, res in results["sizes"][n].items():
+            if "exact" not in res:
+                continue
+            e = res["exact"]
+            exact = " / ".join(f"{e[k]['ms']:.3g}" for k in ("matvec", "batched", "faiss_flat")) + " ms"
+            for spec, a in res["ann"].items():
+                ok = [(ef, v) for ef, v in a["search"].items() if v["recall_at_10"] >= 0.95]
+                best = min(ok, key=lambda x: x[1]["ms"]) if ok else None
+                fast = (f"{'nprobe' if spec.startswith('ivf') else 'efSearch'} {best[0]}: {best[1]['recall_at_10']:.3f}, "
+                        f"{best[1]['ms']:.3g} ms, {best[1]['ratio']:.2f}" if best else
+                        f"none (best {max(v['recall_at_10'] for v in a['search'].values()):.3f})")
+                at256 = a["search"].get("256", {}).get("recall_at_10")
+                check = f" (check {a['recall_check']:.2f})" if "recall_check" in a else ""
+                lines.append(f"| {_num(int(n))} | {kind} | {exact} | {spec}, {a['build_s']:,.0f} s, {a['bytes_per_vector']:,.0f} | "
+                             f"{fast} | {'' if at256 is None else f'{at256:.3f}'}{check} |")
+                exact = "″"
+    mem = [(n, kind, r["memory_bytes_per_vector"]) for n in sizes for kind, r in results["sizes"][n].items()
+           if "memory_bytes_per_vector" in r]
+    if mem:
+        lines += ["", "| vectors | collection | resident bytes per vector: plain faiss (anon + file) | ArmIndex (anon + file) "
+                  "| ArmIndex ÷ faiss |", "|---|---|---|---|---|"]
+        for n, kind, m in mem:
+            f, a = m["faiss"], m["arm"]
+            lines.append(f"| {_num(int(n))} | {kind} | {f['RssAnon']:,.0f} + {f['RssFile']:,.0f} | "
+                         f"{a['RssAnon']:,.0f} + {a['RssFile']:,.0f} | {m.get('ratio_arm_to_faiss', '')} |")
+    return "\n".join(lines)
+
+
 def summary(res: dict) -> dict:
     """Exact batched latency, and per candidate the fastest setting with recall@10 ≥ 0.95."""
     if "exact" not in res:
         return res
-    out: dict = {"exact_batched_ms": res["exact"]["batched_ms"], "matvec_ms": res["exact"]["matvec_ms"]}
+    out: dict = {f"exact_{k}_ms": v["ms"] for k, v in res["exact"].items()}
     for spec, a in res["ann"].items():
         ok = [(ef, v) for ef, v in a["search"].items() if v["recall_at_10"] >= 0.95]
         best = min(ok, key=lambda x: x[1]["ms"]) if ok else None
