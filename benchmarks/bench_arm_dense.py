@@ -1,6 +1,6 @@
 """ARM's dense search at 10^4–10^6 chunk vectors: exact against ANN, on random and real embeddings.
 
-    python -m benchmarks.bench_arm_dense [--sizes 10000,100000,1000000] [--data random,real] [--out F]
+    python -m benchmarks.bench_arm_dense [--sizes 10000,20000,50000,100000,1000000] [--data random,real] [--out F]
 
 Vectors only (no n-grams, no BM25: ``bench_arm_scale`` measures the whole index), 384 float32
 dimensions, unit length; a question is ``--batch`` dense queries (the question and one per keyword,
@@ -303,9 +303,10 @@ def run_size(kind: str, n: int, args, cache: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--sizes", default="10000,20000,50000,100000,1000000")
     ap.add_argument("--data", default="random,real")
-    ap.add_argument("--candidates", default="hnsw32-40,hnsw32-200,ivf1024")
+    ap.add_argument("--candidates", default="hnsw32-40,hnsw16-40@10000+100000,ivf1024@10000+100000",
+                    help="hnsw<M>-<efConstruction> or ivf<nlist>, comma-separated; spec@N1+N2: only at those sizes")
     ap.add_argument("--queries", type=int, default=300, help="queries for recall@10")
     ap.add_argument("--questions", type=int, default=40, help="timed questions of --batch queries each")
     ap.add_argument("--batch", type=int, default=5, help="dense queries per question (the question and its keywords)")
