@@ -144,15 +144,17 @@ def exact_top(vectors: np.ndarray, queries: np.ndarray, batch: int = 64) -> np.n
 
 
 def _per_query_ms(fn, questions: list[np.ndarray]) -> dict:
-    """A question's time ÷ its queries over the questions (after one for warm-up): ``ms`` the
-    fastest (the CPU cost without a shared machine's waits, as ``timeit`` reports), ``median_ms``."""
+    """A question's time ÷ its queries, median over the questions (after one for warm-up): ``ms``
+    the process's CPU time (one thread: the search's cost, without a shared machine's waits),
+    ``wall_ms`` the elapsed time."""
     fn(questions[0])
-    ms = []
+    cpu, wall = [], []
     for q in questions[1:]:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn(q)
-        ms.append(1000 * (time.perf_counter() - t) / len(q))
-    return {"ms": round(min(ms), 3), "median_ms": round(statistics.median(ms), 3)}
+        cpu.append(1000 * (time.process_time() - c) / len(q))
+        wall.append(1000 * (time.perf_counter() - t) / len(q))
+    return {"ms": round(statistics.median(cpu), 3), "wall_ms": round(statistics.median(wall), 3)}
 
 
 def measure_exact(vectors: np.ndarray, questions: list[np.ndarray]) -> dict:
@@ -316,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory", default="default",
                     help="the HNSW candidate whose memory is measured plain and under ArmIndex ('default': the index's "
                          "ANN_M and ANN_EF_CONSTRUCTION; '' to skip)")
+    ap.add_argument("--resume", action="store_true", help="keep the sizes --out already holds; measure the rest")
     ap.add_argument("--table", metavar="RESULTS", help="print the docs' tables from a results file and stop")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--memory-of", help=argparse.SUPPRESS)
@@ -343,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         real_vectors(cache)  # once, before the measured processes
     results: dict = {"benchmark": "arm_dense", "dim": DIM, "cpus": os.cpu_count(), "threads": args.threads,
                      "batch": args.batch, "load_average_at_start": os.getloadavg(), "sizes": {}}
+    if args.resume and args.out and Path(args.out).is_file():  # a run stopped (or split) keeps what it measured
+        results = json.loads(Path(args.out).read_text())
     threads = str(args.threads)
     env = os.environ | {"OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
     def child(*extra: str) -> dict:
@@ -358,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
 
     for n in [int(x) for x in args.sizes.split(",")]:
         for kind in args.data.split(","):
+            if "exact" in results["sizes"].get(str(n), {}).get(kind, {}):
+                continue  # --resume: measured before
             res = results["sizes"].setdefault(str(n), {})[kind] = child("--one", f"{kind}:{n}")
             if args.memory and args.memory in _candidates(args.candidates, n):
                 mem = {how: child("--memory-of", f"{how}:{kind}:{n}") for how in ("faiss", "arm")}
@@ -377,7 +384,7 @@ def _num(n: int) -> str:
 
 def table(results: dict) -> str:
     """The docs' tables (markdown) from a results file: exact search per query, then per size,
-    collection and candidate the build, memory and fastest setting with recall@10 ≥ 0.95."""
+    collection and candidate the build, memory and the fastest setting with recall@10 ≥ 0.95 (CPU ms)."""
     sizes = sorted(results["sizes"], key=int)
     lines = ["| vectors | collection | exact: matvec / batched / faiss flat | ANN: candidate, build, bytes per vector | "
              "fastest setting with recall@10 ≥ 0.95: recall, ms, ÷ exact batched | recall@10 at efSearch 256 |",
