@@ -463,6 +463,26 @@ def _read_meta(out_dir: Path) -> dict | None:
                           "Repair it, use another --out, or start afresh with --force-new") from None
 
 
+def _method_names() -> list[str]:
+    from atomgraph.graphs.registry import method_names
+
+    return method_names()
+
+
+def _defaults() -> Settings:
+    from atomgraph.evaluation.recipe import sealed_defaults
+
+    return sealed_defaults()
+
+
+def _differing(then: dict, now: dict, defaults: dict) -> list[str]:
+    """The keys whose values differ between a recorded run and this one, less a key the record
+    does not hold that is at its default now: a setting added to atomgraph since that run, which
+    ran under the behaviour its default keeps."""
+    return [k for k in sorted(set(then) | set(now))
+            if then.get(k) != now.get(k) and not (k not in then and now.get(k) == defaults.get(k))]
+
+
 def _check_meta(out_dir: Path, meta: dict) -> None:
     """ConfigError when the directory holds a different run (method, dataset, model, base URL,
     recipe, parameters), or records without the ``run.json`` that says whose they are."""
@@ -481,8 +501,13 @@ def _check_meta(out_dir: Path, meta: dict) -> None:
                 "(or --force-new to move the old run aside)"
             )
     before, now = old.get("fingerprint"), meta["fingerprint"]
+    defaults = effective_config(_defaults())
     if isinstance(before, dict):
-        diff = [k for k in ("models", "temperature", "params") if before.get(k) != now.get(k)]
+        params_default = {k.split(".", 1)[1]: v for k, v in defaults.items() if k.startswith(f"{meta['method']}.")}
+        diff = [k for k in ("models", "temperature") if before.get(k) != now.get(k)]
+        a, b = before.get("params"), now.get("params")
+        if (_differing(a, b, params_default) if isinstance(a, dict) and isinstance(b, dict) else a != b):
+            diff.append("params")
         # a run.json from before base_url/recipe were recorded is compared on what it holds
         diff += [k for k in ("base_url", "recipe") if k in before and before.get(k) != now.get(k)]
         if diff:
@@ -490,14 +515,16 @@ def _check_meta(out_dir: Path, meta: dict) -> None:
                 a, b = before.get(k), now.get(k)
                 if isinstance(a, dict) and isinstance(b, dict):  # name the differing keys
                     return "; ".join(f"{k}.{x}: {a.get(x)!r} then, {b.get(x)!r} now"
-                                     for x in sorted(set(a) | set(b)) if a.get(x) != b.get(x))
+                                     for x in _differing(a, b, params_default if k == "params" else {}))
                 return f"{k}: {a!r} then, {b!r} now"
             detail = "; ".join(changed(k) for k in diff)
             raise ConfigError(f"{out_dir} holds a run with other {', '.join(diff)} ({detail[:600]}); its records "
                               "would mix with these. Use another --out, or --force-new to move the old run aside")
     if isinstance(old.get("config"), dict) and isinstance(meta.get("config"), dict):
         a, b = old["config"], meta["config"]
-        differ = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k not in RESUMABLE]
+        # another method's section is not this run's setting (its own section is the fingerprint's params)
+        others = {m for m in _method_names() if m != meta["method"]}
+        differ = [k for k in _differing(a, b, defaults) if k not in RESUMABLE and k.split(".", 1)[0] not in others]
         if differ:
             detail = "; ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in differ)
             raise ConfigError(f"{out_dir} holds a run under another configuration ({', '.join(differ)}: "

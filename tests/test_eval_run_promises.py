@@ -100,6 +100,27 @@ async def test_another_model_or_parameters_is_refused_and_force_new_moves_the_ol
     assert json.loads((tmp_path / "run.json").read_text())["fingerprint"]["models"] == {"model": "model-b"}
 
 
+async def test_a_setting_added_since_the_run_resumes_at_its_default_only(tmp_path):
+    """A run.json written before a setting existed resumes while that setting is at its default
+    (the old run ran under the behaviour the default keeps); set otherwise, it is refused."""
+    await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="model-a"), n=1)
+    meta = json.loads((tmp_path / "run.json").read_text())
+    del meta["config"]["standard.demonstrations"], meta["fingerprint"]["params"]["demonstrations"]
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    res = await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="model-a"), n=2)
+    assert (res.skipped, res.finished) == (1, 1)
+    with pytest.raises(ConfigError, match="other params"):
+        await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="model-a"), n=3,
+                   settings=Settings(cache=False, standard={"demonstrations": 0}))
+    # another method's section is not this run's setting: a value changed or gone there resumes
+    meta = json.loads((tmp_path / "run.json").read_text())
+    meta["config"]["arm.removed_since"] = 4
+    meta["config"]["cot.demonstrations"] = 0
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    res = await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="model-a"), n=3)
+    assert (res.skipped, res.finished) == (2, 1)
+
+
 async def test_concurrency_is_bounded(tmp_path):
     for bad in (0, MAX_CONCURRENCY + 1, 10**20):
         with pytest.raises(ConfigError, match=f"from 1 to {MAX_CONCURRENCY}"):

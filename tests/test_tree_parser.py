@@ -294,6 +294,7 @@ def test_released_trees_reproduce_table8(shared_data, name, mean, median, lo, hi
             assert rec["reasoning_tree"] == "TREE_PARSING_ERROR"
             continue
         depths.append(tree.depth)
+        assert not any("a repeat of" in r for r in tree.repairs)  # no planner tree repeats a sibling
         tree.topological_order()  # every tree is executable
         # parsed trees survive a round trip through the planner's JSON shape
         assert parse_tree(tree.to_planner_json()).depth == tree.depth
@@ -358,4 +359,24 @@ def test_a_sibling_repeating_another_under_a_new_number_is_dropped_and_its_numbe
     # the same question with another value is not a repeat: both stay
     other = parse_tree({q: ["1. Who built it?", "2. Who built it?"], "1. Who built it?": 'Search("church", "builder")',
                         "2. Who built it?": 'Search("steeple", "builder")'})
+    assert other.nodes[0].children == [1, 2]
+
+
+def test_a_sibling_repeating_another_call_under_a_new_question_is_the_same_operation():
+    """An atomic operator is its call: a sibling making the same call as an earlier one (the
+    second question asking for more than that call retrieves) is dropped and its number aliased."""
+    q = "What is the name of the church in Albert Einstein's birthplace whose steeple is the tallest?"
+    tree = parse_tree({
+        q: ["1. What is Albert Einstein's birthplace?", "2. What is the tallest steeple?",
+            "3. Given [1] and [2], which church is it?", "4. What is the church in Albert Einstein's birthplace?"],
+        "1. What is Albert Einstein's birthplace?": 'Search("Albert Einstein", "birthplace")',
+        "2. What is the tallest steeple?": 'Search("tallest steeple", "world")',
+        "3. Given [1] and [2], which church is it?": 'Relate([1], "church with the tallest steeple")',
+        "4. What is the church in Albert Einstein's birthplace?": 'Search("albert einstein",  "Birthplace")',
+    })
+    assert tree.nodes[0].children == [1, 2, 3] and 4 not in tree.nodes
+    assert any("a repeat of" in r and "[4] reads [1]" in r for r in tree.repairs)
+    # the same function over other arguments is another operation
+    other = parse_tree({q: ["1. Who built it?", "2. Who designed it?"], "1. Who built it?": 'Relate("Ulm Minster", "builder")',
+                        "2. Who designed it?": 'Relate("Ulm Minster", "architect")'})
     assert other.nodes[0].children == [1, 2]

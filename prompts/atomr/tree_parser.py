@@ -251,7 +251,7 @@ class _Builder:
                 order.append(p)
                 siblings: dict[tuple[str, str], _Entry] = {}
                 for c in self._children_of(p, root):
-                    twin = siblings.setdefault((_loose(c.text), repr(c.value)), c)
+                    twin = siblings.setdefault(_sibling_key(c), c)
                     if twin is not c and id(c) not in placed and c.label and twin.label:
                         self._drop_repeat(c, twin, p)
                         continue
@@ -279,8 +279,8 @@ class _Builder:
             self._adopt(self._pick_orphan(orphans), order, root, queue, placed)
 
     def _drop_repeat(self, c: _Entry, twin: _Entry, p: _Entry) -> None:
-        """Drop ``c``, a sibling that repeats ``twin``'s question and value under another number
-        (a small model's list running on; a planner's tree never asks one question twice): its
+        """Drop ``c``, a sibling that repeats ``twin`` under another number (:func:`_sibling_key`:
+        a small model's list running on; a planner's tree never asks one thing twice): its
         number becomes an alias of ``twin``'s, so a reference to it reads ``twin``'s answer."""
         self.entries.remove(c)
         self.by_key.pop(c.key, None)
@@ -331,6 +331,21 @@ class _Builder:
                 p.value = items[0]
                 return []
         return [self.match_child(v, p, root) for v in items]
+
+
+def _sibling_key(e: _Entry) -> tuple:
+    """What makes two siblings the same node: an atomic operator is its call (the function and
+    its arguments fix what is retrieved and asked: ``Search("Albert Einstein", "birthplace")``
+    twice is one operation, whatever the two questions say); any other entry is its question
+    and value."""
+    if isinstance(e.value, str):
+        try:
+            leaf = parse_leaf(e.value)
+        except ValueError:
+            leaf = None
+        if leaf is not None and leaf.kind == "operator":
+            return ("call", leaf.operator.name, tuple(_loose(str(a)) for a in leaf.operator.args))
+    return ("entry", _loose(e.text), repr(e.value))
 
 
 def _assign_ids(order: list[_Entry], repairs: list[str]) -> None:
