@@ -298,7 +298,7 @@ def run_size(kind: str, n: int, args, cache: Path) -> dict:
 
             ann = AnnIndex(faiss.read_index(str(where)))
             ann.check_recall(vectors)
-            check = {"recall_at_10": ann.recall, "ef_search": ann.ef}
+            check = {"recall_at_10": ann.recall, "ef_search": ann.ef, "faster": ann.faster}
             res["ann"][spec]["recall_check"] = check | {
                 "questions_recall_at_10": res["ann"][spec]["search"].get(str(ann.ef), {}).get("recall_at_10")}
             where.with_suffix(".check.json").write_text(json.dumps(check))
@@ -385,6 +385,10 @@ def _num(n: int) -> str:
     return f"10^{e}" if n == 10**e else f"{n // 10**e}·10^{e}"
 
 
+def arm_uses(check: dict) -> bool:  # what dense_search=auto uses after the check
+    return check["recall_at_10"] >= 0.95 and check.get("faster", True)
+
+
 def table(results: dict) -> str:
     """The docs' tables (markdown) from a results file: exact search per query, then per size,
     collection and candidate the build, memory and the fastest setting with recall@10 ≥ 0.95 (CPU ms)."""
@@ -408,7 +412,7 @@ def table(results: dict) -> str:
                 at256 = a["search"].get("256", {}).get("recall_at_10")
                 c = a.get("recall_check")
                 check = (f"; check: efSearch {c['ef_search']}, {c['recall_at_10']:.2f} (questions "
-                         f"{c['questions_recall_at_10']:.3f})" if c else "")
+                         f"{c['questions_recall_at_10']:.3f}), {'ANN' if arm_uses(c) else 'exact'}" if c else "")
                 lines.append(f"| {_num(int(n))} | {kind} | {exact} | {spec}, {a['build_s']:,.0f} s, {a['bytes_per_vector']:,.0f} | "
                              f"{fast} | {'' if at256 is None else f'{at256:.3f}'}{check} |")
                 exact = "″"

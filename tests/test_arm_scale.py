@@ -50,6 +50,9 @@ def test_ann_index_is_built_persisted_and_reopened(ann_folder, hotpot):
     s = again.build_summary
     assert s["loaded"] and "ANN index (chunks)" not in s["seconds"] and "n-gram trie" not in s["seconds"]
     assert len(again.ann_index()) == len(again.chunk_vectors) == len(built.chunk_vectors)
+    # the recall check is kept beside the graph: reopened, not run again
+    assert (again.ann_index().recall, again.ann_index().ef) == (built.ann_index().recall, built.ann_index().ef)
+    assert "ANN recall check (chunks)" not in s["seconds"] and (built.cache_path / "ann_chunks.json").is_file()
     again._query_cache = built._query_cache
     for q in questions[:10]:
         assert np.array_equal(again.dense_scores(q.question).toarray(), built.dense_scores(q.question).toarray())
@@ -340,13 +343,16 @@ def test_the_ann_path_reads_no_vector_outside_the_faiss_index(ann_folder, hotpot
 
 def test_auto_searches_exactly_where_the_ann_misses_neighbours(monkeypatch, caplog):
     """Above the limit, ``auto`` keeps exact search when the ANN's recall@10 on the collection's own
-    vectors is under ANN_MIN_RECALL (random vectors with a tiny search breadth), and says so."""
+    vectors is under ANN_MIN_RECALL (random vectors with a tiny search breadth) or the ANN is slower
+    than exact search, and says so."""
     from atomgraph.tools import arm_index
 
     monkeypatch.setattr(arm_index, "EXACT_LIMIT", 100)
     clustered = _vector_index(_clusters(3000)[0], "auto")
-    assert clustered.dense_mode == "ann" and clustered.ann_index().recall >= arm_index.ANN_MIN_RECALL
-    assert clustered.dense_mode == "ann"
+    assert clustered.dense_mode == "ann"  # before the check
+    ann = clustered.ann_index()
+    assert ann.recall >= arm_index.ANN_MIN_RECALL and ann.ef == arm_index.ANN_EF_SEARCH
+    assert clustered.dense_mode == ("ann" if ann.faster else "exact")
     monkeypatch.setattr(arm_index, "ANN_EF_SEARCH", 4)
     rng = np.random.default_rng(5)
     noise = rng.standard_normal((3000, 384), dtype=np.float32)

@@ -70,7 +70,8 @@ ANN_CANDIDATES = 256  # chunks the ANN returns per dense query; the rest count a
 ANN_M = 32  # HNSW links per node (16 loses recall on MiniLM vectors; efConstruction 200 builds 8x slower)
 ANN_EF_CONSTRUCTION = 40
 ANN_EF_SEARCH = 256  # at least (raised to the number of chunks asked for); up to 8x where the recall check needs it
-ANN_MIN_RECALL = 0.95  # ``auto`` searches exactly where the ANN's recall@10 (:meth:`AnnIndex.check_recall`) is lower
+ANN_MIN_RECALL = 0.95  # ``auto`` searches exactly where the ANN's recall@10 (:meth:`AnnIndex.check_recall`) is lower,
+# or where the ANN at that recall is slower than exact search
 ANN_CHECK_QUERIES = 50  # of the collection's own vectors, for that check
 MAX_OBJECT_CHARS = 1_000_000
 EMBED_BATCH = 1024  # chunks per embedding call once a build has more (progress between calls)
@@ -255,10 +256,16 @@ class AnnIndex:
     the only in-memory copy of the vectors an ANN search needs (the index's own numpy file stays
     memory-mapped and untouched by searches)."""
 
-    def __init__(self, index, recall: float | None = None, ef: int = ANN_EF_SEARCH):
+    def __init__(self, index, recall: float | None = None, ef: int = ANN_EF_SEARCH, faster: bool = True):
         self.index = index
         self.recall = recall  # recall@10 on the indexed vectors' own neighbours at ``ef`` (:meth:`check_recall`)
         self.ef = ef  # the search breadth (efSearch) it searches at
+        self.faster = faster  # than exact search, at ``ef`` (:meth:`check_recall`)
+
+    @property
+    def useful(self) -> bool:
+        """Whether the check found recall@10 ≥ :data:`ANN_MIN_RECALL` faster than exact search."""
+        return self.recall is not None and self.recall >= ANN_MIN_RECALL and self.faster
 
     def __len__(self) -> int:
         return int(self.index.ntotal)
@@ -296,10 +303,12 @@ class AnnIndex:
         times it whose recall@10 against exact search reaches :data:`ANN_MIN_RECALL`, for
         ``queries`` of the indexed ``vectors`` drawn at random, each one's 10 nearest others (one
         matrix product over every vector); kept in :attr:`ef` and :attr:`recall` (the largest
-        breadth's recall where none reaches it)."""
+        breadth's recall where none reaches it). :attr:`faster`: whether a search of 5 of those
+        queries at that breadth takes less CPU time than their exact search (a question's 5 dense
+        queries in one matrix product)."""
         n = len(vectors)
         k = min(10, n - 1)
-        self.ef = ANN_EF_SEARCH
+        self.ef, self.faster = ANN_EF_SEARCH, True
         if k < 1:
             self.recall = 1.0
             return self.recall
@@ -315,6 +324,12 @@ class AnnIndex:
             self.recall = round(float(np.mean(hits)) / k, 4)
             if self.recall >= ANN_MIN_RECALL:
                 break
+        t = time.process_time()
+        np.max(q[:5] @ np.asarray(vectors).T, axis=1)
+        exact_s = time.process_time() - t
+        t = time.process_time()
+        self.search(q[:5], ANN_CANDIDATES)
+        self.faster = time.process_time() - t < exact_s
         return self.recall
 
     def save(self, path: Path) -> None:
@@ -326,7 +341,7 @@ class AnnIndex:
         try:
             faiss.write_index(self.index, str(tmp))
             os.replace(tmp, path)
-            tmp.write_text(json.dumps({"recall_at_10": self.recall, "ef_search": self.ef}))
+            tmp.write_text(json.dumps({"recall_at_10": self.recall, "ef_search": self.ef, "faster": self.faster}))
             os.replace(tmp, path.with_suffix(".json"))
         finally:
             if tmp.exists():
@@ -345,10 +360,10 @@ class AnnIndex:
             raise ValueError(f"{path.name} ranks by L2 distance, not inner product")
         try:
             check = json.loads(path.with_suffix(".json").read_text())
-            recall, ef = float(check["recall_at_10"]), int(check["ef_search"])
+            recall, ef, faster = float(check["recall_at_10"]), int(check["ef_search"]), bool(check["faster"])
         except (OSError, ValueError, KeyError, TypeError):
-            recall, ef = None, ANN_EF_SEARCH  # checked again
-        return cls(index, recall, ef)
+            recall, ef, faster = None, ANN_EF_SEARCH, True  # checked again
+        return cls(index, recall, ef, faster)
 
 
 @dataclass(frozen=True)
@@ -610,6 +625,7 @@ class ArmIndex:
             "dense_search": index.dense_mode if dense else "none", "seconds": dict(prog.seconds),
             "ann_recall_at_10": getattr(index.__dict__.get("_anns", {}).get("chunks"), "recall", None),
             "ann_ef_search": getattr(index.__dict__.get("_anns", {}).get("chunks"), "ef", None),
+            "ann_faster": getattr(index.__dict__.get("_anns", {}).get("chunks"), "faster", None),
             "total_seconds": round(time.perf_counter() - prog.t0, 3),
         }
         if prog.active or refused:
@@ -689,8 +705,8 @@ class ArmIndex:
         mode = _check_dense_search(self.dense_search)
         if mode == "auto":
             big = len(self.chunk_vectors) > EXACT_LIMIT and self.chunk_vectors.shape[1] > 0
-            checked = self.__dict__.get("_anns", {}).get("chunks")  # exact where the ANN misses neighbours
-            return "ann" if big and (checked is None or checked.recall >= ANN_MIN_RECALL) else "exact"
+            checked = self.__dict__.get("_anns", {}).get("chunks")  # exact where the ANN misses neighbours or is slower
+            return "ann" if big and (checked is None or checked.useful) else "exact"
         return mode
 
     @property
@@ -736,10 +752,10 @@ class ArmIndex:
                     except (OSError, RuntimeError) as exc:
                         log.warning("cannot write the ANN index to %s (%s)", path, exc)
             anns[kind] = ann
-            if ann.recall < ANN_MIN_RECALL:
-                log.warning("ARM index: the ANN index finds %.0f%% of the 10 nearest %s (recall@10 %.2f < %.2f at efSearch "
-                            "%d, on %d of the collection's own vectors)%s", 100 * ann.recall, kind, ann.recall,
-                            ANN_MIN_RECALL, ann.ef, min(n, ANN_CHECK_QUERIES),
+            if not ann.useful:
+                log.warning("ARM index: the ANN index finds %.0f%% of the 10 nearest %s at efSearch %d (recall@10 on %d of "
+                            "the collection's own vectors; %.2f needed), %s than exact search%s", 100 * ann.recall, kind,
+                            ann.ef, min(n, ANN_CHECK_QUERIES), ANN_MIN_RECALL, "faster" if ann.faster else "slower",
                             "; dense_search=auto searches exactly" if self.dense_search == "auto" else "")
             return ann
 
