@@ -197,7 +197,7 @@ def _build(spec: str, vectors: np.ndarray):
 
 
 def _settings(spec: str) -> list[int]:
-    return [16, 32, 64, 128, 256] if spec.startswith("ivf") else [64, 128, 256, 512, 1024, 2048]
+    return [16, 32, 64, 128, 256] if spec.startswith("ivf") else [64, 128, 256, 512, 1024, 2048, 4096]
 
 
 def measure_ann(spec: str, vectors: np.ndarray, queries: np.ndarray, truth: np.ndarray, questions: list[np.ndarray],
@@ -386,7 +386,9 @@ def _num(n: int) -> str:
 
 
 def arm_uses(check: dict) -> bool:  # what dense_search=auto uses after the check
-    return check["recall_at_10"] >= 0.95 and check.get("faster", True)
+    from atomgraph.tools.arm_index import ANN_MIN_RECALL
+
+    return check["recall_at_10"] >= ANN_MIN_RECALL and check.get("faster", True)
 
 
 def table(results: dict) -> str:
