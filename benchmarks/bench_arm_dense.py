@@ -413,8 +413,10 @@ def table(results: dict) -> str:
                         f"none (best {max(v['recall_at_10'] for v in a['search'].values()):.3f})")
                 at256 = a["search"].get("256", {}).get("recall_at_10")
                 c = a.get("recall_check")
+                at = a["search"].get(str(c["ef_search"]), {}) if c else {}
                 check = (f"; check: efSearch {c['ef_search']}, {c['recall_at_10']:.2f} (questions "
-                         f"{c['questions_recall_at_10']:.3f}), {'ANN' if arm_uses(c) else 'exact'}" if c else "")
+                         f"{c['questions_recall_at_10']:.3f}, {at.get('ms', float('nan')):.3g} ms): "
+                         f"**{'ANN' if arm_uses(c) else 'exact'}**" if c else "")
                 lines.append(f"| {_num(int(n))} | {kind} | {exact} | {spec}, {a['build_s']:,.0f} s, {a['bytes_per_vector']:,.0f} | "
                              f"{fast} | {'' if at256 is None else f'{at256:.3f}'}{check} |")
                 exact = "″"

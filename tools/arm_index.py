@@ -62,9 +62,9 @@ log = logging.getLogger(__name__)
 INDEX_VERSION = 1
 MAX_N = 3
 DENSE_SEARCH = ("auto", "exact", "ann")
-# Measured by benchmarks/bench_arm_dense.py (384-dimensional MiniLM vectors, one thread): exact search (a question's
-# queries in one matrix product) and the HNSW graph below at efSearch 256 take about the same time per query at
-# 10^4 chunks; the graph is several times faster from 2·10^4 on, with recall@10 ≥ 0.95 against exact search.
+# The crossover, measured by benchmarks/bench_arm_dense.py (384-dimensional MiniLM vectors, CPU time per query, one
+# thread): the HNSW graph below at efSearch 256 costs 0.7-1.4x exact search (a question's 5 queries in one matrix
+# product: 1.0 ms) at 10^4 chunks across runs, 0.5x at 2*10^4, 0.13x at 10^5, both at recall@10 >= 0.95.
 EXACT_LIMIT = 20_000  # chunks: ``dense_search="auto"`` is exact up to this many, ANN above
 ANN_CANDIDATES = 256  # chunks the ANN returns per dense query; the rest count as not retrieved
 ANN_M = 32  # HNSW links per node (16 loses recall on MiniLM vectors; efConstruction 200 builds 8x slower)
