@@ -205,6 +205,6 @@ def warm_embeddings(emb: Any, w: "WarmUp | None" = None) -> None:
     if isinstance(emb, SentenceTransformerEmbeddings):
         w = w or WarmUp(False)
         announce = say if w.show else None
-        w.step(f"the embedding model {emb.model_id}", lambda: (emb.load(announce), emb.encode(["warm up"])))
-        if w.show and not emb.fell_back:  # a fallback is a warning of its own, said once
-            say(f"embeddings: {emb.runtime}")
+        w.step(f"the embedding model {emb.model_id}", lambda: (emb.load(announce), emb.encode(["warm up"])),
+               # a fallback is a warning of its own, said once
+               note=lambda: "" if emb.fell_back else f"embeddings: {emb.runtime}")

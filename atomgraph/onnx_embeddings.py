@@ -180,7 +180,7 @@ def _load(location: str, announce: Callable[[str], None]) -> tuple[OnnxMiniLM | 
     if absent:
         return None, (f"{again}no ONNX export of the bundled weights, and {', '.join(absent)} "
                       "not installed to make one (pip install 'atomgraph[embeddings]')")
-    announce(f"exporting the bundled all-MiniLM-L6-v2 to ONNX for onnxruntime (once, into {folder}) ...")
+    announce(f"loading the embedding model's ONNX export: exporting it once, into {folder} ...")
     try:
         record = export_onnx(location, folder)
     except _Rejected as exc:
