@@ -186,7 +186,8 @@ def _loaded_at(run: dict) -> float | None:
 
 def _runtime(run: dict) -> str | None:
     """What ran the embedding model, as the run's line names it (``onnxruntime`` / ``sentence-transformers``)."""
-    return next((line.split()[1] for _, line in run["stderr"] if line.startswith("embeddings: ")), None)
+    return next((line.partition("; embeddings: ")[2].split()[0] for _, line in run["stderr"] if "; embeddings: " in line),
+                None)
 
 
 def _corpus(folder: Path, n: int = 40) -> tuple[Path, list[dict]]:
