@@ -103,6 +103,9 @@ class ProgramGraph(InMemorySource):
     def answer_program(self, program) -> list[Evidence]:
         return [Evidence(title=program.entity, text=f"{program.entity}: ok", source=self.name, id="fact")]
 
+    async def aanswer_program(self, program) -> list[Evidence]:  # in memory: answered in place, as searched
+        return self.answer_program(program)
+
 
 def sources():
     passages = [{"title": f"Doc {i}", "text": f"Passage number {i} about ok things."} for i in range(20)]

@@ -116,11 +116,16 @@ class RetrieverRun:
 
     def __init__(self, manager: Any = None):
         self.manager = manager
-        self.documents: list[Document] = []
+        self.found: list[Evidence | Document] = []
         self.error: BaseException | str | None = None
 
     def end(self, found: Iterable[Evidence | Document]) -> None:
-        self.documents = [evidence_to_document(d) if isinstance(d, Evidence) else d for d in found]
+        self.found = list(found)
+
+    @property
+    def documents(self) -> list[Document]:
+        """What was found, as LangChain documents (made when a handler is told, not on every retrieval)."""
+        return [evidence_to_document(d) if isinstance(d, Evidence) else d for d in self.found]
 
     def fail(self, error: BaseException | str) -> None:
         self.error = error
