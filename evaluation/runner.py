@@ -463,6 +463,12 @@ def _read_meta(out_dir: Path) -> dict | None:
                           "Repair it, use another --out, or start afresh with --force-new") from None
 
 
+def _method_names() -> list[str]:
+    from atomgraph.graphs.registry import method_names
+
+    return method_names()
+
+
 def _defaults() -> Settings:
     from atomgraph.evaluation.recipe import sealed_defaults
 
@@ -516,7 +522,9 @@ def _check_meta(out_dir: Path, meta: dict) -> None:
                               "would mix with these. Use another --out, or --force-new to move the old run aside")
     if isinstance(old.get("config"), dict) and isinstance(meta.get("config"), dict):
         a, b = old["config"], meta["config"]
-        differ = [k for k in _differing(a, b, defaults) if k not in RESUMABLE]
+        # another method's section is not this run's setting (its own section is the fingerprint's params)
+        others = {m for m in _method_names() if m != meta["method"]}
+        differ = [k for k in _differing(a, b, defaults) if k not in RESUMABLE and k.split(".", 1)[0] not in others]
         if differ:
             detail = "; ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in differ)
             raise ConfigError(f"{out_dir} holds a run under another configuration ({', '.join(differ)}: "

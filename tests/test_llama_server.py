@@ -1,6 +1,7 @@
 """Every method through ``ChatOpenAI`` against a real OpenAI-compatible server: llama-cpp-python's own
 (``python -m llama_cpp.server``, its ``server`` extra) on 127.0.0.1, serving the bundled Gemma-3-270M,
-started once for the module and stopped by it.
+started once for the module and stopped by it (``make test-qwen``: the instruction-tuned Qwen2.5-Coder-1.5B-Instruct
+with its own chat template, ``LLAMA_SERVER_TEST_MODEL=qwen``).
 
 Mechanics, not accuracy (a 270M base model follows no prompt): a run completes with the method
 contract, every call record is well-formed and was answered by the server, an answer meets the
@@ -11,6 +12,7 @@ small (``CAP`` tokens) to keep the module cheap."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -31,7 +33,13 @@ from tests.openai_compat_server import all_stages  # noqa: E402
 
 pytestmark = pytest.mark.slow  # the module: about 100 s of one CPU (the server's generation and the runs)
 
-ALIAS = "gemma-270m"
+# the served model: the bundled Gemma-3-270M; `make test-qwen` serves the instruction-tuned Qwen instead
+if os.environ.get("LLAMA_SERVER_TEST_MODEL") == "qwen":
+    from tests.qwen_model import qwen_file_or_skip
+
+    MODEL_FILE, ALIAS, CHAT_FORMAT, TIMEOUT = qwen_file_or_skip("the served-model suite"), "qwen", None, 600.0
+else:
+    MODEL_FILE, ALIAS, CHAT_FORMAT, TIMEOUT = None, "gemma-270m", "gemma", 120.0
 QUESTION = "In which city did Werner Heisenberg's doctoral advisor die?"
 CAP = 12  # every stage's output cap: mechanics, not answers
 START_S = 180.0  # a loaded machine loads the model slowly
@@ -39,10 +47,10 @@ START_S = 180.0  # a loaded machine loads the model slowly
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    """``python -m llama_cpp.server`` with the bundled model on 127.0.0.1 (:mod:`atomgraph.local.server`)."""
+    """``python -m llama_cpp.server`` with the served model on 127.0.0.1 (:mod:`atomgraph.local.server`)."""
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
     probe_server.cache_clear()
-    with llama_cpp_server(alias=ALIAS, start_s=START_S, log=log) as url:
+    with llama_cpp_server(MODEL_FILE, alias=ALIAS, chat_format=CHAT_FORMAT, start_s=START_S, log=log) as url:
         yield url
     probe_server.cache_clear()
 
@@ -51,7 +59,7 @@ def settings_for(url: str, **kw) -> Settings:
     """The project's normal OpenAI path (``ChatOpenAI``, base URL to the server), every stage capped."""
     caps = {name: CAP for name in all_stages()}
     return Settings(model=ALIAS, openai_base_url=url, openai_api_key="not-needed", cache=False, max_retries=0,
-                    request_timeout=120.0, stage_max_tokens=caps, **kw)
+                    request_timeout=TIMEOUT, stage_max_tokens=caps, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -294,6 +294,7 @@ def test_released_trees_reproduce_table8(shared_data, name, mean, median, lo, hi
             assert rec["reasoning_tree"] == "TREE_PARSING_ERROR"
             continue
         depths.append(tree.depth)
+        assert not any("a repeat of" in r for r in tree.repairs)  # no planner tree repeats a sibling
         tree.topological_order()  # every tree is executable
         # parsed trees survive a round trip through the planner's JSON shape
         assert parse_tree(tree.to_planner_json()).depth == tree.depth
