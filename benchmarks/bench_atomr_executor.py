@@ -33,6 +33,11 @@ adds to LangGraph and LangChain's call path (prompt rendering, reply reading and
 and retrieval records, retrieval, scheduling). The ratios are the figures to compare across
 machines; the milliseconds depend on the machine's load.
 
+Garbage collection: a full collection stops the event loop for as long as it scans the heap (100-250 ms
+here, over the imports, graphs and every call the scripted models record), on whichever question is running.
+By default the heap built before the measured runs is frozen (``gc.freeze``; ``--no-freeze-gc``: not), and
+each phase records its full collections and how long they took.
+
 Load: each phase runs on the machine as it is (``quiet``: nothing started by the benchmark), and,
 with ``--busy 1`` (the default), again while one CPU-bound busy-loop process runs beside it
 (``busy``), stopped afterwards. The 1-minute load average is recorded at the start and end of
@@ -51,6 +56,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import operator
 import os
@@ -321,6 +327,41 @@ def busy_beside(n: int):
                 p.wait()
 
 
+class FullCollections:
+    """The interpreter's full (generation 2) garbage collections while it watches: how many, and
+    how long the event loop stood still in them."""
+
+    def __init__(self) -> None:
+        self.count, self.total_s, self.longest_s, self._t0 = 0, 0.0, 0.0, None
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        elif self._t0 is not None:
+            took, self._t0 = time.perf_counter() - self._t0, None
+            self.count, self.total_s, self.longest_s = self.count + 1, self.total_s + took, max(self.longest_s, took)
+
+
+@contextlib.contextmanager
+def collections_watched(freeze: bool):
+    """Full collections counted while inside; with ``freeze``, the heap built so far (imports, graphs,
+    warm-up runs) frozen first (``gc.freeze``), so a collection scans only what the measured runs
+    allocate, as in a process that freezes its heap once it has started; thawed on leaving."""
+    if freeze:
+        gc.collect()
+        gc.freeze()
+    watch = FullCollections()
+    gc.callbacks.append(watch)
+    try:
+        yield watch
+    finally:
+        gc.callbacks.remove(watch)
+        if freeze:
+            gc.unfreeze()
+
+
 def load_1min() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -360,7 +401,8 @@ async def phase(trees, plans, args, busy: int) -> dict:
     await bare.ainvoke(shapes[trees[0][0]])
     await bare_calls.ainvoke(shapes[trees[0][0]])
 
-    with busy_beside(busy):
+    freeze = getattr(args, "freeze_gc", True)
+    with busy_beside(busy), collections_watched(freeze) as collections:
         load_start = load_1min()
         rows = []
         for q, _ in trees:
@@ -417,6 +459,10 @@ async def phase(trees, plans, args, busy: int) -> dict:
         "busy_processes": busy,
         "load_1min_start": load_start,
         "load_1min_end": load_end,
+        "gc_heap_frozen": freeze,
+        "gc_full_collections": collections.count,
+        "gc_full_collection_ms_total": collections.total_s * 1000,
+        "gc_full_collection_ms_longest": collections.longest_s * 1000,
         "concurrent_over_dependency_bound_median": statistics.median(vs_dep),
         "concurrent_over_dependency_bound_max": max(vs_dep),
         "concurrent_over_dependency_bound_min": min(vs_dep),
@@ -489,7 +535,9 @@ def report(s: dict) -> None:
     print(f"  superstep / dependency bound (total) {s['superstep_over_dependency_bound_total']:.3f}  (the barrier's cost)")
     for name, p in s["phases"].items():
         print(f"  [{name}: {p['busy_processes']} busy-loop process(es) beside; load {p['load_1min_start']:.1f} -> "
-              f"{p['load_1min_end']:.1f}]")
+              f"{p['load_1min_end']:.1f}; heap {'frozen' if p['gc_heap_frozen'] else 'not frozen'} after warm-up: "
+              f"{p['gc_full_collections']} full collections, {p['gc_full_collection_ms_total']:.0f} ms "
+              f"(longest {p['gc_full_collection_ms_longest']:.0f} ms)]")
         print(f"    concurrent / critical path         median {p['concurrent_over_dependency_bound_median']:.3f}, "
               f"max {p['concurrent_over_dependency_bound_max']:.3f}, min {p['concurrent_over_dependency_bound_min']:.3f}"
               "  (>= 1 by construction)")
@@ -519,6 +567,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="answers of each Search (its dependents fan out over them)")
     p.add_argument("--busy", type=int, default=1,
                    help="busy-loop processes beside the second phase (0: the quiet phase only)")
+    p.add_argument("--freeze-gc", action=argparse.BooleanOptionalAction, default=True,
+                   help="freeze the heap built before the measured runs (gc.freeze), so a full collection "
+                        "scans only what they allocate")
     p.add_argument("--out", help="write the JSON result here")
     args = p.parse_args(argv)
     if not RELEASED.is_dir():
