@@ -131,6 +131,14 @@ class RetrieverRun:
         self.error = error
 
 
+def _current_config() -> dict:
+    """The run config of the node retrieving, as it is (only read here: ``configure`` copies what it
+    takes); ``ensure_config``'s defaults outside a run."""
+    from langchain_core.runnables.config import ensure_config, var_child_runnable_config
+
+    return var_child_runnable_config.get() or ensure_config()
+
+
 @contextlib.asynccontextmanager
 async def retriever_run(name: str, query: str, *, tags: list[str] | None = None,
                         metadata: dict | None = None) -> AsyncIterator[RetrieverRun]:
@@ -144,9 +152,9 @@ async def retriever_run(name: str, query: str, *, tags: list[str] | None = None,
     ...     run.end(documents)          # or run.fail(error)
     """
     from langchain_core.callbacks import AsyncCallbackManager
-    from langchain_core.runnables.config import ensure_config, var_child_runnable_config
+    from langchain_core.runnables.config import var_child_runnable_config
 
-    config = ensure_config()
+    config = _current_config()
     manager = AsyncCallbackManager.configure(
         inheritable_callbacks=config.get("callbacks"), inheritable_tags=config.get("tags"),
         inheritable_metadata=config.get("metadata"), local_tags=tags, local_metadata=metadata,
