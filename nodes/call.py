@@ -315,7 +315,13 @@ def usage_encoding():
 # cl100k pre-token crosses that point (a newline run ends its pre-token), so the pieces' counts sum to
 # the whole text's. Each piece's count is kept: a stage's instructions and demonstrations, most of
 # every prompt, are encoded once a process rather than on every call.
-_PIECE_BOUNDARY = re.compile(r"(?<=\n)(?=\S)")
+_PIECE_BREAK = re.compile(r"\n(?=\S)")  # the newline before a piece (a literal first: found fast)
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` split after each newline that a non-space character follows (each piece keeps its newline)."""
+    parts = _PIECE_BREAK.split(text)
+    return [p + "\n" for p in parts[:-1]] + parts[-1:]
 
 
 @lru_cache(maxsize=8192)
@@ -327,7 +333,7 @@ def count_tokens(text: str) -> int | None:
     """cl100k tokens in ``text`` (special-token strings counted as plain text); None without a tokenizer."""
     if usage_encoding() is None:
         return None
-    return sum(_piece_tokens(p) for p in _PIECE_BOUNDARY.split(text))
+    return sum(_piece_tokens(p) for p in _pieces(text))
 
 
 def usage_problem(sent: str, reply: str, prompt_tokens: int, completion_tokens: int, *,
@@ -646,11 +652,25 @@ def read_reply(stage: Stage, variables: dict[str, Any], reply: Reply, cap: int |
     return StageResult(value, text, rec, message=raw, applied=applied)
 
 
+_LAST_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"[\s\]}]*$')
+
+
 def _held_cut(value: Any, text: str, rec: LLMCall) -> Any:
     """A cut reply is no answer: a value holding answers is kept only when each lies whole inside the
     reply (its line ended before the cut); a value holding none (a plan, a pick, a list) is a complete
-    structure the parser found inside the cut reply, kept. Either way the record says ``cut``."""
+    structure the parser found inside the cut reply, kept. A JSON reply closed at the cap (an
+    in-process model's grammar closes it there) was cut inside its last string: an answer list
+    ending in that string keeps the items before it. Either way the record says ``cut``."""
     answers = answer_texts(value)
+    last = _LAST_JSON_STRING.search(text) if text.lstrip()[:1] in ("{", "[") else None
+    items = getattr(value, "answers", None)
+    if (answers and last is not None and isinstance(items, list) and hasattr(value, "model_copy")
+            and str(items[-1]).strip() == last.group(1).strip()):
+        value, answers = value.model_copy(update={"answers": items[:-1]}), answers[:-1]
+        if not answers:
+            rec.parse_error = "cut reply: closed at the output cap inside its only answer; a cut reply is no answer"
+            return None
+        return value
     if answers and not whole_inside(text, answers):
         why = ("the server ended the reply for length (finish_reason 'length')" if ended_for_length(rec.finish_reason)
                else "the reply ran past the output cap")

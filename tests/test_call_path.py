@@ -208,3 +208,20 @@ def test_only_the_recorder_builds_call_records():
                                                                 "evaluation")
                       for p in (root / folder).rglob("*.py") if re.search(r"\bLLMCall\(", p.read_text("utf-8")))
     assert builders == ["nodes/call.py"], builders
+
+
+def test_a_json_reply_closed_at_the_cap_drops_the_item_it_was_cut_in():
+    """An in-process model's grammar closes a JSON reply at the output cap inside whatever string it
+    was writing: the answer list keeps the items before that string; its only answer is no answer."""
+    from atomgraph.nodes.call import _held_cut
+    from atomgraph.prompts.atomr.stages import ParsedAnswer
+    from atomgraph.state.run import LLMCall
+
+    text = '{"paraphrase": "The area is 105.4 km2", "answers": ["105.4", "105.4", "105.4", "1" ] }'
+    rec = LLMCall(role="executor", cut=True, finish_reason="length")
+    kept = _held_cut(ParsedAnswer(paraphrase="The area is 105.4 km2", answers=["105.4", "1"], unknown=False, raw=text), text, rec)
+    assert kept.answers == ["105.4"] and rec.parse_error is None
+    rec = LLMCall(role="executor", cut=True, finish_reason="length")
+    only = '{"paraphrase": "It is Ulm", "answers": ["Ulm Mins" ] }'
+    assert _held_cut(ParsedAnswer(paraphrase="It is Ulm", answers=["Ulm Mins"], unknown=False, raw=only), only, rec) is None
+    assert rec.parse_error.startswith("cut reply: closed at the output cap inside its only answer")

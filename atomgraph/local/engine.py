@@ -492,11 +492,13 @@ class LocalEngine:
                 self._extend(prompt[:-1])
                 self.remember(prompt[:-1])
             processors = None
+            steered: list[bool] = []  # the closer's note that it steered the reply to close
             if close_json is not None and grammar is not None:
                 reserve = len(self.tokenize(json.dumps(minimal_instance(close_json)))) + CLOSE_SLACK
-                processors = [self._json_closer(len(prompt), max_tokens, reserve)]
+                processors = [self._json_closer(len(prompt), max_tokens, reserve, steered=steered)]
             elif close_reserve and grammar is not None:  # also \" and ) that close an operator call's argument
-                processors = [self._json_closer(len(prompt), max_tokens, int(close_reserve), GRAMMAR_CLOSERS)]
+                processors = [self._json_closer(len(prompt), max_tokens, int(close_reserve), GRAMMAR_CLOSERS,
+                                                steered=steered)]
             if grammar is not None and not temperature and self.greedy_grammar_check:
                 gen = self._greedy_under_grammar(prompt, grammar, processors)
             else:
@@ -527,6 +529,10 @@ class LocalEngine:
                     finish = "cancelled"
                     break
             gen.close()
+        if steered and finish == "stop":
+            # closed at the cap, not by the model: the reply was cut there (the item it was writing
+            # may be a fragment), and says so as a server's cut reply does
+            finish = "length"
         return Generation(text=text, tokens=out, n_prompt=len(prompt), finish_reason=finish, logprobs=lps,
                           seconds=time.perf_counter() - t0)
 
@@ -580,12 +586,21 @@ class LocalEngine:
         llama_cpp.llama_sampler_apply(smpl, ctypes.byref(cur))
         return int(arr["id"][int(np.argmax(arr["logit"]))])
 
-    def _json_closer(self, n_prompt: int, max_tokens: int, reserve: int, chars: bytes = JSON_CLOSERS):
+    def _json_closer(self, n_prompt: int, max_tokens: int, reserve: int, chars: bytes = JSON_CLOSERS, *,
+                     steered: list[bool] | None = None):
+        """A logits processor that, in the last ``reserve`` tokens before the cap, puts the closing
+        tokens first, so a reply under a grammar ends as a whole document; ``steered`` gets an entry
+        the first time the model's own best token there is no closer (its reply is then closed at
+        the cap, not by the model: the generation reports ``finish_reason`` ``"length"``)."""
         closing = self.closing_token_ids(chars)
+        is_closer = np.zeros(self.n_vocab, dtype=bool)
+        is_closer[closing] = True
         start = max_tokens - reserve
 
         def promote(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
             if len(input_ids) - n_prompt >= start:
+                if steered is not None and not steered and not is_closer[int(np.argmax(scores))]:
+                    steered.append(True)
                 # above every other token, in the model's own order among themselves (a tie would
                 # go to the lowest id: '""' before ']', which opens a string instead of closing)
                 sub = scores[closing]
