@@ -165,7 +165,7 @@ def _load(location: str, announce: Callable[[str], None]) -> tuple[OnnxMiniLM | 
     record = _read_json(folder / "export.json")
     again = ""
     if record and record.get("rejected") and record.get("versions") == _export_versions():
-        return None, f"{record['rejected']}; recorded in {folder / 'export.json'}: delete it to export again"
+        return None, f"{str(record['rejected'])[:300]}; recorded in {folder / 'export.json'}: delete it to export again"
     if record and not record.get("rejected") and record.get("version") == EXPORT_VERSION:
         try:
             model = OnnxMiniLM(folder / "model.onnx", location)
