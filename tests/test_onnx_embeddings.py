@@ -125,3 +125,21 @@ def test_the_setting_chooses_sentence_transformers(monkeypatch):
     monkeypatch.setenv("ATOMGRAPH_EMBEDDING_RUNTIME", "torch")
     with pytest.raises(ConfigError, match="embedding_runtime"):
         get_settings()
+
+
+async def test_a_run_resumes_under_the_other_runtime(tmp_path):
+    """The same vectors: a run started on one runtime resumes on the other (how it runs, not what it computes)."""
+    from atomgraph.evaluation.datasets import Example
+    from atomgraph.evaluation.runner import EvalOptions, arun_eval
+    from atomgraph.testing import ScriptedChatModel
+
+    examples = [Example(id=f"q{i}", question=f"What is item {i}?", answers=[f"item {i}"]) for i in range(2)]
+
+    async def run(n, runtime):
+        return await arun_eval("standard", examples[:n], tmp_path, EvalOptions(
+            model=ScriptedChatModel(default="So the answer is: item 0"), progress=False, dataset_name="toy",
+            settings=Settings(cache=False, embedding_runtime=runtime)))
+
+    await run(1, "sentence-transformers")
+    again = await run(2, "onnxruntime")
+    assert (again.skipped, again.finished) == (1, 1)
