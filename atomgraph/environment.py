@@ -34,7 +34,8 @@ VARIABLES: dict[str, str] = {
     "ATOMGRAPH_PROGRESS_EVERY": "seconds between progress lines of a long run",
     "ATOMGRAPH_NOTEBOOK_SCRIPTED": "the notebooks run with scripted models (tests)",
     "ATOMGRAPH_TRIE_DIR": "folder of the in-process model's saved n-gram tries",
-    "ATOMGRAPH_MODEL_DIR": "folder of the packaged models assembled from their parts (local:qwen2.5-1.5b)",
+    "ATOMGRAPH_MODEL_DIR": "folder of the packaged models assembled from their parts (local:qwen2.5-1.5b) "
+                           "and of the embedding model's ONNX export",
 }
 
 # Variables that choose part of a run's setting, with what a sealed run takes instead.

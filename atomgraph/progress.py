@@ -141,12 +141,14 @@ class WarmUp:
         self.show = show
         self.seconds: dict[str, float] = {}
 
-    def step(self, what: str, load: Callable[[], Any]) -> Any:
+    def step(self, what: str, load: Callable[[], Any], note: Callable[[], str] | None = None) -> Any:
+        """``load()``, timed; ``note()``, where given, ends the "loaded" line (what was loaded, in its words)."""
         if self.show:
             say(f"loading {what} ...")
         t0 = time.perf_counter()
         value = load()
         took = self.seconds[what] = round(time.perf_counter() - t0, 3)
         if self.show:
-            say(f"loaded {what} in {took:.1f} s")
+            said = note() if note is not None else ""
+            say(f"loaded {what} in {took:.1f} s" + (f"; {said}" if said else ""))
         return value

@@ -26,7 +26,7 @@ import os
 import tomllib
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, create_model, field_validator, model_validator
 from pydantic_settings import (
@@ -192,6 +192,13 @@ class _Settings(BaseSettings):
         description="'all-MiniLM-L6-v2' (local, offline), 'openai:<name>', or a sentence-transformers path.",
     )
     embedding_device: str = "cpu"
+    embedding_runtime: Literal["onnxruntime", "sentence-transformers"] = Field(
+        "onnxruntime",
+        description="What runs the bundled all-MiniLM-L6-v2 on cpu: 'onnxruntime' (its ONNX export, made once "
+                    "into the model folder and checked against sentence-transformers; the same vectors, without "
+                    "importing torch), or 'sentence-transformers'. Where the export cannot be made or used, "
+                    "sentence-transformers runs it and a warning says why.",
+    )
     embedding_batch_size: int = 64
 
     # --- knowledge sources --------------------------------------------------------------

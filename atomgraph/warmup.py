@@ -4,21 +4,24 @@ worker thread while the questions wait.
 
 :func:`warm_up` loads, for a method, its settings and what the caller passed:
 
-- the local embedding model (``sentence_transformers`` → ``transformers`` → ``torch`` and the
-  weights, then one encoded text), when the run reads something that embeds: Chroma passages
-  (``wikipedia``), KAR³'s atoms, ARM's objects, or a given source holding such a model;
+- the local embedding model (on onnxruntime: its ONNX export, made once from the bundled weights
+  where it is not there yet; on sentence-transformers: ``sentence_transformers`` → ``transformers``
+  → ``torch`` and the weights; then one encoded text), when the run reads something that embeds:
+  Chroma passages (``wikipedia``), KAR³'s atoms, ARM's objects, or a given source holding such a model;
 - ARM's index of the run's objects file (``arm.objects``), built or read from its cache;
 - the packages of the stores and models the run opens (``chromadb``, the chat model's provider);
 - the in-process chat model's GGUF weights (``local``), for every role the method declares.
 
 A closed-book method (``standard``, ``cot``) loads no embedding model. Each loader is
-process-wide and behind a lock (:func:`atomgraph.embeddings.load_sentence_transformer`,
+process-wide and behind a lock (:func:`atomgraph.onnx_embeddings.load_onnx`,
+:func:`atomgraph.embeddings.load_sentence_transformer`,
 :func:`atomgraph.local.engine.load_engine`, :func:`atomgraph.nodes.arm.pipeline.index_for_file`),
 so whatever is still loaded on first use is loaded once while concurrent first users wait.
 Lines go to the ``atomgraph.progress`` logger (the command line shows them on stderr):
 
     loading the embedding model sentence-transformers/all-MiniLM-L6-v2 ...
-    loaded the embedding model sentence-transformers/all-MiniLM-L6-v2 in 4.2 s
+    loaded the embedding model sentence-transformers/all-MiniLM-L6-v2 in 0.9 s; embeddings: onnxruntime (exported
+    2026-11-29 14:04 UTC to ~/.cache/atomgraph/models/onnx/all-MiniLM-L6-v2-8bb2f1d457b3be1d)
 """
 
 from __future__ import annotations

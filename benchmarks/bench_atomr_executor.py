@@ -26,9 +26,17 @@ executed step (state merging, scheduling, prompt rendering, parsing, recording, 
 against a bare LangGraph graph of the same shape in the same run (plan -> review -> schedule <->
 step ... -> finalize, the same number of ``Send`` tasks in each superstep, steps that do nothing,
 every node ``async`` and run on the event loop as ATOMR's are), both run with ``ainvoke``; and
-against the same bare graph whose plan and steps make ATOMR's model calls (a scripted chat
-model's ``ainvoke``, nothing else): what ATOMR adds to LangChain's call path. The ratios are
-the figures to compare across machines; the milliseconds depend on the machine's load.
+against the same bare graph whose plan and steps make ATOMR's model calls -- the prompts ATOMR
+sent, as one message each, with their stage tags, stop sequences and output caps, to the same
+scripted model, so each call is answered as ATOMR's was (``ainvoke``, nothing else): what ATOMR
+adds to LangGraph and LangChain's call path (prompt rendering, reply reading and its checks, call
+and retrieval records, retrieval, scheduling). The ratios are the figures to compare across
+machines; the milliseconds depend on the machine's load.
+
+Garbage collection: a full collection stops the event loop for as long as it scans the heap (100-250 ms
+here, over the imports, graphs and every call the scripted models record), on whichever question is running.
+By default the heap built before the measured runs is frozen (``gc.freeze``; ``--no-freeze-gc``: not), and
+each phase records its full collections and how long they took.
 
 Load: each phase runs on the machine as it is (``quiet``: nothing started by the benchmark), and,
 with ``--busy 1`` (the default), again while one CPU-bound busy-loop process runs beside it
@@ -48,6 +56,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import operator
 import os
@@ -99,6 +108,9 @@ class ProgramGraph(InMemorySource):
 
     def answer_program(self, program) -> list[Evidence]:
         return [Evidence(title=program.entity, text=f"{program.entity}: ok", source=self.name, id="fact")]
+
+    async def aanswer_program(self, program) -> list[Evidence]:  # in memory: answered in place, as searched
+        return self.answer_program(program)
 
 
 def sources():
@@ -178,7 +190,8 @@ async def execute(graph, model, question: str, max_parallel: int | None) -> dict
     counted = plan_calls + sum(s["calls"] for s in steps)
     assert counted == made == len(final["llm_calls"]), (
         f"executed tree implies {counted} calls, the model received {made}, the run recorded {len(final['llm_calls'])}")
-    return {"wall_s": wall, "final": final, "steps": steps, "plan_calls": plan_calls, "calls": made}
+    return {"wall_s": wall, "final": final, "steps": steps, "plan_calls": plan_calls, "calls": made,
+            "sent": model.calls[before:]}
 
 
 def dependency_bound(final: dict, steps: list[dict], plan_calls: int) -> int:
@@ -211,27 +224,58 @@ def shape(steps: list[dict]) -> list[list[int]]:
     return [per[k] for k in sorted(per)]
 
 
+def call_shape(run: dict, calls: list[dict]) -> dict:
+    """The bare graph's input for one executed question: per superstep, each ``Send`` task's model
+    calls as ATOMR made them (``calls``: the scripted model's records of the run, in arrival order),
+    and the plan's. A superstep's calls all arrive after the one before it ends, so they are taken in
+    order, superstep by superstep; inside one, its tasks run at once and get its calls by their
+    counts."""
+    sent = [{"stage": c["stage"], "prompt": c["prompt"], "stop": tuple(c.get("stop") or ()),
+             "max_tokens": c["max_tokens"]} for c in calls]
+    plan, rest = sent[:run["plan_calls"]], sent[run["plan_calls"]:]
+    supersteps = []
+    for counts in shape(run["steps"]):
+        tasks = []
+        for n in counts:
+            tasks.append(rest[:n])
+            rest = rest[n:]
+        supersteps.append(tasks)
+    assert not rest, "every call belongs to a step"
+    return {"shape": supersteps, "plan": plan}
+
+
 class BareState(TypedDict, total=False):
     question: str
-    shape: list[list[int]]
-    plan_calls: int
+    shape: list[list[list[dict]]]
+    plan: list[dict]
     done: int
     records: Annotated[list, operator.add]
 
 
 def bare_graph(model=None):
     """LangGraph with nothing of ATOMR: plan -> review -> schedule <-> step -> finalize, the
-    schedule sending as many no-op step tasks per superstep as the question's executed tree.
-    Every node is ``async`` and runs on the event loop, as every node of the ATOMR graph does.
-    With ``model``: the plan and each step make as many calls of it (``ainvoke``, a step's at
-    once) as ATOMR's plan and step did, and nothing else."""
+    schedule sending as many step tasks per superstep as the question's executed tree
+    (:func:`call_shape`). Every node is ``async`` and runs on the event loop, as every node of the
+    ATOMR graph does. Without ``model`` the steps do nothing. With ``model`` (the same scripted model
+    as ATOMR's) the plan and each step make the model calls ATOMR's did, at once: the same prompt
+    text (one message), stage tag, stop sequences and output cap, so the model answers each as it
+    answered ATOMR -- and nothing else (no prompt rendering, parsing, records or retrieval)."""
+    bound: dict[tuple, object] = {}
 
-    async def calls(n: int) -> None:
-        if model is not None and n:
-            await asyncio.gather(*(model.ainvoke("Question: ok?") for _ in range(n)))
+    def runnable(stop: tuple, cap: int | None):
+        key = (stop, cap)
+        if key not in bound:
+            kwargs = {"max_tokens": cap} if cap is not None else {}
+            bound[key] = model.bind(stop=list(stop), **kwargs) if stop else model.bind(**kwargs)
+        return bound[key]
+
+    async def calls(sent: list[dict]) -> None:
+        if model is not None and sent:
+            await asyncio.gather(*(runnable(c["stop"], c["max_tokens"]).ainvoke(
+                c["prompt"], config={"tags": [f"stage:{c['stage']}"]}) for c in sent))
 
     async def plan(state: BareState) -> dict:
-        await calls(state.get("plan_calls", 0))
+        await calls(state.get("plan") or [])
         return {"done": 0}
 
     async def review(state: BareState) -> dict:
@@ -283,6 +327,41 @@ def busy_beside(n: int):
                 p.wait()
 
 
+class FullCollections:
+    """The interpreter's full (generation 2) garbage collections while it watches: how many, and
+    how long the event loop stood still in them."""
+
+    def __init__(self) -> None:
+        self.count, self.total_s, self.longest_s, self._t0 = 0, 0.0, 0.0, None
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        elif self._t0 is not None:
+            took, self._t0 = time.perf_counter() - self._t0, None
+            self.count, self.total_s, self.longest_s = self.count + 1, self.total_s + took, max(self.longest_s, took)
+
+
+@contextlib.contextmanager
+def collections_watched(freeze: bool):
+    """Full collections counted while inside; with ``freeze``, the heap built so far (imports, graphs,
+    warm-up runs) frozen first (``gc.freeze``), so a collection scans only what the measured runs
+    allocate, as in a process that freezes its heap once it has started; thawed on leaving."""
+    if freeze:
+        gc.collect()
+        gc.freeze()
+    watch = FullCollections()
+    gc.callbacks.append(watch)
+    try:
+        yield watch
+    finally:
+        gc.callbacks.remove(watch)
+        if freeze:
+            gc.unfreeze()
+
+
 def load_1min() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -310,18 +389,20 @@ async def phase(trees, plans, args, busy: int) -> dict:
     fast_model = atomr_scripted_model(plans, answer=answer, sources_reply=reply)
     fast = build_atomr_graph(model=fast_model, sources=sources(), settings=settings)
     bare = bare_graph()
-    bare_calls = bare_graph(ScriptedChatModel(default="ok"))
+    bare_model = atomr_scripted_model(plans, answer=answer, sources_reply=reply)
+    bare_calls = bare_graph(bare_model)
     # warm-up: models and sources resolve on first use
     await execute(graph, model, trees[0][0], None)
     await execute(authors, serial, trees[0][0], 1)
     shapes = {}
     for q, _ in trees:
         run = await execute(fast, fast_model, q, None)
-        shapes[q] = {"question": q, "shape": shape(run["steps"]), "plan_calls": run["plan_calls"]}
+        shapes[q] = {"question": q, **call_shape(run, run["sent"])}
     await bare.ainvoke(shapes[trees[0][0]])
     await bare_calls.ainvoke(shapes[trees[0][0]])
 
-    with busy_beside(busy):
+    freeze = getattr(args, "freeze_gc", True)
+    with busy_beside(busy), collections_watched(freeze) as collections:
         load_start = load_1min()
         rows = []
         for q, _ in trees:
@@ -344,6 +425,7 @@ async def phase(trees, plans, args, busy: int) -> dict:
         # per-step overhead: the ATOMR graph with a zero-latency model vs a bare LangGraph graph of
         # the same shape, both with ainvoke, interleaved question by question
         wall = {"atomr": 0.0, "bare": 0.0, "bare_calls": 0.0}
+        atomr_made = bare_made = 0
         cpu = dict.fromkeys(wall, 0.0)
         n_steps = 0
 
@@ -357,10 +439,15 @@ async def phase(trees, plans, args, busy: int) -> dict:
         for _ in range(args.repeats):
             for q, _ in trees:
                 n_steps += 1 + sum(len(tasks) for tasks in shapes[q]["shape"])  # the plan is a step too
+                atomr_made -= len(fast_model.calls)
                 await timed("atomr", fast.ainvoke({"question": q}, config=run_config(None)))
+                atomr_made += len(fast_model.calls)
                 done = await timed("bare", bare.ainvoke(shapes[q]))
+                bare_made -= len(bare_model.calls)
                 await timed("bare_calls", bare_calls.ainvoke(shapes[q]))
+                bare_made += len(bare_model.calls)
                 assert len(done["records"]) == sum(len(tasks) for tasks in shapes[q]["shape"])
+        assert atomr_made == bare_made, "the bare graph makes ATOMR's calls"
         load_end = load_1min()
 
     vs_dep = [r["concurrent_s"] / (r["dependency_bound_calls"] * L) for r in rows]
@@ -372,6 +459,10 @@ async def phase(trees, plans, args, busy: int) -> dict:
         "busy_processes": busy,
         "load_1min_start": load_start,
         "load_1min_end": load_end,
+        "gc_heap_frozen": freeze,
+        "gc_full_collections": collections.count,
+        "gc_full_collection_ms_total": collections.total_s * 1000,
+        "gc_full_collection_ms_longest": collections.longest_s * 1000,
         "concurrent_over_dependency_bound_median": statistics.median(vs_dep),
         "concurrent_over_dependency_bound_max": max(vs_dep),
         "concurrent_over_dependency_bound_min": min(vs_dep),
@@ -394,6 +485,9 @@ async def phase(trees, plans, args, busy: int) -> dict:
         "overhead_cpu_ratio_atomr_over_bare": cpu["atomr"] / cpu["bare"],
         "overhead_bare_with_calls_ms_per_step": wall["bare_calls"] / n_steps * 1000,
         "overhead_ratio_atomr_over_bare_with_calls": wall["atomr"] / wall["bare_calls"],
+        "overhead_bare_with_calls_cpu_ms_per_step": cpu["bare_calls"] / n_steps * 1000,
+        "overhead_cpu_ratio_atomr_over_bare_with_calls": cpu["atomr"] / cpu["bare_calls"],
+        "overhead_cpu_ratio_bare_with_calls_over_bare": cpu["bare_calls"] / cpu["bare"],
         "steps_measured": n_steps,
         "rows": rows,
     }
@@ -441,7 +535,9 @@ def report(s: dict) -> None:
     print(f"  superstep / dependency bound (total) {s['superstep_over_dependency_bound_total']:.3f}  (the barrier's cost)")
     for name, p in s["phases"].items():
         print(f"  [{name}: {p['busy_processes']} busy-loop process(es) beside; load {p['load_1min_start']:.1f} -> "
-              f"{p['load_1min_end']:.1f}]")
+              f"{p['load_1min_end']:.1f}; heap {'frozen' if p['gc_heap_frozen'] else 'not frozen'} after warm-up: "
+              f"{p['gc_full_collections']} full collections, {p['gc_full_collection_ms_total']:.0f} ms "
+              f"(longest {p['gc_full_collection_ms_longest']:.0f} ms)]")
         print(f"    concurrent / critical path         median {p['concurrent_over_dependency_bound_median']:.3f}, "
               f"max {p['concurrent_over_dependency_bound_max']:.3f}, min {p['concurrent_over_dependency_bound_min']:.3f}"
               "  (>= 1 by construction)")
@@ -455,9 +551,11 @@ def report(s: dict) -> None:
               f"{p['overhead_bare_langgraph_ms_per_step']:.2f} ms: ratio {p['overhead_ratio_atomr_over_bare']:.2f}x "
               f"(CPU {p['overhead_atomr_cpu_ms_per_step']:.2f} / {p['overhead_bare_langgraph_cpu_ms_per_step']:.2f} ms: "
               f"{p['overhead_cpu_ratio_atomr_over_bare']:.2f}x; {p['steps_measured']} steps)")
-        print(f"    bare LangGraph with ATOMR's model calls (ainvoke, nothing else) "
-              f"{p['overhead_bare_with_calls_ms_per_step']:.2f} ms: ATOMR / it "
-              f"{p['overhead_ratio_atomr_over_bare_with_calls']:.2f}x")
+        print(f"    bare LangGraph making ATOMR's model calls (same prompts, same model) "
+              f"{p['overhead_bare_with_calls_ms_per_step']:.2f} ms, CPU {p['overhead_bare_with_calls_cpu_ms_per_step']:.2f} "
+              f"ms: ATOMR / it {p['overhead_ratio_atomr_over_bare_with_calls']:.2f}x "
+              f"(CPU {p['overhead_cpu_ratio_atomr_over_bare_with_calls']:.2f}x); it / bare "
+              f"(CPU) {p['overhead_cpu_ratio_bare_with_calls_over_bare']:.2f}x")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -469,6 +567,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="answers of each Search (its dependents fan out over them)")
     p.add_argument("--busy", type=int, default=1,
                    help="busy-loop processes beside the second phase (0: the quiet phase only)")
+    p.add_argument("--freeze-gc", action=argparse.BooleanOptionalAction, default=True,
+                   help="freeze the heap built before the measured runs (gc.freeze), so a full collection "
+                        "scans only what they allocate")
     p.add_argument("--out", help="write the JSON result here")
     args = p.parse_args(argv)
     if not RELEASED.is_dir():

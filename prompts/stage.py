@@ -66,6 +66,12 @@ def text_parser(fn: Callable[[str], T], name: str = "text") -> TextParser:
     return TextParser(fn=fn, name_=name)
 
 
+def _reads_first_text(parser: BaseOutputParser) -> bool:
+    """Whether ``parser`` reads a reply as LangChain's ``BaseOutputParser.parse_result`` does: its
+    ``parse`` on the first generation's text (a text message's content), with nothing of its own."""
+    return type(parser).parse_result is BaseOutputParser.parse_result
+
+
 @dataclass(frozen=True)
 class Stage(Generic[T]):
     """One LLM step, both ways: what goes in (``render``: the node's inputs -> the prompt's
@@ -160,6 +166,8 @@ class Stage(Generic[T]):
                     err = exc
             return raw, None, f"structured output unreadable: {err or 'no value'}"
         try:  # the parser's own reading of a reply, without a Runnable run around it
+            if isinstance(getattr(out, "content", None), str) and _reads_first_text(self.parser):
+                return out, self.parser.parse(out.content), None  # what parse_result reads off a generation
             return out, self.parser.parse_result([ChatGeneration(message=out)]), None
         except OutputParserException as exc:
             return out, None, str(exc).split("\nFor troubleshooting")[0]

@@ -60,6 +60,15 @@ def _session_caches(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("caches")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_model_dir(_session_caches):
+    """The model folder (the embedding model's ONNX export, assembled models) is the session's from the
+    start, module fixtures included: the export is made once per session, never in ``~/.cache``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ATOMGRAPH_MODEL_DIR", str(_session_caches / "models"))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path, monkeypatch, _session_caches, tmp_path_factory):
     """No test reads the developer's own model keys, config file or caches. The tests' data

@@ -166,3 +166,22 @@ def test_finalize_answers_from_root_only(tree):
     out = finalize({"question": Q, "tree": tree, "runs": runs})
     assert out["answer"] == "Grouplogic" and out["stopped"] is None
     assert [n["id"] for n in out["trace"]["nodes"]] == tree.topological_order()
+
+
+async def test_a_kg_source_answers_a_program_in_place_when_it_can():
+    """A source's own ``aanswer_program`` is awaited on the loop; a source with only the sync
+    ``answer_program`` (it may do I/O) is run in a worker thread."""
+    import threading
+
+    from atomgraph.nodes.atomr.node_reasoning import answer_program
+
+    class Sync:
+        def answer_program(self, program):
+            return [program, threading.current_thread() is threading.main_thread()]
+
+    class InPlace(Sync):
+        async def aanswer_program(self, program):
+            return ["own", threading.current_thread() is threading.main_thread()]
+
+    assert await answer_program(Sync(), "p") == ["p", False]
+    assert await answer_program(InPlace(), "p") == ["own", True]

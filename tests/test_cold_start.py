@@ -50,7 +50,9 @@ def test_the_embedding_model_loads_at_the_start_with_a_line_and_once(caplog, tmp
     assert step in seconds
     lines = _lines(caplog)
     assert f"loading {step} ..." in lines
-    assert any(re.fullmatch(rf"loaded {re.escape(step)} in [\d.]+ s", line) for line in lines), lines
+    # the line says what runs the model
+    assert any(re.fullmatch(rf"loaded {re.escape(step)} in [\d.]+ s; embeddings: onnxruntime \(exported .+\)", line)
+               for line in lines), lines
     assert lines.index(f"loading {step} ...") < next(i for i, x in enumerate(lines) if x.startswith("loaded " + step))
     models, threads = [], [threading.Thread(target=lambda: models.append(embedding_model(settings).model))
                            for _ in range(8)]
@@ -118,7 +120,7 @@ def test_query_priming_reports_progress_and_fills_the_cache(small_batches):
 async def test_after_the_warm_up_no_question_loads_the_embedding_model(tmp_path, monkeypatch):
     """As ``eval run`` does: the warm-up loads the model on this (the main) thread; then eight
     concurrent questions over the store retrieve without loading anything."""
-    from atomgraph import embeddings
+    from atomgraph import embeddings, onnx_embeddings
     from atomgraph.demo_run import demo_settings, index_demo_passages
     from atomgraph.graphs.registry import build_method
     from atomgraph.testing import ScriptedChatModel
@@ -128,17 +130,26 @@ async def test_after_the_warm_up_no_question_loads_the_embedding_model(tmp_path,
     loads: list[str] = []
     real = embeddings.require
 
+    real_load = onnx_embeddings._load
+
     def counted(module, *args):
         if module == "sentence_transformers":
             loads.append(threading.current_thread().name)
         return real(module, *args)
 
+    def counted_load(*args):
+        loads.append(threading.current_thread().name)
+        return real_load(*args)
+
     monkeypatch.setattr(embeddings, "_MODELS", {})  # as in a fresh process
+    monkeypatch.setattr(onnx_embeddings, "_LOADED", {})
     monkeypatch.setattr(embeddings, "require", counted)
+    monkeypatch.setattr(onnx_embeddings, "_load", counted_load)
     model = ScriptedChatModel(default="So the answer is: Ulm")
     warm_up("rag", settings, model)
-    assert loads == [threading.main_thread().name]
+    assert loads and set(loads) == {threading.main_thread().name}
+    loaded = list(loads)
     graph = build_method("rag", model=model, settings=settings)
     outs = await graph.abatch([{"question": f"Where was Albert Einstein born? ({i})"} for i in range(8)])
     assert all(o["retriever_calls"] and not o["retriever_calls"][0]["error"] for o in outs)
-    assert loads == [threading.main_thread().name]
+    assert loads == loaded

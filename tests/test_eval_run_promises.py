@@ -279,6 +279,15 @@ def test_server_usage_no_tokenizer_could_give_is_flagged():
     assert usage_problem("", "", 5, 5) is None  # nothing to count against
 
 
+def test_a_text_counted_piece_by_piece_counts_as_the_whole():
+    from atomgraph.nodes.call import _pieces, count_tokens, usage_encoding
+
+    text = "Instructions:\n  indented\n\nQuestion: Who?\n\tTab\n\u00a0nbsp\nAnswer: x\n\n"
+    assert "".join(_pieces(text)) == text
+    assert _pieces(text) == ["Instructions:\n  indented\n\n", "Question: Who?\n\tTab\n\u00a0nbsp\n", "Answer: x\n\n"]
+    assert count_tokens(text) == len(usage_encoding().encode_ordinary(text))
+
+
 def test_server_usage_is_checked_against_the_tokenizer_count():
     from atomgraph.nodes.call import count_tokens, usage_problem
 

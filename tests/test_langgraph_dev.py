@@ -61,6 +61,8 @@ def server_env(tmp: Path, model_server: str | None = None) -> dict[str, str]:
     env.update(OFFLINE_ENV)
     env["ATOMGRAPH_CACHE_PATH"] = str(tmp / "llm_cache.sqlite")
     env["ATOMGRAPH_CHROMA_PATH"] = str(tmp / "chroma")
+    if os.environ.get("ATOMGRAPH_MODEL_DIR"):  # the session's model folder (the embedding model's ONNX export)
+        env["ATOMGRAPH_MODEL_DIR"] = os.environ["ATOMGRAPH_MODEL_DIR"]
     # the Wikidata source from the demo pack's KG file (in process): with no network the public
     # endpoint fails every call, and a question whose every source call failed has no evidence (an error)
     from atomgraph.demo_pack import kg_path

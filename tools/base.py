@@ -116,14 +116,27 @@ class RetrieverRun:
 
     def __init__(self, manager: Any = None):
         self.manager = manager
-        self.documents: list[Document] = []
+        self.found: list[Evidence | Document] = []
         self.error: BaseException | str | None = None
 
     def end(self, found: Iterable[Evidence | Document]) -> None:
-        self.documents = [evidence_to_document(d) if isinstance(d, Evidence) else d for d in found]
+        self.found = list(found)
+
+    @property
+    def documents(self) -> list[Document]:
+        """What was found, as LangChain documents (made when a handler is told, not on every retrieval)."""
+        return [evidence_to_document(d) if isinstance(d, Evidence) else d for d in self.found]
 
     def fail(self, error: BaseException | str) -> None:
         self.error = error
+
+
+def _current_config() -> dict:
+    """The run config of the node retrieving, as it is (only read here: ``configure`` copies what it
+    takes); ``ensure_config``'s defaults outside a run."""
+    from langchain_core.runnables.config import ensure_config, var_child_runnable_config
+
+    return var_child_runnable_config.get() or ensure_config()
 
 
 @contextlib.asynccontextmanager
@@ -139,9 +152,9 @@ async def retriever_run(name: str, query: str, *, tags: list[str] | None = None,
     ...     run.end(documents)          # or run.fail(error)
     """
     from langchain_core.callbacks import AsyncCallbackManager
-    from langchain_core.runnables.config import ensure_config, var_child_runnable_config
+    from langchain_core.runnables.config import var_child_runnable_config
 
-    config = ensure_config()
+    config = _current_config()
     manager = AsyncCallbackManager.configure(
         inheritable_callbacks=config.get("callbacks"), inheritable_tags=config.get("tags"),
         inheritable_metadata=config.get("metadata"), local_tags=tags, local_metadata=metadata,

@@ -34,6 +34,7 @@ from atomgraph.nodes.atomr.execution import (AtomRRuntime, advance, budget_note,
                                              first_problem, node_outcome, plan_operator, plan_question, read_into,
                                              refs_in, selection_calls)
 from atomgraph.nodes.call import StageResult
+from atomgraph.nodes.sync import at_once
 from atomgraph.prompts.atomr.kg_program import PROGRAM_CONSTRAINT, program_problem
 from atomgraph.prompts.atomr.source_selection import choose_sources, describe_sources
 from atomgraph.prompts.atomr.stages import (CHILD_REASONING_STAGE, CLOSED_BOOK_STAGE, DIRECT_RAG_STAGE,
@@ -150,6 +151,15 @@ def top1_shortcut(evidence: list[Evidence], op_name: str, params, kinds: dict[st
     return out, notes
 
 
+async def answer_program(source, program) -> list[Evidence]:
+    """``source``'s answers to a query program: its own ``aanswer_program`` where it has one (a graph
+    in memory answers in place), else its ``answer_program`` in a worker thread (it may do I/O)."""
+    own = getattr(source, "aanswer_program", None)
+    if own is not None:
+        return await own(program)
+    return await asyncio.to_thread(source.answer_program, program)
+
+
 def make_run_operator_node(rt: AtomRRuntime):
     def program_sources(names: list[str], op_name: str, params) -> list[str]:
         """The sources that answer a model-written query program for this call: a knowledge
@@ -175,7 +185,7 @@ def make_run_operator_node(rt: AtomRRuntime):
                                              args=listed, question=question)
                 evidence += ev; calls += c; notes += n  # noqa: E702
                 continue
-            per_entity = await asyncio.gather(*(
+            per_entity = await at_once(*(
                 rt.retrieve([name], query=f"{e} {condition}", k=1, operator="Filter", args=[e, condition],
                             question=question)
                 for e in candidates
@@ -212,7 +222,7 @@ def make_run_operator_node(rt: AtomRRuntime):
                 t0 = time.perf_counter()
                 label = f"program {program.model_dump_json()}"
                 try:
-                    hits = await asyncio.to_thread(rt.sources().get(name).answer_program, program)
+                    hits = await answer_program(rt.sources().get(name), program)
                     hits, suspect, dropped = screen_evidence(hits, drop=rt.drop_suspect())
                     return hits, [RetrieverCall(source=name, query=label, hits=len(hits),
                                                 latency_s=time.perf_counter() - t0, suspect=suspect,
@@ -231,7 +241,7 @@ def make_run_operator_node(rt: AtomRRuntime):
             return ev, c, n, f"{name}: rules ({why})"
 
         evidence, calls, notes, made = [], [], [], []
-        for ev, c, n, m in await asyncio.gather(*(on(name) for name in names)):
+        for ev, c, n, m in await at_once(*(on(name) for name in names)):
             evidence, calls, notes, made = evidence + ev, calls + c, notes + n, made + [m]
         return evidence, calls, notes, result.call, made
 
@@ -295,8 +305,7 @@ def make_run_operator_node(rt: AtomRRuntime):
         budget = inp.get("budget", len(planned.calls) * per_call) // per_call
         calls = planned.calls[: budget_note(run, len(planned.calls), budget)]
         run.operator = "; ".join(OperatorCall(name=op.name, args=a).render() for _, a in calls) or op.render()
-        results = await asyncio.gather(*(one(run, op.name, q, a, params, config, planned.candidates)
-                                         for q, a in calls))
+        results = await at_once(*(one(run, op.name, q, a, params, config, planned.candidates) for q, a in calls))
         llm_calls, retriever_calls = [], []
         run.subcalls = []
         for sub, evidence, rcalls, calls_made in results:
@@ -449,7 +458,7 @@ def make_direct_rag_node(rt: AtomRRuntime):
         if run.fallback is None and run.kind != "open":
             run.fallback = "direct RAG"
         questions = questions[: budget_note(run, len(questions), inp.get("budget", len(questions)))]
-        results = await asyncio.gather(*(one(run, q, params, config) for q in questions))
+        results = await at_once(*(one(run, q, params, config) for q in questions))
         llm_calls, retriever_calls, redone = [], [], []
         for sub, evidence, rcalls, made in results:
             redone.append(sub)
