@@ -10,10 +10,11 @@ Three views of the same objects, built once and cached on disk:
 - **embeddings** of each object's serialised chunks with the project's embedding model
   (:func:`atomgraph.embeddings.embedding_model`), L2-normalised in a numpy matrix; an
   object's dense score is its best chunk's cosine similarity (Appendix D.2). Dense search
-  is exact (one matrix product over every chunk) or, for large collections, asks an ANN
-  index (faiss HNSW over the same unit vectors, :class:`AnnIndex`) for the best
-  ``ann_candidates`` chunks (``dense_search``: ``auto`` = exact up to :data:`EXACT_LIMIT`
-  chunks, ANN above; ``exact``; ``ann``).
+  is exact (one matrix product over every chunk for all of a question's queries) or, for
+  large collections, asks an ANN index (faiss HNSW over the same unit vectors,
+  :class:`AnnIndex`) for the best ``ann_candidates`` chunks, a :class:`SparseScores` per
+  query (``dense_search``: ``auto`` = exact up to :data:`EXACT_LIMIT` chunks, ANN above
+  where the graph's recall check passes; ``exact``; ``ann``).
 
 Tables are indexed by title, description, column names (``snake_case``/``camelCase``
 split into words) and cell values when rows exist. The index also records *title
