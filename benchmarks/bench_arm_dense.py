@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -263,6 +264,8 @@ def measure_memory(how: str, kind: str, n: int, spec: str, cache: Path, batch: i
         index.cache_path = folder
         index.dense_scores_many(list(queries))
     after = _rss()
+    if how != "faiss":
+        shutil.rmtree(folder)
     return {k: round((after[k] - before[k]) / n, 1) for k in after}
 
 
