@@ -593,13 +593,11 @@ class LocalEngine:
         the first time the model's own best token there is no closer (its reply is then closed at
         the cap, not by the model: the generation reports ``finish_reason`` ``"length"``)."""
         closing = self.closing_token_ids(chars)
-        is_closer = np.zeros(self.n_vocab, dtype=bool)
-        is_closer[closing] = True
         start = max_tokens - reserve
 
         def promote(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
             if len(input_ids) - n_prompt >= start:
-                if steered is not None and not steered and not is_closer[int(np.argmax(scores))]:
+                if steered is not None and not steered and not (closing == int(np.argmax(scores))).any():
                     steered.append(True)
                 # above every other token, in the model's own order among themselves (a tie would
                 # go to the lowest id: '""' before ']', which opens a string instead of closing)
