@@ -1057,6 +1057,57 @@ def solve_structure(
                             links_rule=links_rule, link_weight=link_weight)[0]
 
 
+@dataclass
+class Prepared:
+    """One problem of :func:`solve_structures` before its MIP: arrays, k and the link cap, the
+    greedy solution (its objective and counted links), and the warm start — the greedy solution, or the problem
+    before's where it lies in this set and is better (``best``, its objective and counted
+    links). ``settled``: nothing to optimise (k = 0, all objects, or no link and no keyword:
+    the top k by relevance), ``best`` is the optimum."""
+
+    R: np.ndarray
+    C: np.ndarray
+    coverage: np.ndarray | None
+    k: int
+    cap: int | None
+    greedy: list[int]
+    greedy_value: float
+    greedy_links: list
+    best: list[int]
+    best_value: float
+    counted: list
+    settled: bool
+
+    @classmethod
+    def of(cls, keys: Sequence[Any], R, C, coverage, k: int, max_links: int | None, links_rule: str,
+           link_weight: float, before: Sequence[Any]) -> "Prepared":
+        R = np.asarray(R, dtype=float)
+        C = np.asarray(C, dtype=float)
+        n = len(R)
+        if C.shape != (n, n):
+            raise ValueError(f"C must be {n}x{n}, got {C.shape}")
+        kk = max(0, min(int(k), n))
+        cap = max(0, kk - 1) if max_links == -1 else max_links
+        if coverage is not None:
+            coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
+            if not coverage.any():
+                coverage = None
+        start = greedy(R, C, kk, cap, links_rule, coverage, link_weight)
+        g_val, g_links = selection_value(start, R, C, cap, links_rule, coverage, link_weight)
+        if kk == 0 or kk == n or (not _pairs(C) and coverage is None):
+            # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
+            chosen = list(range(n)) if kk == n else sorted(range(n), key=lambda i: -R[i])[:kk]
+            v, links = selection_value(chosen, R, C, cap, links_rule, coverage, link_weight)
+            return cls(R, C, coverage, kk, cap, start, g_val, g_links, chosen, v, links, True)
+        local = {key: i for i, key in enumerate(keys)}
+        prev = [local.get(key) for key in before]
+        if len(prev) == kk and None not in prev:
+            p_val, p_links = selection_value(prev, R, C, cap, links_rule, coverage, link_weight)
+            if p_val > g_val + 1e-12:
+                return cls(R, C, coverage, kk, cap, start, g_val, g_links, prev, p_val, p_links, False)
+        return cls(R, C, coverage, kk, cap, start, g_val, g_links, start, g_val, g_links, False)
+
+
 def solve_structures(
     problems: Sequence[tuple[Sequence[Any], Sequence[float], np.ndarray, np.ndarray | None]],
     k: int,
@@ -1077,45 +1128,22 @@ def solve_structures(
     out: list[StructureResult] = []
     before: list[Any] = []
     for keys, R, C, coverage in problems:
-        R = np.asarray(R, dtype=float)
-        C = np.asarray(C, dtype=float)
-        n = len(R)
-        if C.shape != (n, n):
-            raise ValueError(f"C must be {n}x{n}, got {C.shape}")
-        kk = max(0, min(int(k), n))
-        cap = max(0, kk - 1) if max_links == -1 else max_links
         t0 = time.perf_counter()
-        if coverage is not None:
-            coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
-            if not coverage.any():
-                coverage = None
-        start = greedy(R, C, kk, cap, links_rule, coverage, link_weight)
-        g_val, g_links = selection_value(start, R, C, cap, links_rule, coverage, link_weight)
-        if kk == 0 or kk == n or (not _pairs(C) and coverage is None):
-            # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
-            chosen = list(range(n)) if kk == n else sorted(range(n), key=lambda i: -R[i])[:kk]
-            v, links = selection_value(chosen, R, C, cap, links_rule, coverage, link_weight)
-            out.append(StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, time_limit_s))
-            before = [keys[i] for i in chosen]
+        p = Prepared.of(keys, R, C, coverage, k, max_links, links_rule, link_weight, before)
+        R, C, coverage, n, kk, cap = p.R, p.C, p.coverage, len(p.R), p.k, p.cap
+        if p.settled:
+            out.append(StructureResult(p.best, p.best_value, "optimal", time.perf_counter() - t0, p.greedy_value,
+                                       p.counted, 0, time_limit_s))
+            before = [keys[i] for i in p.best]
             continue
-        # the warm start: the greedy solution, or the problem before's where it lies in this set and is better
-        best, best_v, counted = start, g_val, g_links
-        local = {key: i for i, key in enumerate(keys)}
-        prev = [local.get(key) for key in before]
-        if len(prev) == kk and None not in prev:
-            p_val, p_links = selection_value(prev, R, C, cap, links_rule, coverage, link_weight)
-            if p_val > g_val + 1e-12:
-                best, best_v, counted = prev, p_val, p_links
+        best, best_v, counted = p.best, p.best_value, p.counted
         rungs = [m for m in PARTNER_LADDER if m < n - 1] if links_rule == "pairs" else []
         label, variables = "greedy", 0
         for partners in rungs + [None]:
             model, b, c, pairs = build_model(R, C, kk, max_links=cap, links_rule=links_rule, coverage=coverage,
                                              link_weight=link_weight, partners=partners)
-            on = set(best)
-            model.start = [(b[i], 1.0 if i in on else 0.0) for i in range(n)]
-            if links_rule == "forest":  # the counted links too (the flows are left to CBC)
-                linked = {(i, j) for i, j, _ in counted}
-                model.start += [(v, 1.0 if (i, j) in linked else 0.0) for (i, j, _), v in zip(pairs, c)]
+            if links_rule == "pairs":  # a warm start: the chosen objects (CBC completes the links; the forest's are left to CBC)
+                model.start = [(b[i], 1.0 if i in best else 0.0) for i in range(n)]
             left = time_limit_s - (time.perf_counter() - t0)
             status = model.optimize(max_seconds=max(left, 1e-3))
             variables = len(pairs)
@@ -1132,7 +1160,7 @@ def solve_structures(
                 label = "optimal"  # the exact program's optimum, or a relaxation's no better than the best set
                 break
         chosen = sorted(best, key=lambda i: -R[i])
-        out.append(StructureResult(chosen, best_v, label, time.perf_counter() - t0, g_val, counted, variables,
+        out.append(StructureResult(chosen, best_v, label, time.perf_counter() - t0, p.greedy_value, counted, variables,
                                    time_limit_s))
         before = [keys[i] for i in chosen]
     return out
