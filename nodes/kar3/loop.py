@@ -50,32 +50,33 @@ class Kar3Runtime(MethodRuntime[Kar3Context]):
         self._index = index
         self._indexes: dict[str, AtomIndex] = {}
 
-    def atom_index(self, params: Kar3Context) -> tuple[AtomIndex | None, str | None]:
+    def atom_index(self, params: Kar3Context, *, check: bool = True) -> tuple[AtomIndex | None, str | None]:
         """The atom index this run reads, or None with the reason: ``params.collection`` when
         set, else an atom source among the sources the graph was given, else the collection the
-        settings name."""
+        settings name. ``check``: the reason also says why an index found cannot be read (the
+        first round asks; the later nodes of a question only need the index it found)."""
         if params.collection:
-            return self._open(params.collection)
-        if self._index is not None:
-            return self._index, self._index.unavailable_reason()
-        if self._sources_given is not None:
+            idx, reason = self._open(params.collection), None
+        elif self._index is not None:
+            idx, reason = self._index, None
+        elif self._sources_given is not None:
             given = self._sources_given
             items: Iterable[KnowledgeSource] = given.available.values() if isinstance(given, SourceSet) else given
-            for s in items:
-                idx = getattr(s, "index", None)
-                if isinstance(idx, AtomIndex):
-                    return idx, idx.unavailable_reason()
-            return None, ("no atom source among the sources given to the graph; pass AtomSource(collection) "
-                          "or set the run's 'collection'")
-        s = self.settings()
-        return self._open(s.kar3.collection or s.chroma_collection)
+            idx = next((s.index for s in items if isinstance(getattr(s, "index", None), AtomIndex)), None)
+            reason = None if idx is not None else ("no atom source among the sources given to the graph; pass "
+                                                   "AtomSource(collection) or set the run's 'collection'")
+        else:
+            s = self.settings()
+            idx, reason = self._open(s.kar3.collection or s.chroma_collection), None
+        if idx is not None and check:
+            reason = idx.unavailable_reason()
+        return idx, reason
 
-    def _open(self, name: str) -> tuple[AtomIndex, str | None]:
+    def _open(self, name: str) -> AtomIndex:
         if name not in self._indexes:
             s = self.settings()
             self._indexes[name] = AtomIndex(name, path=s.chroma_path, host=s.chroma_host, port=s.chroma_port, settings=s)
-        idx = self._indexes[name]
-        return idx, idx.unavailable_reason()
+        return self._indexes[name]
 
 
 # --- the loop: its exits and edges ------------------------------------------------------------
@@ -207,7 +208,7 @@ async def timed(fn, *args, **kw) -> tuple[Any, float, str | None]:
 def make_retrieve_node(rt: Kar3Runtime) -> Callable:
     async def retrieve(state: Kar3State, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
-        index, _ = rt.atom_index(params)
+        index, _ = rt.atom_index(params, check=False)  # the first round checked it
         rounds = list(state.get("rounds") or [])
         r: Round = rounds[-1].model_copy(deep=True)
         question = " ".join(str(state.get("question", "")).split())
@@ -344,7 +345,7 @@ def make_answer_node(rt: Kar3Runtime) -> Callable:
         rounds: list[Round] = list(state.get("rounds") or [])
         chosen: list[AtomHit] = list(state.get("chosen") or [])
         exit_reason = state.get("exit") or (rounds[-1].ended if rounds else None)
-        index, _ = rt.atom_index(params) if exit_reason != "invalid_question" else (None, None)
+        index, _ = rt.atom_index(params, check=False) if exit_reason != "invalid_question" else (None, None)
         calls = list(state.get("llm_calls") or [])
         out: dict[str, Any] = {"stopped": None,
                                "retrieved_ids": [h.chunk_id for h in chosen],
