@@ -186,7 +186,10 @@ def make_propose_node(rt: Kar3Runtime) -> Callable:
 # proposal, or the question in backup 1) ``single_query_top_k`` (8); the chunk backup
 # ``chunk_top_k`` (8). Every tier keeps only hits scoring ≥ δ on ``delta_metric``, and drops
 # hits of chunks already chosen. Candidates stay in proposal order, each proposal's hits best
-# first, duplicates kept. Each tier tried is in the round's trace with its hit count.
+# first, duplicates kept. Each tier tried is in the round's trace with its hit count. The
+# backups ask the same question of the same index every round: each is searched once a question
+# and its hits kept in ``state["asked"]`` (before the chosen chunks are dropped, as each round
+# drops them).
 def in_order(groups: list[list[AtomHit]], exclude: set[str]) -> list[AtomHit]:
     """The authors' candidates: proposal by proposal, hits of chosen chunks dropped."""
     return [h for hits in groups for h in hits if h.chunk_id not in exclude]
@@ -213,16 +216,22 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
         r: Round = rounds[-1].model_copy(deep=True)
         question = " ".join(str(state.get("question", "")).split())
         exclude = {h.chunk_id for h in state.get("chosen") or []}
+        asked: dict[str, list[AtomHit]] = dict(state.get("asked") or {})
         calls: list[RetrieverCall] = []
         gate = f"{params.delta_metric} ≥ δ={params.delta}"
 
         async def atoms(queries: list[str], via: str) -> list[AtomHit]:
             k = top_k(params, queries)
-            async with retriever_run("kar3_atoms", "\n".join(queries), tags=["source:atoms"],  # a trace span
-                                     metadata={"via": via, "k": k, "delta": params.delta}) as span:
-                groups, secs, err = await timed(index.search_atoms, queries, k, params.delta, via,
-                                                params.delta_metric)
-                span.fail(err) if err else span.end(hit_evidence(h, "atoms") for g in groups or [] for h in g)
+            if via == "question" and via in asked:  # backup 1, searched in an earlier round
+                groups, secs, err = [asked[via]], 0.0, None
+            else:
+                async with retriever_run("kar3_atoms", "\n".join(queries), tags=["source:atoms"],  # a trace span
+                                         metadata={"via": via, "k": k, "delta": params.delta}) as span:
+                    groups, secs, err = await timed(index.search_atoms, queries, k, params.delta, via,
+                                                    params.delta_metric)
+                    span.fail(err) if err else span.end(hit_evidence(h, "atoms") for g in groups or [] for h in g)
+                if via == "question" and groups:
+                    asked[via] = groups[0]
             screened = [screen_hits(g, rt.drop_suspect()) for g in groups or [[] for _ in queries]]
             groups = [g for g, _, _ in screened]
             for q, (g, suspect, dropped) in zip(queries, screened):
@@ -243,10 +252,10 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
             hits = await atoms([question], "question")
             if not hits:
                 r.notes.append(f"backup 2: the question against the chunks ({gate}), each shown with its best atom")
-                hits = await chunk_hits(index, question, params, exclude, r, calls, rt.drop_suspect())
+                hits = await chunk_hits(index, question, params, exclude, r, calls, rt.drop_suspect(), asked)
         r.hits = hits
         exit_reason = loop_exit("retrieve", r, state.get("chosen") or [], params)
-        return {"rounds": rounds[:-1] + [r], "retriever_calls": calls, "exit": exit_reason}
+        return {"rounds": rounds[:-1] + [r], "retriever_calls": calls, "exit": exit_reason, "asked": asked}
 
     return retrieve
 
@@ -260,14 +269,20 @@ def screen_hits(hits: list[AtomHit], drop: bool) -> tuple[list[AtomHit], int, in
 
 
 async def chunk_hits(index, question: str, params: Kar3Context, exclude: set[str], r: Round,
-                     calls: list[RetrieverCall], drop: bool = False) -> list[AtomHit]:
-    """Backup 2: the question against the chunks (top ``chunk_top_k``, gated by δ), recorded on the round."""
-    async with retriever_run("kar3_chunks", question, tags=["source:chunks"],
-                             metadata={"k": params.chunk_top_k}) as span:
-        found, secs, err = await timed(index.search_chunks, question, params.chunk_top_k, exclude, params.delta,
-                                       params.delta_metric)
-        span.fail(err) if err else span.end(hit_evidence(h, "chunks") for h in found or [])
-    found, suspect, dropped = screen_hits(found or [], drop)
+                     calls: list[RetrieverCall], drop: bool, asked: dict[str, list[AtomHit]]) -> list[AtomHit]:
+    """Backup 2: the question against the chunks (top ``chunk_top_k``, gated by δ, minus ``exclude``),
+    recorded on the round; searched once a question (its hits kept in ``asked``)."""
+    if "chunk" in asked:  # searched in an earlier round
+        found, secs, err = asked["chunk"], 0.0, None
+    else:
+        async with retriever_run("kar3_chunks", question, tags=["source:chunks"],
+                                 metadata={"k": params.chunk_top_k}) as span:
+            found, secs, err = await timed(index.search_chunks, question, params.chunk_top_k, (), params.delta,
+                                           params.delta_metric)
+            span.fail(err) if err else span.end(hit_evidence(h, "chunks") for h in found or [] if h.chunk_id not in exclude)
+        if found is not None:
+            asked["chunk"] = found
+    found, suspect, dropped = screen_hits([h for h in found or [] if h.chunk_id not in exclude], drop)
     calls.append(RetrieverCall(source="chunks", query=question, hits=len(found), latency_s=secs, error=err,
                                suspect=suspect, dropped=dropped))
     r.tiers.append({"via": "chunk", "queries": 1, "k": params.chunk_top_k, "hits": len(found),
