@@ -280,7 +280,8 @@ class AtomIndex:
         res = atoms.query(query_embeddings=vecs, n_results=k, include=["documents", "metadatas", "distances"])
         kept = []  # each query's atoms at or above the threshold: only their chunks are read
         for ids, docs, metas, dists in zip(res["ids"], res["documents"], res["metadatas"], res["distances"]):
-            scored = ((aid, doc, meta, relevance(1.0 - float(d), metric)) for aid, doc, meta, d in zip(ids, docs, metas, dists))
+            scored = ((aid, doc, meta, relevance(1.0 - float(d), metric))
+                      for aid, doc, meta, d in zip(ids, docs, metas, dists))
             kept.append([a for a in scored if threshold is None or a[3] >= threshold])
         texts = self.chunk_texts(list(dict.fromkeys(meta["chunk_id"] for found in kept for _, _, meta, _ in found)))
 

@@ -279,7 +279,8 @@ async def chunk_hits(index, question: str, params: Kar3Context, exclude: set[str
                                  metadata={"k": params.chunk_top_k}) as span:
             found, secs, err = await timed(index.search_chunks, question, params.chunk_top_k, (), params.delta,
                                            params.delta_metric)
-            span.fail(err) if err else span.end(hit_evidence(h, "chunks") for h in found or [] if h.chunk_id not in exclude)
+            span.fail(err) if err else span.end(hit_evidence(h, "chunks") for h in found or []
+                                                if h.chunk_id not in exclude)
         if found is not None:
             asked["chunk"] = found
     found, suspect, dropped = screen_hits([h for h in found or [] if h.chunk_id not in exclude], drop)
