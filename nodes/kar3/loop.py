@@ -255,7 +255,10 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
                 hits = await chunk_hits(index, question, params, exclude, r, calls, rt.drop_suspect(), asked)
         r.hits = hits
         exit_reason = loop_exit("retrieve", r, state.get("chosen") or [], params)
-        return {"rounds": rounds[:-1] + [r], "retriever_calls": calls, "exit": exit_reason, "asked": asked}
+        out = {"rounds": rounds[:-1] + [r], "retriever_calls": calls, "exit": exit_reason}
+        if asked != (state.get("asked") or {}):  # a backup searched in this round
+            out["asked"] = asked
+        return out
 
     return retrieve
 
