@@ -38,9 +38,12 @@ CHROMA_SOURCES = ("wikipedia", "atoms")
 
 
 def warm_up(method: str | None = None, settings: Any = None, model: Any = None, sources: Any = None, *,
-            show: bool = True, models: bool = True, embeddings: bool = True) -> dict[str, float]:
+            show: bool = True, models: bool = True, embeddings: bool = True,
+            runtimes: list | None = None) -> dict[str, float]:
     """Load what a run of ``method`` (None, or an index method: the settings' embedding model) will use; the
     seconds each step took. ``model`` / ``sources``: what the run was given (None: the settings').
+    ``runtimes``: a list given each local embedding model's runtime record (model, wanted, used, why:
+    :meth:`~atomgraph.embeddings.SentenceTransformerEmbeddings.runtime_record`).
     A model or source that cannot be built is left for the run to report."""
     from atomgraph.settings import get_settings
 
@@ -58,6 +61,8 @@ def warm_up(method: str | None = None, settings: Any = None, model: Any = None, 
         _arm_index(settings, w)
     if models and method is not None:
         _models(method, settings, model, w)
+    if runtimes is not None:
+        runtimes.extend(w.runtimes)
     return w.seconds
 
 
