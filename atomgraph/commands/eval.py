@@ -87,7 +87,7 @@ def register(sub) -> None:
                         "through langgraph_sdk; records, resume and summary stay here (see docs: Scaling out)")
     r.add_argument("--server-api-key", metavar="KEY", help="the deployment's API key (default $LANGGRAPH_API_KEY)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
-    r.set_defaults(func=cmd_run)
+    r.set_defaults(func=cmd_run, warms=True)
 
     rep = esub.add_parser("report", help="Markdown tables and plots comparing run directories")
     rep.add_argument("dirs", nargs="+", help="run directories")
@@ -323,6 +323,9 @@ def _run(args) -> int:
         runtimes: list[dict] = []
         warm_up(args.method, settings, model, sources, show=not args.no_progress, runtimes=runtimes)
         fallback = _record_embedding_runtime(args, runtimes)
+    from atomgraph.warmup import started
+
+    started()  # the start is over (atomgraph.warmup): the questions begin
     if args.workers > 1 and args.sources and not args.sources_factory:
         sources = None  # opened and checked above; each worker opens the named sources itself (settings.sources)
     result = run_eval(args.method, args.dataset, args.out, EvalOptions(
