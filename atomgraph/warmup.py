@@ -10,7 +10,8 @@ worker thread while the questions wait.
   Chroma passages (``wikipedia``), KAR³'s atoms, ARM's objects, or a given source holding such a model;
 - ARM's index of the run's objects file (``arm.objects``), built or read from its cache;
 - the packages of the stores and models the run opens (``chromadb``, the chat model's provider);
-- the in-process chat model's GGUF weights (``local``), for every role the method declares.
+- the in-process chat model's GGUF weights (``local``), for every role the method declares;
+- the tokenizer that checks every reply's reported usage (cl100k_base), where a model is configured.
 
 The command line runs a process's start (its imports, and what :func:`warm_up` loads) with the garbage
 collector paused (:func:`pause_collector`): what loads there lives for the whole run, and collecting
@@ -192,6 +193,10 @@ def _models(method: str, settings: Any, model: Any, w: WarmUp) -> None:
         by_role = w.step("the chat model", lambda: resolve_models(model, settings, roles))
     except AtomgraphError:  # no model configured, or a wrong name: the run's own check says so
         return
+    from atomgraph.nodes.call import usage_encoding
+
+    # every reply's server-reported usage is checked against this tokenizer (nodes/call.py): 0.4 s to load
+    w.step("the usage tokenizer cl100k_base", usage_encoding)
     for m in {id(m): m for m in by_role.values()}.values():
         while getattr(m, "bound", None) is not None:  # a Runnable wrapping the model
             m = m.bound
