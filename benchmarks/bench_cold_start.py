@@ -157,6 +157,9 @@ def _env(home: Path, port: int, chroma: Path, runtime: str | None = None) -> dic
 def _run(argv: list[str], env: dict, cwd: Path, watch: Path | None = None, timeout_s: float = 900) -> dict:
     """Run one fresh process; the time (from its start) of each stderr line and of each line
     appended to ``watch`` (a predictions file)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             encoding="utf-8", errors="replace")
@@ -190,7 +193,9 @@ def _run(argv: list[str], env: dict, cwd: Path, watch: Path | None = None, timeo
     if watch is not None and watch.is_file():  # lines written between the last poll and the exit
         n = watch.read_text(encoding="utf-8", errors="replace").count("\n")
         records.extend([time.time() - t0] * (n - len(records)))
-    return {"t0": t0, "exit_s": round(time.time() - t0, 3), "rc": proc.returncode, "stderr": lines,
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # this process's CPU (the only child reaped meanwhile)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"t0": t0, "exit_s": round(time.time() - t0, 3), "cpu_s": round(cpu, 3), "rc": proc.returncode, "stderr": lines,
             "stdout_tail": out[-300:], "records_s": records}
 
 
@@ -260,8 +265,9 @@ def _measure(exe: str, latency_s: float, wanted: list[str], runtime: str | None,
         first = _run([python, "-c",
                       "from atomgraph.embeddings import embedding_model; embedding_model().embed_query('x')"], env, folder)
         out["first_load"] = {"done_s": first["exit_s"], "rc": first["rc"]}
-        floor = [_run([python, "-c", IMPORTS], env, folder)["exit_s"] for _ in range(2)]
-        out["imports_only_s"] = round(min(floor), 3)
+        floor = [_run([python, "-c", IMPORTS], env, folder) for _ in range(2)]
+        out["imports_only_s"] = round(min(f["exit_s"] for f in floor), 3)
+        out["imports_only_cpu_s"] = round(min(f["cpu_s"] for f in floor), 3)
         arm_env = {**env, "ATOMGRAPH_ARM__OBJECTS": str(folder / "objects.jsonl")}
         if "eval_arm" in wanted:  # ARM's index of the objects, built and cached as a first run leaves it
             built = _run([python, "-c", "from atomgraph.nodes.arm.pipeline import index_for_file; "
@@ -270,7 +276,8 @@ def _measure(exe: str, latency_s: float, wanted: list[str], runtime: str | None,
         run = _run([exe, "index", "wikipedia", str(corpus), "--persist", str(chroma), "--collection", "wikipedia"],
                    env, folder)
         if "index" in wanted:
-            out["index"] = {"embedding_model_ready_s": _loaded_at(run), "done_s": run["exit_s"], "rc": run["rc"],
+            out["index"] = {"embedding_model_ready_s": _loaded_at(run), "done_s": run["exit_s"], "cpu_s": run["cpu_s"],
+                            "rc": run["rc"],
                             "runtime": _runtime(run)}
         if "eval_kar3" in wanted:  # KAR³'s atom index over the same passages (atomized by the server)
             run = _run([exe, "index", "atoms", "--from-collection", "wikipedia", "--collection", "wikipedia",
@@ -283,7 +290,7 @@ def _measure(exe: str, latency_s: float, wanted: list[str], runtime: str | None,
                 first = server.first_after(run["t0"])
                 out[name] = {"cold_first_request_s": round(first - run["t0"], 3) if first else None,
                              "cold_first_answer_s": run["exit_s"], "embedding_model_ready_s": _loaded_at(run),
-                             "warm_up_done_s": _warm_done(run), "rc": run["rc"]}
+                             "warm_up_done_s": _warm_done(run), "cpu_s": run["cpu_s"], "rc": run["rc"]}
             elif name.startswith("eval_"):
                 method = name.split("_", 1)[1]
                 where = folder / f"run-{method}"
@@ -294,7 +301,7 @@ def _measure(exe: str, latency_s: float, wanted: list[str], runtime: str | None,
                 first = server.first_after(t0)
                 row = {"cold_first_request_s": round(first - t0, 3) if first else None,
                        "cold_first_answer_s": round(recs[0], 3) if recs else None,
-                       "warm_up_done_s": _warm_done(run),
+                       "warm_up_done_s": _warm_done(run), "cpu_s": run["cpu_s"],
                        "embedding_model_ready_s": _loaded_at(run), "rc": run["rc"], "exit_s": run["exit_s"]}
                 if len(recs) >= 2:
                     second = server.first_after(t0 + recs[0])
@@ -423,21 +430,23 @@ def table(result: dict, condition: str) -> str:
              if x is not None]
     lines = [f"Rounds: {len(by['before'])} before, {len(by['after'])} after; load average (1 min) "
              f"{min(loads):.1f}–{max(loads):.1f}; a bare process importing what a rag run imports: "
-             f"{_fmt(_median([r.get('imports_only_s') for r in by['after']]))} s "
+             f"{_fmt(_median([r.get('imports_only_s') for r in by['after']]))} s, "
+             f"{_fmt(_median([r.get('imports_only_cpu_s') for r in by['after']]))} s CPU "
              f"(before's rounds {_fmt(_median([r.get('imports_only_s') for r in by['before']]))} s).", "",
              "| command | start over (last \"loaded\" line) | first model request, cold | first answer, cold "
-             "| warm: first request / answer |", "|---|---|---|---|---|"]
+             "| the process's CPU | warm: first request / answer |", "|---|---|---|---|---|---|"]
     for name, title in ROWS:
         if not any(name in r for side in by.values() for r in side):
             continue
         if name == "index":
-            lines.append(f"| {title} | {cell(name, 'embedding_model_ready_s')} | — | done {cell(name, 'done_s')} | — |")
+            lines.append(f"| {title} | {cell(name, 'embedding_model_ready_s')} | — | done {cell(name, 'done_s')} "
+                         f"| {cell(name, 'cpu_s')} | — |")
             continue
         warm = "—"
         if any((r.get(name) or {}).get("warm_answer_s") is not None for r in by["after"]):
             warm = f"{cell(name, 'warm_first_request_s', False)} / {cell(name, 'warm_answer_s', False)}"
         lines.append(f"| {title} | {cell(name, 'warm_up_done_s')} | {cell(name, 'cold_first_request_s')} "
-                     f"| {cell(name, 'cold_first_answer_s')} | {warm} |")
+                     f"| {cell(name, 'cold_first_answer_s')} | {cell(name, 'cpu_s')} | {warm} |")
     return "\n".join(lines)
 
 
@@ -465,7 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     result["latency_ms"] = args.latency_ms
     if args.only != []:  # `--only` naming nothing: no command measured (`--runtimes` alone)
         result["runs"].setdefault(args.label, {}).update(
-            measure(args.atomgraph, args.latency_ms / 1000, args.only, args.embedding_runtime, args.busy))
+            measure(str(Path(args.atomgraph).absolute()), args.latency_ms / 1000, args.only, args.embedding_runtime,
+                    args.busy))
     if args.runtimes:
         result["embedding_runtimes"] = runtimes()
     write_result(result, args.out)
