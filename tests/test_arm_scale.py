@@ -362,3 +362,34 @@ def test_auto_searches_exactly_where_the_ann_misses_neighbours(monkeypatch, capl
         assert index.ann_index().recall < arm_index.ANN_MIN_RECALL
     assert index.dense_mode == "exact" and isinstance(index.dense_scores(noise[0]), np.ndarray)
     assert any("dense_search=auto searches exactly" in r.getMessage() for r in caplog.records)
+
+
+def test_a_question_and_its_keywords_are_embedded_in_one_batch(ann_folder):
+    """Query texts not yet embedded are encoded together, once; the vectors equal one-by-one's."""
+    _, built = ann_folder
+    index = built
+    calls: list[int] = []
+    real = index.embeddings
+
+    class Counting:
+        def encode(self, texts):
+            calls.append(len(texts))
+            return real.encode(texts)
+
+    index.__dict__["_query_cache"] = {}
+    index.embeddings = Counting()
+    try:
+        texts = ["Which city hosts the minster?", "minster", "tallest steeple", "minster"]
+        together = index.dense_scores_many(texts)
+        assert calls == [3]
+        index.dense_scores_many(texts)
+        assert calls == [3]  # cached
+        index.__dict__["_query_cache"] = {}
+        alone = [index.dense_scores(t) for t in texts]
+    finally:
+        index.embeddings = real
+        index.__dict__["_query_cache"] = {}
+    for a, b in zip(together, alone):
+        a = a.toarray() if hasattr(a, "toarray") else a
+        b = b.toarray() if hasattr(b, "toarray") else b
+        assert np.allclose(a, b, atol=1e-5)

@@ -853,6 +853,12 @@ class ArmIndex:
         search sees; no step costs O(objects)."""
         if not len(queries):
             return []
+        cache = self.__dict__.setdefault("_query_cache", {})
+        missing = list(dict.fromkeys(x for x in queries if isinstance(x, str) and x not in cache))
+        if len(missing) > 1:  # a question and its keywords embedded in one batch
+            for t, v in zip(missing, _embed(self.embeddings, [t or " " for t in missing], query=True)):
+                if len(cache) < 100_000:
+                    cache[t] = v
         q = np.stack([self.embed_query(x) if isinstance(x, str) else np.asarray(x, dtype=np.float32).ravel()
                       for x in queries]).astype(np.float32)
         n = len(self.objects)
