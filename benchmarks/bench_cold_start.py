@@ -103,6 +103,7 @@ class LatencyServer:
         self.reply = _stage_replies(questions)
         from openai_compat_server import send_json  # the tests' server's reply writer
         self.arrivals: list[tuple[float, str]] = []
+        self.watch: dict = {}  # {"pid": N}: at the first request after, its process's schedstat (_schedstat)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -113,6 +114,8 @@ class LatencyServer:
 
             def do_POST(self):
                 t = time.time()
+                if "pid" in server.watch and "at_first" not in server.watch:
+                    server.watch["at_first"] = _schedstat(server.watch["pid"])
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 messages = body.get("messages") or [{}]
                 server.arrivals.append((t, str(messages[-1].get("content") or "")))
@@ -139,6 +142,20 @@ class LatencyServer:
         self.httpd.server_close()
 
 
+def _schedstat(pid: int) -> tuple[float, float]:
+    """(CPU seconds, seconds waiting for a CPU) of the process's threads so far, from /proc (Linux)."""
+    import glob
+
+    run = wait = 0
+    for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            a, w, _ = open(f).read().split()
+        except (OSError, ValueError):
+            continue
+        run, wait = run + int(a), wait + int(w)
+    return round(run / 1e9, 3), round(wait / 1e9, 3)
+
+
 def _env(home: Path, port: int, chroma: Path, runtime: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ATOMGRAPH_", "OPENAI_")) and k != "PYTHONDONTWRITEBYTECODE"}
@@ -154,7 +171,8 @@ def _env(home: Path, port: int, chroma: Path, runtime: str | None = None) -> dic
     return env
 
 
-def _run(argv: list[str], env: dict, cwd: Path, watch: Path | None = None, timeout_s: float = 900) -> dict:
+def _run(argv: list[str], env: dict, cwd: Path, watch: Path | None = None, timeout_s: float = 900,
+         server: "LatencyServer | None" = None) -> dict:
     """Run one fresh process; the time (from its start) of each stderr line and of each line
     appended to ``watch`` (a predictions file)."""
     import resource
@@ -163,6 +181,9 @@ def _run(argv: list[str], env: dict, cwd: Path, watch: Path | None = None, timeo
     t0 = time.time()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             encoding="utf-8", errors="replace")
+    if server is not None:
+        server.watch.clear()
+        server.watch["pid"] = proc.pid
     lines: list[tuple[float, str]] = []
     records: list[float] = []
 
@@ -195,7 +216,10 @@ def _run(argv: list[str], env: dict, cwd: Path, watch: Path | None = None, timeo
         records.extend([time.time() - t0] * (n - len(records)))
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # this process's CPU (the only child reaped meanwhile)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    at_first = server.watch.get("at_first") if server is not None else None
     return {"t0": t0, "exit_s": round(time.time() - t0, 3), "cpu_s": round(cpu, 3), "rc": proc.returncode, "stderr": lines,
+            "cpu_to_first_request_s": at_first[0] if at_first else None,
+            "cpu_wait_to_first_request_s": at_first[1] if at_first else None,
             "stdout_tail": out[-300:], "records_s": records}
 
 
@@ -286,22 +310,26 @@ def _measure(exe: str, latency_s: float, wanted: list[str], runtime: str | None,
         for name in wanted:
             if name.startswith("ask_"):
                 method = name.split("_", 1)[1]
-                run = _run([exe, "ask", questions[0]["question"], "--method", method], env, folder)
+                run = _run([exe, "ask", questions[0]["question"], "--method", method], env, folder, server=server)
                 first = server.first_after(run["t0"])
                 out[name] = {"cold_first_request_s": round(first - run["t0"], 3) if first else None,
                              "cold_first_answer_s": run["exit_s"], "embedding_model_ready_s": _loaded_at(run),
-                             "warm_up_done_s": _warm_done(run), "cpu_s": run["cpu_s"], "rc": run["rc"]}
+                             "warm_up_done_s": _warm_done(run), "cpu_s": run["cpu_s"], "rc": run["rc"],
+                             "cpu_to_first_request_s": run["cpu_to_first_request_s"],
+                             "cpu_wait_to_first_request_s": run["cpu_wait_to_first_request_s"]}
             elif name.startswith("eval_"):
                 method = name.split("_", 1)[1]
                 where = folder / f"run-{method}"
                 run = _run([exe, "eval", "run", "--method", method, "--dataset", str(folder / "questions.jsonl"),
                             "--out", str(where), "--concurrency", "1", "--limit", "2"],
-                           arm_env if method == "arm" else env, folder, watch=where / "predictions.jsonl")
+                           arm_env if method == "arm" else env, folder, watch=where / "predictions.jsonl", server=server)
                 t0, recs = run["t0"], run["records_s"]
                 first = server.first_after(t0)
                 row = {"cold_first_request_s": round(first - t0, 3) if first else None,
                        "cold_first_answer_s": round(recs[0], 3) if recs else None,
                        "warm_up_done_s": _warm_done(run), "cpu_s": run["cpu_s"],
+                       "cpu_to_first_request_s": run["cpu_to_first_request_s"],
+                       "cpu_wait_to_first_request_s": run["cpu_wait_to_first_request_s"],
                        "embedding_model_ready_s": _loaded_at(run), "rc": run["rc"], "exit_s": run["exit_s"]}
                 if len(recs) >= 2:
                     second = server.first_after(t0 + recs[0])
@@ -433,19 +461,21 @@ def table(result: dict, condition: str) -> str:
              f"{_fmt(_median([r.get('imports_only_s') for r in by['after']]))} s, "
              f"{_fmt(_median([r.get('imports_only_cpu_s') for r in by['after']]))} s CPU "
              f"(before's rounds {_fmt(_median([r.get('imports_only_s') for r in by['before']]))} s).", "",
-             "| command | start over (last \"loaded\" line) | first model request, cold | first answer, cold "
-             "| the process's CPU | warm: first request / answer |", "|---|---|---|---|---|---|"]
+             "| command | start over (last \"loaded\" line) | first model request, cold | its CPU / waiting for a CPU "
+             "| first answer, cold | the process's CPU | warm: first request / answer |", "|---|---|---|---|---|---|---|"]
     for name, title in ROWS:
         if not any(name in r for side in by.values() for r in side):
             continue
         if name == "index":
-            lines.append(f"| {title} | {cell(name, 'embedding_model_ready_s')} | — | done {cell(name, 'done_s')} "
+            lines.append(f"| {title} | {cell(name, 'embedding_model_ready_s')} | — | — | done {cell(name, 'done_s')} "
                          f"| {cell(name, 'cpu_s')} | — |")
             continue
         warm = "—"
         if any((r.get(name) or {}).get("warm_answer_s") is not None for r in by["after"]):
             warm = f"{cell(name, 'warm_first_request_s', False)} / {cell(name, 'warm_answer_s', False)}"
-        lines.append(f"| {title} | {cell(name, 'warm_up_done_s')} | {cell(name, 'cold_first_request_s')} "
+        sched = (f"{cell(name, 'cpu_to_first_request_s')} / {cell(name, 'cpu_wait_to_first_request_s')}"
+                 if any((r.get(name) or {}).get("cpu_to_first_request_s") is not None for r in by["after"]) else "—")
+        lines.append(f"| {title} | {cell(name, 'warm_up_done_s')} | {cell(name, 'cold_first_request_s')} | {sched} "
                      f"| {cell(name, 'cold_first_answer_s')} | {cell(name, 'cpu_s')} | {warm} |")
     return "\n".join(lines)
 
