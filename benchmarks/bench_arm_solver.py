@@ -1,32 +1,145 @@
-"""ARM's structure alignment per question: CPU and the retrieved objects, one run.
+"""ARM's structure alignment per question: CPU of today's solver against the baseline, and the
+retrieved objects, in one run.
 
     python -m benchmarks.bench_arm_solver [--datasets spider,hotpotqa,musique] [--bird DIR]
         [--limit N] [--ids-out F] [--compare F] [--out F]
 
-ARM LLM-free (as ``bench_arm_retrieval``) on every question of each set: the process CPU
-seconds each question takes (all stages; the MIPs of the three drafts are most of it), the
-structure stage's wall seconds, and every question's retrieved ids and each draft's ids.
-``--ids-out`` writes those ids (one JSON object per set: question id → ``[ids, [draft ids …]]``);
-``--compare`` reads such a file and counts the questions whose ids differ from it (the exit
-status is 1 when any does). ``--bird DIR``: a Bird set in the retrieval format
-(``benchmarks.bird_from_jar``). The MIP time limit is large (20 s) so that no result depends on
-the machine's load.
+ARM LLM-free (as ``bench_arm_retrieval``) on every question of each set, once to warm the
+caches (units, neighbours, compatibility), then twice per question, alternately (the order
+swapped every question): with :func:`atomgraph.nodes.arm.structure_alignment.solve_structures`
+and with the baseline solver (:func:`baseline_solve_structures` below: one exact MIP per draft
+with CBC's defaults). Per solver: the process CPU seconds each question takes (all stages);
+their ratio; and the comparison — the questions whose retrieved ids, any draft's ids, or any
+draft's objective (both optimal: within 1e-6) differ. ``--ids-out`` writes the ids (one JSON
+object per set: question id → ``[ids, [draft ids …]]``); ``--compare`` reads such a file and
+counts the questions whose ids differ from it. The exit status is 1 when any question differs.
+``--bird DIR``: a Bird set in the retrieval format (``benchmarks.bird_from_jar``). The MIP time
+limit is large (20 s) so that no result depends on the machine's load.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from atomgraph.nodes.arm.structure_alignment import Prepared, StructureResult, _pairs, build_model, selection_value
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval"
 
 
+# --- the baseline: the solver before the orientation program and the partner relaxations ---------------
+# One exact MIP per draft (c_ij ≤ b_i, c_ij ≤ b_j per pair), CBC's default heuristics, cuts and
+# preprocessing; kept here so that every run measures the solver against it.
+
+def baseline_build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
+                         links_rule: str = "forest", coverage: np.ndarray | None = None, link_weight: float = 1.0):
+    """The baseline's python-mip model: under ``pairs`` one binary c_ij per pair with C_ij > 0,
+    c_ij ≤ b_i, c_ij ≤ b_j, Σ c_ij ≤ k − 1, CBC's defaults; ``forest`` is today's program."""
+    import mip
+
+    if links_rule != "pairs":
+        return build_model(R, C, k, max_links=max_links, links_rule=links_rule, coverage=coverage,
+                           link_weight=link_weight)
+    n = len(R)
+    model = mip.Model(sense=mip.MAXIMIZE, solver_name=mip.CBC)
+    model.verbose = 0
+    model.threads = 1
+    model.max_mip_gap = 1e-9
+    model.max_mip_gap_abs = 1e-9
+    b = [model.add_var(var_type=mip.BINARY, name=f"b{i}") for i in range(n)]
+    pairs = _pairs(C)
+    c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
+    objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(
+        link_weight * w * v for (_, _, w), v in zip(pairs, c))
+    if coverage is not None and len(coverage):
+        for q, row in enumerate(np.asarray(coverage, dtype=float)):
+            ys = [(i, model.add_var(lb=0.0, ub=1.0, name=f"y{q}_{i}")) for i in range(n) if row[i] > 0]
+            for i, y in ys:
+                model += y <= b[i]
+            if ys:
+                model += mip.xsum(y for _, y in ys) <= 1
+                objective = objective + mip.xsum(float(row[i]) * y for i, y in ys)
+    model.objective = objective
+    model += mip.xsum(b) == k
+    if max_links is not None and c:
+        model += mip.xsum(c) <= max_links
+    for (i, j, _), v in zip(pairs, c):
+        model += v <= b[i]
+        model += v <= b[j]
+    return model, b, c, pairs
+
+
+def baseline_solve_structures(problems: Sequence, k: int, *, max_links: int | None = -1, time_limit_s: float = 0.5,
+                              links_rule: str = "forest", link_weight: float = 1.0) -> list[StructureResult]:
+    """The baseline's drafts in order: one exact model each, warm-started as the solver's are."""
+    import mip
+
+    out: list[StructureResult] = []
+    before: list[Any] = []
+    for keys, R, C, coverage in problems:
+        t0 = time.perf_counter()
+        p = Prepared.of(keys, R, C, coverage, k, max_links, links_rule, link_weight, before)
+        R, C, coverage, n, kk, cap = p.R, p.C, p.coverage, len(p.R), p.k, p.cap
+        start, g_val, g_links = p.greedy, p.greedy_value, p.greedy_links
+        if p.settled:
+            out.append(StructureResult(p.best, p.best_value, "optimal", time.perf_counter() - t0, g_val, p.counted, 0,
+                                       time_limit_s))
+            before = [keys[i] for i in p.best]
+            continue
+        model, b, c, pairs = baseline_build_model(R, C, kk, max_links=cap, links_rule=links_rule, coverage=coverage,
+                                                  link_weight=link_weight)
+        chosen_start, counted = p.best, p.counted  # the warm start: greedy's, or the problem before's where better
+        if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
+            on, linked = set(chosen_start), {(i, j) for i, j, _ in counted}
+            model.start = [(b[i], 1.0 if i in on else 0.0) for i in range(n)] + [
+                (v, 1.0 if (i, j) in linked else 0.0) for (i, j, _), v in zip(pairs, c)
+            ]
+        status = model.optimize(max_seconds=max(time_limit_s, 1e-3))
+        elapsed = time.perf_counter() - t0
+        chosen: list[int] = []
+        if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and model.num_solutions:
+            chosen = [i for i in range(n) if b[i].x is not None and b[i].x >= 0.5]
+        label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
+        if len(chosen) != kk:
+            chosen, label = start, "greedy"
+        v, links = selection_value(chosen, R, C, cap, links_rule, coverage, link_weight)
+        if v < g_val - 1e-9:  # never worse than the warm start; "greedy" only where CBC proved nothing better
+            chosen, v, links = start, g_val, g_links
+            if label != "optimal":
+                label = "greedy"
+        chosen.sort(key=lambda i: -R[i])
+        out.append(StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), time_limit_s))
+        before = [keys[i] for i in chosen]
+    return out
+
+
+def _ms(xs: list[float]) -> dict:
+    return {"mean": round(1000 * statistics.fmean(xs), 2), "median": round(1000 * statistics.median(xs), 2)}
+
+
+def _same(a, b) -> bool:
+    """Two runs of one question agree: ids, each draft's ids, each draft's objective (both optimal)."""
+    if a[0] != b[0] or len(a[1]) != len(b[1]):
+        return False
+    for x, y in zip(a[1], b[1]):
+        if x["ids"] != y["ids"]:
+            return False
+        if x["status"] == y["status"] == "optimal" and abs(x["objective"] - y["objective"]) > 1.1e-6:
+            return False
+    return True
+
+
 def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
     from atomgraph.graphs.arm import retrieve
+    from atomgraph.nodes.arm import structure_alignment
     from atomgraph.nodes.arm.structure_alignment import UnitCache
     from atomgraph.tools.arm_index import ArmIndex
     from atomgraph.tools.objects import load_objects, load_questions
@@ -38,24 +151,37 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
     index = ArmIndex.build(objects)
     index.prime_queries([q.question for q in questions])
     UnitCache.of(index).prime_all()
-    retrieve("arm", questions[0], index, ctx.k, ctx)  # warm: imports, CBC loaded, neighbour caches of the first
-    cpu, structure, mip_ms, ids = [], [], [], {}
-    for q in questions:
-        c0 = time.process_time()
-        res = retrieve("arm", q, index, ctx.k, ctx)
-        cpu.append(time.process_time() - c0)
-        structure.append(float((res.trace.get("stage_seconds") or {}).get("structure", 0.0)))
-        drafts = res.trace.get("drafts") or []
-        mip_ms.append(sum(float(d["mip"]["solve_ms"]) for d in drafts))
-        ids[q.id] = [list(res.ids), [list(d["ids"]) for d in drafts]]
+    solvers = {"solver": structure_alignment.solve_structures, "baseline": baseline_solve_structures}
+    for q in questions:  # warm: imports, CBC loaded, every question's neighbour and compatibility caches
+        retrieve("arm", q, index, ctx.k, ctx)
+    cpu: dict[str, list[float]] = {name: [] for name in solvers}
+    structure, mip_ms, runs = [], [], {name: {} for name in solvers}
+    try:
+        for n, q in enumerate(questions):
+            for name in (list(solvers) if n % 2 == 0 else list(solvers)[::-1]):
+                structure_alignment.solve_structures = solvers[name]
+                c0 = time.process_time()
+                res = retrieve("arm", q, index, ctx.k, ctx)
+                cpu[name].append(time.process_time() - c0)
+                drafts = res.trace.get("drafts") or []
+                runs[name][q.id] = [list(res.ids), [{"ids": list(d["ids"]), "status": d["mip"]["status"],
+                                                     "objective": float(d["mip"]["objective"])} for d in drafts]]
+                if name == "solver":
+                    structure.append(float((res.trace.get("stage_seconds") or {}).get("structure", 0.0)))
+                    mip_ms.append(sum(float(d["mip"]["solve_ms"]) for d in drafts))
+    finally:
+        structure_alignment.solve_structures = solvers["solver"]
+    differ = [q for q in runs["solver"] if not _same(runs["solver"][q], runs["baseline"][q])]
     summary = {
         "objects": len(objects), "questions": len(questions),
-        "cpu_ms_per_question": {"mean": round(1000 * statistics.fmean(cpu), 2),
-                                "median": round(1000 * statistics.median(cpu), 2)},
-        "structure_ms_per_question": {"mean": round(1000 * statistics.fmean(structure), 2),
-                                      "median": round(1000 * statistics.median(structure), 2)},
+        "cpu_ms_per_question": {name: _ms(xs) for name, xs in cpu.items()},
+        "cpu_ratio": round(statistics.fmean(cpu["solver"]) / statistics.fmean(cpu["baseline"]), 3),
+        "structure_ms_per_question": _ms(structure),
         "mip_ms_per_question": {"mean": round(statistics.fmean(mip_ms), 2), "median": round(statistics.median(mip_ms), 2)},
+        "identical": {"questions": len(runs["solver"]), "drafts": sum(len(r[1]) for r in runs["solver"].values()),
+                      "differ": len(differ), "first": differ[:5]},
     }
+    ids = {q: [r[0], [d["ids"] for d in r[1]]] for q, r in runs["solver"].items()}
     return summary, ids
 
 
@@ -79,22 +205,27 @@ def main(argv: list[str] | None = None) -> int:
         folders["bird"] = Path(args.bird) / "bird"
     folders = {n: f for n, f in folders.items() if (f / "objects.jsonl").is_file() or print(f"skipped: {f} is absent")}
     reference = json.loads(Path(args.compare).read_text()) if args.compare else {}
-    result: dict = {"benchmark": "arm_solver", "context": ctx.to_json(), "datasets": {}}
+    result: dict = {"benchmark": "arm_solver", "context": ctx.to_json(), "load_before": os.getloadavg(),
+                    "datasets": {}}
     every: dict = {}
     differ = 0
     for name, folder in folders.items():
         summary, ids = run_set(folder, ctx, args.limit)
         every[name] = ids
+        differ += summary["identical"]["differ"]
         if name in reference:
             ref = reference[name]
             diff = [q for q in ids if q in ref and ids[q] != ref[q]]
             summary["compared"] = {"questions": sum(q in ref for q in ids), "differ": len(diff), "first": diff[:5]}
             differ += len(diff)
         result["datasets"][name] = summary
-        print(f"{name:9s} {summary['questions']:5d} questions  CPU {summary['cpu_ms_per_question']['mean']:8.1f} ms/question"
-              f"  structure {summary['structure_ms_per_question']['mean']:8.1f} ms  MIPs {summary['mip_ms_per_question']['mean']:8.1f} ms"
-              + (f"  differ {summary['compared']['differ']}/{summary['compared']['questions']}" if "compared" in summary else ""),
-              flush=True)
+        cpu = summary["cpu_ms_per_question"]
+        print(f"{name:9s} {summary['questions']:5d} questions  CPU {cpu['solver']['mean']:8.1f} ms/question against "
+              f"{cpu['baseline']['mean']:8.1f} (x{summary['cpu_ratio']:.2f})  MIPs {summary['mip_ms_per_question']['mean']:8.1f} ms"
+              f"  differ {summary['identical']['differ']}/{summary['questions']}"
+              + (f"  against --compare {summary['compared']['differ']}/{summary['compared']['questions']}"
+                 if "compared" in summary else ""), flush=True)
+    result["load_after"] = os.getloadavg()
     if args.ids_out:
         Path(args.ids_out).write_text(json.dumps(every))
     if args.out:

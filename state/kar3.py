@@ -99,6 +99,7 @@ ExitReason = Literal["max_chunks", "enough", "proposer_unreadable", "nothing_ret
 class Kar3State(MethodInput, MethodOutput, total=False):
     rounds: list[Round]
     chosen: list[AtomHit]  # the chunks chosen so far (with the atom that led to each)
+    asked: dict[str, list[AtomHit]]  # the backups' hits ("question", "chunk"), searched once a question
     exit: ExitReason | None
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from atomgraph.nodes.arm import structure_alignment
 from atomgraph.nodes.arm.structure_alignment import column_compatibility
 from atomgraph.nodes.arm.structure_alignment import (
     LINK_WEIGHT,
     brute_force,
     build_model,
     greedy,
+    link_payers,
     selection_value,
     solve_structure,
     solve_structures,
@@ -93,13 +95,43 @@ def test_tight_model_has_variables_only_for_positive_pairs():
     C = np.zeros((5, 5))
     C[0, 3] = C[3, 0] = 0.7
     C[1, 2] = 0.2  # one direction only: still one pair
-    model, b, c, pairs = build_model(R, C, 2, max_links=1, links_rule="pairs")
-    assert [(i, j) for i, j, _ in pairs] == [(0, 3), (1, 2)]
-    assert len(b) == 5 and len(c) == 2 and model.num_cols == 7
-    # Σb = k, the link cap, and two linking rows per pair (c_ij ≤ b_i, c_ij ≤ b_j)
-    assert model.num_rows == 1 + 1 + 2 * 2
-    res = solve_structure(R, C, 2, time_limit_s=10)
-    assert sorted(res.chosen) == [0, 3] and res.links == [(0, 3, 0.7)] and res.pair_variables == 2
+    model, b, a, arcs = build_model(R, C, 2, max_links=1, links_rule="pairs")
+    assert sorted((i, j) for i, j, _ in arcs) == [(0, 3), (1, 2), (2, 1), (3, 0)]  # who pays: either object
+    assert len(b) == 5 and len(a) == 4 and model.num_cols == 9
+    # Σb = k, the link cap, two linking rows per pair (a_ij + a_ji ≤ b_i, ≤ b_j), one "pays" row per linked object
+    assert model.num_rows == 1 + 1 + 2 * 2 + 4
+    res = solve_structure(R, C, 2, time_limit_s=10, links_rule="pairs")
+    assert sorted(res.chosen) == [0, 3] and res.links == [(0, 3, 0.7)] and res.pair_variables == 4
+
+
+def test_link_payers_orient_any_counted_links():
+    """p, the links one object pays for: k − 1 links among k ≤ 5 objects need 1 each; every
+    pair of 5 objects (10 links) needs 2; 5 links among 6 objects (K4 less a link) need 2."""
+    assert [link_payers(k, k - 1) for k in range(1, 6)] == [1, 1, 1, 1, 1]
+    assert link_payers(5, None) == 2 and link_payers(6, 5) == 2 and link_payers(3, None) == 1
+
+
+@pytest.mark.parametrize("max_links", [-1, None, 2])
+def test_partner_relaxations_bound_and_reach_the_brute_force_optimum(max_links, monkeypatch):
+    """Each object keeping only its 1 or 2 most compatible objects' arcs (every other link of it
+    worth τ_i): the relaxation's optimum is never below the enumerated optimum, and the
+    relaxations-then-exact ladder returns the enumerated optimum (with and without coverage)."""
+    import mip
+
+    monkeypatch.setattr(structure_alignment, "PARTNER_LADDER", (1, 2))
+    rng = np.random.default_rng(7)
+    for t in range(20):
+        n = int(rng.integers(3, 11))
+        k = int(rng.integers(2, min(n, 6) + 1))
+        R, C = _instance(rng, n, float(rng.choice([0.3, 0.6, 1.0])))
+        cov = rng.random((2, n)) * (rng.random((2, n)) < 0.7) if t % 2 else None
+        cap = max(0, k - 1) if max_links == -1 else max_links
+        best, _ = brute_force(R, C, k, cap, "pairs", cov)
+        model, *_ = build_model(R, C, k, max_links=cap, links_rule="pairs", coverage=cov, partners=1)
+        assert model.optimize() == mip.OptimizationStatus.OPTIMAL and model.objective_value >= best - 1e-6
+        res = solve_structure(R, C, k, max_links=max_links, links_rule="pairs", time_limit_s=10, coverage=cov)
+        assert res.status == "optimal" and res.objective == pytest.approx(best, abs=1e-6)
+        assert selection_value(res.chosen, R, C, cap, "pairs", cov)[0] == pytest.approx(res.objective)
 
 
 def test_forest_counts_no_cycle():
@@ -168,10 +200,11 @@ def test_link_count_is_the_papers_under_paper_and_reaches_the_draft(tmp_path):
             sum(solved["relevance"][i] for i in solved["ids"]) + LINK_WEIGHT[count] * linked, abs=1e-3)
 
 
-def test_time_limit_returns_a_feasible_solution_marked_as_such():
+@pytest.mark.parametrize("links_rule", ["pairs", "forest"])
+def test_time_limit_returns_a_feasible_solution_marked_as_such(links_rule):
     rng = np.random.default_rng(5)
     R, C = _instance(rng, 90, 0.6)
-    res = solve_structure(R, C, 12, max_links=None, time_limit_s=0.001)
+    res = solve_structure(R, C, 12, max_links=None, time_limit_s=0.001, links_rule=links_rule)
     assert res.status in {"feasible", "greedy"}
     assert len(res.chosen) == 12 == len(set(res.chosen))
     assert res.objective >= res.greedy_objective - 1e-9

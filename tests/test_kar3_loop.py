@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from atomgraph.graphs.kar3 import build_kar3_graph
 from atomgraph.testing import ScriptedChatModel, kar3_scripted_model
-from atomgraph.tools.atom_index import atoms_name
+from atomgraph.embeddings import embedding_id
+from atomgraph.tools.atom_index import AtomIndex, atoms_name
+from atomgraph.tools.atom_source import AtomSource
+from atomgraph.tools.query_embedding import query_vectors
 
 from kar3_fixtures import PLAN, QUESTION, build_demo_index, demo_source, settings_at
 
@@ -195,6 +199,62 @@ def test_backup_two_chunks_gated_by_delta_k8_shown_with_their_best_atom(unrelate
     model = kar3_scripted_model({QUESTION: [["zqxj vbnm wplk?"]]}, answer="x")
     out = run(unrelated_atoms_dir, model, max_chunks=1, delta=0.9)
     assert out["trace"]["exit"] == "nothing_retrieved" and stages(model) == ["propose", "answer"]
+
+
+class CountingEmbeddings(Embeddings):
+    """The index's own embedding model, each call's texts recorded (one list per call)."""
+
+    def __init__(self, inner: Embeddings):
+        self.inner, self.model_id, self.calls = inner, embedding_id(inner), []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.calls.append([text])
+        return self.inner.embed_query(text)
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return query_vectors(self.inner, texts)
+
+
+class CountingIndex(AtomIndex):
+    """An atom index that records each search it makes of Chroma."""
+
+    searches: list[tuple[str, list[str]]]
+
+    def search_atoms(self, queries, *args, **kw):
+        self.searches.append(("atoms", list(queries)))
+        return super().search_atoms(queries, *args, **kw)
+
+    def search_chunks(self, query, *args, **kw):
+        self.searches.append(("chunks", [query]))
+        return super().search_chunks(query, *args, **kw)
+
+
+def test_a_rounds_proposals_in_one_batch_and_the_backups_searched_once_a_question(unrelated_atoms_dir):
+    """Each round's proposals are embedded in one call; the chunk backup reuses the question's vector
+    from backup 1; in later rounds both backups reuse the first round's hits (no embedding, no Chroma
+    query), minus the chunks chosen since."""
+    from atomgraph.embeddings import embedding_model
+
+    settings = settings_at(unrelated_atoms_dir)
+    counting = CountingEmbeddings(embedding_model(settings))
+    index = CountingIndex("demo", settings=settings, embeddings=counting)
+    index.searches = []
+    first, second = ["zqxj vbnm wplk?", "qpwo eiru tyal?", "mznx bcvl kajs?"], ["hgfd sapo iuyt?", "rewq lkjh poiu?"]
+    model = kar3_scripted_model({QUESTION: [first, second]}, answer="Munich")
+    graph = build_kar3_graph(model=model, sources=[AtomSource(index, settings=settings)], settings=settings)
+    out = graph.invoke({"question": QUESTION}, context={"max_chunks": 2, "delta_metric": "cosine", "delta": 0.45})
+    one, two = out["trace"]["rounds"]
+    assert [t["via"] for t in one["tiers"]] == [t["via"] for t in two["tiers"]] == ["proposal", "question", "chunk"]
+    assert counting.calls == [first, [QUESTION], second]  # one call a round's proposals, the question once
+    assert index.searches == [("atoms", first), ("atoms", [QUESTION]), ("chunks", [QUESTION]), ("atoms", second)]
+    assert [h["chunk_id"] for h in two["hits"]] == [h["chunk_id"] for h in one["hits"][1:]]  # the chosen one dropped
+    assert [c["source"] for c in out["retriever_calls"]] == ["atoms"] * 4 + ["chunks"] + ["atoms"] * 3 + ["chunks"]
+    assert out["trace"]["exit"] == "max_chunks" and out["answer"] == "Munich"
 
 
 CUT = '{"thinking": "candidate 1 is already known; candidate 4 asks'

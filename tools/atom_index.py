@@ -275,26 +275,22 @@ class AtomIndex:
         if not queries:
             return []
         relevance(0.0, metric)  # an unknown metric fails before any work
-        chunks, atoms = self._need()
-        n = min(k, atoms.count())
-        if n < 1:
-            return [[] for _ in queries]
+        _, atoms = self._need()
         vecs = self._embed_queries(queries)
-        res = atoms.query(query_embeddings=vecs, n_results=n, include=["documents", "metadatas", "distances"])
-        out: list[list[AtomHit]] = []
-        chunk_ids = {m["chunk_id"] for ms in res["metadatas"] for m in ms}
-        texts = self.chunk_texts(list(chunk_ids))
-        for q, ids, docs, metas, dists in zip(queries, res["ids"], res["documents"], res["metadatas"], res["distances"]):
-            hits = []
-            for aid, doc, meta, dist in zip(ids, docs, metas, dists):
-                score = relevance(1.0 - float(dist), metric)
-                if threshold is not None and score < threshold:
-                    continue
-                title, text = texts.get(meta["chunk_id"], (meta.get("title", ""), ""))
-                hits.append(AtomHit(query=q, atom=doc or "", atom_id=aid, chunk_id=meta["chunk_id"], title=title,
-                                    text=text, score=round(score, 4), via=via))  # type: ignore[arg-type]
-            out.append(hits)
-        return out
+        res = atoms.query(query_embeddings=vecs, n_results=k, include=["documents", "metadatas", "distances"])
+        kept = []  # each query's atoms at or above the threshold: only their chunks are read
+        for ids, docs, metas, dists in zip(res["ids"], res["documents"], res["metadatas"], res["distances"]):
+            scored = ((aid, doc, meta, relevance(1.0 - float(d), metric))
+                      for aid, doc, meta, d in zip(ids, docs, metas, dists))
+            kept.append([a for a in scored if threshold is None or a[3] >= threshold])
+        texts = self.chunk_texts(list(dict.fromkeys(meta["chunk_id"] for found in kept for _, _, meta, _ in found)))
+
+        def hit(q: str, aid: str, doc: str | None, meta: dict, score: float) -> AtomHit:
+            title, text = texts.get(meta["chunk_id"], (meta.get("title", ""), ""))
+            return AtomHit(query=q, atom=doc or "", atom_id=aid, chunk_id=meta["chunk_id"], title=title, text=text,
+                           score=round(score, 4), via=via)  # type: ignore[arg-type]
+
+        return [[hit(q, *a) for a in found] for q, found in zip(queries, kept)]
 
     def search_chunks(self, query: str, k: int, exclude: Iterable[str] = (), threshold: float | None = None,
                       metric: str = "pike_l2") -> list[AtomHit]:
@@ -305,11 +301,10 @@ class AtomIndex:
         relevance(0.0, metric)
         chunks, atoms = self._need()
         exclude = set(exclude)
-        n = min(k, chunks.count())
-        if n < 1 or not query.strip():
+        if not query.strip():
             return []
         qvec = self._embed_queries([query])[0]
-        res = chunks.query(query_embeddings=[qvec], n_results=n, include=["documents", "metadatas", "distances"])
+        res = chunks.query(query_embeddings=[qvec], n_results=k, include=["documents", "metadatas", "distances"])
         rows = [(cid, doc, meta or {}, relevance(1.0 - float(d), metric))
                 for cid, doc, meta, d in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])]
         rows = [r for r in rows if (threshold is None or r[3] >= threshold) and r[0] not in exclude]

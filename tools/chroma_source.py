@@ -305,8 +305,6 @@ class ChromaWikipediaSource(KnowledgeSource):
                 res = self._query(collection, vector, k)
             except Exception as again:  # noqa: BLE001
                 raise SourceError(f"Chroma query on {self.collection_name!r} failed: {again}") from again
-        if res is None:
-            return []
         out = []
         for pid, doc, meta, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]):
             meta = dict(meta or {})
@@ -319,10 +317,8 @@ class ChromaWikipediaSource(KnowledgeSource):
 
     @staticmethod
     def _query(collection, vector: list[float], k: int):
-        n = min(k, collection.count())
-        if n == 0:
-            return None
-        return collection.query(query_embeddings=[vector], n_results=n, include=["documents", "metadatas", "distances"])
+        """The top ``k`` (Chroma returns at most what the collection holds: no count first)."""
+        return collection.query(query_embeddings=[vector], n_results=k, include=["documents", "metadatas", "distances"])
 
     def _reopen(self, stale):
         """The collection opened again by name (None when it no longer exists), in place of

@@ -729,15 +729,26 @@ def _document(o: DataObject) -> str | None:
 # w = 2 is Appendix B as written (``link_count="twice"``, the paper's setting); w = 1 counts
 # each link once, as the authors' JAR MIP does (``ilp.py``: one direction per column pair,
 # ``2 (c_ij + c_ji) ≤ b_i + b_j``, weight ½ (C_ij + C_ji), at most k − 1 joins), the default
-# extension. A variable c_ij exists only for pairs with C_ij > 0 (a pair that cannot add to the
-# objective needs none), linked by c_ij ≤ b_i and c_ij ≤ b_j (tighter than Appendix B's
-# aggregated 2 c_ij ≤ b_i + b_j, with the same integer solutions). The greedy warm start, the
-# brute force and the reported objective (:func:`selection_value`) count links with the same w.
+# extension. The objective is that program's; the formulation counts the same links more tightly
+# (``links="pairs"``, the default): each counted link is paid for by one of its two objects
+# (continuous a_ij = "i pays for its link to j", Σ_j a_ij ≤ b_i; a_ij + a_ji ≤ b_i and ≤ b_j).
+# k − 1 links among k ≤ 5 objects can always be oriented so, so the integer solutions and their
+# objectives are the same; but a fractional b now buys at most b_i of link per object, which
+# closes most of the LP bound's gap (a cluster of objects at b = 0.3 no longer counts k − 1 full
+# links). An arc exists only for pairs with C_ij > 0 (a pair that cannot add to the objective
+# needs none). The greedy warm start, the brute force and the reported objective
+# (:func:`selection_value`) count links with the same w.
 #
 # The solver is CBC through python-mip, silenced, warm-started (``model.start``) with a greedy
-# solution, or the draft before's where it lies in the set and is better, and bounded by a time limit: a proven optimum is ``optimal``, the best
-# feasible solution found in time is ``feasible``, and when CBC returns nothing usable the
-# greedy solution is used (``greedy``). :func:`brute_force` is the reference for tests.
+# solution, or the draft before's where it lies in the set and is better, and bounded by a time
+# limit. Under ``pairs`` it first solves relaxations (:data:`PARTNER_LADDER`): each object keeps
+# arcs to its 10 (then 20) most compatible objects, and any other link of it counts τ_i, the
+# best C it left out — an upper bound on every set's objective, over a tenth of the arcs. A
+# relaxation whose optimum is no better than the best set found (evaluated by
+# :func:`selection_value`) proves that set optimal; otherwise the next rung, and last the exact
+# program. A proven optimum is ``optimal``, the best solution found in time is ``feasible``, and
+# when CBC returns nothing usable the warm start is used (``greedy``). :func:`brute_force` is
+# the reference for tests.
 
 @dataclass
 class StructureResult:
@@ -866,13 +877,65 @@ def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, lin
     return best
 
 
+def link_payers(k: int, max_links: int | None) -> int:
+    """p: the counted links each chosen object pays for in :func:`build_model`'s ``pairs``
+    program — the least p such that any ``max_links`` links among k objects can be oriented so
+    that no object receives more than p (Hakimi: every subgraph has at most p links per object;
+    m objects hold at most min(max_links, m(m − 1)/2) links). k = 5, k − 1 links: p = 1."""
+    cap = max_links if max_links is not None else k * (k - 1) // 2
+    return max([1] + [-(-min(cap, m * (m - 1) // 2) // m) for m in range(2, k + 1)])
+
+
+def partner_arcs(C: np.ndarray, partners: int | None) -> tuple[list[tuple[int, int, float]], np.ndarray]:
+    """The arcs i → j (C_ij > 0, C symmetrised) for each object's ``partners`` most compatible
+    objects (all of them for None), and τ_i: the largest C_ij of the objects left out of i's
+    list (0 when none is): no link of i to such an object is worth more than τ_i."""
+    n = C.shape[0]
+    sym = np.maximum(C, C.T).astype(float)
+    np.fill_diagonal(sym, 0.0)
+    order = np.argsort(-sym, axis=1, kind="stable")
+    arcs: list[tuple[int, int, float]] = []
+    tau = np.zeros(n)
+    for i in range(n):
+        row = order[i][order[i] != i]
+        m = len(row) if partners is None else min(partners, len(row))
+        arcs += [(i, int(j), float(sym[i, j])) for j in row[:m] if sym[i, j] > 0]
+        if m < len(row):
+            tau[i] = max(0.0, float(sym[i, row[m]]))
+    return arcs, tau
+
+
+PARTNER_LADDER = (10, 20)
+"""The ``pairs`` programs :func:`solve_structures` solves before the exact one: each object's 10,
+then 20 most compatible objects as its arcs (:func:`partner_arcs`), every other link of it
+bounded by τ_i. Each is a relaxation of the MIP (its optimum ≥ the MIP's); when its optimum is
+no better than the best set found, that set is optimal (the next rung or the exact program
+otherwise)."""
+
+PROOF_TOLERANCE = 1e-7
+"""A relaxation's optimum within this of the best set's objective proves that set optimal (CBC's
+primal tolerance)."""
+
+
 # --- the program -------------------------------------------------------------------------------
 
 def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
-                links_rule: str = "forest", coverage: np.ndarray | None = None, link_weight: float = 1.0):
-    """The python-mip model (CBC, silent), its b and c variables, and the pairs they cover.
+                links_rule: str = "forest", coverage: np.ndarray | None = None, link_weight: float = 1.0,
+                partners: int | None = None):
+    """The python-mip model (CBC, silent), its b variables, its link variables and what each
+    covers: under ``pairs`` an arc (i, j, C_ij) per a_ij, under ``forest`` a pair per c_ij.
 
-    ``links_rule="forest"`` adds a single-commodity flow that makes the counted links a
+    ``links_rule="pairs"`` (the default program) counts the best ``max_links`` links by
+    orientation: each counted link is *paid for* by one of its two objects (a_ij: i pays for
+    its link to j), each chosen object pays for at most p links (:func:`link_payers`; 1 at k = 5
+    and k − 1 links), so links inside any subset of objects are at most p per object — valid for
+    every set of k objects, and a tighter relaxation than c_ij ≤ b_i, c_ij ≤ b_j alone. The a are
+    continuous: with b integral, the best a counts the best ``max_links`` links of the chosen set
+    (a truncated bicircular-matroid polytope, integral). ``partners`` (:data:`PARTNER_LADDER`)
+    keeps only each object's ``partners`` best arcs and lets it pay instead for one link worth
+    τ_i (s_i, :func:`partner_arcs`): a relaxation, never below the MIP's objective.
+
+    ``links_rule="forest"`` adds a single-commodity flow that makes the counted links (c_ij) a
     spanning forest of the chosen objects: a chosen object is a root (r_i) or receives one
     unit of flow along counted links from a root, and Σ c = k − Σ r; so every group of
     connected objects is a tree and k objects in g groups count k − g links.
@@ -882,6 +945,7 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
     coverage, reduced to one score per keyword and object). The y are continuous; with b
     integral an optimal y is integral too."""
     import mip
+    from mip.cbc import cbc_set_parameter
 
     n = len(R)
     model = mip.Model(sense=mip.MAXIMIZE, solver_name=mip.CBC)
@@ -893,12 +957,8 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
     model.max_mip_gap_abs = 1e-9
     # b_i ∈ {0, 1}: object i is chosen
     b = [model.add_var(var_type=mip.BINARY, name=f"b{i}") for i in range(n)]
-    pairs = _pairs(C)
-    # c_ij ∈ {0, 1}: the connection of objects i and j is counted (one variable per unordered pair)
-    c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
-    # objective: max Σ_i R_i b_i + w Σ_{i<j} C_ij c_ij (w = link_weight: 2 = Appendix B's ordered pairs)
-    objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(
-        link_weight * w * v for (_, _, w), v in zip(pairs, c))
+    # objective: max Σ_i R_i b_i (+ the links' and the keywords' terms below)
+    objective = mip.xsum(float(R[i]) * b[i] for i in range(n))
     if coverage is not None and len(coverage):  # extension (coverage_weight): + Σ_q Σ_i cov_qi y_qi
         for q, row in enumerate(np.asarray(coverage, dtype=float)):
             ys = [(i, model.add_var(lb=0.0, ub=1.0, name=f"y{q}_{i}")) for i in range(n) if row[i] > 0]
@@ -907,31 +967,69 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
             if ys:
                 model += mip.xsum(y for _, y in ys) <= 1  # Σ_i y_qi ≤ 1: by one object, its best
                 objective = objective + mip.xsum(float(row[i]) * y for i, y in ys)
-    model.objective = objective
     model += mip.xsum(b) == k  # Σ_i b_i = k: exactly k objects
+    if links_rule == "pairs":
+        # the warm start is a set at least as good as greedy's: CBC's primal heuristics, cuts and
+        # preprocessing cost more than they save on these programs (measured; the optimum is the same)
+        cbc_set_parameter(model.solver, "heur", "off")
+        model.cuts = 0
+        model.preprocess = 0
+        p = link_payers(k, max_links)
+        arcs, tau = partner_arcs(C, partners)
+        # a_ij ∈ [0, 1]: object i pays for the counted link of i and j
+        a = [model.add_var(lb=0.0, ub=1.0, name=f"a{i}_{j}") for i, j, _ in arcs]
+        # s_i ∈ [0, p]: (relaxation only) i pays for links to objects outside its arcs, each ≤ τ_i
+        s = {i: model.add_var(lb=0.0, ub=p, name=f"s{i}") for i in range(n) if tau[i] > 0}
+        # objective: + w Σ_{i→j} C_ij a_ij (+ w Σ_i τ_i s_i) (w = link_weight: 2 = Appendix B's ordered pairs)
+        objective = objective + mip.xsum(link_weight * w * v for (_, _, w), v in zip(arcs, a)) + mip.xsum(
+            link_weight * float(tau[i]) * v for i, v in s.items())
+        if max_links is not None and (a or s):
+            # Σ a + Σ s ≤ k − 1 (Appendix B's Σ_{i,j} c_ij ≤ 2(k − 1), each link once)
+            model += mip.xsum(a) + mip.xsum(s.values()) <= max_links
+        arc_var = {(i, j): v for (i, j, _), v in zip(arcs, a)}
+        pays: list[list] = [[] for _ in range(n)]
+        for (i, j, _), v in zip(arcs, a):
+            pays[i].append(v)
+            back = arc_var.get((j, i))
+            if back is None:
+                model += v <= b[j]  # a_ij ≤ b_j: a link counts only to a chosen object
+            elif i < j:
+                model += v + back <= b[i]  # a_ij + a_ji ≤ b_i
+                model += v + back <= b[j]  # a_ij + a_ji ≤ b_j: a link between chosen objects, counted once
+        for i in range(n):
+            if pays[i] or i in s:
+                # Σ_j a_ij + s_i ≤ p b_i: a chosen object pays for at most p links, others for none
+                model += mip.xsum(pays[i]) + (s[i] if i in s else 0) <= p * b[i]
+        model.objective = objective
+        return model, b, a, arcs
+    if links_rule != "forest":
+        raise ValueError(f"unknown links rule {links_rule!r}; expected one of {', '.join(LINK_RULES)}")
+    pairs = _pairs(C)
+    # c_ij ∈ {0, 1}: the connection of objects i and j is counted (one variable per unordered pair)
+    c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
+    # objective: + w Σ_{i<j} C_ij c_ij
+    model.objective = objective + mip.xsum(link_weight * w * v for (_, _, w), v in zip(pairs, c))
     if max_links is not None and c:
         model += mip.xsum(c) <= max_links  # Σ_{i<j} c_ij ≤ k − 1 (Appendix B's Σ_{i,j} c_ij ≤ 2(k − 1))
     for (i, j, _), v in zip(pairs, c):
         model += v <= b[i]  # c_ij ≤ b_i
         model += v <= b[j]  # c_ij ≤ b_j: a connection counts only between chosen objects
-    if links_rule == "forest" and c:  # the counted links form a spanning forest of the chosen objects
+    if c:  # the counted links form a spanning forest of the chosen objects
         # r_i ∈ {0, 1}: object i is the root of its group; f_az ≥ 0: flow from a to z along a counted link
         r = [model.add_var(var_type=mip.BINARY, name=f"r{i}") for i in range(n)]
         inflow: list[list] = [[] for _ in range(n)]
         outflow: list[list] = [[] for _ in range(n)]
         for (i, j, _), v in zip(pairs, c):
-            for a, z in ((i, j), (j, i)):
-                f = model.add_var(lb=0.0, name=f"f{a}_{z}")
+            for x, z in ((i, j), (j, i)):
+                f = model.add_var(lb=0.0, name=f"f{x}_{z}")
                 model += f <= (k - 1) * v  # f_az ≤ (k − 1) c_az: flow only along counted links
-                outflow[a].append(f)
+                outflow[x].append(f)
                 inflow[z].append(f)
         for i in range(n):
             model += r[i] <= b[i]  # r_i ≤ b_i: only a chosen object is a root
             # Σ_a f_ai + k r_i − Σ_z f_iz ≥ b_i: a chosen object is a root or keeps one unit of flow from one
             model += mip.xsum(inflow[i]) + k * r[i] - mip.xsum(outflow[i]) >= b[i]
         model += mip.xsum(c) == k - mip.xsum(r)  # Σ c_ij = k − Σ_i r_i: each group a tree, no cycle counted
-    elif links_rule not in LINK_RULES:
-        raise ValueError(f"unknown links rule {links_rule!r}; expected one of {', '.join(LINK_RULES)}")
     return model, b, c, pairs
 
 
@@ -959,6 +1057,57 @@ def solve_structure(
                             links_rule=links_rule, link_weight=link_weight)[0]
 
 
+@dataclass
+class Prepared:
+    """One problem of :func:`solve_structures` before its MIP: arrays, k and the link cap, the
+    greedy solution (its objective and counted links), and the warm start — the greedy solution, or the problem
+    before's where it lies in this set and is better (``best``, its objective and counted
+    links). ``settled``: nothing to optimise (k = 0, all objects, or no link and no keyword:
+    the top k by relevance), ``best`` is the optimum."""
+
+    R: np.ndarray
+    C: np.ndarray
+    coverage: np.ndarray | None
+    k: int
+    cap: int | None
+    greedy: list[int]
+    greedy_value: float
+    greedy_links: list
+    best: list[int]
+    best_value: float
+    counted: list
+    settled: bool
+
+    @classmethod
+    def of(cls, keys: Sequence[Any], R, C, coverage, k: int, max_links: int | None, links_rule: str,
+           link_weight: float, before: Sequence[Any]) -> "Prepared":
+        R = np.asarray(R, dtype=float)
+        C = np.asarray(C, dtype=float)
+        n = len(R)
+        if C.shape != (n, n):
+            raise ValueError(f"C must be {n}x{n}, got {C.shape}")
+        kk = max(0, min(int(k), n))
+        cap = max(0, kk - 1) if max_links == -1 else max_links
+        if coverage is not None:
+            coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
+            if not coverage.any():
+                coverage = None
+        start = greedy(R, C, kk, cap, links_rule, coverage, link_weight)
+        g_val, g_links = selection_value(start, R, C, cap, links_rule, coverage, link_weight)
+        if kk == 0 or kk == n or (not _pairs(C) and coverage is None):
+            # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
+            chosen = list(range(n)) if kk == n else sorted(range(n), key=lambda i: -R[i])[:kk]
+            v, links = selection_value(chosen, R, C, cap, links_rule, coverage, link_weight)
+            return cls(R, C, coverage, kk, cap, start, g_val, g_links, chosen, v, links, True)
+        local = {key: i for i, key in enumerate(keys)}
+        prev = [local.get(key) for key in before]
+        if len(prev) == kk and None not in prev:
+            p_val, p_links = selection_value(prev, R, C, cap, links_rule, coverage, link_weight)
+            if p_val > g_val + 1e-12:
+                return cls(R, C, coverage, kk, cap, start, g_val, g_links, prev, p_val, p_links, False)
+        return cls(R, C, coverage, kk, cap, start, g_val, g_links, start, g_val, g_links, False)
+
+
 def solve_structures(
     problems: Sequence[tuple[Sequence[Any], Sequence[float], np.ndarray, np.ndarray | None]],
     k: int,
@@ -971,63 +1120,48 @@ def solve_structures(
     """:func:`solve_structure` for several problems ``(keys, R, C, coverage)`` in order (a
     question's drafts; ``keys``: each problem's objects, e.g. positions): each starts from the
     better of its greedy solution and the problem before's solution, where that lies in its set.
-    Each result is in its own problem's indices."""
+    Under ``pairs`` each solves the relaxations of :data:`PARTNER_LADDER` first and the exact
+    program only when none proves the best set found optimal. Each result is in its own
+    problem's indices."""
     import mip
 
     out: list[StructureResult] = []
     before: list[Any] = []
     for keys, R, C, coverage in problems:
-        R = np.asarray(R, dtype=float)
-        C = np.asarray(C, dtype=float)
-        n = len(R)
-        if C.shape != (n, n):
-            raise ValueError(f"C must be {n}x{n}, got {C.shape}")
-        kk = max(0, min(int(k), n))
-        cap = max(0, kk - 1) if max_links == -1 else max_links
         t0 = time.perf_counter()
-        if coverage is not None:
-            coverage = np.asarray(coverage, dtype=float).reshape(-1, n)
-            if not coverage.any():
-                coverage = None
-        start = greedy(R, C, kk, cap, links_rule, coverage, link_weight)
-        g_val, g_links = selection_value(start, R, C, cap, links_rule, coverage, link_weight)
-        if kk == 0 or kk == n or (not _pairs(C) and coverage is None):
-            # nothing to optimise: all objects, or the top-k by relevance (exactly optimal)
-            chosen = list(range(n)) if kk == n else sorted(range(n), key=lambda i: -R[i])[:kk]
-            v, links = selection_value(chosen, R, C, cap, links_rule, coverage, link_weight)
-            out.append(StructureResult(chosen, v, "optimal", time.perf_counter() - t0, g_val, links, 0, time_limit_s))
-            before = [keys[i] for i in chosen]
+        p = Prepared.of(keys, R, C, coverage, k, max_links, links_rule, link_weight, before)
+        R, C, coverage, n, kk, cap = p.R, p.C, p.coverage, len(p.R), p.k, p.cap
+        if p.settled:
+            out.append(StructureResult(p.best, p.best_value, "optimal", time.perf_counter() - t0, p.greedy_value,
+                                       p.counted, 0, time_limit_s))
+            before = [keys[i] for i in p.best]
             continue
-        model, b, c, pairs = build_model(R, C, kk, max_links=cap, links_rule=links_rule, coverage=coverage,
-                                         link_weight=link_weight)
-        # the warm start: the greedy solution, or the problem before's where it lies in this set and is better
-        chosen_start, counted = start, g_links
-        local = {key: i for i, key in enumerate(keys)}
-        prev = [local.get(key) for key in before]
-        if len(prev) == kk and None not in prev:
-            p_val, p_links = selection_value(prev, R, C, cap, links_rule, coverage, link_weight)
-            if p_val > g_val + 1e-12:
-                chosen_start, counted = prev, p_links
-        if links_rule == "pairs":  # a warm start (the forest's flows are left to CBC)
-            on, linked = set(chosen_start), {(i, j) for i, j, _ in counted}
-            model.start = [(b[i], 1.0 if i in on else 0.0) for i in range(n)] + [
-                (v, 1.0 if (i, j) in linked else 0.0) for (i, j, _), v in zip(pairs, c)
-            ]
-        status = model.optimize(max_seconds=max(time_limit_s, 1e-3))
-        elapsed = time.perf_counter() - t0
-        chosen: list[int] = []
-        if status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE) and model.num_solutions:
-            chosen = [i for i in range(n) if b[i].x is not None and b[i].x >= 0.5]
-        label = "optimal" if status == mip.OptimizationStatus.OPTIMAL else "feasible"
-        if len(chosen) != kk:
-            chosen, label = start, "greedy"
-        v, links = selection_value(chosen, R, C, cap, links_rule, coverage, link_weight)
-        if v < g_val - 1e-9:  # never worse than the warm start; "greedy" only where CBC proved nothing better
-            chosen, v, links = start, g_val, g_links
-            if label != "optimal":
-                label = "greedy"
-        chosen.sort(key=lambda i: -R[i])
-        out.append(StructureResult(chosen, v, label, elapsed, g_val, links, len(pairs), time_limit_s))
+        best, best_v, counted = p.best, p.best_value, p.counted
+        rungs = [m for m in PARTNER_LADDER if m < n - 1] if links_rule == "pairs" else []
+        label, variables = "greedy", 0
+        for partners in rungs + [None]:
+            model, b, c, pairs = build_model(R, C, kk, max_links=cap, links_rule=links_rule, coverage=coverage,
+                                             link_weight=link_weight, partners=partners)
+            if links_rule == "pairs":  # a warm start: the chosen objects (CBC completes the links; the forest's are left to CBC)
+                model.start = [(b[i], 1.0 if i in best else 0.0) for i in range(n)]
+            left = time_limit_s - (time.perf_counter() - t0)
+            status = model.optimize(max_seconds=max(left, 1e-3))
+            variables = len(pairs)
+            if model.num_solutions and status in (mip.OptimizationStatus.OPTIMAL, mip.OptimizationStatus.FEASIBLE):
+                found = [i for i in range(n) if b[i].x is not None and b[i].x >= 0.5]
+                if len(found) == kk:
+                    label = "feasible"
+                    v, links = selection_value(found, R, C, cap, links_rule, coverage, link_weight)
+                    if v > best_v + 1e-12:
+                        best, best_v, counted = found, v, links
+            if status != mip.OptimizationStatus.OPTIMAL:
+                break  # the time limit: the best set found is used, not a proven optimum
+            if partners is None or model.objective_value <= best_v + PROOF_TOLERANCE:
+                label = "optimal"  # the exact program's optimum, or a relaxation's no better than the best set
+                break
+        chosen = sorted(best, key=lambda i: -R[i])
+        out.append(StructureResult(chosen, best_v, label, time.perf_counter() - t0, p.greedy_value, counted, variables,
+                                   time_limit_s))
         before = [keys[i] for i in chosen]
     return out
 

@@ -50,32 +50,33 @@ class Kar3Runtime(MethodRuntime[Kar3Context]):
         self._index = index
         self._indexes: dict[str, AtomIndex] = {}
 
-    def atom_index(self, params: Kar3Context) -> tuple[AtomIndex | None, str | None]:
+    def atom_index(self, params: Kar3Context, *, check: bool = True) -> tuple[AtomIndex | None, str | None]:
         """The atom index this run reads, or None with the reason: ``params.collection`` when
         set, else an atom source among the sources the graph was given, else the collection the
-        settings name."""
+        settings name. ``check``: the reason also says why an index found cannot be read (the
+        first round asks; the later nodes of a question only need the index it found)."""
         if params.collection:
-            return self._open(params.collection)
-        if self._index is not None:
-            return self._index, self._index.unavailable_reason()
-        if self._sources_given is not None:
+            idx, reason = self._open(params.collection), None
+        elif self._index is not None:
+            idx, reason = self._index, None
+        elif self._sources_given is not None:
             given = self._sources_given
             items: Iterable[KnowledgeSource] = given.available.values() if isinstance(given, SourceSet) else given
-            for s in items:
-                idx = getattr(s, "index", None)
-                if isinstance(idx, AtomIndex):
-                    return idx, idx.unavailable_reason()
-            return None, ("no atom source among the sources given to the graph; pass AtomSource(collection) "
-                          "or set the run's 'collection'")
-        s = self.settings()
-        return self._open(s.kar3.collection or s.chroma_collection)
+            idx = next((s.index for s in items if isinstance(getattr(s, "index", None), AtomIndex)), None)
+            reason = None if idx is not None else ("no atom source among the sources given to the graph; pass "
+                                                   "AtomSource(collection) or set the run's 'collection'")
+        else:
+            s = self.settings()
+            idx, reason = self._open(s.kar3.collection or s.chroma_collection), None
+        if idx is not None and check:
+            reason = idx.unavailable_reason()
+        return idx, reason
 
-    def _open(self, name: str) -> tuple[AtomIndex, str | None]:
+    def _open(self, name: str) -> AtomIndex:
         if name not in self._indexes:
             s = self.settings()
             self._indexes[name] = AtomIndex(name, path=s.chroma_path, host=s.chroma_host, port=s.chroma_port, settings=s)
-        idx = self._indexes[name]
-        return idx, idx.unavailable_reason()
+        return self._indexes[name]
 
 
 # --- the loop: its exits and edges ------------------------------------------------------------
@@ -185,7 +186,10 @@ def make_propose_node(rt: Kar3Runtime) -> Callable:
 # proposal, or the question in backup 1) ``single_query_top_k`` (8); the chunk backup
 # ``chunk_top_k`` (8). Every tier keeps only hits scoring ≥ δ on ``delta_metric``, and drops
 # hits of chunks already chosen. Candidates stay in proposal order, each proposal's hits best
-# first, duplicates kept. Each tier tried is in the round's trace with its hit count.
+# first, duplicates kept. Each tier tried is in the round's trace with its hit count. The
+# backups ask the same question of the same index every round: each is searched once a question
+# and its hits kept in ``state["asked"]`` (before the chosen chunks are dropped, as each round
+# drops them).
 def in_order(groups: list[list[AtomHit]], exclude: set[str]) -> list[AtomHit]:
     """The authors' candidates: proposal by proposal, hits of chosen chunks dropped."""
     return [h for hits in groups for h in hits if h.chunk_id not in exclude]
@@ -207,21 +211,27 @@ async def timed(fn, *args, **kw) -> tuple[Any, float, str | None]:
 def make_retrieve_node(rt: Kar3Runtime) -> Callable:
     async def retrieve(state: Kar3State, config: RunnableConfig) -> dict[str, Any]:
         params = rt.params(config)
-        index, _ = rt.atom_index(params)
+        index, _ = rt.atom_index(params, check=False)  # the first round checked it
         rounds = list(state.get("rounds") or [])
         r: Round = rounds[-1].model_copy(deep=True)
         question = " ".join(str(state.get("question", "")).split())
         exclude = {h.chunk_id for h in state.get("chosen") or []}
+        asked: dict[str, list[AtomHit]] = dict(state.get("asked") or {})
         calls: list[RetrieverCall] = []
         gate = f"{params.delta_metric} ≥ δ={params.delta}"
 
         async def atoms(queries: list[str], via: str) -> list[AtomHit]:
             k = top_k(params, queries)
-            async with retriever_run("kar3_atoms", "\n".join(queries), tags=["source:atoms"],  # a trace span
-                                     metadata={"via": via, "k": k, "delta": params.delta}) as span:
-                groups, secs, err = await timed(index.search_atoms, queries, k, params.delta, via,
-                                                params.delta_metric)
-                span.fail(err) if err else span.end(hit_evidence(h, "atoms") for g in groups or [] for h in g)
+            if via == "question" and via in asked:  # backup 1, searched in an earlier round
+                groups, secs, err = [asked[via]], 0.0, None
+            else:
+                async with retriever_run("kar3_atoms", "\n".join(queries), tags=["source:atoms"],  # a trace span
+                                         metadata={"via": via, "k": k, "delta": params.delta}) as span:
+                    groups, secs, err = await timed(index.search_atoms, queries, k, params.delta, via,
+                                                    params.delta_metric)
+                    span.fail(err) if err else span.end(hit_evidence(h, "atoms") for g in groups or [] for h in g)
+                if via == "question" and groups:
+                    asked[via] = groups[0]
             screened = [screen_hits(g, rt.drop_suspect()) for g in groups or [[] for _ in queries]]
             groups = [g for g, _, _ in screened]
             for q, (g, suspect, dropped) in zip(queries, screened):
@@ -242,10 +252,13 @@ def make_retrieve_node(rt: Kar3Runtime) -> Callable:
             hits = await atoms([question], "question")
             if not hits:
                 r.notes.append(f"backup 2: the question against the chunks ({gate}), each shown with its best atom")
-                hits = await chunk_hits(index, question, params, exclude, r, calls, rt.drop_suspect())
+                hits = await chunk_hits(index, question, params, exclude, r, calls, rt.drop_suspect(), asked)
         r.hits = hits
         exit_reason = loop_exit("retrieve", r, state.get("chosen") or [], params)
-        return {"rounds": rounds[:-1] + [r], "retriever_calls": calls, "exit": exit_reason}
+        out = {"rounds": rounds[:-1] + [r], "retriever_calls": calls, "exit": exit_reason}
+        if asked != (state.get("asked") or {}):  # a backup searched in this round
+            out["asked"] = asked
+        return out
 
     return retrieve
 
@@ -259,14 +272,21 @@ def screen_hits(hits: list[AtomHit], drop: bool) -> tuple[list[AtomHit], int, in
 
 
 async def chunk_hits(index, question: str, params: Kar3Context, exclude: set[str], r: Round,
-                     calls: list[RetrieverCall], drop: bool = False) -> list[AtomHit]:
-    """Backup 2: the question against the chunks (top ``chunk_top_k``, gated by δ), recorded on the round."""
-    async with retriever_run("kar3_chunks", question, tags=["source:chunks"],
-                             metadata={"k": params.chunk_top_k}) as span:
-        found, secs, err = await timed(index.search_chunks, question, params.chunk_top_k, exclude, params.delta,
-                                       params.delta_metric)
-        span.fail(err) if err else span.end(hit_evidence(h, "chunks") for h in found or [])
-    found, suspect, dropped = screen_hits(found or [], drop)
+                     calls: list[RetrieverCall], drop: bool, asked: dict[str, list[AtomHit]]) -> list[AtomHit]:
+    """Backup 2: the question against the chunks (top ``chunk_top_k``, gated by δ, minus ``exclude``),
+    recorded on the round; searched once a question (its hits kept in ``asked``)."""
+    if "chunk" in asked:  # searched in an earlier round
+        found, secs, err = asked["chunk"], 0.0, None
+    else:
+        async with retriever_run("kar3_chunks", question, tags=["source:chunks"],
+                                 metadata={"k": params.chunk_top_k}) as span:
+            found, secs, err = await timed(index.search_chunks, question, params.chunk_top_k, (), params.delta,
+                                           params.delta_metric)
+            span.fail(err) if err else span.end(hit_evidence(h, "chunks") for h in found or []
+                                                if h.chunk_id not in exclude)
+        if found is not None:
+            asked["chunk"] = found
+    found, suspect, dropped = screen_hits([h for h in found or [] if h.chunk_id not in exclude], drop)
     calls.append(RetrieverCall(source="chunks", query=question, hits=len(found), latency_s=secs, error=err,
                                suspect=suspect, dropped=dropped))
     r.tiers.append({"via": "chunk", "queries": 1, "k": params.chunk_top_k, "hits": len(found),
@@ -344,7 +364,7 @@ def make_answer_node(rt: Kar3Runtime) -> Callable:
         rounds: list[Round] = list(state.get("rounds") or [])
         chosen: list[AtomHit] = list(state.get("chosen") or [])
         exit_reason = state.get("exit") or (rounds[-1].ended if rounds else None)
-        index, _ = rt.atom_index(params) if exit_reason != "invalid_question" else (None, None)
+        index, _ = rt.atom_index(params, check=False) if exit_reason != "invalid_question" else (None, None)
         calls = list(state.get("llm_calls") or [])
         out: dict[str, Any] = {"stopped": None,
                                "retrieved_ids": [h.chunk_id for h in chosen],
