@@ -13,16 +13,18 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from atomgraph.errors import AtomgraphError, ConfigError, ParseError, SourceError, SourceUnavailable
-from atomgraph.models import chat_model, resolve_models
-from atomgraph.settings import Settings, get_settings
 
 try:
     __version__ = version("atomgraph")  # the installed distribution's (pyproject.toml)
 except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
     __version__ = "0+unknown"
 
-# Imported on first use so that `import atomgraph` stays light.
+# Imported on first use so that `import atomgraph` stays light (the command line imports what its command needs).
 _LAZY = {
+    "chat_model": ("atomgraph.models", "chat_model"),
+    "resolve_models": ("atomgraph.models", "resolve_models"),
+    "Settings": ("atomgraph.settings", "Settings"),
+    "get_settings": ("atomgraph.settings", "get_settings"),
     "build_atomr_graph": ("atomgraph.graphs.atomr", "build_atomr_graph"),
     "graph": ("atomgraph.graphs.atomr", "graph"),
     "build_method": ("atomgraph.graphs.registry", "build_method"),
@@ -49,6 +51,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "AtomgraphError", "ConfigError", "ParseError", "SourceError", "SourceUnavailable",
-    "Settings", "get_settings", "chat_model", "resolve_models", "__version__", *_LAZY,
+    "AtomgraphError", "ConfigError", "ParseError", "SourceError", "SourceUnavailable", "__version__", *_LAZY,
 ]

@@ -43,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     (control characters, terminal escapes, bidi overrides and lone surrogates written as
     ``\\uXXXX``: a model's reply cannot steer the terminal or crash printing)."""
     from atomgraph import text as safe_text
+    from atomgraph.warmup import pause_collector, started
 
+    if argv is None:  # a process of its own: its start runs with the collector paused (atomgraph.warmup)
+        pause_collector()
     saved = sys.stdout, sys.stderr
     safe_text.install()
     try:
@@ -54,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_left()
     finally:
+        started()
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -123,6 +127,10 @@ def _main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if not getattr(args, "warms", False):  # a command that loads nothing at its start begins its work now
+        from atomgraph.warmup import started
+
+        started()
     try:
         return int(args.func(args) or 0)
     except AtomgraphError as exc:

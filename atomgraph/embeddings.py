@@ -94,6 +94,12 @@ class SentenceTransformerEmbeddings(Embeddings):
 
     fell_back = False  # chosen, not a fallback
 
+    def runtime_record(self) -> dict[str, str]:
+        """What was wanted to run the model, what runs it and why (a run's ``run.json`` keeps it):
+        ``{"model", "wanted", "used", "why"}``."""
+        return {"model": self.model_id, "wanted": "sentence-transformers", "used": "sentence-transformers",
+                "why": self.why or "the model is a sentence-transformers model"}
+
     def load(self, announce: Callable[[str], None] | None = None) -> None:
         """Load the model now (``announce``: a line for a step that takes long, where there is one)."""
         self.model
@@ -198,8 +204,9 @@ def embedding_id(embeddings: Embeddings) -> str:
 
 
 def warm_embeddings(emb: Any, w: "WarmUp | None" = None) -> None:
-    """Load a local embedding model (its imports, weights and a first encoded text); other
-    embeddings (a provider's) are left alone: warming them would be a paid call."""
+    """Load a local embedding model (its imports, weights and a first encoded text) and add what runs it
+    to ``w.runtimes`` (:meth:`SentenceTransformerEmbeddings.runtime_record`); other embeddings (a
+    provider's) are left alone: warming them would be a paid call."""
     from atomgraph.progress import WarmUp, say
 
     if isinstance(emb, SentenceTransformerEmbeddings):
@@ -208,3 +215,4 @@ def warm_embeddings(emb: Any, w: "WarmUp | None" = None) -> None:
         w.step(f"the embedding model {emb.model_id}", lambda: (emb.load(announce), emb.encode(["warm up"])),
                # a fallback is a warning of its own, said once
                note=lambda: "" if emb.fell_back else f"embeddings: {emb.runtime}")
+        w.runtimes.append(emb.runtime_record())

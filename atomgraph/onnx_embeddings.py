@@ -124,6 +124,12 @@ class OnnxEmbeddings(SentenceTransformerEmbeddings):
         """Whether the model runs on sentence-transformers because the export could not be used."""
         return load_onnx(self.location)[2]
 
+    def runtime_record(self) -> dict[str, str]:
+        _, runtime, fell_back = load_onnx(self.location)
+        used, _, why = runtime.partition(" (")
+        return {"model": self.model_id, "wanted": "onnxruntime", "used": used,
+                "why": why[:-1] if why.endswith(")") else why}
+
     @property
     def dimension(self) -> int:
         model = self.model

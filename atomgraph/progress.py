@@ -140,6 +140,7 @@ class WarmUp:
     def __init__(self, show: bool = True):
         self.show = show
         self.seconds: dict[str, float] = {}
+        self.runtimes: list[dict[str, str]] = []  # what runs each local embedding model loaded (wanted, used, why)
 
     def step(self, what: str, load: Callable[[], Any], note: Callable[[], str] | None = None) -> Any:
         """``load()``, timed; ``note()``, where given, ends the "loaded" line (what was loaded, in its words)."""

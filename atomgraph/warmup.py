@@ -10,7 +10,14 @@ worker thread while the questions wait.
   Chroma passages (``wikipedia``), KAR³'s atoms, ARM's objects, or a given source holding such a model;
 - ARM's index of the run's objects file (``arm.objects``), built or read from its cache;
 - the packages of the stores and models the run opens (``chromadb``, the chat model's provider);
-- the in-process chat model's GGUF weights (``local``), for every role the method declares.
+- the in-process chat model's GGUF weights (``local``), for every role the method declares;
+- the tokenizer that checks every reply's reported usage (cl100k_base), where a model is configured.
+
+The command line runs a process's start (its imports, and what :func:`warm_up` loads) with the garbage
+collector paused (:func:`pause_collector`): what loads there lives for the whole run, and collecting
+it only costs (full collections of 70–190 ms each). When the start is over (:func:`started`: at the end of
+:func:`warm_up`, else where the command begins its work) the objects made so far are frozen
+(``gc.freeze``: later collections skip them) and the collector runs again.
 
 A closed-book method (``standard``, ``cot``) loads no embedding model. Each loader is
 process-wide and behind a lock (:func:`atomgraph.onnx_embeddings.load_onnx`,
@@ -26,10 +33,10 @@ Lines go to the ``atomgraph.progress`` logger (the command line shows them on st
 
 from __future__ import annotations
 
+import gc
 import importlib
 from typing import Any, Iterable
 
-from atomgraph.embeddings import warm_embeddings
 from atomgraph.progress import WarmUp
 
 CLOSED_BOOK = ("standard", "cot")  # methods that read no knowledge source
@@ -38,9 +45,12 @@ CHROMA_SOURCES = ("wikipedia", "atoms")
 
 
 def warm_up(method: str | None = None, settings: Any = None, model: Any = None, sources: Any = None, *,
-            show: bool = True, models: bool = True, embeddings: bool = True) -> dict[str, float]:
+            show: bool = True, models: bool = True, embeddings: bool = True,
+            runtimes: list | None = None) -> dict[str, float]:
     """Load what a run of ``method`` (None, or an index method: the settings' embedding model) will use; the
     seconds each step took. ``model`` / ``sources``: what the run was given (None: the settings').
+    ``runtimes``: a list given each local embedding model's runtime record (model, wanted, used, why:
+    :meth:`~atomgraph.embeddings.SentenceTransformerEmbeddings.runtime_record`).
     A model or source that cannot be built is left for the run to report."""
     from atomgraph.settings import get_settings
 
@@ -52,13 +62,39 @@ def warm_up(method: str | None = None, settings: Any = None, model: Any = None, 
     if index or any(n in CHROMA_SOURCES for n in names):
         _import(w, "chromadb")
     if embeddings and reads:
+        from atomgraph.embeddings import warm_embeddings
+
         for emb in _embeddings_of(method, settings, sources, names, index):
             warm_embeddings(emb, w)
     if method == "arm":
         _arm_index(settings, w)
     if models and method is not None:
         _models(method, settings, model, w)
+    if runtimes is not None:
+        runtimes.extend(w.runtimes)
+    started()
     return w.seconds
+
+
+_paused = False  # the command line paused the collector for this process's start
+
+
+def pause_collector() -> None:
+    """Pause the garbage collector for the start of a process of the command line (:func:`started` ends it)."""
+    global _paused
+    if gc.isenabled():
+        gc.disable()
+        _paused = True
+
+
+def started() -> None:
+    """The start of a run is over: where :func:`pause_collector` paused the collector, the objects made so
+    far are frozen (``gc.freeze``) and it runs again; elsewhere (a library caller) nothing. Called again: nothing."""
+    global _paused
+    if _paused:
+        _paused = False
+        gc.freeze()
+        gc.enable()
 
 
 def _kind(method: str) -> str:
@@ -157,6 +193,10 @@ def _models(method: str, settings: Any, model: Any, w: WarmUp) -> None:
         by_role = w.step("the chat model", lambda: resolve_models(model, settings, roles))
     except AtomgraphError:  # no model configured, or a wrong name: the run's own check says so
         return
+    from atomgraph.nodes.call import usage_encoding
+
+    # every reply's server-reported usage is checked against this tokenizer (nodes/call.py): 0.4 s to load
+    w.step("the usage tokenizer cl100k_base", usage_encoding)
     for m in {id(m): m for m in by_role.values()}.values():
         while getattr(m, "bound", None) is not None:  # a Runnable wrapping the model
             m = m.bound

@@ -7,9 +7,11 @@ a killed process leaves at most one incomplete last line; :func:`read_records` w
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -44,19 +46,35 @@ def safe_json(value: Any, **kwargs: Any) -> str:
 
 
 class RecordWriter:
-    """Appends one JSON record per line; each line durable before :meth:`write` returns."""
+    """Appends one JSON record per line; each line durable before :meth:`write` returns (or,
+    on an event loop, :meth:`append` then ``await`` :meth:`synced`)."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._syncer: ThreadPoolExecutor | None = None
+
+    def append(self, record: dict) -> None:
+        """The record's line appended (one ``write``: in the file for every reader, and past a
+        killed process, from here on); :meth:`synced` makes it durable."""
+        os.write(self._fd, (safe_json(jsonable(record)) + "\n").encode("utf-8"))
 
     def write(self, record: dict) -> None:
-        line = (safe_json(jsonable(record)) + "\n").encode("utf-8")
-        os.write(self._fd, line)
+        self.append(record)
         os.fsync(self._fd)
 
+    async def synced(self) -> None:
+        """``fsync`` of the lines appended so far, from an event loop: it waits in a thread
+        (milliseconds on a disk), not on the loop, and runs to its end if the caller is cancelled."""
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="records-fsync")
+        await asyncio.shield(asyncio.get_running_loop().run_in_executor(self._syncer, os.fsync, self._fd))
+
     def close(self) -> None:
+        if self._syncer is not None:  # every fsync started ends before the descriptor closes
+            self._syncer.shutdown(wait=True)
+            self._syncer = None
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

@@ -861,6 +861,18 @@ class _Examples:
     def _keep(self, writer: RecordWriter, rec: dict, new: list[dict], bar: Any) -> None:
         """A finished example's record: written (durable before the next), kept, handed to ``on_record``."""
         writer.write(rec)
+        self._kept(rec, new, bar)
+
+    async def _akeep(self, writer: RecordWriter, rec: dict, new: list[dict], bar: Any) -> None:
+        """:meth:`_keep` on the event loop: the record's fsync waits off the loop; a record whose
+        line is in the file is kept even if the run is cancelled while its fsync runs."""
+        writer.append(rec)
+        try:
+            await writer.synced()
+        finally:
+            self._kept(rec, new, bar)
+
+    def _kept(self, rec: dict, new: list[dict], bar: Any) -> None:
         self.records.append(rec)
         new.append(rec)
         if self.opts.on_record is not None:
@@ -878,7 +890,7 @@ class _Examples:
         async def worker(ex: Example) -> None:
             async with sem:
                 rec = await self.one(ex)
-            self._keep(writer, rec, new, bar)
+            await self._akeep(writer, rec, new, bar)
 
         with RecordWriter(pred_path) as writer:
             try:

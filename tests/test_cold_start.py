@@ -153,3 +153,25 @@ async def test_after_the_warm_up_no_question_loads_the_embedding_model(tmp_path,
     outs = await graph.abatch([{"question": f"Where was Albert Einstein born? ({i})"} for i in range(8)])
     assert all(o["retriever_calls"] and not o["retriever_calls"][0]["error"] for o in outs)
     assert loads == loaded
+
+
+def test_the_command_lines_start_runs_with_the_collector_paused_then_frozen(tmp_path):
+    """`atomgraph` as a process of its own pauses the collector for its start; the warm-up's end freezes what
+    loaded and turns it back on; a library caller's warm-up leaves the collector alone."""
+    import gc
+
+    from atomgraph import warmup
+
+    frozen = gc.get_freeze_count()
+    warm_up("cot", Settings(cache=False), models=False)
+    assert gc.isenabled() and gc.get_freeze_count() == frozen  # a library caller: untouched
+    try:
+        warmup.pause_collector()
+        assert not gc.isenabled()
+        warm_up("cot", Settings(cache=False), models=False)
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
+        warmup.started()  # again: nothing
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()

@@ -195,3 +195,36 @@ def test_a_source_that_dies_mid_run_is_counted_in_the_closing_lines(tmp_path):
     o = result.outcome
     assert o["source_failures"] == {"flaky": 2} and o["examples_with_source_failures"] == 2, o
     assert "2 source calls failed in 2 examples (2 flaky)" in describe_outcome(o)
+
+
+async def test_record_fsyncs_wait_off_the_event_loop_and_a_cancelled_sync_keeps_its_line(tmp_path, monkeypatch):
+    """Lines are appended in call order on the loop; each fsync runs in the writer's thread and
+    finishes even when the awaiting task is cancelled, before the descriptor closes."""
+    import asyncio
+    import threading
+
+    from atomgraph.evaluation.records import RecordWriter
+
+    loop_thread = threading.get_ident()
+    synced: list[int] = []
+    real = os.fsync
+
+    def slow_fsync(fd):
+        time.sleep(0.05)
+        synced.append(threading.get_ident())
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    path = tmp_path / "predictions.jsonl"
+    with RecordWriter(path) as writer:
+        for i in range(3):
+            writer.append({"id": f"q{i}"})
+            await writer.synced()
+        writer.append({"id": "q3"})
+        task = asyncio.ensure_future(writer.synced())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert [json.loads(line)["id"] for line in path.read_text().splitlines()] == ["q0", "q1", "q2", "q3"]
+    assert len(synced) == 4 and loop_thread not in synced

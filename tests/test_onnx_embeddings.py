@@ -115,6 +115,43 @@ def test_a_refused_export_is_not_made_again(onnx_model, copied_export):
     assert "delete it to export again" in note
 
 
+def test_a_fallback_is_recorded_in_run_json_and_said(onnx_model, copied_export, tmp_path, monkeypatch, capsys,
+                                                     caplog):
+    """A run whose export cannot be used runs on sentence-transformers: its warm-up says so before the first
+    question, its summary says so, and run.json records what was wanted, what ran and why."""
+    from atomgraph.cli import main
+
+    record = {"version": onnx_embeddings.EXPORT_VERSION, "versions": onnx_embeddings._export_versions(),
+              "rejected": "the ONNX export's vectors differ (least cosine 0.5)"}
+    (copied_export / "export.json").write_text(json.dumps(record))
+    monkeypatch.setattr(onnx_embeddings, "_LOADED", {})  # as in a fresh process
+    (tmp_path / "fallback_plugins.py").write_text(
+        "from atomgraph.embeddings import embedding_model\n"
+        "from atomgraph.testing import ScriptedChatModel\n"
+        "from atomgraph.tools.memory_source import InMemorySource\n"
+        "class Notes(InMemorySource):\n"
+        "    embeddings = embedding_model()\n"
+        "def model(settings):\n"
+        "    return ScriptedChatModel(default='So the answer is: item 1')\n"
+        "def sources(settings):\n"
+        "    return [Notes([{'title': 'Item 1', 'text': 'item number 1 is item 1'}], name='notes')]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = tmp_path / "toy.jsonl"
+    data.write_text(json.dumps({"id": "q1", "question": "What is item 1?", "answers": ["item 1"]}) + "\n")
+    out = tmp_path / "run"
+    assert main(["eval", "run", "--method", "rag", "--dataset", str(data), "--out", str(out),
+                 "--model-factory", "fallback_plugins:model", "--sources-factory", "fallback_plugins:sources"]) == 0
+    said = capsys.readouterr()
+    used = json.loads((out / "run.json").read_text())["run"]["embedding_runtime"]
+    assert used["wanted"] == "onnxruntime" and used["used"] == "sentence-transformers", used
+    assert used["model"] == "sentence-transformers/all-MiniLM-L6-v2" and "least cosine 0.5" in used["why"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "atomgraph.embeddings"]
+    assert len(warned) == 1 and warned[0].startswith("embeddings: sentence-transformers (the ONNX export's"), warned
+    assert "loaded the embedding model sentence-transformers/all-MiniLM-L6-v2 in " in said.err  # before the question
+    assert "FALLBACK: the embedding model sentence-transformers/all-MiniLM-L6-v2 ran on sentence-transformers, " \
+           "not onnxruntime (the ONNX export's vectors differ" in said.out
+
+
 def test_the_setting_chooses_sentence_transformers(monkeypatch):
     chosen = embedding_model(Settings(embedding_runtime="sentence-transformers"))
     assert type(chosen) is SentenceTransformerEmbeddings

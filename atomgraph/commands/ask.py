@@ -33,7 +33,7 @@ def register(sub) -> None:
     p.add_argument("--checkpoint", metavar="PATH",
                    help="SQLite file saving every step; rerun after a kill to resume (a thread per question)")
     p.add_argument("--thread", help="thread id in the --checkpoint file (default: method + question)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, warms=True)
 
 
 async def _ask(graph, question: str, show_progress: bool, config: dict | None = None,

@@ -87,7 +87,7 @@ def register(sub) -> None:
                         "through langgraph_sdk; records, resume and summary stay here (see docs: Scaling out)")
     r.add_argument("--server-api-key", metavar="KEY", help="the deployment's API key (default $LANGGRAPH_API_KEY)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
-    r.set_defaults(func=cmd_run)
+    r.set_defaults(func=cmd_run, warms=True)
 
     rep = esub.add_parser("report", help="Markdown tables and plots comparing run directories")
     rep.add_argument("dirs", nargs="+", help="run directories")
@@ -311,7 +311,7 @@ def _run(args) -> int:
 
         if run_choosing_set():
             args.run_info["environment"] = run_choosing_set()
-    server = {}
+    server, fallback = {}, ""
     if args.server:
         server = {"server": args.server, "server_context": server_context(args, settings),
                   "server_api_key": args.server_api_key or os.environ.get("LANGGRAPH_API_KEY")}
@@ -320,7 +320,12 @@ def _run(args) -> int:
         # a missing dataset file: the run's one-line error, nothing loaded first
         from atomgraph.warmup import warm_up
 
-        warm_up(args.method, settings, model, sources, show=not args.no_progress)
+        runtimes: list[dict] = []
+        warm_up(args.method, settings, model, sources, show=not args.no_progress, runtimes=runtimes)
+        fallback = _record_embedding_runtime(args, runtimes)
+    from atomgraph.warmup import started
+
+    started()  # the start is over (atomgraph.warmup): the questions begin
     if args.workers > 1 and args.sources and not args.sources_factory:
         sources = None  # opened and checked above; each worker opens the named sources itself (settings.sources)
     result = run_eval(args.method, args.dataset, args.out, EvalOptions(
@@ -339,6 +344,8 @@ def _run(args) -> int:
     print(f"{args.method} on {args.dataset}: {result.finished} run now{retried}, {result.skipped} already done, "
           f"{result.errors} with errors; F1 {result.f1:.2f}, cost ${result.cost_usd:.4f} "
           f"-> {Path(args.out) / 'predictions.jsonl'}")
+    if fallback:  # the same vectors, more slowly: said, and recorded in run.json
+        print(f"FALLBACK: {fallback}")
     if degraded:
         print(f"DEGRADED: this run lacked {len(degraded)} part(s) of its setting ({'; '.join(degraded)}); "
               "its figures are not the setting's")
@@ -368,6 +375,16 @@ def _run(args) -> int:
               "them again", file=sys.stderr)
         return 1
     return 0
+
+
+def _record_embedding_runtime(args, runtimes: list[dict]) -> str:
+    """What runs the run's local embedding models (``runtimes``, from its warm-up) goes into ``run.json``
+    (``run.embedding_runtime``: model, wanted, used, why); a fallback (onnxruntime wanted,
+    sentence-transformers used) is also returned as the line the run's summary shows ("" when none)."""
+    if runtimes:
+        args.run_info["embedding_runtime"] = runtimes[0] if len(runtimes) == 1 else runtimes
+    return "; ".join(f"the embedding model {r['model']} ran on {r['used']}, not {r['wanted']} ({r['why']})"
+                     for r in runtimes if r["used"] != r["wanted"])
 
 
 def server_context(args, settings) -> dict:

@@ -30,7 +30,7 @@ def register(sub) -> None:
                    "not in it is an error naming the file and line)")
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
     w.add_argument("--json", action="store_true", help="print the summary as JSON")
-    w.set_defaults(func=_run_wikipedia)
+    w.set_defaults(func=_run_wikipedia, warms=True)
 
     from atomgraph.commands.index_atoms import register as register_atoms
 

@@ -40,7 +40,7 @@ def register(isub) -> None:
     add_model_source_args(a)
     a.add_argument("--no-progress", action="store_true", help="no progress bar")
     a.add_argument("--json", action="store_true", help="print the summary as JSON")
-    a.set_defaults(func=run)
+    a.set_defaults(func=run, warms=True)
 
 
 def summary(stats: dict) -> str:
@@ -78,10 +78,11 @@ def run(args) -> int:
         "atom_question_filter": args.atom_question_filter, "max_tokens": args.max_tokens, "limit": args.limit,
         "atomizer_concurrency": args.concurrency, "atomizer_temperature": args.temperature,
         "write_batch": args.write_batch}.items() if v is not None}
-    from atomgraph.warmup import warm_up
+    from atomgraph.warmup import started, warm_up
 
     if all(os.path.exists(p) for p in args.inputs):  # a missing input: the graph's one-line error, nothing loaded first
         warm_up("kar3_index", settings, model, show=not args.no_progress)  # loaded here, not in the first atomizing
+    started()  # the start is over (atomgraph.warmup)
     graph = build_kar3_index_graph(model=model, settings=settings,
                                    progress=not args.no_progress)  # a bar on a terminal, periodic lines in a log
     inp = {"inputs": list(args.inputs), **({"from_collection": args.from_collection} if args.from_collection else {}),

@@ -84,10 +84,12 @@ def _run(args) -> int:
     if args.cache and not args.no_cache:
         check_out_dir(args.cache, what="index cache folder (--cache)")
     shown = False if getattr(args, "no_progress", False) else None  # None: lines once a stage runs past a few seconds
+    from atomgraph.warmup import started, warm_up
+
     if args.method != "bm25":  # the embedding model loads here, said, not inside the index build's first batch
-        from atomgraph.warmup import warm_up
 
         warm_up(None, show=shown is None, models=False)
+    started()  # the start is over (atomgraph.warmup)
     index = ArmIndex.build(objects, cache_dir=args.cache, use_cache=not args.no_cache,
                            dense=args.method != "bm25",  # BM25 pays for no embeddings
                            dense_search=args.dense_search, max_object_chars=args.max_object_chars, progress=shown)
@@ -178,7 +180,7 @@ def register(sub) -> None:
     p.add_argument("--no-llm", action="store_true", help="ARM without a model, even where one is configured")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress (default: a bar on a terminal, a line with rate and ETA every 30 s in a log)")
-    p.set_defaults(func=_run, sources=None, sources_factory=None)
+    p.set_defaults(func=_run, sources=None, sources_factory=None, warms=True)
 
 
 __all__ = ["register"]

@@ -17,8 +17,6 @@ from typing import Any
 
 from atomgraph.errors import AtomgraphError, ParseError
 from atomgraph.jsonl import iter_json_objects, read_json, read_text
-from atomgraph.prompts.atomr import TreeParseError, parse_tree
-from atomgraph.prompts.atomr.tree_parser import loads
 from atomgraph.state.atomr import ReasoningTree
 
 OPERATORS = ("Search", "Relate", "Filter")
@@ -44,6 +42,8 @@ def _record(obj: Any, pos: int, where: str) -> PlannerRecord:
 def load_planner_file(path: str | Path, encoding: str = "utf-8") -> list[PlannerRecord]:
     """Records of a planner-output file (JSONL with ``reasoning_tree``, or a JSON list), read
     strictly (:mod:`atomgraph.jsonl`: encoding, JSON and shape errors name the file and line)."""
+    from atomgraph.prompts.atomr.tree_parser import loads  # the prompts package: only `tree` needs it
+
     p = Path(path)
     text = read_text(p, encoding=encoding, what="planner-output file")
     if text.lstrip().startswith("["):
@@ -68,6 +68,8 @@ def _num(x: float) -> int | float:
 
 def tree_stats(records: list[PlannerRecord]) -> dict[str, Any]:
     """Counts, failures, depth summary and operator/kind counts over ``records``."""
+    from atomgraph.prompts.atomr import TreeParseError, parse_tree
+
     depths: list[int] = []
     failed: list[dict[str, Any]] = []
     ops: Counter = Counter()
@@ -169,6 +171,8 @@ def _stats(args) -> int:
 
 
 def _show(args) -> int:
+    from atomgraph.prompts.atomr import TreeParseError, parse_tree
+
     records = load_planner_file(args.file, args.encoding)
     match = [r for r in records if str(r.index) == str(args.index)]
     if not match:
