@@ -151,10 +151,16 @@ async def retriever_run(name: str, query: str, *, tags: list[str] | None = None,
     >>> async with retriever_run("atoms", query, metadata={"via": "proposal"}) as run:
     ...     run.end(documents)          # or run.fail(error)
     """
-    from langchain_core.callbacks import AsyncCallbackManager
+    from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackManager
     from langchain_core.runnables.config import var_child_runnable_config
 
     config = _current_config()
+    inherited = config.get("callbacks")
+    if isinstance(inherited, BaseCallbackManager) and not inherited.handlers:
+        # inside a run nothing listens to: the run's own configure (at its start) found no handler,
+        # tracer or debug output, and a child run inherits only its parent's handlers
+        yield RetrieverRun()
+        return
     manager = AsyncCallbackManager.configure(
         inheritable_callbacks=config.get("callbacks"), inheritable_tags=config.get("tags"),
         inheritable_metadata=config.get("metadata"), local_tags=tags, local_metadata=metadata,
