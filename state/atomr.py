@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, PrivateAttr
 from typing_extensions import TypedDict  # pydantic (JSON schemas for Studio) needs this one on 3.11
 
 from atomgraph.state.run import CallRecords, Evidence, MethodInput, MethodOutput
@@ -81,9 +81,17 @@ class ReasoningTree(BaseModel):
     nodes: dict[int, TreeNode]
     root: int = 0
     repairs: list[str] = Field(default_factory=list)  # what the parser fixed, for the trace
+    # (node, its dependencies) in topological order, worked out once a tree (the parser links every node
+    # before it returns the tree, and nothing relinks one after): the scheduler reads it every superstep
+    _order: tuple[tuple[int, tuple[int, ...]], ...] | None = PrivateAttr(default=None)
 
     def __getitem__(self, i: int) -> TreeNode:
         return self.nodes[i]
+
+    def __eq__(self, other: object) -> bool:  # equal trees are equal whether or not one worked out its order
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -101,6 +109,15 @@ class ReasoningTree(BaseModel):
 
     def topological_order(self) -> list[int]:
         """Every node after its dependencies (post-order for the tree part); ties by id."""
+        return [i for i, _ in self.dependency_order()]
+
+    def dependency_order(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """``(node, its dependencies)`` for every node, in :meth:`topological_order` (worked out once)."""
+        if self._order is None:
+            self._order = tuple((i, tuple(self.nodes[i].dependencies)) for i in self._topological_order())
+        return self._order
+
+    def _topological_order(self) -> list[int]:
         order: list[int] = []
         state: dict[int, int] = {}
 

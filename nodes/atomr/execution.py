@@ -364,10 +364,7 @@ STEP_NODES = {
 def ready_nodes(state: AtomRState) -> list[int]:
     """Unanswered nodes whose dependencies are answered, in post-order."""
     tree, runs = state["tree"], state["runs"]
-    return [
-        i for i in tree.topological_order()
-        if not runs[i].done and all(runs[d].done for d in tree.nodes[i].dependencies)
-    ]
+    return [i for i, deps in tree.dependency_order() if not runs[i].done and all(runs[d].done for d in deps)]
 
 
 def planned_calls(state: AtomRState, i: int, n_sources: int, cap: int | None,
