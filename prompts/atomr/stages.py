@@ -49,7 +49,7 @@ from atomgraph.prompts.atomr.reasoning import (
 from atomgraph.prompts.atomr.source_selection import (SOURCE_SELECTION_PROMPT, read_source_choice, source_key,
                                                       source_label)
 from atomgraph.prompts.atomr.templating import UNKNOWN_RULE
-from atomgraph.prompts.atomr.tree_parser import parse_tree, split_plans
+from atomgraph.prompts.atomr.tree_parser import parse_plans, parse_tree
 from atomgraph.prompts.stage import AnswerRefused, Stage, check_answer, reply_problem, text_parser
 from atomgraph.state.atomr import ReasoningTree, TreeParseError
 from atomgraph.state.run import Evidence
@@ -694,11 +694,11 @@ def read_plans(text: str) -> list[ReasoningTree]:
         raise ParseError("the planner returned an empty reply")
     text = _structured_plan_text(text)
     trees, problems = [], []
-    for part in split_plans(text):
-        try:
-            trees.append(parse_tree(part))
-        except TreeParseError as exc:
-            problems.append(exc.reason)
+    for tree in parse_plans(text):
+        if isinstance(tree, TreeParseError):
+            problems.append(tree.reason)
+        else:
+            trees.append(tree)
     if not trees:
         raise ParseError(f"the plan could not be parsed: {problems[0]}")
     return trees

@@ -523,8 +523,12 @@ def parse_tree(raw: dict | str, question: str | None = None) -> ReasoningTree:
     ``question`` is the user's original question: it becomes ``tree.question`` and helps
     find the root where the output is unclear.  Raises :class:`TreeParseError`."""
     repairs: list[str] = []
+    return _tree(_pairs(raw, repairs), repairs, question)
+
+
+def _tree(pairs: list[tuple[Any, Any]], repairs: list[str], question: str | None) -> ReasoningTree:
     b = _Builder(repairs)
-    for k, v in _pairs(raw, repairs):
+    for k, v in pairs:
         b.add(k, v)
     if not b.entries:
         raise TreeParseError("empty tree: the planner output holds no questions")
@@ -593,14 +597,44 @@ def split_plans(raw: dict | str) -> list[Any]:
     """The plans a planner reply holds, in order, each in a form :func:`parse_tree` reads: one
     per JSON object of the reply and one per root question within an object (a small model
     copies a demonstration's plan next to its own). A reply with one plan comes back as it is."""
+    return [raw if isinstance(part, _Read) else part for part in _split(raw)]
+
+
+def parse_plans(raw: dict | str) -> list[ReasoningTree | TreeParseError]:
+    """Every plan :func:`split_plans` finds in ``raw``, each read by :func:`parse_tree` (or why it
+    cannot be), in order -- the reply's JSON scanned once (a reply with one plan is not read again)."""
+    out: list[ReasoningTree | TreeParseError] = []
+    for part in _split(raw):
+        try:
+            if isinstance(part, _Read):
+                repairs = list(part.repairs)
+                out.append(_tree(_pairs(part.value, repairs), repairs, None))
+            else:
+                out.append(parse_tree(part))
+        except TreeParseError as exc:
+            out.append(exc)
+    return out
+
+
+@dataclass
+class _Read:
+    """A reply's one plan as :func:`extract_json_object` reads the reply: its object and the repairs noted."""
+
+    value: Any
+    repairs: list[str]
+
+
+def _split(raw: dict | str) -> list[Any]:
     objects: list[Any] = [raw]
     if isinstance(raw, str):
-        found = extract_json_objects(raw)
+        found, first = _json_objects(raw)
         if len(found) > 1:
             objects = found
         elif len(found) == 1 and isinstance(found[0], dict):
             parts = _split_object(found[0])
-            return [raw] if len(parts) < 2 else parts
+            if len(parts) >= 2:
+                return parts
+            return [first if first is not None and first.value is found[0] else raw]
     out: list[Any] = []
     for obj in objects:
         out += _split_object(obj)
@@ -746,22 +780,53 @@ def extract_json_objects(raw: str) -> list[Any]:
     """Every JSON object written one after another in ``raw`` (code-fenced or bare), decoded,
     in order; objects that cannot be decoded are left out. A reply that holds several plans
     (a copied demonstration's and ours) holds several objects."""
+    return _json_objects(raw)[0]
+
+
+def _json_objects(raw: str) -> tuple[list[Any], _Read | None]:
+    """:func:`extract_json_objects`, and what :func:`extract_json_object` reads from ``raw`` when that
+    is the first of these objects (the same object, found the same way: the first ``{`` of the first
+    code fence holding one, else of the text), with the repairs it notes; else None."""
     text = (raw or "").strip()
-    fences = [m.group(2) for m in FENCE_RE.finditer(text) if "{" in m.group(2)]
-    bodies = fences or [text]
+    fences = [m for m in FENCE_RE.finditer(text) if "{" in m.group(2)]
+    bodies = [m.group(2) for m in fences] or [text]
     out: list[Any] = []
-    for body in bodies:
+    first: _Read | None = None
+    for b, body in enumerate(bodies):
         i = body.find("{")
         while i >= 0:
             end = _object_span(body, i)
             if end is None:
                 break
+            notes: list[str] = []
             try:
-                out.append(_decode(body[i:end], []))
+                out.append(_decode(body[i:end], notes))
             except TreeParseError:
                 pass
+            else:
+                if b == 0 and len(out) == 1 and i == body.find("{"):
+                    first = _Read(out[0], _located_notes(text, fences, i, end) + notes)
             i = body.find("{", end)
-    return out
+    if first is not None:
+        try:
+            check_depth(text, "planner output")  # extract_json_object refuses a reply nested too deep
+        except TooDeep:
+            first = None
+    return out, first
+
+
+def _located_notes(text: str, fences: list[re.Match], start: int, end: int) -> list[str]:
+    """The notes :func:`extract_json_object` makes finding the object at ``start:end`` of the first
+    fence's body (``fences``), else of ``text``."""
+    if fences:
+        outside = (text[: fences[0].start()] + text[fences[0].end():]).strip()
+        return ["removed the ``` code fence around the JSON"] + (["ignored prose outside the code fence"] if outside else [])
+    notes = []
+    if text[:start].strip():
+        notes.append("ignored text before the JSON object")
+    if text[end:].strip():
+        notes.append("ignored text after the JSON object")
+    return notes
 
 
 # --- one leaf value -----------------------------------------------------------------------------
