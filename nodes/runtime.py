@@ -204,18 +204,20 @@ class MethodRuntime(Generic[C]):
                               f"{', '.join(self._models)} (atomgraph/methods.py)")
         return self._models[role]
 
-    async def amodel(self, role: str) -> Any:
+    async def amodel(self, role: str, choices: RunChoices | None = None) -> Any:
         """:meth:`model` for async nodes: building a model may read files or load weights (the
         bundled local model, provider imports), so one not built yet is built in a thread,
-        off the event loop (``langgraph dev`` forbids blocking I/O there)."""
-        choices = self.run_choices()
+        off the event loop (``langgraph dev`` forbids blocking I/O there). ``choices``: the run's
+        :meth:`run_choices`, where the caller holds them."""
+        choices = choices if choices is not None else self.run_choices()
         name = (choices.models or {}).get(role) or choices.model
         ready = self._named_models.get((name, None)) if name else (self._models or {}).get(role)
         return ready if ready is not None else await asyncio.to_thread(self.model, role)
 
-    async def asources(self) -> SourceSet:
-        """:meth:`sources`, opening the sources (indexes, stores) off the event loop the first time."""
-        return await self._sourcing.apick(self.run_choices().sources)
+    async def asources(self, choices: RunChoices | None = None) -> SourceSet:
+        """:meth:`sources`, opening the sources (indexes, stores) off the event loop the first time
+        (``choices``: as :meth:`amodel` takes them)."""
+        return await self._sourcing.apick((choices if choices is not None else self.run_choices()).sources)
 
     def sources(self) -> SourceSet:
         """The knowledge sources of this run: the run's choice (context ``sources``), else what
@@ -313,7 +315,9 @@ class MethodRuntime(Generic[C]):
     def run_choices(self) -> RunChoices:
         """The run's choice of model, temperature and sources (empty outside a graph run, or
         when the run chose nothing: then nothing is validated)."""
-        ctx = run_context()
+        return self._choices_of(run_context())
+
+    def _choices_of(self, ctx: Any) -> RunChoices:
         if ctx is None:
             return _NO_CHOICES
         choices = getattr(ctx, "_choices", None)
@@ -338,8 +342,8 @@ class MethodRuntime(Generic[C]):
         return choices
 
     # --- bounds -------------------------------------------------------------------------
-    def _run_bounds(self) -> RunBounds:
-        ctx = run_context()
+    def _run_bounds(self, ctx: Any = None) -> RunBounds:
+        ctx = ctx if ctx is not None else run_context()
         key = id(ctx)
         bounds = self._bounds.get(key)
         if bounds is None or bounds.keep is not ctx:
@@ -381,18 +385,20 @@ class MethodRuntime(Generic[C]):
         settings = self.settings()
         cap = self.stage_cap(stage)
         recorder = CallRecorder(role=role, stage=stage.name, cap=cap)
-        bounds = self._run_bounds()
-        refusal = bounds.refusal(deadline_of(config))
+        ctx = run_context()  # the run's context, read once a call
+        bounds = self._run_bounds(ctx)
+        refusal = bounds.refusal(deadline_of(config, ctx))
         if refusal:
             return StageResult(None, None, recorder.refused(refusal))
-        model = await self.amodel(role)  # a missing or invalid model configuration raises ConfigError (a ValueError)
+        choices = self._choices_of(ctx)
+        model = await self.amodel(role, choices)  # a missing or invalid model configuration raises ConfigError
         # Nodes read rt.sources() synchronously: open them off the loop first. A source the user
         # asked for that cannot be used raises here, before the call.
-        await self.asources()
+        await self.asources(choices)
         name, local = self.model_facts(model)
         recorder.defaults["model"] = name
         if temperature is None:
-            temperature = self.run_choices().temperature
+            temperature = choices.temperature
         if ((constraint is not None or settings.structured_output)  # a llama.cpp server's structured form too
                 and (id(model), backend_kind) not in self._backends):
             await asyncio.to_thread(self.backend_of, model, backend_kind)  # may ask the server who it is: off the loop
@@ -403,7 +409,7 @@ class MethodRuntime(Generic[C]):
         bounds.settle(result.call, settings.max_consecutive_failures)
         retry_cap = stage.retry_cap(cap)
         if (retry_cap and result.call.cut and not result.call.error
-                and not bounds.refusal(deadline_of(config))):
+                and not bounds.refusal(deadline_of(config, ctx))):
             # the reply came back cut: one retry at the stage's retry cap (the authors' practice);
             # a second cut is read as any cut reply is
             recorder = CallRecorder(role=role, stage=stage.name, model=name, cap=retry_cap)

@@ -170,14 +170,16 @@ DEADLINE_GRACE_S = 5.0
 from atomgraph.errors import DeadlineExceeded  # noqa: E402,F401  (raised here; defined with the errors)
 
 
-def deadline_of(config: RunnableConfig | None) -> float | None:
+def deadline_of(config: RunnableConfig | None, context: Any = None) -> float | None:
     """The run's deadline (a ``time.time()`` value), if any: ``configurable["deadline"]`` where the
     run sets one, else the default its context stamped when the run started (the settings'
     ``question_timeout`` from then, question-answering graphs: ``state/run.py``'s
-    ``context_with_defaults``)."""
+    ``context_with_defaults``). ``context``: the run's context, where the caller holds it."""
     value = ((config or {}).get("configurable") or {}).get("deadline")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
+    if context is not None:
+        return getattr(context, "_deadline", None)
     try:
         context = get_runtime().context
     except (RuntimeError, KeyError, AttributeError):  # outside a graph run
