@@ -27,7 +27,7 @@ import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from atomgraph.text import TooDeep, check_depth
 from atomgraph.state.atomr import OperatorCall, ReasoningTree, TreeNode, TreeParseError
@@ -90,6 +90,20 @@ class _Builder:
         self.by_key: dict[str, _Entry] = {}
         self.aliases: dict[str, str] = {}  # the number of a dropped repeat -> the number of the question it repeats
         self.flattened = False
+        self._leaves: dict[str | None, Leaf | ValueError] = {}
+
+    def leaf(self, value: str | None) -> Leaf:
+        """:func:`parse_leaf` of ``value``, read once a tree (the parser asks up to three times a leaf)."""
+        found = self._leaves.get(value)
+        if found is None:
+            try:
+                found = parse_leaf(value)
+            except ValueError as exc:  # two operator calls in one leaf
+                found = exc
+            self._leaves[value] = found
+        if isinstance(found, ValueError):
+            raise found
+        return found
 
     # --- collecting entries -------------------------------------------------------------
     def add(self, key: Any, value: Any) -> None:
@@ -145,13 +159,13 @@ class _Builder:
                 continue
             if target is None:
                 try:
-                    leaf = parse_leaf(value)
+                    leaf = self.leaf(value)
                 except ValueError:
                     continue  # two operator calls: reported when the leaf is built
                 if leaf.kind != "open":
                     continue
                 label, text = _split_label(value)
-                if label is None or not text or parse_leaf(text).kind != "open":
+                if label is None or not text or self.leaf(text).kind != "open":
                     continue
                 if not any(_loose(x.text) == _loose(text) for x in self.entries if x is not e) and e.label is not None:
                     continue  # a numbered line inside a leaf's prose, not a sub-question
@@ -251,7 +265,7 @@ class _Builder:
                 order.append(p)
                 siblings: dict[tuple[str, str], _Entry] = {}
                 for c in self._children_of(p, root):
-                    twin = siblings.setdefault(_sibling_key(c), c)
+                    twin = siblings.setdefault(_sibling_key(c, self.leaf), c)
                     if twin is not c and id(c) not in placed and c.label and twin.label:
                         self._drop_repeat(c, twin, p)
                         continue
@@ -325,7 +339,7 @@ class _Builder:
             p.value = None
             return []
         if len(items) == 1 and _norm(items[0]) not in self.by_key and _split_label(items[0])[0] is None:
-            leaf = parse_leaf(items[0])
+            leaf = self.leaf(items[0])
             if leaf.kind in ("operator", "direct"):
                 self.repairs.append(f"{_short(p.key, 40)!r} has its leaf value inside a list; unwrapped it")
                 p.value = items[0]
@@ -333,14 +347,14 @@ class _Builder:
         return [self.match_child(v, p, root) for v in items]
 
 
-def _sibling_key(e: _Entry) -> tuple:
+def _sibling_key(e: _Entry, leaf_of: Callable[[str | None], Leaf] | None = None) -> tuple:
     """What makes two siblings the same node: an atomic operator is its call (the function and
     its arguments fix what is retrieved and asked: ``Search("Albert Einstein", "birthplace")``
     twice is one operation, whatever the two questions say); any other entry is its question
     and value."""
     if isinstance(e.value, str):
         try:
-            leaf = parse_leaf(e.value)
+            leaf = (leaf_of or parse_leaf)(e.value)
         except ValueError:
             leaf = None
         if leaf is not None and leaf.kind == "operator":
@@ -408,7 +422,8 @@ def _rewrite(text: str, mapping: dict[str, int]) -> str:
     return LABEL_REF_RE.sub(lambda m: f"[{mapping[m.group(1)]}]" if m.group(1) in mapping else m.group(0), text)
 
 
-def _build_nodes(order: list[_Entry], repairs: list[str], aliases: dict[str, str] | None = None) -> dict[int, TreeNode]:
+def _build_nodes(order: list[_Entry], repairs: list[str], aliases: dict[str, str] | None = None,
+                 leaf_of: Callable[[str | None], Leaf] | None = None) -> dict[int, TreeNode]:
     root = order[0]
     by_label: dict[str, list[_Entry]] = defaultdict(list)
     for e in order[1:]:
@@ -424,13 +439,13 @@ def _build_nodes(order: list[_Entry], repairs: list[str], aliases: dict[str, str
             kind = "parent"
         else:
             try:
-                leaf = parse_leaf(e.value if isinstance(e.value, str) else None)
+                leaf = (leaf_of or parse_leaf)(e.value if isinstance(e.value, str) else None)
             except ValueError as exc:
                 raise TreeParseError(f"node {e.id} ({_short(e.text)!r}) {exc}") from None
-            kind, operator, note = leaf.kind, leaf.operator, leaf.note
+            kind, operator, note, leaf_repairs = leaf.kind, leaf.operator, leaf.note, leaf.repairs
             if e is root and kind == "direct":
-                kind, leaf.repairs = "open", ["the root is marked [DR] but has no siblings to reason from; treated as an open question"]
-            repairs.extend(f"node {e.id}: {r}" for r in leaf.repairs)
+                kind, leaf_repairs = "open", ["the root is marked [DR] but has no siblings to reason from; treated as an open question"]
+            repairs.extend(f"node {e.id}: {r}" for r in leaf_repairs)
         # (text, whether a reference to the node's own number may stay as text there): an
         # operator argument naming its own node would need the node's answer to run it
         texts = [(e.text if e is not root else "", True), *((a, False) for a in (operator.args if operator else [])),
@@ -536,7 +551,7 @@ def _tree(pairs: list[tuple[Any, Any]], repairs: list[str], question: str | None
     root = b.find_root(question)
     order = b.link(root)
     _assign_ids(order, repairs)
-    nodes = _build_nodes(order, repairs, b.aliases)
+    nodes = _build_nodes(order, repairs, b.aliases, b.leaf)
     _check_cycles(nodes)
     q = _norm(question) if question and question.strip() else root.text
     return ReasoningTree(question=q, nodes=nodes, root=0, repairs=repairs)
