@@ -457,8 +457,9 @@ def make_schedule_node(rt: AtomRRuntime):
         budget = params.max_llm_calls
         # a stage call counts once: a cut reply's one retry (LLMCall.retry) is part of its call
         remaining = budget - sum(1 for c in state.get("llm_calls", []) if not c.get("retry"))
-        n_sources = len(rt.sources().available)
-        programmed = frozenset(n for n, src in rt.sources().available.items() if hasattr(src, "answer_program")) \
+        available = rt.sources().available
+        n_sources = len(available)
+        programmed = frozenset(n for n, src in available.items() if hasattr(src, "answer_program")) \
             if params.kg_program_by_model else frozenset()
         sends = []
         for i in ready:
