@@ -333,7 +333,7 @@ def count_tokens(text: str) -> int | None:
     """cl100k tokens in ``text`` (special-token strings counted as plain text); None without a tokenizer."""
     if usage_encoding() is None:
         return None
-    return sum(_piece_tokens(p) for p in _pieces(text))
+    return sum(map(_piece_tokens, _pieces(text)))
 
 
 def usage_problem(sent: str, reply: str, prompt_tokens: int, completion_tokens: int, *,
