@@ -226,7 +226,9 @@ class Node(Runnable[Any, Any]):
             var_child_runnable_config.reset(token)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
-        config = ensure_config(config)
+        # the config LangGraph hands an async node is the task's own, whole (as LangGraph's own nodes
+        # take it: no ensure_config copy per step); a model call made inside ensures its own
+        config = ensure_config() if config is None else config
         token = var_child_runnable_config.set(config)
         try:
             return await self.afunc(input, config)

@@ -29,10 +29,11 @@ from typing import Any, Callable, Generic, Iterable, Sequence, TypeVar
 
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.output_parsers import BaseOutputParser
 from langchain_core.outputs import ChatGeneration
-from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.prompts import (AIMessagePromptTemplate, ChatPromptTemplate, HumanMessagePromptTemplate,
+                                    PromptTemplate, SystemMessagePromptTemplate)
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel
 
@@ -70,6 +71,36 @@ def _reads_first_text(parser: BaseOutputParser) -> bool:
     """Whether ``parser`` reads a reply as LangChain's ``BaseOutputParser.parse_result`` does: its
     ``parse`` on the first generation's text (a text message's content), with nothing of its own."""
     return type(parser).parse_result is BaseOutputParser.parse_result
+
+
+# A prompt whose messages are all plain text templates (system / human / AI, f-string, no partial
+# variables, no extra message fields) is rendered as ``str.format`` of each template into its message
+# class: what ``ChatPromptTemplate.format_messages`` makes of such a prompt (tests/test_call_path.py
+# compares the two on every stage), without LangChain's Python-level formatter on every call.
+_PLAIN_CLASSES = {SystemMessagePromptTemplate: SystemMessage, HumanMessagePromptTemplate: HumanMessage,
+                  AIMessagePromptTemplate: AIMessage}
+_PLAIN: dict[int, tuple[ChatPromptTemplate, tuple[tuple[type, str], ...] | None]] = {}
+
+
+def plain_templates(prompt: ChatPromptTemplate) -> tuple[tuple[type, str], ...] | None:
+    """``(message class, template)`` of each of ``prompt``'s messages when every one is a plain text
+    template, else None (the prompt is rendered by ``format_messages``); read once per prompt."""
+    held = _PLAIN.get(id(prompt))
+    if held is not None and held[0] is prompt:
+        return held[1]
+    plain: list[tuple[type, str]] | None = []
+    if not isinstance(prompt, ChatPromptTemplate) or prompt.partial_variables:
+        plain = None
+    for m in prompt.messages if plain is not None else ():
+        inner = getattr(m, "prompt", None)
+        if (type(m) not in _PLAIN_CLASSES or m.additional_kwargs or type(inner) is not PromptTemplate
+                or inner.template_format != "f-string" or inner.partial_variables):
+            plain = None
+            break
+        plain.append((_PLAIN_CLASSES[type(m)], inner.template))
+    found = tuple(plain) if plain is not None else None
+    _PLAIN[id(prompt)] = (prompt, found)
+    return found
 
 
 @dataclass(frozen=True)
@@ -116,7 +147,11 @@ class Stage(Generic[T]):
 
     def messages(self, inputs: dict[str, Any]) -> list:
         """The chat messages this stage sends for ``inputs``."""
-        return self.prompt.format_messages(**self.variables(inputs))
+        variables = self.variables(inputs)
+        plain = plain_templates(self.prompt)
+        if plain is None:
+            return self.prompt.format_messages(**variables)
+        return [cls(content=template.format(**variables)) for cls, template in plain]
 
     def parse(self, text: str) -> T:
         """The typed value of a reply's text; ParseError (a ValueError) when it is unreadable."""

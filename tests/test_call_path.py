@@ -225,3 +225,33 @@ def test_a_json_reply_closed_at_the_cap_drops_the_item_it_was_cut_in():
     only = '{"paraphrase": "It is Ulm", "answers": ["Ulm Mins" ] }'
     assert _held_cut(ParsedAnswer(paraphrase="It is Ulm", answers=["Ulm Mins"], unknown=False, raw=only), only, rec) is None
     assert rec.parse_error.startswith("cut reply: closed at the output cap inside its only answer")
+
+
+def test_every_plain_stage_prompt_renders_as_format_messages():
+    """A stage prompt of plain text templates is rendered by ``str.format`` (Stage.messages): exactly
+    the messages ``format_messages`` makes of it, for every stage of every method; any other prompt
+    is rendered by ``format_messages`` itself."""
+    import importlib
+    import pkgutil
+
+    import atomgraph.prompts
+    from atomgraph.prompts.stage import plain_templates
+
+    stages: dict[int, Stage] = {}
+    for info in pkgutil.walk_packages(atomgraph.prompts.__path__, "atomgraph.prompts."):
+        for value in vars(importlib.import_module(info.name)).values():
+            for v in (value.values() if isinstance(value, dict) else [value]):
+                if isinstance(v, Stage):
+                    stages[id(v)] = v
+    plain = 0
+    for stage in stages.values():
+        variables = {v: f"<{v}: {{braces}} ü\n[1] x>" for v in stage.prompt.input_variables}
+        templates = plain_templates(stage.prompt)
+        if templates is None:
+            continue
+        plain += 1
+        fast = [cls(content=template.format(**variables)) for cls, template in templates]
+        assert fast == stage.prompt.format_messages(**variables), stage.name
+    assert plain >= 10 and len(stages) >= 10
+    mixed = ChatPromptTemplate.from_messages([("human", "Say {thing}")]).partial(thing="hi")
+    assert plain_templates(mixed) is None

@@ -28,6 +28,12 @@ class InMemorySource(KnowledgeSource):
         df = Counter(t for _, _, tf in self._docs for t in tf)
         n = max(1, len(self._docs))
         self._idf = {t: math.log(1 + n / c) for t, c in df.items()}
+        # term -> (passage, its weight (1 + log tf) x idf), passages in order: a query visits only
+        # the passages that hold its terms
+        self._postings: dict[str, list[tuple[int, float]]] = {}
+        for i, (_, _, tf) in enumerate(self._docs):
+            for t, c in tf.items():
+                self._postings.setdefault(t, []).append((i, (1 + math.log(c)) * self._idf[t]))
 
     def unavailable_reason(self) -> str | None:
         return None if self._docs else "the collection is empty"
@@ -51,12 +57,11 @@ class InMemorySource(KnowledgeSource):
         return await super().aoperate(operator, args, question, k)
 
     def search(self, query: str, k: int = 3) -> list[Evidence]:
-        q = set(words(query))
-        scored = []
-        for i, (title, text, tf) in enumerate(self._docs):
-            s = sum((1 + math.log(tf[t])) * self._idf.get(t, 0.0) for t in q if tf[t])
-            if s > 0:
-                scored.append((s, i, title, text))
+        scores: dict[int, float] = {}
+        for t in set(words(query)):  # each passage's score summed over the query's terms in one order
+            for i, w in self._postings.get(t, ()):
+                scores[i] = scores.get(i, 0) + w
+        scored = [(s, i, *self._docs[i][:2]) for i, s in scores.items() if s > 0]
         scored.sort(key=lambda x: (-x[0], x[1]))
         return [
             Evidence(title=title, text=text, source=self.name, id=str(i), score=round(s, 4))
