@@ -36,11 +36,10 @@ Lines go to the ``atomgraph.progress`` logger (the command line shows them on st
 
 from __future__ import annotations
 
-import gc
 import importlib
 from typing import Any, Iterable
 
-from atomgraph.progress import WarmUp
+from atomgraph.progress import WarmUp, pause_collector, started  # noqa: F401  (the command line imports them from here)
 
 CLOSED_BOOK = ("standard", "cot")  # methods that read no knowledge source
 EMBEDDING_SOURCES = ("wikipedia", "atoms")  # registered sources that embed their queries
@@ -77,27 +76,6 @@ def warm_up(method: str | None = None, settings: Any = None, model: Any = None, 
         runtimes.extend(w.runtimes)
     started()
     return w.seconds
-
-
-_paused = False  # the command line paused the collector for this process's start
-
-
-def pause_collector() -> None:
-    """Pause the garbage collector for the start of a process of the command line (:func:`started` ends it)."""
-    global _paused
-    if gc.isenabled():
-        gc.disable()
-        _paused = True
-
-
-def started() -> None:
-    """The start of a run is over: where :func:`pause_collector` paused the collector, the objects made so
-    far are frozen (``gc.freeze``) and it runs again; elsewhere (a library caller) nothing. Called again: nothing."""
-    global _paused
-    if _paused:
-        _paused = False
-        gc.freeze()
-        gc.enable()
 
 
 def _kind(method: str) -> str:
