@@ -76,7 +76,8 @@ class OnnxMiniLM:
         config = json.loads((location / "sentence_bert_config.json").read_text(encoding="utf-8"))
         self.tokenizer = Tokenizer.from_file(str(location / "tokenizer.json"))
         self.tokenizer.enable_truncation(int(config.get("max_seq_length") or 256))
-        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+        self.tokenizer.no_padding()  # each sub-batch is padded to its own longest text (:meth:`encode`)
+        self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
         options = ort.SessionOptions()
         options.intra_op_num_threads = _threads()
         options.inter_op_num_threads = 1
@@ -86,21 +87,53 @@ class OnnxMiniLM:
         self.dimension = int(self.session.get_outputs()[0].shape[-1])
 
     def encode(self, texts: list[str], batch_size: int = 64):
-        """A float32 array of shape ``(len(texts), dimension)``, rows L2-normalised; texts batched
-        longest first, as sentence-transformers batches them."""
+        """A float32 array of shape ``(len(texts), dimension)``, rows L2-normalised. The texts are
+        tokenized unpadded, ordered by token count and run in sub-batches of at most ``batch_size``
+        texts (:func:`sub_batches`), each padded to its own longest text: the transformer's CPU goes
+        with the padded tokens it runs, one thread at about a quarter of a millisecond each."""
         import numpy as np
 
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for start in range(0, len(texts), batch_size):
-            idx = order[start:start + batch_size]
-            enc = self.tokenizer.encode_batch([texts[i].strip() for i in idx])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        enc = self.tokenizer.encode_batch([t.strip() for t in texts])
+        lengths = [len(e.ids) for e in enc]
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        for start, end in sub_batches([lengths[i] for i in order], batch_size):
+            idx = order[start:end]
+            ids = np.full((len(idx), lengths[idx[0]]), self.pad_id, dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for row, i in enumerate(idx):
+                ids[row, : lengths[i]] = enc[i].ids
+                mask[row, : lengths[i]] = 1
             hidden = self.session.run(None, {"ids": ids, "mask": mask, "tt": np.zeros_like(ids)})[0]
             pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1)
             out[idx] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return out
+
+
+CALL_TOKENS = 10  # a call's own cost, in tokens' worth (about 2.5 CPU-ms a call against 0.25 a token)
+CALL_TOKEN_LIMIT = 1024  # padded tokens a call runs at most (larger calls cost more per token)
+
+
+def sub_batches(lengths: list[int], batch_size: int = 64) -> list[tuple[int, int]]:
+    """The ``[start, end)`` sub-batches of texts whose token counts ``lengths`` are in descending order,
+    with the least cost: each costs :data:`CALL_TOKENS` plus its texts times its longest; at most
+    ``batch_size`` texts and :data:`CALL_TOKEN_LIMIT` padded tokens each (a single text: any length)."""
+    n = len(lengths)
+    best = [0.0] + [float("inf")] * n  # best[j]: the least cost of the first j texts
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j - 1, max(-1, j - 1 - batch_size), -1):  # the last sub-batch is [i, j)
+            padded = (j - i) * lengths[i]
+            if padded > CALL_TOKEN_LIMIT and j - i > 1:
+                break
+            cost = best[i] + CALL_TOKENS + padded
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    spans, j = [], n
+    while j > 0:
+        spans.append((cut[j], j))
+        j = cut[j]
+    return spans[::-1]
 
 
 class OnnxEmbeddings(SentenceTransformerEmbeddings):

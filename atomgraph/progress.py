@@ -18,6 +18,7 @@ shows them on stderr (:func:`atomgraph.cli.main`).
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 import time
@@ -153,3 +154,26 @@ class WarmUp:
             said = note() if note is not None else ""
             say(f"loaded {what} in {took:.1f} s" + (f"; {said}" if said else ""))
         return value
+
+
+# --- the start of a command-line process ----------------------------------------------------------
+
+_paused = False  # the command line paused the collector for this process's start
+
+
+def pause_collector() -> None:
+    """Pause the garbage collector for the start of a process of the command line (:func:`started` ends it)."""
+    global _paused
+    if gc.isenabled():
+        gc.disable()
+        _paused = True
+
+
+def started() -> None:
+    """The start of a run is over: where :func:`pause_collector` paused the collector, the objects made so
+    far are frozen (``gc.freeze``) and it runs again; elsewhere (a library caller) nothing. Called again: nothing."""
+    global _paused
+    if _paused:
+        _paused = False
+        gc.freeze()
+        gc.enable()

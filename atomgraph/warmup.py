@@ -8,7 +8,10 @@ worker thread while the questions wait.
   where it is not there yet; on sentence-transformers: ``sentence_transformers`` → ``transformers``
   → ``torch`` and the weights; then one encoded text), when the run reads something that embeds:
   Chroma passages (``wikipedia``), KAR³'s atoms, ARM's objects, or a given source holding such a model;
-- ARM's index of the run's objects file (``arm.objects``), built or read from its cache;
+- ARM's index of the run's objects file (``arm.objects``), built or read from its cache, and where structure
+  alignment runs, its unit embeddings (every object's sentences, cells and columns): read from the index cache,
+  else embedded once and written there — more than :data:`UNIT_PRIME_LIMIT` texts not cached are left to the
+  questions that need them, and a line says so;
 - the packages of the stores and models the run opens (``chromadb``, the chat model's provider);
 - the in-process chat model's GGUF weights (``local``), for every role the method declares;
 - the tokenizer that checks every reply's reported usage (cl100k_base), where a model is configured.
@@ -33,11 +36,10 @@ Lines go to the ``atomgraph.progress`` logger (the command line shows them on st
 
 from __future__ import annotations
 
-import gc
 import importlib
 from typing import Any, Iterable
 
-from atomgraph.progress import WarmUp
+from atomgraph.progress import WarmUp, pause_collector, started  # noqa: F401  (the command line imports them from here)
 
 CLOSED_BOOK = ("standard", "cot")  # methods that read no knowledge source
 EMBEDDING_SOURCES = ("wikipedia", "atoms")  # registered sources that embed their queries
@@ -74,27 +76,6 @@ def warm_up(method: str | None = None, settings: Any = None, model: Any = None, 
         runtimes.extend(w.runtimes)
     started()
     return w.seconds
-
-
-_paused = False  # the command line paused the collector for this process's start
-
-
-def pause_collector() -> None:
-    """Pause the garbage collector for the start of a process of the command line (:func:`started` ends it)."""
-    global _paused
-    if gc.isenabled():
-        gc.disable()
-        _paused = True
-
-
-def started() -> None:
-    """The start of a run is over: where :func:`pause_collector` paused the collector, the objects made so
-    far are frozen (``gc.freeze``) and it runs again; elsewhere (a library caller) nothing. Called again: nothing."""
-    global _paused
-    if _paused:
-        _paused = False
-        gc.freeze()
-        gc.enable()
 
 
 def _kind(method: str) -> str:
@@ -162,16 +143,52 @@ def _embeddings_of(method: str | None, settings: Any, sources: Any, names: list[
     return list(unique.values())
 
 
+UNIT_PRIME_LIMIT = 20_000  # texts: ARM's unit embeddings not cached are embedded at the start up to this many
+# (about 6 CPU-ms a text: the shared HotpotQA objects' 5,357 in 32 CPU-s), else by the questions that need them
+
+
 def _arm_index(settings: Any, w: WarmUp) -> None:
-    """ARM's index of ``arm.objects`` (when set and present): built, or read from its cache."""
+    """ARM's index of ``arm.objects`` (when set and present): built, or read from its cache; then, where
+    structure alignment runs, its unit embeddings (:func:`_arm_units`)."""
     from pathlib import Path
 
     objects = _arm_objects(settings)
     if objects:
         from atomgraph.nodes.arm.pipeline import index_for_file
 
-        cache = getattr(settings.section("arm"), "index_cache", None)
-        w.step(f"ARM's index of {Path(objects).name}", lambda: index_for_file(objects, cache))
+        arm = settings.section("arm")
+        cache = getattr(arm, "index_cache", None)
+        index = w.step(f"ARM's index of {Path(objects).name}", lambda: index_for_file(objects, cache))
+        if getattr(arm, "structure_alignment", True):
+            _arm_units(index, w)
+
+
+def _arm_units(index: Any, w: WarmUp) -> None:
+    """ARM's unit embeddings (every object's sentences, cells and columns: what structure alignment
+    compares), loaded before the first question: read from the index's cache folder where they are
+    there, else embedded (progress lines) and written there when at most :data:`UNIT_PRIME_LIMIT` texts;
+    more are left to the questions that need them, which a line says."""
+    from atomgraph.nodes.arm.structure_alignment import UnitCache
+    from atomgraph.progress import say
+    from atomgraph.tools.arm_index import BuildProgress
+
+    units = UnitCache.of(index)
+    what = "ARM's unit embeddings (sentences, cells, columns)"
+    where = getattr(index, "cache_path", None)
+    if where is not None and (where / units.file_name).is_file():
+        w.step(what, units.load_cached, note=lambda: "read from the index cache" if units.complete
+               else "the index cache holds them for other units: embedded again")
+    if units.complete:
+        return
+    pending = units.pending()
+    if pending <= UNIT_PRIME_LIMIT:
+        w.step(f"{what}, embedding {pending:,} texts once",
+               lambda: units.prime_all(BuildProgress(None if w.show else False, prefix="ARM")),
+               note=lambda: "written to the index cache" if where is not None else "not cached (no index cache folder)")
+    elif w.show:
+        say(f"{what}: not cached, {pending:,} texts (over {UNIT_PRIME_LIMIT:,} are not embedded at the start): "
+            "the first questions embed their candidates' units as they need them, seconds each; "
+            "`atomgraph retrieve --method arm` embeds them all once and caches them")
 
 
 def _arm_objects(settings: Any) -> str:

@@ -175,3 +175,43 @@ def test_the_command_lines_start_runs_with_the_collector_paused_then_frozen(tmp_
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+def test_arm_unit_embeddings_load_at_the_start_said_then_from_the_cache(caplog, tmp_path, monkeypatch):
+    """`eval run --method arm`'s warm-up embeds every object's units once (written to the index cache), a later
+    process reads them from there, and units over the limit, not cached, are left to the questions, said."""
+    import json
+
+    from atomgraph import warmup
+    from atomgraph.nodes.arm import pipeline
+    from atomgraph.nodes.arm.structure_alignment import UnitCache
+
+    path = tmp_path / "objects.jsonl"
+    path.write_text("".join(json.dumps({"id": o.id, "kind": o.kind, "title": o.title, "text": o.text}) + "\n"
+                            for o in _objects(12)))
+    cache = str(tmp_path / "arm-cache")
+    settings = Settings(cache=False, arm={"objects": str(path), "index_cache": cache})
+    what = "ARM's unit embeddings (sentences, cells, columns)"
+    caplog.set_level(logging.INFO, logger="atomgraph.progress")
+
+    def start() -> tuple[UnitCache, list[str]]:
+        monkeypatch.setattr(pipeline, "_BY_FILE", {})  # a fresh process: the index opened again
+        caplog.clear()
+        warm_up("arm", settings, models=False)
+        return UnitCache.of(pipeline.index_for_file(str(path), cache)), _lines(caplog)
+
+    units, lines = start()
+    assert units.complete  # title + 3 sentences of each of 12 passages
+    assert f"loading {what}, embedding 48 texts once ..." in lines
+    assert any(x.startswith(f"loaded {what}, embedding 48 texts once in ") and x.endswith("; written to the index cache")
+               for x in lines)
+    units, lines = start()
+    assert units.complete and any(x.startswith(f"loaded {what} in ") and x.endswith("; read from the index cache")
+                                  for x in lines)
+    assert not any("embedding 48" in x for x in lines)
+    (units.index.cache_path / units.file_name).unlink()
+    monkeypatch.setattr(warmup, "UNIT_PRIME_LIMIT", 47)
+    units, lines = start()
+    assert not units.complete and units.pending() == 48
+    assert any(x.startswith(f"{what}: not cached, 48 texts (over 47 are not embedded at the start): the first "
+                            "questions embed their candidates' units") for x in lines)

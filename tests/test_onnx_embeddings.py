@@ -47,6 +47,22 @@ def test_the_onnx_vectors_are_sentence_transformers_vectors(onnx_model):
     assert onnx_model.runtime.startswith("onnxruntime (exported ") and not onnx_model.fell_back
 
 
+def test_texts_run_in_sub_batches_padded_to_their_own_longest(onnx_model):
+    """Sorted by token count, cut where padding would cost more than a call: each text's vector is the
+    one it has alone."""
+    from atomgraph.onnx_embeddings import CALL_TOKEN_LIMIT, sub_batches
+
+    lengths = [256, 256, 256, 256, 256, 120, 40, 38, 30, 12, 11, 11, 10] + [8] * 70
+    spans = sub_batches(lengths, 64)
+    assert spans[0][0] == 0 and spans[-1][1] == len(lengths)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert all(e - s <= 64 and ((e - s) * lengths[s] <= CALL_TOKEN_LIMIT or e - s == 1) for s, e in spans)
+    assert (0, 4) in spans and sub_batches([300]) == [(0, 1)] and sub_batches([]) == []
+    mixed = TEXTS + ["Ulm", "A river town on the Danube with a minster and a long history of trade."] * 3
+    alone = np.stack([onnx_model.encode([t])[0] for t in mixed])
+    assert float(np.abs(onnx_model.encode(mixed) - alone).max()) < 1e-5
+
+
 def test_a_fresh_process_loads_it_without_torch(onnx_model):
     code = ("import sys; from atomgraph.embeddings import embedding_model; e = embedding_model(); "
             "print(len(e.embed_query('x'))); print(e.runtime); "

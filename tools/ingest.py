@@ -249,13 +249,12 @@ def ingest(
     emb = embedding_model(embeddings if embeddings is not None else settings)
     model_id = embedding_id(emb)
     from atomgraph.embeddings import warm_embeddings
-    from atomgraph.progress import WarmUp
-    from atomgraph.warmup import started
+    from atomgraph.progress import WarmUp, started
 
     try:
         client = chroma_client(path=persist or settings.chroma_path, host=host, port=port)
         warm_embeddings(emb, WarmUp(progress))  # once the store opens: loaded with a line, before the first batch
-        started()  # the command line's start is over (atomgraph.warmup)
+        started()  # the command line's start is over (atomgraph.progress.started)
         dim = getattr(emb, "dimension", None) or len(emb.embed_query("dimension probe"))
         coll = create_collection(client, collection, model_id, dim)
         batch_size = min(batch_size, client.get_max_batch_size())

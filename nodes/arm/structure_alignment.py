@@ -300,31 +300,51 @@ class UnitCache:
         texts = [o.title] + sentences(o.text)[:MAX_SENTENCES]
         return [t for t in texts if t.strip()], [], []
 
-    def prime_all(self, progress: bool | None | BuildProgress = None) -> None:
-        """Units of every object: read from the index's cache folder (:attr:`file_name`) when
-        there, else embedded in batches and written there (evaluation runs); ``progress`` as for
-        :meth:`ArmIndex.build` (lines between batches), or the reporter to use."""
-        n = len(self.index.objects)
+    def load_cached(self) -> bool:
+        """Every object's units read from the index's cache folder (:attr:`file_name`), where that
+        file is there and was written for these units; whether they were (a damaged or stale file: no)."""
         where = getattr(self.index, "cache_path", None)
         f = where / self.file_name if where is not None else None
-        if f is not None and f.is_file():
-            try:
-                data = np.load(f)
-                raws = [self._raw(p) for p in range(n)]
-                tn = np.array([len(r[0]) for r in raws]); hn = np.array([len(r[1]) for r in raws])
-                tv, hv = data["text"].astype(np.float32), data["header"].astype(np.float32)
-                same = "units" in data.files and str(data["units"]) == _fingerprint(raws)
-                if same and len(tv) == tn.sum() and len(hv) == hn.sum():
-                    ta, ha = np.r_[0, np.cumsum(tn)], np.r_[0, np.cumsum(hn)]
-                    with self._lock:
-                        for p, r in enumerate(raws):
-                            self._units.setdefault(p, ObjectUnits(r[0], tv[ta[p]:ta[p + 1]], [_words(t, self._stop) for t in r[0]],
-                                                                  r[1], hv[ha[p]:ha[p + 1]], r[2]))
-                    return
-            except Exception:  # noqa: BLE001 - a damaged cache is recomputed
-                pass
+        if f is None or not f.is_file():
+            return False
+        try:
+            data = np.load(f)
+            raws = [self._raw(p) for p in range(len(self.index.objects))]
+            tn = np.array([len(r[0]) for r in raws]); hn = np.array([len(r[1]) for r in raws])
+            tv, hv = data["text"].astype(np.float32), data["header"].astype(np.float32)
+            same = "units" in data.files and str(data["units"]) == _fingerprint(raws)
+            if not (same and len(tv) == tn.sum() and len(hv) == hn.sum()):
+                return False
+            ta, ha = np.r_[0, np.cumsum(tn)], np.r_[0, np.cumsum(hn)]
+            with self._lock:
+                for p, r in enumerate(raws):
+                    self._units.setdefault(p, ObjectUnits(r[0], tv[ta[p]:ta[p + 1]], [_words(t, self._stop) for t in r[0]],
+                                                          r[1], hv[ha[p]:ha[p + 1]], r[2]))
+            return True
+        except Exception:  # noqa: BLE001 - a damaged cache is recomputed
+            return False
+
+    @property
+    def complete(self) -> bool:
+        """Whether every object's units are loaded."""
+        return len(self._units) == len(self.index.objects)
+
+    def pending(self) -> int:
+        """How many texts (sentences, cells, columns) of objects whose units are not loaded yet
+        :meth:`prime_all` would embed."""
+        return sum(len(t) + len(h) for t, h, _ in (self._raw(p) for p in range(len(self.index.objects))
+                                                    if p not in self._units))
+
+    def prime_all(self, progress: bool | None | BuildProgress = None) -> None:
+        """Units of every object: read from the index's cache folder (:meth:`load_cached`) when
+        there, else embedded in batches and written there; ``progress`` as for
+        :meth:`ArmIndex.build` (lines between batches), or the reporter to use."""
+        if self.load_cached():
+            return
+        where = getattr(self.index, "cache_path", None)
+        f = where / self.file_name if where is not None else None
         prog = progress if isinstance(progress, BuildProgress) else BuildProgress(progress, prefix="ARM")
-        units = self.get(list(range(n)), progress=prog)
+        units = self.get(list(range(len(self.index.objects))), progress=prog)
         if f is not None:
             try:
                 dim = self.index.chunk_vectors.shape[1]
