@@ -112,13 +112,13 @@ def workloads(model, t: dict[str, list[str]]) -> dict[str, float]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--variant", action="append", default=[], help="NAME=PATH of an ONNX file (repeatable)")
     ap.add_argument("--no-cosine", action="store_true", help="skip the check against sentence-transformers")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "onnx_embedding.json"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import numpy as np
 

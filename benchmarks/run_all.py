@@ -74,6 +74,9 @@ BENCH = (
     Step("throughput", "benchmarks.bench_throughput", ("--out", _out("throughput.json")), ("throughput.json",)),
     Step("cold_start", "benchmarks.bench_cold_start", ("--runtimes", "--out", _out("cold_start.json")),
          ("cold_start.json",)),
+    Step("cold_start_arm_units", "benchmarks.bench_cold_start", ("--only", "eval_arm", "--out", _out("cold_start_arm_units.json")),
+         ("cold_start_arm_units.json",)),
+    Step("onnx_embedding", "benchmarks.bench_onnx_embedding", ("--out", _out("onnx_embedding.json")), ("onnx_embedding.json",)),
 )
 
 ARM = (
