@@ -817,13 +817,18 @@ class ArmIndex:
 
     def embed_query(self, text: str) -> np.ndarray:
         """The normalised query vector (cached per text; :meth:`prime_queries` fills it in batch)."""
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """:meth:`embed_query` of each text: those not cached are embedded together, in one batch
+        (a question and its keywords), and cached while the cache holds under 100,000 texts."""
         cache = self.__dict__.setdefault("_query_cache", {})
-        vec = cache.get(text)
-        if vec is None:
-            vec = _embed(self.embeddings, [text or " "], query=True)[0]
+        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        fresh = dict(zip(missing, _embed(self.embeddings, [t or " " for t in missing], query=True))) if missing else {}
+        for t, v in fresh.items():
             if len(cache) < 100_000:
-                cache[text] = vec
-        return vec
+                cache[t] = v
+        return [fresh[t] if t in fresh else cache[t] for t in texts]
 
     def prime_queries(self, texts: Sequence[str], progress: "bool | None | BuildProgress" = None) -> None:
         """Embed many query texts in batches (evaluation runs), filling the query cache;
@@ -853,13 +858,8 @@ class ArmIndex:
         search sees; no step costs O(objects)."""
         if not len(queries):
             return []
-        cache = self.__dict__.setdefault("_query_cache", {})
-        missing = list(dict.fromkeys(x for x in queries if isinstance(x, str) and x not in cache))
-        if len(missing) > 1:  # a question and its keywords embedded in one batch
-            for t, v in zip(missing, _embed(self.embeddings, [t or " " for t in missing], query=True)):
-                if len(cache) < 100_000:
-                    cache[t] = v
-        q = np.stack([self.embed_query(x) if isinstance(x, str) else np.asarray(x, dtype=np.float32).ravel()
+        vectors = iter(self.embed_queries([x for x in queries if isinstance(x, str)]))
+        q = np.stack([next(vectors) if isinstance(x, str) else np.asarray(x, dtype=np.float32).ravel()
                       for x in queries]).astype(np.float32)
         n = len(self.objects)
         if self.dense_mode == "ann":
