@@ -30,7 +30,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from atomgraph.nodes.arm.structure_alignment import Prepared, StructureResult, _pairs, build_model, selection_value
+from atomgraph.nodes.arm.structure_alignment import (Prepared, StructureResult, _pairs, build_model, choice_program,
+                                                      selection_value)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "retrieval"
 
@@ -48,27 +49,10 @@ def baseline_build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int
     if links_rule != "pairs":
         return build_model(R, C, k, max_links=max_links, links_rule=links_rule, coverage=coverage,
                            link_weight=link_weight)
-    n = len(R)
-    model = mip.Model(sense=mip.MAXIMIZE, solver_name=mip.CBC)
-    model.verbose = 0
-    model.threads = 1
-    model.max_mip_gap = 1e-9
-    model.max_mip_gap_abs = 1e-9
-    b = [model.add_var(var_type=mip.BINARY, name=f"b{i}") for i in range(n)]
+    model, b, objective = choice_program(R, k, coverage)
     pairs = _pairs(C)
     c = [model.add_var(var_type=mip.BINARY, name=f"c{i}_{j}") for i, j, _ in pairs]
-    objective = mip.xsum(float(R[i]) * b[i] for i in range(n)) + mip.xsum(
-        link_weight * w * v for (_, _, w), v in zip(pairs, c))
-    if coverage is not None and len(coverage):
-        for q, row in enumerate(np.asarray(coverage, dtype=float)):
-            ys = [(i, model.add_var(lb=0.0, ub=1.0, name=f"y{q}_{i}")) for i in range(n) if row[i] > 0]
-            for i, y in ys:
-                model += y <= b[i]
-            if ys:
-                model += mip.xsum(y for _, y in ys) <= 1
-                objective = objective + mip.xsum(float(row[i]) * y for i, y in ys)
-    model.objective = objective
-    model += mip.xsum(b) == k
+    model.objective = objective + mip.xsum(link_weight * w * v for (_, _, w), v in zip(pairs, c))
     if max_links is not None and c:
         model += mip.xsum(c) <= max_links
     for (i, j, _), v in zip(pairs, c):

@@ -939,6 +939,36 @@ primal tolerance)."""
 
 # --- the program -------------------------------------------------------------------------------
 
+def choice_program(R: np.ndarray, k: int, coverage: np.ndarray | None = None):
+    """The part of the program every links rule shares: the CBC model (silent, one thread, exact
+    gaps), the b variables, the objective's relevance and keyword terms, and Σ_i b_i = k. Returns
+    ``(model, b, objective)``; the caller adds the links' term and sets the objective."""
+    import mip
+
+    n = len(R)
+    model = mip.Model(sense=mip.MAXIMIZE, solver_name=mip.CBC)
+    model.verbose = 0
+    model.threads = 1
+    # "optimal" means optimal: CBC's default gaps (relative 1e-4) let a solution it calls optimal
+    # fall below the greedy warm start (Bird, links="forest": 5.862127 against 5.862212)
+    model.max_mip_gap = 1e-9
+    model.max_mip_gap_abs = 1e-9
+    # b_i ∈ {0, 1}: object i is chosen
+    b = [model.add_var(var_type=mip.BINARY, name=f"b{i}") for i in range(n)]
+    # objective: max Σ_i R_i b_i (+ the links' and the keywords' terms)
+    objective = mip.xsum(float(R[i]) * b[i] for i in range(n))
+    if coverage is not None and len(coverage):  # extension (coverage_weight): + Σ_q Σ_i cov_qi y_qi
+        for q, row in enumerate(np.asarray(coverage, dtype=float)):
+            ys = [(i, model.add_var(lb=0.0, ub=1.0, name=f"y{q}_{i}")) for i in range(n) if row[i] > 0]
+            for i, y in ys:
+                model += y <= b[i]  # y_qi ≤ b_i: keyword q is covered only by a chosen object
+            if ys:
+                model += mip.xsum(y for _, y in ys) <= 1  # Σ_i y_qi ≤ 1: by one object, its best
+                objective = objective + mip.xsum(float(row[i]) * y for i, y in ys)
+    model += mip.xsum(b) == k  # Σ_i b_i = k: exactly k objects
+    return model, b, objective
+
+
 def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
                 links_rule: str = "forest", coverage: np.ndarray | None = None, link_weight: float = 1.0,
                 partners: int | None = None):
@@ -968,26 +998,7 @@ def build_model(R: np.ndarray, C: np.ndarray, k: int, *, max_links: int | None,
     from mip.cbc import cbc_set_parameter
 
     n = len(R)
-    model = mip.Model(sense=mip.MAXIMIZE, solver_name=mip.CBC)
-    model.verbose = 0
-    model.threads = 1
-    # "optimal" means optimal: CBC's default gaps (relative 1e-4) let a solution it calls optimal
-    # fall below the greedy warm start (Bird, links="forest": 5.862127 against 5.862212)
-    model.max_mip_gap = 1e-9
-    model.max_mip_gap_abs = 1e-9
-    # b_i ∈ {0, 1}: object i is chosen
-    b = [model.add_var(var_type=mip.BINARY, name=f"b{i}") for i in range(n)]
-    # objective: max Σ_i R_i b_i (+ the links' and the keywords' terms below)
-    objective = mip.xsum(float(R[i]) * b[i] for i in range(n))
-    if coverage is not None and len(coverage):  # extension (coverage_weight): + Σ_q Σ_i cov_qi y_qi
-        for q, row in enumerate(np.asarray(coverage, dtype=float)):
-            ys = [(i, model.add_var(lb=0.0, ub=1.0, name=f"y{q}_{i}")) for i in range(n) if row[i] > 0]
-            for i, y in ys:
-                model += y <= b[i]  # y_qi ≤ b_i: keyword q is covered only by a chosen object
-            if ys:
-                model += mip.xsum(y for _, y in ys) <= 1  # Σ_i y_qi ≤ 1: by one object, its best
-                objective = objective + mip.xsum(float(row[i]) * y for i, y in ys)
-    model += mip.xsum(b) == k  # Σ_i b_i = k: exactly k objects
+    model, b, objective = choice_program(R, k, coverage)  # b_i, Σ_i R_i b_i (+ keywords), Σ_i b_i = k
     if links_rule == "pairs":
         # the warm start is a set at least as good as greedy's: CBC's primal heuristics, cuts and
         # preprocessing cost more than they save on these programs (measured; the optimum is the same)
