@@ -766,12 +766,7 @@ def extract_json_object(raw: str, repairs: list[str]) -> Any:
     if is_authors_error(text):
         raise TreeParseError(f"the planner output is the authors' {AUTHORS_ERROR} marker (no tree)")
     fences = [m for m in FENCE_RE.finditer(text) if "{" in m.group(2)]
-    if fences:
-        repairs.append("removed the ``` code fence around the JSON")
-        outside = (text[: fences[0].start()] + text[fences[0].end():]).strip()
-        text = fences[0].group(2).strip()
-        if outside:
-            repairs.append("ignored prose outside the code fence")
+    whole, text = text, fences[0].group(2).strip() if fences else text
     start = text.find("{")
     if start < 0:
         try:  # a bare JSON string such as "\"TREE_PARSING_ERROR\""
@@ -784,10 +779,7 @@ def extract_json_object(raw: str, repairs: list[str]) -> Any:
     end = _object_span(text, start)
     if end is None:
         raise TreeParseError("planner output is truncated: the JSON object is never closed")
-    if text[:start].strip() and not fences:
-        repairs.append("ignored text before the JSON object")
-    if text[end:].strip() and not fences:
-        repairs.append("ignored text after the JSON object")
+    repairs.extend(_located_notes(whole, fences, start, end))
     return _decode(text[start:end], repairs)
 
 
@@ -831,8 +823,8 @@ def _json_objects(raw: str) -> tuple[list[Any], _Read | None]:
 
 
 def _located_notes(text: str, fences: list[re.Match], start: int, end: int) -> list[str]:
-    """The notes :func:`extract_json_object` makes finding the object at ``start:end`` of the first
-    fence's body (``fences``), else of ``text``."""
+    """What was cleaned around the object found at ``start:end`` of the first fence's body
+    (``fences``: the code fences of ``text`` holding a ``{``), else of ``text`` (the reply, stripped)."""
     if fences:
         outside = (text[: fences[0].start()] + text[fences[0].end():]).strip()
         return ["removed the ``` code fence around the JSON"] + (["ignored prose outside the code fence"] if outside else [])
