@@ -178,12 +178,11 @@ def deadline_of(config: RunnableConfig | None, context: Any = None) -> float | N
     value = ((config or {}).get("configurable") or {}).get("deadline")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    if context is not None:
-        return getattr(context, "_deadline", None)
-    try:
-        context = get_runtime().context
-    except (RuntimeError, KeyError, AttributeError):  # outside a graph run
-        return None
+    if context is None:
+        try:
+            context = get_runtime().context
+        except (RuntimeError, KeyError, AttributeError):  # outside a graph run
+            return None
     return getattr(context, "_deadline", None)
 
 
