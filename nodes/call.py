@@ -35,7 +35,6 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import merge_configs
 
 from atomgraph import cache as reply_cache
 from atomgraph.cache import CACHE_HIT_KEY, CUT_FROM_KEY  # set on replayed and cut replies
@@ -687,15 +686,31 @@ def _describe_constraint(rec: LLMCall, constraint: Constraint | None, applied: A
 
 
 # --- the stage call -----------------------------------------------------------------------------
+def stage_config(config: RunnableConfig | None, stage: Stage, recorder: CallRecorder, cap: int | None) -> RunnableConfig:
+    """The config of one stage call: the task's ``config`` with the stage's tag and run name, the
+    recorder added to its callbacks and the role and cap in its metadata (what ``merge_configs``
+    makes of these keys, without re-ensuring the whole task config: the model call ensures its own)."""
+    base = config or {}
+    callbacks = base.get("callbacks")
+    if callbacks is None:
+        callbacks = [recorder]
+    elif isinstance(callbacks, list):
+        callbacks = [*callbacks, recorder]
+    else:  # the task's callback manager: a copy with the recorder inherited by the model's run
+        callbacks = callbacks.copy()
+        callbacks.add_handler(recorder, inherit=True)
+    return {**base, "tags": sorted({*(base.get("tags") or ()), *stage.tags}), "run_name": stage.name,
+            "callbacks": callbacks, "metadata": {**(base.get("metadata") or {}),
+                                                 "atomgraph_role": recorder.defaults["role"], "atomgraph_cap": cap}}
+
+
 async def call_stage(stage: Stage, variables: dict[str, Any], model: Any, config: RunnableConfig | None,
                      recorder: CallRecorder, cap: int | None, *, constraint: Constraint | None = None,
                      applied: Applied | None = None, bound_s: float | None = None) -> StageResult:
     """stage → model (with constraint) → recorder → parser: one call of ``stage`` on ``variables``
     with ``model`` (the stage's capped, possibly constrained model); only a reply the stage read
     is written to the response cache."""
-    run_config = merge_configs(config, {"tags": stage.tags, "run_name": stage.name, "callbacks": [recorder],
-                                        "metadata": {"atomgraph_role": recorder.defaults["role"],
-                                                     "atomgraph_cap": cap}})
+    run_config = stage_config(config, stage, recorder, cap)
     with reply_cache.holding() as pending, reply_cache.refreshing(refresh_of(config)):
         reply = await model_call(lambda: call_model(model, stage.messages(variables), run_config),
                                  recorder, cap, deadline_of(config), bound_s=bound_s)
