@@ -16,8 +16,11 @@ record numbered ``concurrency``: the ramp) to the last record; CPU-ms per questi
 (``time.process_time``, every thread) over the run, divided by its questions. The workers row runs
 the same questions with ``--workers 2`` (the same total concurrency): its questions/s is counted
 as above (the workers' start, imports included, is before the first counted record), and its
-ratio to the one-process run at that concurrency is the scaling; the load average before and
-after is recorded, since other work on the machine shrinks it. ``--profile METHOD`` prints the
+ratio to the one-process run at that concurrency is the scaling. Each run also records the whole
+machine's busy CPUs over it (``/proc/stat``: this process and its threads, the workers, the model
+server, any other work); the CPUs there are over those the one-process run kept busy bound what two
+workers can gain (``cpu_ceiling``, at most 2×). The load average before and after is recorded, since
+other work on the machine shrinks it. ``--profile METHOD`` prints the
 cProfile of that method's run at the highest concurrency instead.
 """
 
@@ -107,23 +110,35 @@ def examples(n: int, start: int = 0) -> list:
                     answers=[ANSWER]) for i in range(n)]
 
 
+def machine_busy_s() -> float | None:
+    """CPU-seconds every CPU of the machine has spent busy since boot (``/proc/stat``: all but idle
+    and iowait), None where it cannot be read."""
+    try:
+        ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def one_run(method: str, settings, folder: Path, questions: list, concurrency: int, workers: int = 1) -> dict:
     from atomgraph.evaluation.runner import EvalOptions, run_eval
 
     stamps: list[float] = []
     out = folder / f"run-{method}-{concurrency}-{workers}-{time.monotonic_ns()}"
-    c0, t0 = time.process_time(), time.perf_counter()
+    c0, t0, b0 = time.process_time(), time.perf_counter(), machine_busy_s()
     pool = {"workers": workers} if workers > 1 else {}
     result = run_eval(method, questions, out, EvalOptions(
         settings=settings, concurrency=concurrency, progress=False, dataset_name="bench",
         on_record=lambda rec: stamps.append(time.perf_counter()), **pool))
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    wall, cpu, b1 = time.perf_counter() - t0, time.process_time() - c0, machine_busy_s()
     n = len(questions)
     first = min(concurrency, n - 1) - 1  # the last record of the first wave: the ramp (and workers' start) ends
     rate = (n - 1 - first) / (stamps[-1] - stamps[first]) if len(stamps) == n and stamps[-1] > stamps[first] else None
     return {"questions": n, "errors": result.errors, "questions_per_s": round(rate, 2) if rate else None,
             "wall_s": round(wall, 2), "cpu_ms_per_question": round(1000 * cpu / n, 1) if workers == 1 else None,
-            "answered": result.outcome.get("answered")}
+            "answered": result.outcome.get("answered"),
+            # the whole machine's busy CPUs over the run: this process, its workers, the model server, other work
+            "machine_cpus_busy": round((b1 - b0) / wall, 2) if b0 is not None and b1 is not None else None}
 
 
 def few(method: str, questions: int) -> int:
@@ -139,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--questions", type=int, default=96, help="questions per run at the highest concurrency "
                                                              "(ARM, at 0.6 questions/s: twice the concurrency)")
     p.add_argument("--workers-at", type=int, default=32, help="the concurrency of the workers 1 vs 2 rows (0: none)")
+    p.add_argument("--workers-questions", type=int, default=384,
+                   help="questions per run of the workers rows (ARM: --questions), many waves past the workers' start")
     p.add_argument("--profile", default=None, metavar="METHOD")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -165,13 +182,17 @@ def main(argv: list[str] | None = None) -> int:
                     print(method, f"c{c}", rows[f"c{c}"], file=sys.stderr, flush=True)
                 if args.workers_at:
                     c = args.workers_at
-                    n = max(2 * c, few(method, args.questions))
+                    n = max(2 * c, few(method, args.workers_questions))
                     one = one_run(method, settings, folder, examples(n, start), c)
                     two = one_run(method, settings, folder, examples(n, start + n), c, workers=2)
                     start += 2 * n
+                    busy = one["machine_cpus_busy"]
                     rows["workers"] = {"concurrency": c, "one": one, "two": two,
                                        "scaling": round(two["questions_per_s"] / one["questions_per_s"], 2)
-                                       if one["questions_per_s"] and two["questions_per_s"] else None}
+                                       if one["questions_per_s"] and two["questions_per_s"] else None,
+                                       # the most two workers can gain: the CPUs there are over those one
+                                       # process's run kept busy (it, its threads, the server), at most 2x
+                                       "cpu_ceiling": round(min(2.0, os.cpu_count() / busy), 2) if busy else None}
                     print(method, "workers", rows["workers"], file=sys.stderr, flush=True)
                 result["methods"][method] = rows
             result["load_after"] = os.getloadavg()[0]
