@@ -197,7 +197,9 @@ async def arun_demo(
 
 def run_demo(settings: Settings | None = None, **kwargs: Any) -> DemoResult:
     """Synchronous :func:`arun_demo`."""
-    return asyncio.run(arun_demo(settings, **kwargs))
+    from atomgraph.loop_clients import closing_clients
+
+    return asyncio.run(closing_clients(arun_demo(settings, **kwargs)))
 
 
 # --- rendering -----------------------------------------------------------------------------------

@@ -34,6 +34,9 @@ def _httpx() -> Any:
     return lib
 
 
+_MADE: "weakref.WeakSet[Any]" = weakref.WeakSet()  # every LoopLocalAsyncClient, for closing_clients
+
+
 @functools.lru_cache(maxsize=None)
 def _client_class(lib: Any) -> type:
     class LoopLocalAsyncClient(lib.AsyncClient):
@@ -47,6 +50,7 @@ def _client_class(lib: Any) -> type:
             self._base_url_arg = base_url
             self._timeout_arg = timeout
             self._per_loop: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]" = weakref.WeakKeyDictionary()
+            _MADE.add(self)
 
         def _make(self) -> Any:
             try:  # langchain-openai's own builder (its connection limits and socket tuning), where it has one
@@ -85,6 +89,25 @@ def LoopLocalAsyncClient(base_url: str | None = None, timeout: Any = None) -> An
     return _client_class(_httpx())(base_url, timeout)
 
 
+async def closing_clients(aw: Any) -> Any:
+    """Await ``aw``, then close the running loop's clients of every :class:`LoopLocalAsyncClient`
+    (what an ``asyncio.run`` of the kit's own runs: ``run_eval``, the demo). A client left open
+    when its loop ends is closed by the garbage collector later, on whichever loop runs then,
+    where its connections cannot close ("Task exception was never retrieved ... Event loop is
+    closed" on stderr in a script's second run)."""
+    try:
+        return await aw
+    finally:
+        loop = asyncio.get_running_loop()
+        for made in list(_MADE):
+            client = made._per_loop.pop(loop, None)
+            if client is not None and not client.is_closed:
+                try:
+                    await client.aclose()
+                except Exception:  # noqa: BLE001 - a connection that cannot close cleanly is dropped
+                    pass
+
+
 def is_loop_local(client: Any) -> bool:
     return type(client).__name__ == "LoopLocalAsyncClient" and hasattr(client, "for_running_loop")
 
@@ -110,4 +133,4 @@ def loop_safe(model: Any, *, copy: bool = False) -> Any:
     return target
 
 
-__all__ = ["LoopLocalAsyncClient", "is_loop_local", "loop_safe"]
+__all__ = ["LoopLocalAsyncClient", "closing_clients", "is_loop_local", "loop_safe"]

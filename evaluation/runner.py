@@ -967,7 +967,9 @@ def _build(build_method, method: str, **kwargs: Any):
 def run_eval(method: str, dataset: str | Sequence[Example], out_dir: str | os.PathLike,
              options: EvalOptions | None = None, **kwargs: Any) -> RunResult:
     """Synchronous :func:`arun_eval` (not from inside a running event loop: await that instead)."""
-    return asyncio.run(arun_eval(method, dataset, out_dir, options, **kwargs))
+    from atomgraph.loop_clients import closing_clients
+
+    return asyncio.run(closing_clients(arun_eval(method, dataset, out_dir, options, **kwargs)))
 
 
 def _progress_bar(total: int, initial: int, method: str, dataset: str):

@@ -194,3 +194,33 @@ def test_a_model_with_its_own_async_client_is_left_alone(keep_alive_server):
     safe = loop_safe(plain, copy=True)
     assert safe is not plain and is_loop_local(safe.root_async_client._client)
     assert not is_loop_local(plain.root_async_client._client)
+
+
+def test_run_eval_twice_in_one_script_closes_its_connections_on_its_own_loop(keep_alive_server, tmp_path):
+    """A script running ``run_eval`` twice (two ``asyncio.run``): the first run's connections are
+    closed before its loop ends (``closing_clients``), so no client collected later tries to close
+    them on the second run's loop ("Task exception was never retrieved ... Event loop is closed")."""
+    script = tmp_path / "twice.py"
+    script.write_text(f"""
+import asyncio
+import gc
+from atomgraph.evaluation.datasets import Example
+from atomgraph.evaluation.runner import EvalOptions, run_eval
+from atomgraph.settings import Settings
+
+settings = Settings(model="local-served", openai_base_url={keep_alive_server!r}, openai_api_key="x", cache=False,
+                    max_retries=0)
+for i in range(3):
+    run_eval("standard", [Example(id=f"q{{i}}", question={QUESTION!r}, answers=[{ANSWER!r}])],
+             {str(tmp_path)!r} + f"/run{{i}}", EvalOptions(settings=settings, progress=False, dataset_name="t"))
+
+    async def collect():  # the garbage collector running while another loop runs, as in a longer script
+        gc.collect()
+        await asyncio.sleep(0.2)
+
+    asyncio.run(collect())
+    gc.collect()
+""")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Event loop is closed" not in out.stderr and "never retrieved" not in out.stderr, out.stderr[-2000:]
