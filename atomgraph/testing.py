@@ -99,7 +99,7 @@ class ScriptedChatModel(BaseChatModel):
     @property
     def calls(self) -> list[dict]:
         """Every call so far: ``{"stage", "prompt", "max_tokens", "temperature"}`` (and ``"stop"``,
-        ``"tools"`` when sent), in arrival order."""
+        ``"tools"`` and ``"tool_choice"`` when sent), in arrival order."""
         with self._lock:
             return list(self._calls)
 
@@ -108,7 +108,8 @@ class ScriptedChatModel(BaseChatModel):
         come from the script as usual, an ``AIMessage`` with tool calls among them."""
         from langchain_core.utils.function_calling import convert_to_openai_tool
 
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+        choice = {"tool_choice": tool_choice} if tool_choice is not None else {}
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **choice, **kwargs)
 
     def _respond(self, text: str, stage: str | None = None, kwargs: dict | None = None,
                  stop: list[str] | None = None) -> str | AIMessage:
@@ -120,6 +121,8 @@ class ScriptedChatModel(BaseChatModel):
             call["stop"] = list(stop)
         if kwargs.get("tools"):
             call["tools"] = [t.get("function", t).get("name") for t in kwargs["tools"]]
+        if kwargs.get("tool_choice") is not None:
+            call["tool_choice"] = kwargs["tool_choice"]
         with self._lock:
             self._prompts.append(text)
             self._calls.append(call)

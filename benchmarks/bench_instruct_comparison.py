@@ -122,6 +122,7 @@ def stage_usability(records: Sequence[dict]) -> dict[str, dict]:
     - KAR³ ``proposal``: rounds whose proposer reply was read; ``selection``: rounds offered
       candidates whose atomic-question pick was valid (an index among them, no paragraph
       backup); ``selection_any``: a valid pick either way;
+    - ReAct ``searched``: the agent called a search tool at least once;
     - the comparison methods' steps by kind (``decompose``, ``reason``, ``generate``,
       ``intermediate_answer``, ``final_answer``, ``read_answer``, ``answer``, ``thought``, …): a step without
       ``error`` or ``fallback``.
@@ -155,6 +156,8 @@ def stage_usability(records: Sequence[dict]) -> dict[str, dict]:
                     _add(t, "operator", not failure)
                 elif n.get("kind") == "parent" and n.get("done", True):
                     _add(t, "reasoning", not fb.startswith("child reasoning failed"))
+        elif method == "react":
+            _add(t, "searched", bool(trace.get("retrievals")))
         elif method == "kar3":
             for rnd in trace.get("rounds") or []:
                 _add(t, "proposal", not rnd.get("proposer_unreadable"))

@@ -9,7 +9,8 @@
 - ``arm`` (``make bench-arm``): ARM LLM-free on every question of the retrieval sets (Bird too with
   ``--bird-jar``, JAR's ``data/bird``), its index and its dense search at 10^4–10^6 objects, its n-gram grammar;
 - ``local`` (``make bench-local``): the bundled Gemma-3-270M through the stages and methods; the papers'
-  comparison on the instruction-tuned Qwen2.5-1.5B (the ``qwen`` extra; hours on CPU, resumable).
+  comparison and ARM with model-chosen keywords on the instruction-tuned Qwen2.5-1.5B (the ``qwen`` extra; hours on
+  CPU, resumable).
 
 Each entry names the results files it writes (``writes``); ``tests/test_benchmarks_run.py`` checks that every
 script in ``benchmarks/`` is run by an entry and every file in ``benchmarks/results/`` is written by one. A step
@@ -133,6 +134,8 @@ LOCAL = (
     Step("instruct_comparison", "benchmarks.bench_instruct_comparison",
          ("--model", "local:qwen2.5-1.5b", "--n", "30", "--out", _out("instruct_comparison.json")),
          ("instruct_comparison.json",)),
+    Step("arm_model", "benchmarks.bench_arm_model",
+         ("--model", "local:qwen2.5-1.5b", "--n", "30", "--out", _out("arm_model.json")), ("arm_model.json",)),
 )
 
 GROUPS = {"bench": BENCH, "arm": ARM, "local": LOCAL}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -42,6 +42,7 @@ class ReactContext:
 
     max_steps: Annotated[int, Field(ge=1, le=30, description="Model calls (reasoning steps) allowed per question; the agent is stopped at this bound.")] = 6
     top_k: Annotated[int, Field(ge=1, description=_TOP_K + " (per tool call)")] = 3
+    search_first: Annotated[Literal["auto", "on", "off"], Field(description="Switch (ours; the paper's demonstrations open with a Search and its model is otherwise free): the agent's first model call must call a search tool (tool_choice 'any'); later calls choose freely. auto: on for in-process models, which otherwise answer without searching (docs/guides/local-models.md), off for served ones; on / off: everywhere.")] = "auto"
 
 
 @dataclass(kw_only=True)

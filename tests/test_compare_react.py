@@ -119,3 +119,16 @@ def test_react_that_never_searched_says_so(wiki):
     assert out["answer"] == "" and out["retriever_calls"] == []
     assert out["error"].startswith("the agent never searched") and "search_wikipedia" in out["error"]
     assert out["trace"]["steps"][0]["text"].endswith("Munich")  # the reply stays in the trace
+
+
+def test_react_search_first_makes_the_first_step_call_a_tool(wiki):
+    # on: the first call asks for a tool call (tool_choice 'any'), the later ones choose freely
+    model = ScriptedChatModel(stages={"react": agent_reply})
+    out = react(model, [wiki], search_first="on")
+    assert out["answer"] == "Munich" and out["trace"]["search_first"] is True
+    assert [c.get("tool_choice") for c in model.calls] == ["any", None]
+    # auto: a served (here scripted, not in-process) model is free from the first call; off: free
+    for switch in ("auto", "off"):
+        model = ScriptedChatModel(stages={"react": agent_reply})
+        out = react(model, [wiki], search_first=switch)
+        assert out["trace"]["search_first"] is False and all("tool_choice" not in c for c in model.calls)

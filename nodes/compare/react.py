@@ -14,7 +14,9 @@ graph) with this run's parameters:
   (a callback on the agent's run) records every model call the agent makes (tokens, latency,
   errors, cache hits);
 - ``ModelCallLimitMiddleware(run_limit=max_steps)``: the step bound (plus a recursion limit
-  as a second fence).
+  as a second fence);
+- ``search_first`` (ours; ``auto``: in-process models only): the first model call must call a
+  tool (``tool_choice="any"``), later ones choose freely; the trace says whether it was on.
 
 The agent's last message is read as every stage's reply is (:func:`atomgraph.nodes.call.read_reply`).
 """
@@ -83,8 +85,9 @@ class StageCalls(AgentMiddleware):
     cap (its record marked ``capped``) before the agent or the final-answer parser reads it."""
 
     def __init__(self, cap_kwargs: dict, cap: int | None, recorder: CallRecorder, deadline: float | None = None,
-                 bound_s: float | None = None, question: str = "", refresh: bool = False):
+                 bound_s: float | None = None, question: str = "", refresh: bool = False, search_first: bool = False):
         super().__init__()
+        self.search_first = search_first
         self.cap_kwargs = cap_kwargs
         self.cap = cap
         self.recorder = recorder
@@ -111,7 +114,12 @@ class StageCalls(AgentMiddleware):
         return "StageCalls"
 
     def _capped(self, request):
-        return request.override(model_settings={**request.model_settings, **self.cap_kwargs})
+        """The step's request under the stage's cap; with ``search_first``, the agent's first step
+        (no search result among its messages yet) must call a tool."""
+        changes: dict[str, Any] = {"model_settings": {**request.model_settings, **self.cap_kwargs}}
+        if self.search_first and request.tools and not any(isinstance(m, ToolMessage) for m in request.messages):
+            changes["tool_choice"] = "any"
+        return request.override(**changes)
 
     def wrap_model_call(self, request, handler):
         with reply_cache.holding() as pending, reply_cache.refreshing(self.refresh):
@@ -209,9 +217,11 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
                     "trace": {"method": "react", **base, "steps": [], "evidence": []},
                     "retrieved_ids": [], "retrieved_titles": []}
         recorder = CallRecorder(role=P.AGENT.role, stage=P.AGENT.name, model=model_name(model), cap=cap)
+        search_first = params.search_first == "on" or (params.search_first == "auto" and rt.model_facts(model)[1])
+        base["search_first"] = search_first
         graph = create_agent(agent_model, tools, middleware=[
             StageCalls(cap_kwargs, cap, recorder, deadline_of(config), rt.request_bound(), question,
-                       refresh_of(config)),
+                       refresh_of(config), search_first=search_first),
             ModelCallLimitMiddleware(run_limit=params.max_steps, exit_behavior="end")], name="react_agent")
         run_config: RunnableConfig = merge_configs(config, {
             "callbacks": [recorder], "tags": P.AGENT.tags, "recursion_limit": 4 * params.max_steps + 8,
