@@ -24,7 +24,8 @@ continues where it stopped; the two model-free paths are shared by every model.
 
 **Results** (``--out``, default ``benchmarks/results/arm_model.json``), per model × set × path:
 questions, recall and perfect recall (percent), the recall difference of ``arm_model`` against
-``dense`` and against ``arm_replayed`` on the same questions with its 95 % paired bootstrap interval,
+``dense`` and against ``arm_replayed`` on the same questions with its 95 % paired bootstrap interval
+(:func:`atomgraph.evaluation.compare.paired_bootstrap`),
 model calls, prompt/completion tokens and seconds per question, and how often the model's replies
 are usable: keyword lists read (decomposition), keywords aligned to a corpus n-gram, verifications
 read (an unreadable one is left out of the vote).
@@ -35,8 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-import re
 import statistics
 import sys
 import time
@@ -55,10 +54,6 @@ PATHS = ("dense", "arm_replayed", "arm_model")
 K = 5
 
 
-def slug(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", model).strip("-") or "model"
-
-
 def spread(questions: list, n: int) -> list:
     """``n`` questions spread evenly over ``questions`` (every ``len // n``-th, from the first)."""
     step = max(1, len(questions) // n)
@@ -73,14 +68,6 @@ def read_records(path: Path) -> dict[str, dict]:
                 rec = json.loads(line)
                 out[rec["id"]] = rec
     return out
-
-
-def paired_interval(a: list[float], b: list[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95 % paired bootstrap interval of mean(a) − mean(b) (percent points)."""
-    rng = random.Random(seed)
-    n = len(a)
-    diffs = sorted(sum(a[i] - b[i] for i in (rng.randrange(n) for _ in range(n))) / n for _ in range(rounds))
-    return diffs[int(0.025 * rounds)], diffs[int(0.975 * rounds) - 1]
 
 
 def usable(records: list[dict]) -> dict[str, dict]:
@@ -118,6 +105,8 @@ def cell(records: list[dict]) -> dict:
 
 
 def summarize(work: Path, n: int) -> dict:
+    from atomgraph.evaluation.compare import paired_bootstrap
+
     results: dict = {}
     for model_dir in sorted(p for p in work.glob("*") if p.is_dir() and p.name != "_shared"):
         model = json.loads((model_dir / "model.json").read_text())["model"] if (model_dir / "model.json").exists() \
@@ -135,7 +124,7 @@ def summarize(work: Path, n: int) -> dict:
                 if len(both) >= 2:
                     a = [100 * recs["arm_model"][i]["scores"]["recall"] for i in both]
                     b = [100 * recs[other][i]["scores"]["recall"] for i in both]
-                    lo, hi = paired_interval(a, b)
+                    lo, hi = paired_bootstrap([x - y for x, y in zip(a, b)])
                     cells["arm_model"][f"recall_minus_{other}"] = {
                         "questions": len(both), "diff": round(statistics.fmean(a) - statistics.fmean(b), 1),
                         "ci95": [round(lo, 1), round(hi, 1)]}
@@ -182,6 +171,8 @@ def run(args) -> None:
     from atomgraph.warmup import warm_up
 
     work = Path(args.work)
+    from benchmarks.bench_instruct_comparison import slug  # the same folder name per model
+
     model_dir = work / slug(args.model)
     model_dir.mkdir(parents=True, exist_ok=True)
     (model_dir / "model.json").write_text(json.dumps({"model": args.model}) + "\n")
