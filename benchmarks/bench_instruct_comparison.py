@@ -16,7 +16,9 @@ every retrieving method reads it as its ``wikipedia`` source. KAR³ reads an ato
 the model under test (the ``kar3_index`` graph, the authors' atomizer prompt at temperature 0.7)
 over the supporting paragraphs of the questions run (its own chunk collection: a smaller corpus
 than the other methods search, stated in the results); the atomizing's calls, tokens and seconds
-are recorded as ``kar3_atoms``.
+are recorded as ``kar3_atoms``. ``rag_kar3_corpus`` is RAG over those same paragraphs (their own
+Chroma collection): KAR³'s difference is reported against it as well as against RAG over the
+whole corpus.
 
 **Runs.** Each dataset × method is one :func:`atomgraph.evaluation.runner.arun_eval` run directory
 (``WORK/runs/MODEL/DATASET/METHOD``, ``predictions.jsonl``): a killed run re-run continues where it
@@ -56,9 +58,12 @@ DEFAULT_MODEL = "local:qwen2.5-1.5b"
 DATASETS = {"hotpotqa": "hipporag-hotpotqa", "musique": "hipporag-musique"}
 # cheapest first: one call; a few calls; a loop or a tree of calls
 TIERS = (("standard", "cot", "rag"), ("iter_retgen", "ircot", "self_ask", "decomposed_rag", "react"),
-         ("kar3", "atomr"))
+         ("kar3", "rag_kar3_corpus", "atomr"))
 METHODS = tuple(m for tier in TIERS for m in tier)
 BASELINE = "rag"
+# KAR³ searches only the questions' supporting paragraphs: its fair baseline is RAG over those
+SAME_CORPUS = {"kar3": "rag_kar3_corpus"}
+SAME_CORPUS_METHOD = {"rag_kar3_corpus": "rag"}  # the method a same-corpus cell runs
 # steps of the comparison methods' traces that hold no model reply
 NO_REPLY_STEPS = {"retrieve", "search", "observation"}
 
@@ -208,6 +213,14 @@ def cell(records: Sequence[dict], baseline: Sequence[dict] | None, asked: int) -
     return out
 
 
+def add_same_corpus(cells: dict, recs: dict) -> None:
+    """KAR³'s F1 difference against RAG over its own paragraphs (``f1_vs_same_corpus_rag``),
+    where both cells have records."""
+    for method, base in SAME_CORPUS.items():
+        if recs.get(method) and recs.get(base) and method in cells:
+            cells[method]["f1_vs_same_corpus_rag"] = f1_against(recs[method], recs[base])
+
+
 # --- the summary ----------------------------------------------------------------------------
 
 def slug(model: str) -> str:
@@ -240,6 +253,7 @@ def summarize(work: Path, n: int) -> dict:
             recs = {m: _records(model_dir / key / m, wanted) for m in METHODS}
             base = recs.get(BASELINE) or None
             cells = {m: cell(rs, base, len(wanted)) for m, rs in recs.items() if rs}
+            add_same_corpus(cells, recs)
             atoms = model_dir / key / "kar3_atoms.json"
             if atoms.exists():
                 cells.setdefault("kar3", {})["atoms"] = json.loads(atoms.read_text())
@@ -260,6 +274,10 @@ def table(summary: dict, model: str) -> str:
             d = c.get("f1_vs_rag")
             diff = "—" if m == BASELINE else f"{d['difference']:+.1f} ({d['interval'][0]:+.1f}, {d['interval'][1]:+.1f})" \
                 if d else "n/a"
+            same = c.get("f1_vs_same_corpus_rag")
+            if same:  # against RAG over the same paragraphs, the comparison that holds
+                diff += (f"; vs {SAME_CORPUS[m]}: {same['difference']:+.1f} "
+                         f"({same['interval'][0]:+.1f}, {same['interval'][1]:+.1f})")
             rows.append(f"| {key} | {m} | {c['n']} | {c['em']} | {c['f1']} | {diff} | {c['llm_calls_per_question']} | "
                         f"{c['prompt_tokens_per_question']:.0f}+{c['completion_tokens_per_question']:.0f} | "
                         f"{c['seconds_per_question']} |")
@@ -321,15 +339,33 @@ def ensure_index(key: str, work: Path, settings) -> None:
     print(f"index {DATASETS[key]}: {stats.summary()}", file=sys.stderr, flush=True)
 
 
+async def write_kar3_corpus(key: str, questions: list, model_dir: Path) -> tuple[Path, list[dict]]:
+    """The supporting paragraphs of ``questions`` as ``MODEL/DATASET/kar3_corpus.jsonl``."""
+    passages = supporting_passages(key, [e.id for e in questions])
+    corpus = model_dir / key / "kar3_corpus.jsonl"
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    corpus.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages), encoding="utf-8")
+    return corpus, passages
+
+
+def same_corpus_settings(key: str, questions: list, model_dir: Path, work: Path, settings):
+    """Settings whose ``wikipedia`` source is a Chroma collection of KAR³'s paragraphs only
+    (``kar3-DATASET-paragraphs``, indexed on first use)."""
+    from atomgraph.tools.ingest import ingest
+
+    corpus, _ = write_kar3_corpus(key, questions, model_dir)
+    collection = f"kar3-{key}-paragraphs"
+    stats = ingest([corpus], collection, settings=settings, persist=str(work / "chroma"), progress=False)
+    print(f"index {collection}: {stats.summary()}", file=sys.stderr, flush=True)
+    return settings.model_copy(update={"chroma_collection": collection})
+
+
 async def ensure_atoms(key: str, questions: list, model_dir: Path, settings) -> dict:
     """KAR³'s atom index over the supporting paragraphs of ``questions``, atomized by the model
     under test (resumable: chunks already atomized are skipped); its cost, summed over runs."""
     from atomgraph.graphs.kar3_index import build_kar3_index_graph
 
-    passages = supporting_passages(key, [e.id for e in questions])
-    corpus = model_dir / key / "kar3_corpus.jsonl"
-    corpus.parent.mkdir(parents=True, exist_ok=True)
-    corpus.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in passages), encoding="utf-8")
+    corpus, passages = write_kar3_corpus(key, questions, model_dir)
     settings = settings.model_copy(update={"data_dirs": [*settings.data_dirs, str(corpus.parent)]})
     path = model_dir / key / "kar3_atoms.json"
     before = json.loads(path.read_text()) if path.exists() else {}
@@ -361,7 +397,7 @@ async def run_cell(method: str, key: str, questions: list, model_dir: Path, sett
         # complete: nothing to run (a run.json written by older code may list fewer settings)
         print(f"{method} {key}: complete ({len(questions)} questions), not run again", file=sys.stderr, flush=True)
         return
-    await arun_eval(method, questions, run_dir, settings=settings, dataset_name=DATASETS[key],
+    await arun_eval(SAME_CORPUS_METHOD.get(method, method), questions, run_dir, settings=settings, dataset_name=DATASETS[key],
                     concurrency=1, progress=False, resume=True, deadline_s=deadline, on_record=show)
 
 
@@ -385,8 +421,11 @@ async def run_all(args) -> None:
                     indexed.add(key)
                 if method == "kar3" and not args.skip_atoms:
                     await ensure_atoms(key, questions, model_dir, settings)
+                cell_settings = settings
+                if method in SAME_CORPUS_METHOD:
+                    cell_settings = same_corpus_settings(key, questions, model_dir, work, settings)
                 t0 = time.perf_counter()
-                await run_cell(method, key, questions, model_dir, settings, args.deadline)
+                await run_cell(method, key, questions, model_dir, cell_settings, args.deadline)
                 result = write_summary(args)
                 print(f"cell {method} {key} done in {time.perf_counter() - t0:.0f}s; "
                       + "; ".join(result["cells"]), file=sys.stderr, flush=True)

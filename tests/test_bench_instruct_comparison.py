@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from benchmarks.bench_instruct_comparison import (cell, cells_state, f1_against, select_questions, stage_usability, table,
-                                                  usability_table)
+from benchmarks.bench_instruct_comparison import (add_same_corpus, cell, cells_state, f1_against, select_questions,
+                                                  stage_usability, table, usability_table)
 from benchmarks.bench_local_prompting import demo_questions
 
 
@@ -75,3 +75,20 @@ def test_table_shows_complete_cells_only():
     assert "| hotpotqa | rag | 3 | 0.0 | 50.0 | — |" in text and "cot" not in text
     assert "| hotpotqa | rag | 3 | answered 3/3; answered_by_method 3/3 |" in usability_table(summary, "m")
     assert cells_state(summary) == ["m hotpotqa cot: partial (2 of 3)", "m hotpotqa rag: complete (3 of 3)"]
+
+
+def test_kar3_is_also_compared_with_rag_over_its_own_paragraphs():
+    rag = [_rec(i, 0.5) for i in range(3)]
+    same = [_rec(i, 0.75) for i in range(3)]
+    kar3 = [_rec(i, 1.0) for i in range(3)]
+    recs = {"rag": rag, "kar3": kar3, "rag_kar3_corpus": same}
+    cells = {m: cell(rs, rag, 3) for m, rs in recs.items()}
+    add_same_corpus(cells, recs)
+    assert cells["kar3"]["f1_vs_rag"]["difference"] == 50.0
+    assert cells["kar3"]["f1_vs_same_corpus_rag"] == {"n": 3, "difference": 25.0, "interval": [25.0, 25.0]}
+    text = table({"m": {"hotpotqa": cells}}, "m")
+    assert "| hotpotqa | kar3 | 3 | 100.0 | 100.0 | +50.0 (+50.0, +50.0); vs rag_kar3_corpus: +25.0 (+25.0, +25.0) |" in text
+    assert "| hotpotqa | rag_kar3_corpus | 3 |" in text
+    del recs["rag_kar3_corpus"], cells["kar3"]["f1_vs_same_corpus_rag"]
+    add_same_corpus(cells, recs)  # without the same-corpus run: no such figure
+    assert "f1_vs_same_corpus_rag" not in cells["kar3"]
