@@ -76,6 +76,7 @@ class RunResult:
     workers: int = 1  # processes that answered the questions
     unfinished: list[str] = field(default_factory=list)  # ids left unrecorded: their worker process ended
     worker_failures: list[str] = field(default_factory=list)  # each worker that ended early, and how
+    embedding_runtimes: list[dict] = field(default_factory=list)  # what ran the workers' embedding models
 
     @property
     def all_failed(self) -> bool:
@@ -820,6 +821,10 @@ async def _run_locked(method: str, examples: list[Example], out: Path, opts: Eva
     pool = None
     if pooled and todo:
         new, pool = await run.in_workers(todo, pred_path, len(examples) - len(todo), settings)
+        if pool.runtimes:  # each worker loaded its own embedding models: what ran them, in run.json
+            meta.setdefault("run", {})["embedding_runtime"] = pool.runtimes[0] if len(pool.runtimes) == 1 \
+                else pool.runtimes
+            (out / RUN_META).write_text(json.dumps(jsonable(meta), indent=2), encoding="utf-8")
     else:
         new = await run.all(todo, pred_path, len(examples) - len(todo))
     return RunResult(
@@ -831,6 +836,7 @@ async def _run_locked(method: str, examples: list[Example], out: Path, opts: Eva
         kept_errors=sum(1 for r in existing if str(r.get("id")) in wanted and r.get("error")),
         workers=opts.workers, unfinished=list(pool.unfinished) if pool else [],
         worker_failures=list(pool.failures) if pool else [],
+        embedding_runtimes=list(pool.runtimes) if pool else [],
     )
 
 
@@ -911,6 +917,7 @@ class _Examples:
         new: list[dict] = []
         bar = _progress_bar(skipped + len(todo), skipped, self.method, self.dataset) if self.opts.progress else None
         build = functools.partial(_worker_graph, self.method, self.opts.model, self.opts.sources, settings)
+        warm = functools.partial(_worker_warm, self.method, self.opts.model, self.opts.sources, settings)
         answer = functools.partial(_run_one, method=self.method, dataset=self.dataset, prices=self.prices,
                                    timeout_s=self.opts.timeout_s, deadline_s=self.opts.deadline_s,
                                    run_context=self.run_context, durable=False)
@@ -920,11 +927,21 @@ class _Examples:
                 outcome = await asyncio.to_thread(
                     run_pool, todo, workers=self.opts.workers, concurrency=self.opts.concurrency, build=build,
                     answer=answer, on_record=lambda rec: self._keep(writer, rec, new, bar), sealed=sealed(),
-                    data_dir=shared_data_dir())
+                    data_dir=shared_data_dir(), warm=warm)
             finally:
                 if bar is not None:
                     bar.close()
         return new, outcome
+
+
+def _worker_warm(method: str, model: Any, sources: Any, settings: Settings) -> list[dict]:
+    """A worker process's start (:mod:`atomgraph.evaluation.workers`): the models and indexes its
+    questions use, loaded before its first question; what runs its local embedding models."""
+    from atomgraph.warmup import warm_up
+
+    runtimes: list[dict] = []
+    warm_up(method, settings, model, sources, show=False, runtimes=runtimes)
+    return runtimes
 
 
 def _worker_graph(method: str, model: Any, sources: Any, settings: Settings):

@@ -51,6 +51,7 @@ class PoolOutcome:
     unfinished: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     workers: int = 0
+    runtimes: list[dict] = field(default_factory=list)  # what ran each worker's local embedding models, each once
 
 
 def shares(concurrency: int, workers: int) -> list[int]:
@@ -90,11 +91,12 @@ def _worker_main(tasks, results, spec: dict) -> None:
         if spec.get("data_dir"):
             stack.enter_context(explicit_data_dir(spec["data_dir"]))
         try:
+            runtimes = spec["warm"]() if spec.get("warm") else []
             graph = spec["build"]()
         except BaseException as exc:  # noqa: BLE001 - said to the run's process, which records it
             _send(results, ("failed", f"{type(exc).__name__}: {exc}"[:1000]))
             return
-        _send(results, ("ready", os.getpid()))
+        _send(results, ("ready", os.getpid(), runtimes))
         asyncio.run(_serve(tasks, results, graph, spec["answer"]))
 
 
@@ -164,19 +166,21 @@ def _ended(process) -> str:
 
 
 def run_pool(todo: list, *, workers: int, concurrency: int, build: Callable[[], Any], answer: Callable,
-             on_record: Callable[[dict], None], sealed: bool = False, data_dir: Any = None) -> PoolOutcome:
+             on_record: Callable[[dict], None], sealed: bool = False, data_dir: Any = None,
+             warm: Callable[[], list[dict]] | None = None) -> PoolOutcome:
     """Answer ``todo`` (examples) in ``workers`` spawned processes, ``concurrency`` in flight in all.
-    ``build()`` (run in each worker) returns the graph; ``answer(graph, example)`` (a coroutine
-    function, run in the worker) returns the record. ``on_record`` is called here, in this process,
-    once per record as it arrives (it writes it). Both callables must pickle (module-level functions
-    or :func:`functools.partial` of them)."""
+    ``warm()`` (run in each worker first, where given) loads what the questions will use and returns
+    its embedding runtime records (``PoolOutcome.runtimes``); ``build()`` (run in each worker) returns
+    the graph; ``answer(graph, example)`` (a coroutine function, run in the worker) returns the record.
+    ``on_record`` is called here, in this process, once per record as it arrives (it writes it). The
+    callables must pickle (module-level functions or :func:`functools.partial` of them)."""
     import multiprocessing
     from multiprocessing.connection import wait
 
     from atomgraph.progress import say
 
     ctx = multiprocessing.get_context("spawn")
-    spec = {"build": build, "answer": answer, "sealed": sealed, "data_dir": data_dir}
+    spec = {"build": build, "answer": answer, "sealed": sealed, "data_dir": data_dir, "warm": warm}
     queue = deque(todo)
     outcome = PoolOutcome(workers=workers)
     pool: list[_Worker] = []
@@ -207,6 +211,9 @@ def run_pool(todo: list, *, workers: int, concurrency: int, build: Callable[[], 
             kind = message[0]
             if kind == "ready":
                 w.ready = True
+                for record in message[2] if len(message) > 2 else []:
+                    if record not in outcome.runtimes:
+                        outcome.runtimes.append(record)
                 say(f"  worker {w.number} of {workers}: process {message[1]}, up to {w.share} question(s) at a time")
             elif kind == "failed":
                 outcome.failures.append(f"worker {w.number} could not start: {message[1]}")

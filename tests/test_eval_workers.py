@@ -143,3 +143,27 @@ def test_workers_share_the_concurrency_and_refuse_what_they_cannot_run(tmp_path)
 
     with pytest.raises(ConfigError, match="cannot receive the model"):
         run_eval("cot", [], tmp_path / "d", EvalOptions(model=Unsendable(default="x"), workers=2, progress=False))
+
+
+def test_each_worker_loads_its_embedding_model_before_its_questions_and_run_json_says_what_ran_it(tmp_path):
+    """A retrieving method in two workers: each loads the embedding model at its start (warm-up, not in its
+    first question), and ``run.json``'s ``run.embedding_runtime`` names the runtime the workers used."""
+    from atomgraph.settings import Settings
+    from atomgraph.tools.ingest import ingest
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"title": f"Item {i}", "text": f"Item number {i} is item {i}."}) + "\n"
+                              for i in range(4)))
+    settings = Settings(cache=False, chroma_path=str(tmp_path / "chroma"), sources=["wikipedia"])
+    ingest([corpus], settings.chroma_collection, settings=settings, progress=False)
+    data, _ = _files(tmp_path, latency_s=0.0)
+    model = ScriptedChatModel(rules=[(rf"item number {i}\?", f"So the answer is: item {i}") for i in range(N)],
+                              default="So the answer is: ?")
+    out = tmp_path / "run"
+    result = run_eval("rag", str(data), out, EvalOptions(model=model, settings=settings, workers=2, concurrency=2,
+                                                          limit=4, progress=False))
+    assert result.finished == 4 and not result.unfinished and not result.worker_failures, result.worker_failures
+    assert [r["metrics"]["f1"] for r in result.records] == [1.0] * 4
+    (record,) = result.embedding_runtimes  # the same in both workers: recorded once
+    assert record["model"] == "sentence-transformers/all-MiniLM-L6-v2" and record["used"] == record["wanted"], record
+    assert json.loads((out / "run.json").read_text())["run"]["embedding_runtime"] == record

@@ -464,6 +464,7 @@ def test_eval_run_on_the_server_resumes_after_kill_9(langgraph_server, tmp_path)
     assert set(_runs_per_thread(langgraph_server, records).values()) == {1}, "an example ran twice on the server"
     meta = json.loads((out / "run.json").read_text())
     assert meta["server"] == str(langgraph_server.base_url) and meta["fingerprint"]["models"]["model"] == MODEL
+    assert "embedding_runtime" not in meta.get("run", {})  # closed-book: no embedding model anywhere
 
 
 async def test_server_runs_in_flight_or_finished_are_joined_or_read_back(langgraph_server, tmp_path):

@@ -315,6 +315,10 @@ def _run(args) -> int:
     if args.server:
         server = {"server": args.server, "server_context": server_context(args, settings),
                   "server_api_key": args.server_api_key or os.environ.get("LANGGRAPH_API_KEY")}
+        from atomgraph.warmup import CLOSED_BOOK
+
+        if args.method not in CLOSED_BOOK:  # the server's processes load and run the embedding models
+            args.run_info["embedding_runtime"] = SERVER_RUNTIME
     elif args.workers <= 1 and (_named_dataset(args.dataset) or Path(args.dataset).is_file()):
         # the models and indexes load here, once, not in the first questions (each of N workers loads its own);
         # a missing dataset file: the run's one-line error, nothing loaded first
@@ -336,6 +340,8 @@ def _run(args) -> int:
         recipe=recipe.name if recipe is not None else None,
         run_info=getattr(args, "run_info", None), **server,
     ))
+    if result.embedding_runtimes:  # each worker process loaded its own: recorded in run.json by the run
+        fallback = _fallback_line(result.embedding_runtimes)
     retried = f" ({result.retried} errored examples run again)" if result.retried else ""
     o = result.outcome or {}
     if o.get("answered") and o.get("answered_by_fallback") == o.get("answered"):
@@ -377,12 +383,21 @@ def _run(args) -> int:
     return 0
 
 
+# what ``run.json`` says runs a served run's embedding models: the server's log says which runtime
+SERVER_RUNTIME = {"used": "the server's", "why": "--server: the questions run on the server"}
+
+
 def _record_embedding_runtime(args, runtimes: list[dict]) -> str:
     """What runs the run's local embedding models (``runtimes``, from its warm-up) goes into ``run.json``
     (``run.embedding_runtime``: model, wanted, used, why); a fallback (onnxruntime wanted,
     sentence-transformers used) is also returned as the line the run's summary shows ("" when none)."""
     if runtimes:
         args.run_info["embedding_runtime"] = runtimes[0] if len(runtimes) == 1 else runtimes
+    return _fallback_line(runtimes)
+
+
+def _fallback_line(runtimes: list[dict]) -> str:
+    """The runtimes that are not the ones wanted, as one line ("" when none)."""
     return "; ".join(f"the embedding model {r['model']} ran on {r['used']}, not {r['wanted']} ({r['why']})"
                      for r in runtimes if r["used"] != r["wanted"])
 
