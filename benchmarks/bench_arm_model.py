@@ -33,7 +33,6 @@ read (an unreadable one is left out of the vote).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -48,7 +47,6 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ATOMGRAPH_SHARED_DATA", str(REPO.parent / "shared" / "data"))) / "retrieval"
 WORK = REPO / ".atomgraph" / "arm_model"
 OUT = REPO / "benchmarks" / "results" / "arm_model.json"
-DEFAULT_MODEL = "local:qwen2.5-1.5b"
 SETS = ("spider", "hotpotqa", "musique")
 PATHS = ("dense", "arm_replayed", "arm_model")
 K = 5
@@ -224,15 +222,10 @@ def write_summary(args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=DEFAULT_MODEL,
-                    help="the model of every ARM role (default local:qwen2.5-1.5b; 'local' is the bundled Gemma-3-270M; "
-                         "a served model's name with OPENAI_BASE_URL set)")
+    from benchmarks.bench_instruct_comparison import model_run_parser
+
+    ap = model_run_parser(__doc__, WORK, OUT, "set")
     ap.add_argument("--datasets", default=",".join(SETS), help="comma-separated: spider, hotpotqa, musique")
-    ap.add_argument("--n", type=int, default=30, help="questions per set (default 30)")
-    ap.add_argument("--work", default=str(WORK), help="the per-question records")
-    ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--summary", action="store_true", help="rebuild the results file from the records only")
     args = ap.parse_args(argv)
     args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
     bad = [d for d in args.datasets if d not in SETS]

@@ -431,21 +431,28 @@ async def run_all(args) -> None:
                       + "; ".join(result["cells"]), file=sys.stderr, flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def model_run_parser(doc: str, work: Path, out: Path, n_of: str) -> argparse.ArgumentParser:
+    """The options every model benchmark of this kind takes: ``--model``, ``--n`` (per ``n_of``),
+    ``--work`` (its resumable records), ``--out`` and ``--summary``; the caller adds its own."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--model", default=DEFAULT_MODEL,
                     help="the model of every role (default local:qwen2.5-1.5b; 'local' is the bundled Gemma-3-270M; "
                          "a served model's name with OPENAI_BASE_URL set)")
+    ap.add_argument("--n", type=int, default=30, help=f"questions per {n_of} (default 30)")
+    ap.add_argument("--work", default=str(work), help="the resumable records (run directories, stores)")
+    ap.add_argument("--out", default=str(out))
+    ap.add_argument("--summary", action="store_true", help="rebuild the results file from the records only")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = model_run_parser(__doc__, WORK, OUT, "dataset")
     ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated, run cheapest first")
     ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated: hotpotqa, musique")
-    ap.add_argument("--n", type=int, default=30, help="questions per dataset (default 30)")
     ap.add_argument("--deadline", type=float, default=None,
                     help="seconds a question may take before its model calls are refused (default: none)")
     ap.add_argument("--skip-atoms", action="store_true",
                     help="KAR³ over the atom index already built (no atomizing in this run)")
-    ap.add_argument("--work", default=str(WORK), help="run directories and the Chroma folder")
-    ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--summary", action="store_true", help="rebuild the results file from the run directories only")
     args = ap.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]

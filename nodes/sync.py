@@ -66,9 +66,11 @@ def run_sync(coro):
         running = None
     ctx = contextvars.copy_context()
     ctx.run(_SYNC_RUN.set, True)
-    if running is loop:
+    if running is loop:  # its own loop's HTTP clients closed with it (atomgraph.loop_clients)
+        from atomgraph.loop_clients import closing_clients
+
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(ctx.run, asyncio.run, coro).result()
+            return pool.submit(ctx.run, asyncio.run, closing_clients(coro)).result()
     done: concurrent.futures.Future = concurrent.futures.Future()
     tasks: list[asyncio.Task] = []
 

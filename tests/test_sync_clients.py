@@ -196,14 +196,35 @@ def test_a_model_with_its_own_async_client_is_left_alone(keep_alive_server):
     assert not is_loop_local(plain.root_async_client._client)
 
 
+COLLECT = """
+import asyncio
+import gc
+
+
+def collect_on_another_loop():  # the garbage collector running while another loop runs, as in a longer script
+    async def collect():
+        gc.collect()
+        await asyncio.sleep(0.2)
+
+    asyncio.run(collect())
+    gc.collect()
+"""
+
+
+def _run_quietly(script: Path, body: str) -> None:
+    """Run ``body`` as a script (with ``collect_on_another_loop``): it succeeds, and no connection is
+    closed on a loop that has ended."""
+    script.write_text(COLLECT + body)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Event loop is closed" not in out.stderr and "never retrieved" not in out.stderr, out.stderr[-2000:]
+
+
 def test_run_eval_twice_in_one_script_closes_its_connections_on_its_own_loop(keep_alive_server, tmp_path):
     """A script running ``run_eval`` twice (two ``asyncio.run``): the first run's connections are
     closed before its loop ends (``closing_clients``), so no client collected later tries to close
     them on the second run's loop ("Task exception was never retrieved ... Event loop is closed")."""
-    script = tmp_path / "twice.py"
-    script.write_text(f"""
-import asyncio
-import gc
+    _run_quietly(tmp_path / "twice.py", f"""
 from atomgraph.evaluation.datasets import Example
 from atomgraph.evaluation.runner import EvalOptions, run_eval
 from atomgraph.settings import Settings
@@ -213,14 +234,33 @@ settings = Settings(model="local-served", openai_base_url={keep_alive_server!r},
 for i in range(3):
     run_eval("standard", [Example(id=f"q{{i}}", question={QUESTION!r}, answers=[{ANSWER!r}])],
              {str(tmp_path)!r} + f"/run{{i}}", EvalOptions(settings=settings, progress=False, dataset_name="t"))
-
-    async def collect():  # the garbage collector running while another loop runs, as in a longer script
-        gc.collect()
-        await asyncio.sleep(0.2)
-
-    asyncio.run(collect())
-    gc.collect()
+    collect_on_another_loop()
 """)
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "Event loop is closed" not in out.stderr and "never retrieved" not in out.stderr, out.stderr[-2000:]
+
+
+def test_a_sync_call_nested_in_the_sync_loop_closes_its_own_loops_connections(keep_alive_server, tmp_path):
+    """A sync call made from the sync loop's own thread (a sync graph call inside a node) runs on a
+    loop of its own in a helper thread; that loop's connections close with it, so none is left for
+    the garbage collector to close on another loop."""
+    _run_quietly(tmp_path / "nested.py", f"""
+import asyncio
+from langchain_openai import ChatOpenAI
+from atomgraph.loop_clients import loop_safe
+from atomgraph.nodes.sync import run_sync, sync_loop
+
+model = loop_safe(ChatOpenAI(model="local-served", base_url={keep_alive_server!r}, api_key="x", max_retries=0))
+
+used = []
+
+async def inner():
+    used.append(model.root_async_client._client.for_running_loop())  # the nested loop's own client
+    return (await model.ainvoke("Who directed Kuhle Wampe?")).content
+
+async def outer():  # on the sync loop's thread: run_sync takes its nested path
+    return run_sync(inner())
+
+for i in range(3):
+    assert {ANSWER!r} in asyncio.run_coroutine_threadsafe(outer(), sync_loop()).result(60)
+    assert used[-1].is_closed, "the nested loop ended with its client open"
+    collect_on_another_loop()
+""")

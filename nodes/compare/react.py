@@ -30,7 +30,6 @@ from typing import Any, Awaitable, Callable
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, StructuredTool
 
 from atomgraph import cache as reply_cache
@@ -38,7 +37,7 @@ from atomgraph.models import cap_output, model_name
 from atomgraph.state.run import Evidence, RetrieverCall, check_question, render_evidence
 from atomgraph.nodes.compare.common import hits
 from atomgraph.nodes.call import (CallRecorder, Reply, cut_message, deadline_of, message_text, model_call,
-                                  model_call_sync, read_reply, refresh_of)
+                                  model_call_sync, read_reply, refresh_of, stage_config)
 from atomgraph.nodes.runtime import MethodRuntime
 from atomgraph.nodes.sync import call_model, run_sync
 from atomgraph.prompts.compare import react as P
@@ -223,9 +222,8 @@ def make_agent_node(rt: MethodRuntime) -> Callable:
             StageCalls(cap_kwargs, cap, recorder, deadline_of(config), rt.request_bound(), question,
                        refresh_of(config), search_first=search_first),
             ModelCallLimitMiddleware(run_limit=params.max_steps, exit_behavior="end")], name="react_agent")
-        run_config: RunnableConfig = merge_configs(config, {
-            "callbacks": [recorder], "tags": P.AGENT.tags, "recursion_limit": 4 * params.max_steps + 8,
-            "metadata": {"atomgraph_role": P.AGENT.role, "atomgraph_cap": cap}})
+        run_config: RunnableConfig = {**stage_config(config, P.AGENT, recorder, cap),
+                                      "recursion_limit": 4 * params.max_steps + 8}
         messages: list[BaseMessage] = P.AGENT.prompt.format_messages(question=question)
         stopped = error = None
         try:
