@@ -296,6 +296,28 @@ def usability_table(summary: dict, model: str) -> str:
     return "\n".join(rows)
 
 
+def models_usability_table(summary: dict) -> str:
+    """Per dataset × method × stage, each model's usable replies side by side (``usable / replies``,
+    its rate), for the cells every model has run (complete or not: n shown)."""
+    models = list(summary)
+    if len(models) < 2:
+        return ""
+    rows = ["| dataset | method | stage | " + " | ".join(models) + " |", "|---|---|---|" + "---|" * len(models)]
+    for key in DATASETS:
+        for m in METHODS:
+            cells = [((summary[model].get(key) or {}).get(m) or {}) for model in models]
+            if not all("usability" in c for c in cells):
+                continue
+            stages = list(dict.fromkeys(st for c in cells for st in c["usability"]))
+            for st in stages:
+                shown = []
+                for c in cells:
+                    u = c["usability"].get(st)
+                    shown.append(f"{u['usable']}/{u['replies']} ({u['rate']:.0f} %)" if u and u["replies"] else "—")
+                rows.append(f"| {key} | {m} (n {'/'.join(str(c['n']) for c in cells)}) | {st} | " + " | ".join(shown) + " |")
+    return "\n".join(rows)
+
+
 def cells_state(summary: dict) -> list[str]:
     """One line per cell: complete, or n of asked."""
     lines = []
@@ -468,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(result["cells"]))
     for model in result["results"]:
         print(f"\n{model}\n{table(result['results'], model)}\n\n{usability_table(result['results'], model)}")
+    side_by_side = models_usability_table(result["results"])
+    if side_by_side:
+        print(f"\nusable replies, model by model\n{side_by_side}")
     return 0
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from benchmarks.bench_instruct_comparison import (add_same_corpus, cell, cells_state, f1_against, select_questions,
-                                                  stage_usability, table, usability_table)
+from benchmarks.bench_instruct_comparison import (add_same_corpus, cell, cells_state, f1_against, models_usability_table,
+                                                  select_questions, stage_usability, table, usability_table)
 from benchmarks.bench_local_prompting import demo_questions
 
 
@@ -92,3 +92,14 @@ def test_kar3_is_also_compared_with_rag_over_its_own_paragraphs():
     del recs["rag_kar3_corpus"], cells["kar3"]["f1_vs_same_corpus_rag"]
     add_same_corpus(cells, recs)  # without the same-corpus run: no such figure
     assert "f1_vs_same_corpus_rag" not in cells["kar3"]
+
+
+def test_models_side_by_side_show_each_stage_of_the_cells_both_ran():
+    ok = _rec(0, 1.0)
+    failed = {**_rec(1, 0.0), "predicted": "", "error": "unreadable"}
+    big, small = cell([ok, ok], None, 2), cell([ok, failed], None, 2)
+    summary = {"qwen": {"hotpotqa": {"rag": big, "cot": big}}, "gemma": {"hotpotqa": {"rag": small}}}
+    text = models_usability_table(summary)
+    assert "| hotpotqa | rag (n 2/2) | answered | 2/2 (100 %) | 1/2 (50 %) |" in text
+    assert "cot" not in text  # only one model ran it
+    assert models_usability_table({"qwen": summary["qwen"]}) == ""
