@@ -3,7 +3,7 @@ HippoRAG's HotpotQA and MuSiQue closed corpora, with the model's per-stage usabi
 
     nice python -m benchmarks.bench_instruct_comparison [--model local:qwen2.5-1.5b] [--n 30]
         [--methods standard,cot,...] [--datasets hotpotqa,musique] [--work DIR] [--out FILE]
-    nice python -m benchmarks.bench_instruct_comparison --model local --methods atomr,kar3   # the 270M row
+    nice python -m benchmarks.bench_instruct_comparison --model local --methods rag,atomr,kar3   # the 270M row
     nice python -m benchmarks.bench_instruct_comparison --summary                            # tables only
 
 **Questions.** Per dataset, the first ``--n`` questions of ``hipporag-{hotpotqa,musique}`` that

@@ -134,8 +134,14 @@ LOCAL = (
     Step("instruct_comparison", "benchmarks.bench_instruct_comparison",
          ("--model", "local:qwen2.5-1.5b", "--n", "30", "--out", _out("instruct_comparison.json")),
          ("instruct_comparison.json",)),
+    # the bundled 270M base model's row: RAG, ATOMR and KAR³ on the same questions (the same results file)
+    Step("instruct_comparison_270m", "benchmarks.bench_instruct_comparison",
+         ("--model", "local", "--methods", "rag,atomr,kar3", "--n", "30", "--out", _out("instruct_comparison.json")),
+         ("instruct_comparison.json",)),
     Step("arm_model", "benchmarks.bench_arm_model",
          ("--model", "local:qwen2.5-1.5b", "--n", "30", "--out", _out("arm_model.json")), ("arm_model.json",)),
+    Step("arm_model_270m", "benchmarks.bench_arm_model",
+         ("--model", "local", "--n", "30", "--out", _out("arm_model.json")), ("arm_model.json",)),
 )
 
 GROUPS = {"bench": BENCH, "arm": ARM, "local": LOCAL}
