@@ -361,7 +361,7 @@ def ensure_index(key: str, work: Path, settings) -> None:
     print(f"index {DATASETS[key]}: {stats.summary()}", file=sys.stderr, flush=True)
 
 
-async def write_kar3_corpus(key: str, questions: list, model_dir: Path) -> tuple[Path, list[dict]]:
+def write_kar3_corpus(key: str, questions: list, model_dir: Path) -> tuple[Path, list[dict]]:
     """The supporting paragraphs of ``questions`` as ``MODEL/DATASET/kar3_corpus.jsonl``."""
     passages = supporting_passages(key, [e.id for e in questions])
     corpus = model_dir / key / "kar3_corpus.jsonl"

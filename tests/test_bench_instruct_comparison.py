@@ -3,6 +3,7 @@ per-stage usability read from traces, and which cells its table shows (no model,
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 from benchmarks.bench_instruct_comparison import (add_same_corpus, cell, cells_state, f1_against, models_usability_table,
@@ -103,3 +104,24 @@ def test_models_side_by_side_show_each_stage_of_the_cells_both_ran():
     assert "| hotpotqa | rag (n 2/2) | answered | 2/2 (100 %) | 1/2 (50 %) |" in text
     assert "cot" not in text  # only one model ran it
     assert models_usability_table({"qwen": summary["qwen"]}) == ""
+
+
+def test_kar3_corpus_holds_the_supporting_paragraphs_of_the_questions_run(tmp_path, shared_data):
+    from atomgraph.evaluation.datasets import load_dataset
+    from benchmarks.bench_instruct_comparison import write_kar3_corpus
+
+    questions = select_questions(load_dataset("hipporag-hotpotqa"), 2)
+    path, passages = write_kar3_corpus("hotpotqa", questions, tmp_path)
+    assert path == tmp_path / "hotpotqa" / "kar3_corpus.jsonl"
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert lines == passages and 2 <= len(lines) <= 8 and all(p["title"] and p["text"] for p in lines)
+    # RAG over those paragraphs: their own Chroma collection, named in the cell's settings
+    import chromadb
+
+    from benchmarks.bench_instruct_comparison import same_corpus_settings, settings_for
+
+    settings = same_corpus_settings("hotpotqa", questions, tmp_path, tmp_path,
+                                    settings_for("local", "hotpotqa", tmp_path))
+    assert settings.chroma_collection == "kar3-hotpotqa-paragraphs" and settings.chroma_path == str(tmp_path / "chroma")
+    assert chromadb.PersistentClient(str(tmp_path / "chroma")).get_collection(settings.chroma_collection).count() \
+        >= len(passages)
