@@ -14,8 +14,8 @@ the same for every method and model.
 (:func:`atomgraph.tools.ingest.ingest`, MiniLM) into an embedded Chroma folder under ``--work``;
 every retrieving method reads it as its ``wikipedia`` source. KAR³ reads an atom index built by
 the model under test (the ``kar3_index`` graph, the authors' atomizer prompt at temperature 0.7)
-over the supporting paragraphs of the questions run (its own chunk collection: a smaller corpus
-than the other methods search, stated in the results); the atomizing's calls, tokens and seconds
+over the supporting paragraphs of the questions run (its own chunk collection per model,
+``kar3-MODEL-DATASET``: a smaller corpus than the other methods search, stated in the results); the atomizing's calls, tokens and seconds
 are recorded as ``kar3_atoms``. ``rag_kar3_corpus`` is RAG over those same paragraphs (their own
 Chroma collection): KAR³'s difference is reported against it as well as against RAG over the
 whole corpus.
@@ -350,7 +350,13 @@ def settings_for(model: str, key: str, work: Path):
     from atomgraph.settings import Settings
 
     return Settings(model=model, sources=["wikipedia"], chroma_path=str(work / "chroma"),
-                    chroma_collection=DATASETS[key], cache=False, kar3={"collection": f"kar3-{key}"})
+                    chroma_collection=DATASETS[key], cache=False, kar3={"collection": kar3_collection(model, key)})
+
+
+def kar3_collection(model: str, key: str) -> str:
+    """KAR³'s chunk collection (its atoms in ``NAME_atoms``) for ``model`` on ``key``: each model
+    reads the atoms it wrote itself."""
+    return f"kar3-{slug(model)}-{key}"
 
 
 def ensure_index(key: str, work: Path, settings) -> None:
@@ -393,7 +399,7 @@ async def ensure_atoms(key: str, questions: list, model_dir: Path, settings) -> 
     before = json.loads(path.read_text()) if path.exists() else {}
     t0 = time.perf_counter()
     graph = build_kar3_index_graph(settings=settings, progress=False)
-    out = await graph.ainvoke({"inputs": [str(corpus)], "collection": f"kar3-{key}"},
+    out = await graph.ainvoke({"inputs": [str(corpus)], "collection": settings.kar3.collection},
                               context={"format": "jsonl", "atomizer_concurrency": 1, "write_batch": 2})
     stats = out.get("stats") or {}
     spent = {k: int(stats.get(k) or 0) + int(before.get(k) or 0)

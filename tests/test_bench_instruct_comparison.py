@@ -4,6 +4,7 @@ per-stage usability read from traces, and which cells its table shows (no model,
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 from benchmarks.bench_instruct_comparison import (add_same_corpus, cell, cells_state, f1_against, models_usability_table,
@@ -125,3 +126,10 @@ def test_kar3_corpus_holds_the_supporting_paragraphs_of_the_questions_run(tmp_pa
     assert settings.chroma_collection == "kar3-hotpotqa-paragraphs" and settings.chroma_path == str(tmp_path / "chroma")
     assert chromadb.PersistentClient(str(tmp_path / "chroma")).get_collection(settings.chroma_collection).count() \
         >= len(passages)
+
+
+def test_each_model_reads_the_kar3_atoms_it_wrote():
+    from benchmarks.bench_instruct_comparison import settings_for
+
+    qwen, gemma = (settings_for(m, "musique", Path("w")).kar3.collection for m in ("local:qwen2.5-1.5b", "local"))
+    assert qwen == "kar3-local-qwen2.5-1.5b-musique" and gemma == "kar3-local-musique"
