@@ -362,6 +362,23 @@ def test_a_sibling_repeating_another_under_a_new_number_is_dropped_and_its_numbe
     assert other.nodes[0].children == [1, 2]
 
 
+def test_a_repeat_listed_twice_is_dropped_once():
+    """A small model's list that runs on and names the same questions again (items matched to the
+    entries they repeat): each repeat is dropped once, the tree stands."""
+    q = "The runner-up in the 1999 World Drivers' Championship drives in a video game made by which company?"
+    tree = parse_tree({
+        q: ["1. Who is the runner-up in the 1999 championship?", "2. In what year was [1] the runner-up?",
+            "3. Given [1] and [2], who is the runner-up?", "4. What is the year of the 1999 championship?",
+            "5. What is the year of the 1999 championship?", "6. Given [1] and [2], who is the runner-up?"],
+        "1. Who is the runner-up in the 1999 championship?": 'Search("1999 championship", "runner-up")',
+        "2. In what year was [1] the runner-up?": 'Search("1999 championship", "year")',
+        "3. Given [1] and [2], who is the runner-up?": 'Search("1999 championship", "runner-up")',
+        "4. What is the year of the 1999 championship?": 'Search("1999 championship", "year")',
+    })
+    assert tree.nodes[0].children == [1, 2]
+    assert sum("a repeat of" in r for r in tree.repairs) == 2, tree.repairs
+
+
 def test_a_sibling_repeating_another_call_under_a_new_question_is_the_same_operation():
     """An atomic operator is its call: a sibling making the same call as an earlier one (the
     second question asking for more than that call retrieves) is dropped and its number aliased."""

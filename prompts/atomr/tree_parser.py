@@ -89,6 +89,7 @@ class _Builder:
         self.entries: list[_Entry] = []
         self.by_key: dict[str, _Entry] = {}
         self.aliases: dict[str, str] = {}  # the number of a dropped repeat -> the number of the question it repeats
+        self.dropped: set[int] = set()  # ids of the entries dropped as repeats
         self.flattened = False
         self._leaves: dict[str | None, Leaf | ValueError] = {}
 
@@ -265,6 +266,8 @@ class _Builder:
                 order.append(p)
                 siblings: dict[tuple[str, str], _Entry] = {}
                 for c in self._children_of(p, root):
+                    if id(c) in self.dropped:  # a dropped repeat listed again: its number reads its twin's already
+                        continue
                     twin = siblings.setdefault(_sibling_key(c, self.leaf), c)
                     if twin is not c and id(c) not in placed and c.label and twin.label:
                         self._drop_repeat(c, twin, p)
@@ -297,6 +300,7 @@ class _Builder:
         a small model's list running on; a planner's tree never asks one thing twice): its
         number becomes an alias of ``twin``'s, so a reference to it reads ``twin``'s answer."""
         self.entries.remove(c)
+        self.dropped.add(id(c))
         self.by_key.pop(c.key, None)
         self.aliases[c.label] = twin.label
         self.repairs.append(f"{_short(p.key, 40)!r} lists {_short(c.key, 40)!r}, a repeat of {_short(twin.key, 40)!r}; "
