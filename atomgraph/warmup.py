@@ -78,6 +78,14 @@ def warm_up(method: str | None = None, settings: Any = None, model: Any = None, 
     return w.seconds
 
 
+def worker_warm(method: str, model: Any, sources: Any, settings: Any) -> list[dict]:
+    """An ``eval run --workers`` worker process's start (``EvalOptions.worker_warm``): the models and
+    indexes its questions use, loaded before its first question; what runs its local embedding models."""
+    runtimes: list[dict] = []
+    warm_up(method, settings, model, sources, show=False, runtimes=runtimes)
+    return runtimes
+
+
 def _kind(method: str) -> str:
     from atomgraph.errors import ConfigError
     from atomgraph.methods import declaration

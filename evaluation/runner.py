@@ -596,7 +596,10 @@ class EvalOptions:
     the example outright. ``concurrency`` is 1 to :data:`MAX_CONCURRENCY`: the questions in
     flight at once, in all. ``workers``: the processes that answer them
     (:mod:`atomgraph.evaluation.workers`; 1, the default, answers them in this process), each
-    with its share of ``concurrency``; this process alone writes the records.
+    with its share of ``concurrency``; this process alone writes the records. ``worker_warm``
+    (``(method, model, sources, settings) -> runtime records``, picklable): what each worker runs
+    before its first question, loading what the questions use (the command line passes
+    :func:`atomgraph.warmup.worker_warm`; its embedding runtimes go into ``run.json``).
     ``on_record(record)`` is called as each example finishes (in dataset order when
     ``concurrency`` is 1).
     ``checkpoint``: an SQLite file saving every step of every question (:mod:`atomgraph.checkpoint`),
@@ -631,6 +634,7 @@ class EvalOptions:
     server_api_key: str | None = None
     server_context: dict | None = None
     workers: int = 1
+    worker_warm: Callable[[str, Any, Any, Settings], list[dict]] | None = None
 
     def check(self) -> None:
         """A ConfigError for an option no run can take (before anything is created)."""
@@ -917,7 +921,8 @@ class _Examples:
         new: list[dict] = []
         bar = _progress_bar(skipped + len(todo), skipped, self.method, self.dataset) if self.opts.progress else None
         build = functools.partial(_worker_graph, self.method, self.opts.model, self.opts.sources, settings)
-        warm = functools.partial(_worker_warm, self.method, self.opts.model, self.opts.sources, settings)
+        warm = None if self.opts.worker_warm is None else \
+            functools.partial(self.opts.worker_warm, self.method, self.opts.model, self.opts.sources, settings)
         answer = functools.partial(_run_one, method=self.method, dataset=self.dataset, prices=self.prices,
                                    timeout_s=self.opts.timeout_s, deadline_s=self.opts.deadline_s,
                                    run_context=self.run_context, durable=False)
@@ -932,16 +937,6 @@ class _Examples:
                 if bar is not None:
                     bar.close()
         return new, outcome
-
-
-def _worker_warm(method: str, model: Any, sources: Any, settings: Settings) -> list[dict]:
-    """A worker process's start (:mod:`atomgraph.evaluation.workers`): the models and indexes its
-    questions use, loaded before its first question; what runs its local embedding models."""
-    from atomgraph.warmup import warm_up
-
-    runtimes: list[dict] = []
-    warm_up(method, settings, model, sources, show=False, runtimes=runtimes)
-    return runtimes
 
 
 def _worker_graph(method: str, model: Any, sources: Any, settings: Settings):

@@ -146,10 +146,12 @@ def test_workers_share_the_concurrency_and_refuse_what_they_cannot_run(tmp_path)
 
 
 def test_each_worker_loads_its_embedding_model_before_its_questions_and_run_json_says_what_ran_it(tmp_path):
-    """A retrieving method in two workers: each loads the embedding model at its start (warm-up, not in its
-    first question), and ``run.json``'s ``run.embedding_runtime`` names the runtime the workers used."""
+    """A retrieving method in two workers with the command line's ``worker_warm``: each loads the embedding
+    model at its start (not in its first question), and ``run.json``'s ``run.embedding_runtime`` names the
+    runtime the workers used."""
     from atomgraph.settings import Settings
     from atomgraph.tools.ingest import ingest
+    from atomgraph.warmup import worker_warm
 
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"title": f"Item {i}", "text": f"Item number {i} is item {i}."}) + "\n"
@@ -161,7 +163,7 @@ def test_each_worker_loads_its_embedding_model_before_its_questions_and_run_json
                               default="So the answer is: ?")
     out = tmp_path / "run"
     result = run_eval("rag", str(data), out, EvalOptions(model=model, settings=settings, workers=2, concurrency=2,
-                                                          limit=4, progress=False))
+                                                          limit=4, progress=False, worker_warm=worker_warm))
     assert result.finished == 4 and not result.unfinished and not result.worker_failures, result.worker_failures
     assert [r["metrics"]["f1"] for r in result.records] == [1.0] * 4
     (record,) = result.embedding_runtimes  # the same in both workers: recorded once

@@ -327,7 +327,7 @@ def _run(args) -> int:
         runtimes: list[dict] = []
         warm_up(args.method, settings, model, sources, show=not args.no_progress, runtimes=runtimes)
         fallback = _record_embedding_runtime(args, runtimes)
-    from atomgraph.warmup import started
+    from atomgraph.warmup import started, worker_warm
 
     started()  # the start is over (atomgraph.warmup): the questions begin
     if args.workers > 1 and args.sources and not args.sources_factory:
@@ -338,7 +338,7 @@ def _run(args) -> int:
         progress=not args.no_progress, dataset_name=args.dataset, retry_errors=args.retry_errors,
         force_new=args.force_new, checkpoint=args.checkpoint, encoding=args.encoding,
         recipe=recipe.name if recipe is not None else None,
-        run_info=getattr(args, "run_info", None), **server,
+        run_info=getattr(args, "run_info", None), worker_warm=worker_warm if args.workers > 1 else None, **server,
     ))
     if result.embedding_runtimes:  # each worker process loaded its own: recorded in run.json by the run
         fallback = _fallback_line(result.embedding_runtimes)
