@@ -15,8 +15,8 @@ the same for every method and model.
 every retrieving method reads it as its ``wikipedia`` source. KAR³ reads an atom index built by
 the model under test (the ``kar3_index`` graph, the authors' atomizer prompt at temperature 0.7)
 over the supporting paragraphs of the questions run (its own chunk collection per model,
-``kar3-MODEL-DATASET``: a smaller corpus than the other methods search, stated in the results); the atomizing's calls, tokens and seconds
-are recorded as ``kar3_atoms``. ``rag_kar3_corpus`` is RAG over those same paragraphs (their own
+``kar3-MODEL-DATASET``: a smaller corpus than the other methods search, stated in the results); the
+atomizing's calls, tokens and seconds are recorded as ``kar3_atoms``. ``rag_kar3_corpus`` is RAG over those same paragraphs (their own
 Chroma collection): KAR³'s difference is reported against it as well as against RAG over the
 whole corpus.
 
@@ -63,7 +63,7 @@ METHODS = tuple(m for tier in TIERS for m in tier)
 BASELINE = "rag"
 # KAR³ searches only the questions' supporting paragraphs: its fair baseline is RAG over those
 SAME_CORPUS = {"kar3": "rag_kar3_corpus"}
-SAME_CORPUS_METHOD = {"rag_kar3_corpus": "rag"}  # the method a same-corpus cell runs
+SAME_CORPUS_METHOD = {cell: BASELINE for cell in SAME_CORPUS.values()}  # the method a same-corpus cell runs
 # steps of the comparison methods' traces that hold no model reply
 NO_REPLY_STEPS = {"retrieve", "search", "observation"}
 

@@ -826,8 +826,7 @@ async def _run_locked(method: str, examples: list[Example], out: Path, opts: Eva
     if pooled and todo:
         new, pool = await run.in_workers(todo, pred_path, len(examples) - len(todo), settings)
         if pool.runtimes:  # each worker loaded its own embedding models: what ran them, in run.json
-            meta.setdefault("run", {})["embedding_runtime"] = pool.runtimes[0] if len(pool.runtimes) == 1 \
-                else pool.runtimes
+            record_embedding_runtime(meta.setdefault("run", {}), pool.runtimes)
             (out / RUN_META).write_text(json.dumps(jsonable(meta), indent=2), encoding="utf-8")
     else:
         new = await run.all(todo, pred_path, len(examples) - len(todo))
@@ -947,6 +946,13 @@ def _worker_graph(method: str, model: Any, sources: Any, settings: Settings):
 
     return _build(build_method, method, model=model, sources=sources, settings=settings,
                   checkpointer=InMemorySaver(serde=serializer()))
+
+
+def record_embedding_runtime(run_info: dict, runtimes: list[dict]) -> None:
+    """``run.json``'s ``run.embedding_runtime``: what ran the run's local embedding models (model,
+    wanted, used, why), one record, or a list of the distinct ones."""
+    if runtimes:
+        run_info["embedding_runtime"] = runtimes[0] if len(runtimes) == 1 else runtimes
 
 
 def server_run_context(settings: Settings, context: dict | None, applied: dict | None) -> dict:

@@ -391,8 +391,9 @@ def _record_embedding_runtime(args, runtimes: list[dict]) -> str:
     """What runs the run's local embedding models (``runtimes``, from its warm-up) goes into ``run.json``
     (``run.embedding_runtime``: model, wanted, used, why); a fallback (onnxruntime wanted,
     sentence-transformers used) is also returned as the line the run's summary shows ("" when none)."""
-    if runtimes:
-        args.run_info["embedding_runtime"] = runtimes[0] if len(runtimes) == 1 else runtimes
+    from atomgraph.evaluation.runner import record_embedding_runtime
+
+    record_embedding_runtime(args.run_info, runtimes)
     return _fallback_line(runtimes)
 
 
