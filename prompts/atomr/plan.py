@@ -53,31 +53,73 @@ PLAN_PROMPT = chat_prompt(PLAN_SYSTEM, "Question: {question}\nDecomposition Tree
 # Under a grammar (in-process llama.cpp, vLLM, a llama.cpp server) the planner writes the flat JSON
 # of its demonstrations, and the grammar starts with the question asked as the root key: the
 # plan has a root, the root is this question (a copied demonstration cannot be the plan), and
-# every leaf is one operator call in ATOMR's syntax or "[DR]". Under a JSON schema (OpenAI
+# every leaf is one operator call in ATOMR's syntax or "[DR]". Numbered questions carry labels 1 to
+# PLAN_MAX_LABEL, and a question numbered k references only [1] to [k-1], in its text and in its
+# call: the instructions' rules 3 and 4 (breadth-first numbers; only earlier siblings of the
+# question or of its ancestors), so no node can use its own answer. Under a JSON schema (OpenAI
 # structured outputs) the same holds through a required ``root`` whose question is a one-value
 # enum. A plan near the output cap is steered to close (``PLAN_CLOSE_RESERVE`` tokens).
 
 PLAN_CLOSE_RESERVE = 24
 
+# Rule 3 numbers every question once, so a plan within ``max_nodes`` (40) needs no larger label.
+PLAN_MAX_LABEL = 40
+
 _PLAN_GRAMMAR_BODY = r'''
 children ::= "[" sub (", " sub){0,5} "]"
-sub ::= "\"" num ". " text "\""
-num ::= [1-9] | [1-9] [0-9]
-text ::= (tchar | ref)+
 tchar ::= [^"\\\x00-\x1f\[\]{}]
-entry ::= sub ": " value
-value ::= children | call | "\"[DR]\""
-call ::= "\"" (search | relate | filter) "\""
-search ::= "Search(" arg (", " arg)? ")"
-relate ::= "Relate(" arg ", " arg ")"
-filter ::= "Filter(" ref ", " arg ")"
 root-call ::= "\"" ("Search(" quoted (", " quoted)? ")" | "Relate(" quoted ", " quoted ")") "\""
-arg ::= ref | quoted
 quoted ::= "\\\"" afirst achar* "\\\""
 afirst ::= [^"\\\x00-\x20\[\]{}()]
 achar ::= [^"\\\x00-\x1f\[\]{}()]
-ref ::= "[" num "]"
 '''
+
+
+def _earlier(k: int) -> str:
+    """GBNF for the numbers 1 to ``k - 1`` (``k`` ≥ 2)."""
+    if k <= 10:
+        return f"[1-{k - 1}]"
+    tens, units = divmod(k, 10)
+    alternatives = ["[1-9]"]
+    if tens >= 2:
+        alternatives.append(f"[1-{tens - 1}] [0-9]")
+    if units >= 1:
+        alternatives.append(f'"{tens}" [0-{units - 1}]')
+    return " | ".join(alternatives)
+
+
+def _numbered_rules(max_label: int = PLAN_MAX_LABEL) -> str:
+    """The rules of numbered questions: ``sub`` (a question in a list of sub-questions) and
+    ``entry`` (a numbered question with its value), through one rule set per label k: its text
+    (``text-k``), its references (``ref-k``: [1] to [k-1]) and its call (``call-k``; question 1
+    has no earlier answer, so its arguments are quoted names and it has no ``Filter``). Labels
+    are matched digit by digit (``sub-d`` / ``entry-d`` for the labels starting with digit d), so
+    the grammar holds a few alternatives at a time."""
+    rules = []
+    for k in range(1, max_label + 1):
+        if k == 1:
+            rules += ['text-1 ::= tchar+', 'arg-1 ::= quoted',
+                      'call-1 ::= "\\"" ("Search(" arg-1 (", " arg-1)? ")" | "Relate(" arg-1 ", " arg-1 ")") "\\""']
+        else:
+            rules += [f'ref-{k} ::= "[" ({_earlier(k)}) "]"', f'text-{k} ::= (tchar | ref-{k})+',
+                      f'arg-{k} ::= ref-{k} | quoted',
+                      f'call-{k} ::= "\\"" ("Search(" arg-{k} (", " arg-{k})? ")" | "Relate(" arg-{k} ", " arg-{k} ")"'
+                      f' | "Filter(" ref-{k} ", " arg-{k} ")") "\\""']
+        rules += [f'q-{k} ::= ". " text-{k} "\\""', f'value-{k} ::= children | call-{k} | "\\"[DR]\\""']
+    sub, entry = [], []
+    for d in range(1, 10):
+        labels = [k for k in [d] + list(range(10 * d, 10 * d + 10)) if k <= max_label]
+        if not labels:
+            continue
+        rest = [(str(k)[1:], k) for k in labels]
+        rules.append(f"sub-{d} ::= " + " | ".join(f'{f"{chr(34)}{r}{chr(34)} " if r else ""}q-{k}' for r, k in rest))
+        rules.append(f"entry-{d} ::= " + " | ".join(f'{f"{chr(34)}{r}{chr(34)} " if r else ""}q-{k} ": " value-{k}'
+                                                     for r, k in rest))
+        sub.append(f'"{d}" sub-{d}')
+        entry.append(f'"{d}" entry-{d}')
+    rules.append('sub ::= "\\"" (' + " | ".join(sub) + ")")
+    rules.append('entry ::= "\\"" (' + " | ".join(entry) + ")")
+    return "\n".join(rules)
 
 
 def gbnf_literal(text: str) -> str:
@@ -93,18 +135,22 @@ def gbnf_literal(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+_NUMBERED_RULES = _numbered_rules()
+
+
 def plan_grammar(question: str) -> str:
     """The GBNF grammar of a plan for ``question``: the planner's flat JSON object (as its
     demonstrations write it, ``json.dumps`` spacing), whose first key is ``question`` itself (JSON-
     escaped), valued by one operator call (on quoted names only: the root has no siblings to
     reference), or by its numbered sub-questions followed by at least
     one numbered question, each valued by sub-questions, one ``Search``/``Relate``/``Filter`` call
-    or ``"[DR]"``. An argument is a reference ``[i]`` or a quoted name that does not start with a
-    space. Every string closes before a control character; ``[``, ``]``, ``{``, ``}`` appear
-    in a question only as a reference ``[i]`` (so a reply near its cap closes on ``"]}``)."""
+    or ``"[DR]"``. Labels run from 1 to :data:`PLAN_MAX_LABEL`; question k's references, in its
+    text and its call, are [1] to [k-1]. An argument is a reference or a quoted name that does
+    not start with a space. Every string closes before a control character; ``[``, ``]``, ``{``,
+    ``}`` appear in a question only as a reference (so a reply near its cap closes on ``"]}``)."""
     key = json.dumps(" ".join(str(question).split()), ensure_ascii=False)
     return (f'root ::= " "? "{{" {gbnf_literal(key)} ": " (root-call | children (", " entry)+) "}}"\n'
-            + _PLAN_GRAMMAR_BODY.strip() + "\n")
+            + _PLAN_GRAMMAR_BODY.strip() + "\n" + _NUMBERED_RULES + "\n")
 
 
 OPERATOR_PATTERN = r'^(Search|Relate|Filter)\(.+\)$|^\[DR\]$'

@@ -1,0 +1,191 @@
+"""ATOMR's plan grammar against the plans the comparison recorded: which of them today's grammar
+still accepts, and which it now forbids.
+
+Greedy decoding under a grammar writes, at each step, the likeliest token the grammar allows. A
+grammar that allows a subset of what it allowed before therefore changes a reply only where the
+reply held something now forbidden: a recorded plan that today's grammar accepts is the plan it
+would write, with the same model and history. This benchmark reads the ATOMR cells of the
+comparison (``bench_instruct_comparison``), checks each recorded plan (the reply when no plan
+could be read; the tree read from it otherwise) with a real grammar engine (llguidance, vLLM's
+``guidance`` backend), and counts per model and dataset the plans accepted, the plans it forbids
+(with the reference that breaks rule 4: a question's own number or a later one) and the plans
+read only after a repair (the reply itself is not kept, so they count as not checked).
+``--apply`` moves the records of the plans forbidden or not checked to ``superseded.jsonl``
+beside the cell; the comparison's next run answers those questions again, so its ATOMR cell is
+today's default throughout, and ``--summary`` then sets the superseded answers beside the new.
+
+    python -m benchmarks.bench_plan_grammar [--apply]
+    python -m benchmarks.bench_instruct_comparison --model local:qwen2.5-1.5b --methods atomr
+    python -m benchmarks.bench_plan_grammar --summary
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import warnings
+from pathlib import Path
+
+from benchmarks.bench_instruct_comparison import WORK
+from benchmarks.stats import write_result
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "benchmarks" / "results" / "plan_grammar.json"
+
+
+def matcher_factory():
+    """A function (question, text) → accepted by today's plan grammar, at token level over the
+    bundled model's vocabulary (acceptance does not depend on the tokenizer)."""
+    import llama_cpp
+    import llguidance
+    from llguidance.llamacpp import lltokenizer_from_vocab
+
+    from atomgraph.local.engine import bundled_model_path
+    from atomgraph.prompts.atomr.plan import plan_grammar
+
+    llm = llama_cpp.Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tok = lltokenizer_from_vocab(llama_cpp.llama_model_get_vocab(llm.model))
+
+    def accepts(question: str, text: str) -> bool:
+        _ = llm  # the tokenizer reads through llm's vocabulary
+        m = llguidance.LLMatcher(tok, llguidance.gbnf_to_lark.any_to_lark(plan_grammar(question)), log_level=0)
+        return m.consume_tokens(tok.tokenize_str(text)) and not m.is_error() and m.is_accepting()
+
+    return accepts
+
+
+def forbidden_references(plan: str) -> list[str]:
+    """The references in ``plan`` (flat planner JSON text) to a question's own number or a later
+    one, as ``"k → [j]"``."""
+    try:
+        obj = json.loads(plan)
+    except ValueError:
+        return []
+    out = []
+    for key, value in obj.items() if isinstance(obj, dict) else []:
+        label = re.match(r"\s*(\d+)\.", str(key))
+        if not label:
+            continue
+        k = int(label.group(1))
+        text = str(key) + (value if isinstance(value, str) else "")
+        out += [f"{k} → [{j}]" for j in map(int, re.findall(r"\[(\d+)\]", text)) if j >= k]
+    return out
+
+
+def check_cell(cell: Path, accepts) -> dict:
+    """Each recorded plan of an ATOMR cell: accepted, forbidden (and why) or not checked."""
+    rows = []
+    for line in (cell / "predictions.jsonl").open(encoding="utf-8"):
+        r = json.loads(line)
+        trace = r.get("trace") or {}
+        question = " ".join(str(r["question"]).split())
+        if trace.get("plan") is not None:
+            if trace.get("repairs"):
+                rows.append({"id": r["id"], "verdict": "not checked", "why": "read after a repair; the reply is not kept"})
+                continue
+            text = json.dumps(trace["plan"], ensure_ascii=False)
+        else:
+            text = (trace.get("raw_plan") or "").strip()
+            if not text:
+                rows.append({"id": r["id"], "verdict": "not checked", "why": "no plan reply recorded"})
+                continue
+        if accepts(question, text):
+            rows.append({"id": r["id"], "verdict": "accepted"})
+        else:
+            refs = forbidden_references(text)
+            rows.append({"id": r["id"], "verdict": "forbidden", "readable": trace.get("plan") is not None,
+                         "why": ("references " + ", ".join(refs)) if refs else "outside the grammar",
+                         "plan": text})
+    return {"n": len(rows), **{v: sum(x["verdict"] == v for x in rows) for v in ("accepted", "forbidden", "not checked")},
+            "rows": rows}
+
+
+def supersede(cell: Path, ids: set[str]) -> int:
+    """Move the records of ``ids`` from the cell's predictions to its ``superseded.jsonl``."""
+    if not ids:
+        return 0
+    path = cell / "predictions.jsonl"
+    keep, moved = [], []
+    for line in path.open(encoding="utf-8"):
+        (moved if json.loads(line)["id"] in ids else keep).append(line)
+    with (cell / "superseded.jsonl").open("a", encoding="utf-8") as f:
+        f.writelines(moved)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(keep), encoding="utf-8")
+    tmp.replace(path)
+    return len(moved)
+
+
+def answered_again(cell: Path) -> dict | None:
+    """The superseded records beside their new ones: plans read and F1, before and now."""
+    old_path = cell / "superseded.jsonl"
+    if not old_path.exists():
+        return None
+    old = {json.loads(line)["id"]: json.loads(line) for line in old_path.open(encoding="utf-8")}
+    new = {r["id"]: r for r in map(json.loads, (cell / "predictions.jsonl").open(encoding="utf-8")) if r["id"] in old}
+
+    def read(r: dict) -> bool:
+        return (r.get("trace") or {}).get("plan") is not None
+
+    both = [i for i in old if i in new]
+    return {"superseded": len(old), "answered_again": len(both),
+            "plans_read_before": sum(read(old[i]) for i in both), "plans_read_now": sum(read(new[i]) for i in both),
+            "f1_sum_before": round(100 * sum(old[i]["metrics"]["f1"] for i in both), 1),
+            "f1_sum_now": round(100 * sum(new[i]["metrics"]["f1"] for i in both), 1)}
+
+
+def table(cells: dict) -> str:
+    lines = ["| model | dataset | plans | accepted | forbidden (readable before) | not checked | answered again: plans read, F1 sum before → now |",
+             "|---|---|---|---|---|---|---|"]
+    for name, c in cells.items():
+        model, dataset = name.split("/")
+        readable = sum(1 for x in c["rows"] if x["verdict"] == "forbidden" and x["readable"])
+        again = c.get("again")
+        shown = (f"{again['answered_again']}/{again['superseded']}: {again['plans_read_before']} → {again['plans_read_now']}, "
+                 f"{again['f1_sum_before']} → {again['f1_sum_now']}") if again else "—"
+        lines.append(f"| {model} | {dataset} | {c['n']} | {c['accepted']} | {c['forbidden']} ({readable}) | "
+                     f"{c['not checked']} | {shown} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", default=str(WORK), help="the comparison's records")
+    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--models", default=None,
+                    help="comma-separated run folders to check (e.g. local-qwen2.5-1.5b; default: every model's)")
+    ap.add_argument("--apply", action="store_true",
+                    help="move the forbidden and unchecked plans' records aside, for the comparison to answer again")
+    ap.add_argument("--summary", action="store_true",
+                    help="the checked cells again, with the questions answered again since --apply")
+    args = ap.parse_args(argv)
+    models = {m.strip() for m in args.models.split(",")} if args.models else None
+    cells_dirs = [c for c in sorted(Path(args.work).glob("runs/*/*/atomr")) if models is None or c.parent.parent.name in models]
+    if args.summary:
+        result = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        for name, c in result["cells"].items():
+            c["again"] = answered_again(Path(args.work) / "runs" / name / "atomr")
+    else:
+        accepts = matcher_factory()
+        cells = {}
+        for cell in cells_dirs:
+            name = f"{cell.parent.parent.name}/{cell.parent.name}"
+            cells[name] = check_cell(cell, accepts)
+            if args.apply:
+                ids = {x["id"] for x in cells[name]["rows"] if x["verdict"] != "accepted"}
+                cells[name]["superseded"] = supersede(cell, ids)
+            print(f"{name}: {cells[name]['accepted']} accepted, {cells[name]['forbidden']} forbidden, "
+                  f"{cells[name]['not checked']} not checked", file=sys.stderr, flush=True)
+        result = {"benchmark": "plan_grammar", "work": str(args.work), "cells": cells}
+    result["table"] = table(result["cells"])
+    write_result(result, args.out, show=False)
+    print(result["table"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
