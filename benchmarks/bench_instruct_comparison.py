@@ -254,6 +254,10 @@ def summarize(work: Path, n: int) -> dict:
             base = recs.get(BASELINE) or None
             cells = {m: cell(rs, base, len(wanted)) for m, rs in recs.items() if rs}
             add_same_corpus(cells, recs)
+            for m, c in cells.items():  # records set aside to be answered again (bench_plan_grammar --apply)
+                old = model_dir / key / m / "superseded.jsonl"
+                if old.exists():
+                    c["answered_again"] = len({str(json.loads(line)["id"]) for line in old.open(encoding="utf-8")} & wanted)
             atoms = model_dir / key / "kar3_atoms.json"
             if atoms.exists():
                 cells.setdefault("kar3", {})["atoms"] = json.loads(atoms.read_text())
@@ -327,7 +331,8 @@ def cells_state(summary: dict) -> list[str]:
                 c = cells.get(m)
                 if c and "n" in c:
                     lines.append(f"{model} {key} {m}: {'complete' if c['complete'] else 'partial'} "
-                                 f"({c['n']} of {c['asked']})")
+                                 f"({c['n']} of {c['asked']})"
+                                 + (f", {c['answered_again']} re-run (their earlier records in superseded.jsonl)" if c.get("answered_again") else ""))
     return lines
 
 
