@@ -77,6 +77,8 @@ def test_table_shows_complete_cells_only():
     assert "| hotpotqa | rag | 3 | 0.0 | 50.0 | — |" in text and "cot" not in text
     assert "| hotpotqa | rag | 3 | answered 3/3; answered_by_method 3/3 |" in usability_table(summary, "m")
     assert cells_state(summary) == ["m hotpotqa cot: partial (2 of 3)", "m hotpotqa rag: complete (3 of 3)"]
+    summary["m"]["hotpotqa"]["cot"]["answered_again"] = 1  # a record set aside by bench_plan_grammar --apply
+    assert cells_state(summary)[0] == "m hotpotqa cot: partial (2 of 3), 1 re-run (their earlier records in superseded.jsonl)"
 
 
 def test_kar3_is_also_compared_with_rag_over_its_own_paragraphs():
