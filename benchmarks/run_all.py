@@ -138,6 +138,8 @@ LOCAL = (
     Step("instruct_comparison_270m", "benchmarks.bench_instruct_comparison",
          ("--model", "local", "--methods", "rag,atomr,kar3", "--n", "30", "--out", _out("instruct_comparison.json")),
          ("instruct_comparison.json",)),
+    # the comparison's recorded ATOMR plans against today's plan grammar
+    Step("plan_grammar", "benchmarks.bench_plan_grammar", ("--out", _out("plan_grammar.json")), ("plan_grammar.json",)),
     Step("arm_model", "benchmarks.bench_arm_model",
          ("--model", "local:qwen2.5-1.5b", "--n", "30", "--out", _out("arm_model.json")), ("arm_model.json",)),
     Step("arm_model_270m", "benchmarks.bench_arm_model",
