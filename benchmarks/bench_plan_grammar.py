@@ -25,7 +25,6 @@ import argparse
 import json
 import re
 import sys
-import warnings
 from pathlib import Path
 
 from benchmarks.bench_instruct_comparison import WORK
@@ -38,24 +37,11 @@ OUT = REPO / "benchmarks" / "results" / "plan_grammar.json"
 def matcher_factory():
     """A function (question, text) → accepted by today's plan grammar, at token level over the
     bundled model's vocabulary (acceptance does not depend on the tokenizer)."""
-    import llama_cpp
-    import llguidance
-    from llguidance.llamacpp import lltokenizer_from_vocab
-
-    from atomgraph.local.engine import bundled_model_path
     from atomgraph.prompts.atomr.plan import plan_grammar
+    from tests.grammar_engine import BundledTokenizer, accepts as grammar_accepts
 
-    llm = llama_cpp.Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        tok = lltokenizer_from_vocab(llama_cpp.llama_model_get_vocab(llm.model))
-
-    def accepts(question: str, text: str) -> bool:
-        _ = llm  # the tokenizer reads through llm's vocabulary
-        m = llguidance.LLMatcher(tok, llguidance.gbnf_to_lark.any_to_lark(plan_grammar(question)), log_level=0)
-        return m.consume_tokens(tok.tokenize_str(text)) and not m.is_error() and m.is_accepting()
-
-    return accepts
+    engine = BundledTokenizer()
+    return lambda question, text: grammar_accepts(engine.tok, plan_grammar(question), text)
 
 
 def forbidden_references(plan: str) -> list[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 import re
-import warnings
 
 import pytest
 
@@ -19,6 +18,7 @@ from atomgraph.backends import probe_server
 from atomgraph.prompts.constraints import list_grammar
 from atomgraph.tools.arm_index import ArmIndex
 from tests.arm_graph_fixtures import OBJECTS, QUESTION, LoopbackServer
+from tests.grammar_engine import BundledTokenizer, accepts, matcher
 
 llguidance = pytest.importorskip("llguidance")
 
@@ -35,30 +35,9 @@ def ngrams(index) -> list[str]:
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    """The bundled Gemma-3 tokenizer as llguidance sees it (its vocabulary read through llama.cpp)."""
-    import llama_cpp
-    from llguidance.llamacpp import lltokenizer_from_vocab
-
-    from atomgraph.local.engine import bundled_model_path
-
-    llm = llama_cpp.Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)
-    with warnings.catch_warnings():  # llguidance reads each token's attributes by a deprecated name
-        warnings.simplefilter("ignore", DeprecationWarning)
-        tok = lltokenizer_from_vocab(llama_cpp.llama_model_get_vocab(llm.model))
-    yield tok  # it tokenizes through llm's vocabulary:
-    del llm  # kept alive until the module's tests are done
-
-
-def _matcher(tokenizer, gbnf: str):
-    lark = llguidance.gbnf_to_lark.any_to_lark(gbnf)
-    m = llguidance.LLMatcher(tokenizer, lark, log_level=0)
-    assert not m.is_error(), m.get_error()
-    return m
-
-
-def _accepts(tokenizer, gbnf: str, text: str) -> bool:
-    m = _matcher(tokenizer, gbnf)
-    return m.consume_tokens(tokenizer.tokenize_str(text)) and not m.is_error() and m.is_accepting()
+    """The bundled Gemma-3 tokenizer as llguidance sees it."""
+    engine = BundledTokenizer()
+    yield engine.tok  # it tokenizes through engine's vocabulary-only model: kept alive until the module's tests end
 
 
 # --- the grammar -------------------------------------------------------------------------------
@@ -105,24 +84,24 @@ def test_xgrammar_parses_the_grammar(ngrams):
 
 def test_llguidance_accepts_lists_of_corpus_ngrams_only(tokenizer, ngrams):
     gbnf = ngram_list_grammar(ngrams).gbnf
-    assert _accepts(tokenizer, gbnf, "(sommerfeld, doctoral advisor)")
-    assert _accepts(tokenizer, gbnf, "(munich)")
-    assert _accepts(tokenizer, gbnf, "(werner heisenberg, arnold sommerfeld, 1932)")
+    assert accepts(tokenizer, gbnf, "(sommerfeld, doctoral advisor)")
+    assert accepts(tokenizer, gbnf, "(munich)")
+    assert accepts(tokenizer, gbnf, "(werner heisenberg, arnold sommerfeld, 1932)")
     for bad in ["(sommerfeld, zzqx)", "(doctoral sommerfeld)", "(Munich)", "(munich", "munich", "()",
                 "(munich,munich)", "(nobel prize in physics)", "(munic)"]:  # the last: 4 words; a prefix
-        assert not _accepts(tokenizer, gbnf, bad), bad
+        assert not accepts(tokenizer, gbnf, bad), bad
     rng = random.Random(11)
     for _ in range(40):  # random lists of corpus n-grams are sentences; one foreign word is not
         items = rng.sample(ngrams, rng.randint(1, 4))
-        assert _accepts(tokenizer, gbnf, "(" + ", ".join(items) + ")"), items
+        assert accepts(tokenizer, gbnf, "(" + ", ".join(items) + ")"), items
         foreign = rng.choice(items) + " " + rng.choice(["qqq", "zebra", "paris"])
-        assert not _accepts(tokenizer, gbnf, "(" + ", ".join(items[:-1] + [foreign]) + ")") or foreign in ngrams
+        assert not accepts(tokenizer, gbnf, "(" + ", ".join(items[:-1] + [foreign]) + ")") or foreign in ngrams
 
 
 def test_llguidance_token_mask_allows_only_corpus_prefixes(tokenizer, ngrams):
     """What the server's sampler may pick after "(doct": only tokens that keep the text a prefix
     of some corpus n-gram, a separator or the closing parenthesis."""
-    m = _matcher(tokenizer, ngram_list_grammar(ngrams).gbnf)
+    m = matcher(tokenizer, ngram_list_grammar(ngrams).gbnf)
     assert m.consume_tokens(tokenizer.tokenize_str("(doct"))
     mask = m.compute_bitmask()
     allowed = [t for t in range(tokenizer.vocab_size) if mask[t // 8] >> (t % 8) & 1]

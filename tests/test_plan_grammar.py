@@ -1,43 +1,31 @@
 """ATOMR's plan grammar (``prompts.atomr.plan.plan_grammar``), checked with a real grammar engine
 at token level (llguidance, vLLM's ``guidance`` backend, over the bundled Gemma tokenizer), with
 xgrammar's parser (vLLM's default backend) and with llama.cpp's: every planner demonstration of
-every pack is a sentence of it, and a question that references its own number or a later one is
-not (rules 3 and 4 of the planner's instructions)."""
+every pack written within the grammar's characters is a sentence of it, and a question that
+references its own number or a later one is not (rules 3 and 4 of the planner's instructions)."""
 
 from __future__ import annotations
 
 import json
 import re
-import warnings
 
 import pytest
 
 from atomgraph.prompts.atomr.packs import PACKS
 from atomgraph.prompts.atomr.plan import PLAN_MAX_LABEL, plan_grammar
+from tests.grammar_engine import BundledTokenizer, accepts as grammar_accepts
 
 llguidance = pytest.importorskip("llguidance")
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    import llama_cpp
-    from llguidance.llamacpp import lltokenizer_from_vocab
-
-    from atomgraph.local.engine import bundled_model_path
-
-    llm = llama_cpp.Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)
-    with warnings.catch_warnings():  # llguidance reads each token's attributes by a deprecated name
-        warnings.simplefilter("ignore", DeprecationWarning)
-        tok = lltokenizer_from_vocab(llama_cpp.llama_model_get_vocab(llm.model))
-    yield tok
-    del llm
+    engine = BundledTokenizer()
+    yield engine.tok
 
 
 def accepts(tokenizer, question: str, plan: str) -> bool:
-    lark = llguidance.gbnf_to_lark.any_to_lark(plan_grammar(question))
-    m = llguidance.LLMatcher(tokenizer, lark, log_level=0)
-    assert not m.is_error(), m.get_error()
-    return m.consume_tokens(tokenizer.tokenize_str(plan)) and not m.is_error() and m.is_accepting()
+    return grammar_accepts(tokenizer, plan_grammar(question), plan)
 
 
 def outside_the_alphabet(tree: dict) -> bool:
