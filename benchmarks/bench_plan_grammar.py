@@ -10,9 +10,9 @@ could be read; the tree read from it otherwise) with a real grammar engine (llgu
 ``guidance`` backend), and counts per model and dataset the plans accepted, the plans it forbids
 (with the reference that breaks rule 4: a question's own number or a later one) and the plans
 read only after a repair (the reply itself is not kept, so they count as not checked).
-``--apply`` moves the records of the plans forbidden or not checked to ``superseded.jsonl``
-beside the cell; the comparison's next run answers those questions again, so its ATOMR cell is
-today's default throughout, and ``--summary`` then sets the superseded answers beside the new.
+``--apply`` moves the records of the forbidden plans to ``superseded.jsonl`` beside the cell
+(``--apply-unchecked``: those not checked too); the comparison's next run answers those questions
+again, and ``--summary`` then sets the superseded answers beside the new.
 
     python -m benchmarks.bench_plan_grammar [--apply]
     python -m benchmarks.bench_instruct_comparison --model local:qwen2.5-1.5b --methods atomr
@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default=None,
                     help="comma-separated run folders to check (e.g. local-qwen2.5-1.5b; default: every model's)")
     ap.add_argument("--apply", action="store_true",
-                    help="move the forbidden and unchecked plans' records aside, for the comparison to answer again")
+                    help="move the forbidden plans' records aside, for the comparison to answer again")
+    ap.add_argument("--apply-unchecked", action="store_true", help="with --apply: the unchecked plans' records too")
     ap.add_argument("--summary", action="store_true",
                     help="the checked cells again, with the questions answered again since --apply")
     args = ap.parse_args(argv)
@@ -162,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             name = f"{cell.parent.parent.name}/{cell.parent.name}"
             cells[name] = check_cell(cell, accepts)
             if args.apply:
-                ids = {x["id"] for x in cells[name]["rows"] if x["verdict"] != "accepted"}
+                moved = ("forbidden", "not checked") if args.apply_unchecked else ("forbidden",)
+                ids = {x["id"] for x in cells[name]["rows"] if x["verdict"] in moved}
                 cells[name]["superseded"] = supersede(cell, ids)
             print(f"{name}: {cells[name]['accepted']} accepted, {cells[name]['forbidden']} forbidden, "
                   f"{cells[name]['not checked']} not checked", file=sys.stderr, flush=True)
