@@ -12,7 +12,9 @@ could be read; the tree read from it otherwise) with a real grammar engine (llgu
 read only after a repair (the reply itself is not kept, so they count as not checked).
 ``--apply`` moves the records of the forbidden plans to ``superseded.jsonl`` beside the cell
 (``--apply-unchecked``: those not checked too); the comparison's next run answers those questions
-again, and ``--summary`` then sets the superseded answers beside the new.
+again, and ``--summary`` then sets the superseded answers beside the new. Each run also checks
+the authors' released trees (``../shared/data/atomr/released``): a plan GPT-4 wrote in the
+paper's setting that today's grammar would not let a model write is listed.
 
     python -m benchmarks.bench_plan_grammar [--apply]
     python -m benchmarks.bench_instruct_comparison --model local:qwen2.5-1.5b --methods atomr
@@ -32,6 +34,7 @@ from benchmarks.stats import write_result
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results" / "plan_grammar.json"
+RELEASED = REPO.parent / "shared" / "data" / "atomr" / "released"
 
 
 def matcher_factory():
@@ -88,6 +91,46 @@ def check_cell(cell: Path, accepts) -> dict:
                          "plan": text})
     return {"n": len(rows), **{v: sum(x["verdict"] == v for x in rows) for v in ("accepted", "forbidden", "not checked")},
             "rows": rows}
+
+
+def earlier_only(tree: dict) -> dict:
+    """``tree`` with each reference to a question's own number or a later one made ``[1]`` (in the
+    question, where it is listed, and in its call): a tree refused for those references alone is
+    accepted once they are."""
+    def label(text: str) -> int | None:
+        m = re.match(r"\s*(\d+)\.", str(text))
+        return int(m.group(1)) if m else None
+
+    def fix(text: str, k: int | None) -> str:
+        return re.sub(r"\[(\d+)\]", lambda m: "[1]" if k and k > 1 and int(m.group(1)) >= k else m.group(0), text)
+
+    renamed = {key: fix(key, label(key)) for key in tree}
+    return {renamed[key]: [renamed.get(v, fix(v, label(v))) for v in value] if isinstance(value, list)
+            else fix(value, label(key)) if isinstance(value, str) else value for key, value in tree.items()}
+
+
+def check_released(folder: Path, accepts) -> dict:
+    """The authors' released trees (``*_trees.jsonl``) against today's grammar: accepted, refused
+    for a reference to a question's own number or a later one (listed), refused otherwise
+    (characters the grammar leaves out: a quote in a question, a parenthesis in a name, a
+    reasoning sentence as a leaf)."""
+    out: dict = {"trees": 0, "accepted": 0, "references": [], "other": 0}
+    for path in sorted(folder.glob("*_trees.jsonl")):
+        for line in path.open(encoding="utf-8"):
+            row = json.loads(line)
+            tree = row.get("reasoning_tree")
+            if not isinstance(tree, dict) or not tree:
+                continue
+            out["trees"] += 1
+            text = json.dumps(tree, ensure_ascii=False)
+            if accepts(next(iter(tree)), text):
+                out["accepted"] += 1
+            elif forbidden_references(text):
+                out["references"].append({"file": path.name, "index": row.get("index"), "why": forbidden_references(text),
+                                          "alone": accepts(next(iter(tree)), json.dumps(earlier_only(tree), ensure_ascii=False))})
+            else:
+                out["other"] += 1
+    return out
 
 
 def supersede(cell: Path, ids: set[str]) -> int:
@@ -169,9 +212,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {cells[name]['accepted']} accepted, {cells[name]['forbidden']} forbidden, "
                   f"{cells[name]['not checked']} not checked", file=sys.stderr, flush=True)
         result = {"benchmark": "plan_grammar", "work": str(args.work), "cells": cells}
+    if RELEASED.is_dir():  # the authors' trees: independent of the records, checked each time
+        result["released_trees"] = check_released(RELEASED, matcher_factory())
     result["table"] = table(result["cells"])
     write_result(result, args.out, show=False)
     print(result["table"])
+    released = result.get("released_trees")
+    if released:
+        alone = [r for r in released["references"] if r["alone"]]
+        print(f"released trees: {released['accepted']} of {released['trees']} accepted; refused with a reference to a "
+              f"question's own number or a later one {len(released['references'])}, for that alone {len(alone)} "
+              f"({'; '.join(str(r['file']) + ' #' + str(r['index']) + ': ' + ', '.join(r['why']) for r in alone)}); "
+              f"refused otherwise {released['other']}")
     return 0
 
 

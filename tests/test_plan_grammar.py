@@ -121,3 +121,19 @@ def test_recorded_plans_are_sorted_into_accepted_forbidden_and_unchecked(tokeniz
         f.write(json.dumps(record("b", {"plan": good, "repairs": []}, 1.0)) + "\n")
     assert answered_again(cell) == {"superseded": 2, "answered_again": 1, "plans_read_before": 0, "plans_read_now": 1,
                                     "f1_sum_before": 0.0, "f1_sum_now": 100.0}
+
+
+def test_released_trees_refused_for_their_references_alone_are_told_apart(tokenizer, tmp_path):
+    from benchmarks.bench_plan_grammar import check_released, earlier_only
+
+    own = json.loads(plan('Relate([2], "located in")', "Which body of water is near [3]?", 'Relate([2], "water")'))
+    fixed = earlier_only(own)
+    assert fixed["2. Which city is [1] in?"] == 'Relate([1], "located in")'
+    assert fixed[Q][2] == "3. Which body of water is near [1]?" and "3. Which body of water is near [1]?" in fixed
+    quoted = dict(own, **{"1. Where was the Siege of Cassel?": 'Search("Cassel (town)")'})  # a parenthesis in a name
+    rows = [{"index": i, "reasoning_tree": t} for i, t in enumerate([json.loads(plan(
+        'Relate([1], "in")', "Near [2]?", 'Relate([2], "water")')), own, quoted, "TREE_PARSING_ERROR"])]
+    (tmp_path / "x_trees.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = check_released(tmp_path, lambda q, text: accepts(tokenizer, q, text))
+    assert (out["trees"], out["accepted"], out["other"]) == (3, 1, 0)
+    assert [(r["index"], r["alone"]) for r in out["references"]] == [(1, True), (2, False)]
