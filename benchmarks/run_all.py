@@ -136,7 +136,7 @@ LOCAL = (
          ("instruct_comparison.json",)),
     # the bundled 270M base model's row: RAG, ATOMR and KAR³ on the same questions (the same results file)
     Step("instruct_comparison_270m", "benchmarks.bench_instruct_comparison",
-         ("--model", "local", "--methods", "rag,atomr,kar3", "--n", "30", "--out", _out("instruct_comparison.json")),
+         ("--model", "local", "--methods", "rag,atomr,kar3,rag_kar3_corpus", "--n", "30", "--out", _out("instruct_comparison.json")),
          ("instruct_comparison.json",)),
     # the comparison's recorded ATOMR plans against today's plan grammar
     Step("plan_grammar", "benchmarks.bench_plan_grammar", ("--out", _out("plan_grammar.json")), ("plan_grammar.json",)),
