@@ -111,10 +111,10 @@ def _numbered_rules(max_label: int = PLAN_MAX_LABEL) -> str:
         labels = [k for k in [d] + list(range(10 * d, 10 * d + 10)) if k <= max_label]
         if not labels:
             continue
-        rest = [(str(k)[1:], k) for k in labels]
-        rules.append(f"sub-{d} ::= " + " | ".join(f'{f"{chr(34)}{r}{chr(34)} " if r else ""}q-{k}' for r, k in rest))
-        rules.append(f"entry-{d} ::= " + " | ".join(f'{f"{chr(34)}{r}{chr(34)} " if r else ""}q-{k} ": " value-{k}'
-                                                     for r, k in rest))
+        # each label as the digits after its first, then its question
+        rest = [((f'"{str(k)[1:]}" ' if k >= 10 else "") + f"q-{k}", k) for k in labels]
+        rules.append(f"sub-{d} ::= " + " | ".join(r for r, _ in rest))
+        rules.append(f"entry-{d} ::= " + " | ".join(f'{r} ": " value-{k}' for r, k in rest))
         sub.append(f'"{d}" sub-{d}')
         entry.append(f'"{d}" entry-{d}')
     rules.append('sub ::= "\\"" (' + " | ".join(sub) + ")")
