@@ -16,9 +16,9 @@ every retrieving method reads it as its ``wikipedia`` source. KAR³ reads an ato
 the model under test (the ``kar3_index`` graph, the authors' atomizer prompt at temperature 0.7)
 over the supporting paragraphs of the questions run (its own chunk collection per model,
 ``kar3-MODEL-DATASET``: a smaller corpus than the other methods search, stated in the results); the
-atomizing's calls, tokens and seconds are recorded as ``kar3_atoms``. ``rag_kar3_corpus`` is RAG over those same paragraphs (their own
-Chroma collection): KAR³'s difference is reported against it as well as against RAG over the
-whole corpus.
+atomizing's calls, tokens and seconds are recorded as ``kar3_atoms``. ``rag_kar3_corpus`` is RAG
+over those same paragraphs (their own Chroma collection): KAR³'s difference is reported against it
+as well as against RAG over the whole corpus.
 
 **Runs.** Each dataset × method is one :func:`atomgraph.evaluation.runner.arun_eval` run directory
 (``WORK/runs/MODEL/DATASET/METHOD``, ``predictions.jsonl``): a killed run re-run continues where it
@@ -240,6 +240,7 @@ def _records(run_dir: Path, wanted: set[str] | None) -> list[dict]:
 def summarize(work: Path, n: int) -> dict:
     """Every model × dataset × method run under ``work/runs``, on the first ``n`` selected questions."""
     from atomgraph.evaluation.datasets import load_dataset
+    from atomgraph.evaluation.records import read_records
 
     out: dict = {}
     runs = work / "runs"
@@ -257,7 +258,7 @@ def summarize(work: Path, n: int) -> dict:
             for m, c in cells.items():  # records set aside to be answered again (bench_plan_grammar --apply)
                 old = model_dir / key / m / "superseded.jsonl"
                 if old.exists():
-                    c["answered_again"] = len({str(json.loads(line)["id"]) for line in old.open(encoding="utf-8")} & wanted)
+                    c["answered_again"] = len({str(r["id"]) for r in read_records(old)} & wanted)
             atoms = model_dir / key / "kar3_atoms.json"
             if atoms.exists():
                 cells.setdefault("kar3", {})["atoms"] = json.loads(atoms.read_text())
@@ -330,9 +331,10 @@ def cells_state(summary: dict) -> list[str]:
             for m in METHODS:
                 c = cells.get(m)
                 if c and "n" in c:
+                    again = f", {c['answered_again']} re-run (their earlier records in superseded.jsonl)" \
+                        if c.get("answered_again") else ""
                     lines.append(f"{model} {key} {m}: {'complete' if c['complete'] else 'partial'} "
-                                 f"({c['n']} of {c['asked']})"
-                                 + (f", {c['answered_again']} re-run (their earlier records in superseded.jsonl)" if c.get("answered_again") else ""))
+                                 f"({c['n']} of {c['asked']}){again}")
     return lines
 
 

@@ -33,6 +33,7 @@ from benchmarks.bench_instruct_comparison import WORK
 from benchmarks.stats import write_result
 
 REPO = Path(__file__).resolve().parents[1]
+REF = re.compile(r"\[(\d+)\]")
 OUT = REPO / "benchmarks" / "results" / "plan_grammar.json"
 RELEASED = REPO.parent / "shared" / "data" / "atomr" / "released"
 
@@ -47,6 +48,14 @@ def matcher_factory():
     return lambda question, text: grammar_accepts(engine.tok, plan_grammar(question), text)
 
 
+def _label(key: str) -> int | None:
+    """A numbered question's label (the tree parser's ``LABEL_RE``), None for the root."""
+    from atomgraph.prompts.atomr.tree_parser import LABEL_RE
+
+    m = LABEL_RE.match(str(key))
+    return int(m.group(1)) if m else None
+
+
 def forbidden_references(plan: str) -> list[str]:
     """The references in ``plan`` (flat planner JSON text) to a question's own number or a later
     one, as ``"k → [j]"``."""
@@ -56,20 +65,20 @@ def forbidden_references(plan: str) -> list[str]:
         return []
     out = []
     for key, value in obj.items() if isinstance(obj, dict) else []:
-        label = re.match(r"\s*(\d+)\.", str(key))
-        if not label:
+        k = _label(key)
+        if k is None:
             continue
-        k = int(label.group(1))
         text = str(key) + (value if isinstance(value, str) else "")
-        out += [f"{k} → [{j}]" for j in map(int, re.findall(r"\[(\d+)\]", text)) if j >= k]
+        out += [f"{k} → [{j}]" for j in map(int, REF.findall(text)) if j >= k]
     return out
 
 
 def check_cell(cell: Path, accepts) -> dict:
     """Each recorded plan of an ATOMR cell: accepted, forbidden (and why) or not checked."""
+    from atomgraph.evaluation.records import read_records
+
     rows = []
-    for line in (cell / "predictions.jsonl").open(encoding="utf-8"):
-        r = json.loads(line)
+    for r in read_records(cell / "predictions.jsonl"):
         trace = r.get("trace") or {}
         question = " ".join(str(r["question"]).split())
         if trace.get("plan") is not None:
@@ -97,16 +106,12 @@ def earlier_only(tree: dict) -> dict:
     """``tree`` with each reference to a question's own number or a later one made ``[1]`` (in the
     question, where it is listed, and in its call): a tree refused for those references alone is
     accepted once they are."""
-    def label(text: str) -> int | None:
-        m = re.match(r"\s*(\d+)\.", str(text))
-        return int(m.group(1)) if m else None
-
     def fix(text: str, k: int | None) -> str:
-        return re.sub(r"\[(\d+)\]", lambda m: "[1]" if k and k > 1 and int(m.group(1)) >= k else m.group(0), text)
+        return REF.sub(lambda m: "[1]" if k and k > 1 and int(m.group(1)) >= k else m.group(0), text)
 
-    renamed = {key: fix(key, label(key)) for key in tree}
-    return {renamed[key]: [renamed.get(v, fix(v, label(v))) for v in value] if isinstance(value, list)
-            else fix(value, label(key)) if isinstance(value, str) else value for key, value in tree.items()}
+    renamed = {key: fix(key, _label(key)) for key in tree}
+    return {renamed[key]: [renamed.get(v, fix(v, _label(v))) for v in value] if isinstance(value, list)
+            else fix(value, _label(key)) if isinstance(value, str) else value for key, value in tree.items()}
 
 
 def check_released(folder: Path, accepts) -> dict:
@@ -122,12 +127,12 @@ def check_released(folder: Path, accepts) -> dict:
             if not isinstance(tree, dict) or not tree:
                 continue
             out["trees"] += 1
-            text = json.dumps(tree, ensure_ascii=False)
-            if accepts(next(iter(tree)), text):
+            question, text = next(iter(tree)), json.dumps(tree, ensure_ascii=False)
+            if accepts(question, text):
                 out["accepted"] += 1
-            elif forbidden_references(text):
-                out["references"].append({"file": path.name, "index": row.get("index"), "why": forbidden_references(text),
-                                          "alone": accepts(next(iter(tree)), json.dumps(earlier_only(tree), ensure_ascii=False))})
+            elif refs := forbidden_references(text):
+                out["references"].append({"file": path.name, "index": row.get("index"), "why": refs,
+                                          "alone": accepts(question, json.dumps(earlier_only(tree), ensure_ascii=False))})
             else:
                 out["other"] += 1
     return out
@@ -154,8 +159,10 @@ def answered_again(cell: Path) -> dict | None:
     old_path = cell / "superseded.jsonl"
     if not old_path.exists():
         return None
-    old = {json.loads(line)["id"]: json.loads(line) for line in old_path.open(encoding="utf-8")}
-    new = {r["id"]: r for r in map(json.loads, (cell / "predictions.jsonl").open(encoding="utf-8")) if r["id"] in old}
+    from atomgraph.evaluation.records import read_records
+
+    old = {r["id"]: r for r in read_records(old_path)}
+    new = {r["id"]: r for r in read_records(cell / "predictions.jsonl") if r["id"] in old}
 
     def read(r: dict) -> bool:
         return (r.get("trace") or {}).get("plan") is not None
@@ -195,12 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     models = {m.strip() for m in args.models.split(",")} if args.models else None
     cells_dirs = [c for c in sorted(Path(args.work).glob("runs/*/*/atomr")) if models is None or c.parent.parent.name in models]
+    accepts = matcher_factory()  # the bundled vocabulary, read once
     if args.summary:
         result = json.loads(Path(args.out).read_text(encoding="utf-8"))
         for name, c in result["cells"].items():
             c["again"] = answered_again(Path(args.work) / "runs" / name / "atomr")
     else:
-        accepts = matcher_factory()
         cells = {}
         for cell in cells_dirs:
             name = f"{cell.parent.parent.name}/{cell.parent.name}"
@@ -213,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{cells[name]['not checked']} not checked", file=sys.stderr, flush=True)
         result = {"benchmark": "plan_grammar", "work": str(args.work), "cells": cells}
     if RELEASED.is_dir():  # the authors' trees: independent of the records, checked each time
-        result["released_trees"] = check_released(RELEASED, matcher_factory())
+        result["released_trees"] = check_released(RELEASED, accepts)
     result["table"] = table(result["cells"])
     write_result(result, args.out, show=False)
     print(result["table"])
