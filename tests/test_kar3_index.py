@@ -198,3 +198,29 @@ def test_the_embedding_model_is_checked_once_per_opened_index(tmp_path, monkeypa
     index = AtomIndex("demo", settings=settings_at(tmp_path))
     assert index.unavailable_reason() is None and index.unavailable_reason() is None
     assert checks == ["demo", atoms_name("demo")]
+
+
+def test_an_index_seen_holding_atoms_and_its_chunk_texts_are_not_read_again(tmp_path):
+    """Every question's first round asks whether the index can be read: once it has been seen
+    holding atoms the atoms are not counted again; a chunk's text, read once, is kept (a stored
+    chunk's text never changes). An index found empty is counted again until it holds atoms."""
+    from atomgraph.tools.atom_index import AtomIndex
+
+    empty = AtomIndex("demo", settings=settings_at(tmp_path))
+    empty.open(create=True)
+    assert "holds no atomic questions" in empty.unavailable_reason()
+
+    assert build_demo_index(tmp_path, limit=3)["error"] is None
+    assert empty.unavailable_reason() is None  # counted again, now filled
+
+    index = AtomIndex("demo", settings=settings_at(tmp_path))
+    assert index.unavailable_reason() is None
+    reads = []
+    for coll in (index._chunks, index._atoms):
+        for name in ("count", "get"):
+            real = getattr(coll, name)
+            object.__setattr__(coll, name, lambda *a, _real=real, _n=f"{coll.name}.{name}", **k: reads.append(_n) or _real(*a, **k))
+    assert index.unavailable_reason() is None and reads == []
+    first = index.search_atoms(["Who directed Kuhle Wampe?"], k=3)
+    assert reads == ["demo.get"]  # the hits' chunk texts, read once
+    assert index.search_atoms(["Who directed Kuhle Wampe?"], k=3) == first and reads == ["demo.get"]

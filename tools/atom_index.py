@@ -87,6 +87,7 @@ def _vectors(emb: Embeddings, texts: list[str]) -> list[list[float]]:
 
 
 QUERY_VECTORS_KEPT = 1024  # recent query vectors an index keeps (a vector is 1.5 KB at 384 floats)
+CHUNK_TEXTS_KEPT = 4096  # recent chunk texts an index keeps
 
 METRICS = ("pike_l2", "cosine")
 
@@ -135,9 +136,11 @@ class AtomIndex:
         self._chunks = None
         self._atoms = None
         self._model_checked = False
+        self._holds_atoms = False  # seen holding atoms: ingest replaces a chunk's atoms, never empties the index
         self._lock = threading.Lock()
         self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
         self._vectors_lock = threading.Lock()
+        self._chunk_texts: OrderedDict[str, tuple[str, str]] = OrderedDict()  # chunk id → (title, text)
 
     # --- storage --------------------------------------------------------------------------
     @property
@@ -191,8 +194,9 @@ class AtomIndex:
                 check_model(self._chunks, self.model_id)
                 check_model(self._atoms, self.model_id)
                 self._model_checked = True
-            if self._atoms.count() == 0:
+            if not self._holds_atoms and self._atoms.count() == 0:
                 return f"atom index {self.name!r} at {self.where()} holds no atomic questions; fill it with: {index_hint(self.name)}"
+            self._holds_atoms = True
         except (SourceError, ConfigError) as exc:
             return str(exc)
         return None
@@ -328,13 +332,24 @@ class AtomIndex:
         return hits
 
     def chunk_texts(self, ids: list[str]) -> dict[str, tuple[str, str]]:
-        """``{chunk id: (title, text)}``."""
+        """``{chunk id: (title, text)}``. A stored chunk's text never changes (:meth:`write` adds
+        only chunks not stored), so the last :data:`CHUNK_TEXTS_KEPT` read are kept and not read again."""
         if not ids:
             return {}
-        chunks, _ = self._need()
-        got = chunks.get(ids=ids, include=["documents", "metadatas"])
-        return {cid: (str((meta or {}).get("title", "")), doc or "")
-                for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
+        with self._vectors_lock:
+            found = {cid: self._chunk_texts[cid] for cid in ids if cid in self._chunk_texts}
+        missing = [cid for cid in ids if cid not in found]
+        if missing:
+            chunks, _ = self._need()
+            got = chunks.get(ids=missing, include=["documents", "metadatas"])
+            read = {cid: (str((meta or {}).get("title", "")), doc or "")
+                    for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
+            found.update(read)
+            with self._vectors_lock:
+                self._chunk_texts.update(read)
+                while len(self._chunk_texts) > CHUNK_TEXTS_KEPT:
+                    self._chunk_texts.popitem(last=False)
+        return found
 
     def info(self) -> dict[str, Any]:
         return {"collection": self.name, "atoms_collection": atoms_name(self.name), "where": self.where(),
