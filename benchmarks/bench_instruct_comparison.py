@@ -16,7 +16,8 @@ every retrieving method reads it as its ``wikipedia`` source. KAR³ reads an ato
 the model under test (the ``kar3_index`` graph, the authors' atomizer prompt at temperature 0.7)
 over the supporting paragraphs of the questions run (its own chunk collection per model,
 ``kar3-MODEL-DATASET``: a smaller corpus than the other methods search, stated in the results); the
-atomizing's calls, tokens and seconds are recorded as ``kar3_atoms``. ``rag_kar3_corpus`` is RAG
+atomizing's calls, tokens and seconds are recorded as ``kar3_atoms`` (each call logged as it ends,
+so a killed atomizing run keeps its cost). ``rag_kar3_corpus`` is RAG
 over those same paragraphs (their own Chroma collection): KAR³'s difference is reported against it
 as well as against RAG over the whole corpus.
 
@@ -42,10 +43,14 @@ import json
 import os
 import re
 import sys
+import threading
 import time
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
+
+from langchain_core.callbacks import BaseCallbackHandler
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -395,25 +400,73 @@ def same_corpus_settings(key: str, questions: list, model_dir: Path, work: Path,
     return settings.model_copy(update={"chroma_collection": collection})
 
 
-async def ensure_atoms(key: str, questions: list, model_dir: Path, settings) -> dict:
+class AtomizingLog(BaseCallbackHandler):
+    """Each atomizer call's tokens, appended to ``kar3_atoms_calls.jsonl`` as it ends (with the
+    seconds since its run began): a killed atomizing run keeps the cost of every call it made."""
+
+    def __init__(self, path: Path):
+        self.path, self.run, self.t0 = path, uuid.uuid4().hex[:8], time.perf_counter()
+        self._lock = threading.Lock()
+
+    def write(self, **row) -> None:
+        with self._lock, self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps({"run": self.run, "t": round(time.perf_counter() - self.t0, 1), **row}) + "\n")
+
+    def on_llm_end(self, response, **kwargs) -> None:
+        msg = getattr(response.generations[0][0], "message", None) if response.generations else None
+        usage = getattr(msg, "usage_metadata", None) or {}
+        self.write(call=1, prompt_tokens=int(usage.get("input_tokens") or 0),
+                   completion_tokens=int(usage.get("output_tokens") or 0))
+
+    def on_llm_error(self, error, **kwargs) -> None:
+        self.write(call=1, prompt_tokens=0, completion_tokens=0, error=type(error).__name__)
+
+
+def atomizing_cost(log: Path) -> dict:
+    """Calls, tokens and seconds over every run in ``log`` (a run's seconds: its last line's; a
+    ``carried`` line is a total recorded before the per-call log)."""
+    from atomgraph.evaluation.records import read_records
+
+    total = {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    runs: dict[str, float] = {}
+    carried = 0.0
+    for row in read_records(log) if log.exists() else []:
+        if "carried" in row:
+            for k in total:
+                total[k] += int(row["carried"].get(k) or 0)
+            carried += float(row["carried"].get("seconds") or 0)
+            continue
+        total["llm_calls"] += int(row.get("call") or 0)
+        total["prompt_tokens"] += int(row.get("prompt_tokens") or 0)
+        total["completion_tokens"] += int(row.get("completion_tokens") or 0)
+        runs[row["run"]] = max(runs.get(row["run"], 0.0), float(row["t"]))
+    return {**total, "seconds": round(carried + sum(runs.values()), 1), "runs": len(runs)}
+
+
+async def ensure_atoms(key: str, questions: list, model_dir: Path, settings, model=None) -> dict:
     """KAR³'s atom index over the supporting paragraphs of ``questions``, atomized by the model
-    under test (resumable: chunks already atomized are skipped); its cost, summed over runs."""
+    under test (``model``: default the settings'; resumable: chunks already atomized are skipped);
+    its cost over every run, a killed one included (:class:`AtomizingLog`)."""
     from atomgraph.graphs.kar3_index import build_kar3_index_graph
+    from atomgraph.tools.atom_index import AtomIndex
 
     corpus, passages = write_kar3_corpus(key, questions, model_dir)
     settings = settings.model_copy(update={"data_dirs": [*settings.data_dirs, str(corpus.parent)]})
-    path = model_dir / key / "kar3_atoms.json"
-    before = json.loads(path.read_text()) if path.exists() else {}
-    t0 = time.perf_counter()
-    graph = build_kar3_index_graph(settings=settings, progress=False)
+    path, log = model_dir / key / "kar3_atoms.json", model_dir / key / "kar3_atoms_calls.jsonl"
+    if path.exists() and not log.exists():  # a total written before the per-call log: carried into it
+        before = json.loads(path.read_text())
+        log.write_text(json.dumps({"carried": {k: before.get(k) for k in (
+            "llm_calls", "prompt_tokens", "completion_tokens", "seconds")}}) + "\n")
+    tally = AtomizingLog(log)
+    graph = build_kar3_index_graph(model, settings=settings, progress=False)
     out = await graph.ainvoke({"inputs": [str(corpus)], "collection": settings.kar3.collection},
-                              context={"format": "jsonl", "atomizer_concurrency": 1, "write_batch": 2})
+                              context={"format": "jsonl", "atomizer_concurrency": 1, "write_batch": 2},
+                              config={"callbacks": [tally]})
+    tally.write(call=0)  # the run's end: its seconds include the last write
     stats = out.get("stats") or {}
-    spent = {k: int(stats.get(k) or 0) + int(before.get(k) or 0)
-             for k in ("atomized", "llm_calls", "prompt_tokens", "completion_tokens")}
-    spent["seconds"] = round(time.perf_counter() - t0 + float(before.get("seconds") or 0), 1)
-    spent.update({"paragraphs": len(passages), "atoms": stats.get("collection_atoms"),
-                  "failed": stats.get("failed"), "error": out.get("error")})
+    counts = AtomIndex(settings.kar3.collection, settings=settings).counts()
+    spent = {"atomized": counts["atomized"], **atomizing_cost(log), "paragraphs": len(passages),
+             "atoms": counts["atoms"], "failed": stats.get("failed"), "error": out.get("error")}
     path.write_text(json.dumps(spent, indent=2) + "\n")
     print(f"kar3 atoms {key}: {json.dumps(spent)}", file=sys.stderr, flush=True)
     return spent

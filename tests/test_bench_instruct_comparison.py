@@ -135,3 +135,37 @@ def test_each_model_reads_the_kar3_atoms_it_wrote():
 
     qwen, gemma = (settings_for(m, "musique", Path("w")).kar3.collection for m in ("local:qwen2.5-1.5b", "local"))
     assert qwen == "kar3-local-qwen2.5-1.5b-musique" and gemma == "kar3-local-musique"
+
+
+def test_kar3_atomizing_cost_survives_a_run_stopped_part_way(tmp_path, shared_data):
+    """Each atomizer call's tokens are logged as it ends: a run stopped after its first calls and
+    run again records every call (the chunks done before the stop are not atomized again)."""
+    import asyncio
+
+    import pytest
+
+    from atomgraph.evaluation.datasets import load_dataset
+    from atomgraph.testing import kar3_scripted_model
+    from benchmarks.bench_instruct_comparison import ensure_atoms, settings_for
+
+    questions = select_questions(load_dataset("hipporag-hotpotqa"), 2)
+    settings = settings_for("local", "hotpotqa", tmp_path).model_copy(update={"structured_output": False})
+    log = tmp_path / "hotpotqa" / "kar3_atoms_calls.jsonl"
+
+    async def stopped_after_two_calls():
+        task = asyncio.create_task(ensure_atoms("hotpotqa", questions, tmp_path, settings,
+                                                kar3_scripted_model(latency_s=0.3)))
+        while not log.exists() or len(log.read_text().splitlines()) < 2:
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(stopped_after_two_calls())
+    assert not (tmp_path / "hotpotqa" / "kar3_atoms.json").exists()
+    spent = asyncio.run(ensure_atoms("hotpotqa", questions, tmp_path, settings, kar3_scripted_model()))
+    # every call counted once; a call whose reply the stop cut off before it was kept is made again
+    assert spent["runs"] == 2 and spent["atomized"] == spent["paragraphs"] <= spent["llm_calls"] <= spent["paragraphs"] + 1
+    assert spent["llm_calls"] == sum(json.loads(line).get("call", 0) for line in log.read_text().splitlines())
+    assert spent["prompt_tokens"] > 0 and spent["completion_tokens"] > 0 and spent["error"] is None
+    assert json.loads((tmp_path / "hotpotqa" / "kar3_atoms.json").read_text()) == spent
