@@ -6,9 +6,12 @@ retrieved objects, in one run.
 
 ARM LLM-free (as ``bench_arm_retrieval``) on every question of each set, once to warm the
 caches (units, neighbours, compatibility), then twice per question, alternately (the order
-swapped every question): with :func:`atomgraph.nodes.arm.structure_alignment.solve_structures`
-and with the baseline solver (:func:`baseline_solve_structures` below: one exact MIP per draft
-with CBC's defaults). Per solver: the process CPU seconds each question takes (all stages);
+swapped every question): with today's structure stage
+(:func:`atomgraph.nodes.arm.structure_alignment.solve_drafts`: one C over every draft's set,
+:func:`~atomgraph.nodes.arm.structure_alignment.solve_structures`: small problems scored set by
+set, relaxations, warm starts) and with the baseline (:func:`baseline_solve_drafts` and
+:func:`baseline_solve_structures` below: each draft's C on its own, one exact MIP per draft with
+CBC's defaults). Per solver: the process CPU seconds each question takes (all stages);
 their ratio; and the comparison — the questions whose retrieved ids, any draft's ids, or any
 draft's objective (both optimal: within 1e-6) differ. ``--ids-out`` writes the ids (one JSON
 object per set: question id → ``[ids, [draft ids …]]``); ``--compare`` reads such a file and
@@ -105,6 +108,19 @@ def baseline_solve_structures(problems: Sequence, k: int, *, max_links: int | No
     return out
 
 
+def baseline_solve_drafts(index, pool, scores, ctx, exclude=frozenset()):
+    """The baseline's drafts: each draft's C computed over its own set (the solver's drafts share
+    one C over all their sets), solved by :func:`baseline_solve_structures`."""
+    from atomgraph.nodes.arm.structure_alignment import draft_program, expanded_pools, solve_programs
+    from atomgraph.state.arm_graph import Draft
+
+    sets = expanded_pools(index, pool, scores, ctx, ctx.drafts, exclude) if ctx.structure_alignment else [(0, pool)]
+    programs = [draft_program(index, list(objs), scores, ctx) for _, objs in sets]
+    return [Draft(draft=d, steps=steps, pool=[index.objects[p].id for p in objs], ids=solved["ids"],
+                  links=solved["links"], relevance=solved["relevance"], mip=solved["mip"])
+            for d, ((steps, objs), solved) in enumerate(zip(sets, solve_programs(index, programs, ctx)))]
+
+
 def _ms(xs: list[float]) -> dict:
     return {"mean": round(1000 * statistics.fmean(xs), 2), "median": round(1000 * statistics.median(xs), 2)}
 
@@ -135,7 +151,8 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
     index = ArmIndex.build(objects)
     index.prime_queries([q.question for q in questions])
     UnitCache.of(index).prime_all()
-    solvers = {"solver": structure_alignment.solve_structures, "baseline": baseline_solve_structures}
+    solvers = {"solver": (structure_alignment.solve_structures, structure_alignment.solve_drafts),
+               "baseline": (baseline_solve_structures, baseline_solve_drafts)}
     for q in questions:  # warm: imports, CBC loaded, every question's neighbour and compatibility caches
         retrieve("arm", q, index, ctx.k, ctx)
     cpu: dict[str, list[float]] = {name: [] for name in solvers}
@@ -143,7 +160,7 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
     try:
         for n, q in enumerate(questions):
             for name in (list(solvers) if n % 2 == 0 else list(solvers)[::-1]):
-                structure_alignment.solve_structures = solvers[name]
+                structure_alignment.solve_structures, structure_alignment.solve_drafts = solvers[name]
                 c0 = time.process_time()
                 res = retrieve("arm", q, index, ctx.k, ctx)
                 cpu[name].append(time.process_time() - c0)
@@ -154,7 +171,7 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
                     structure.append(float((res.trace.get("stage_seconds") or {}).get("structure", 0.0)))
                     mip_ms.append(sum(float(d["mip"]["solve_ms"]) for d in drafts))
     finally:
-        structure_alignment.solve_structures = solvers["solver"]
+        structure_alignment.solve_structures, structure_alignment.solve_drafts = solvers["solver"]
     differ = [q for q in runs["solver"] if not _same(runs["solver"][q], runs["baseline"][q])]
     summary = {
         "objects": len(objects), "questions": len(questions),

@@ -12,6 +12,7 @@ from atomgraph.nodes.arm.structure_alignment import (
     LINK_WEIGHT,
     brute_force,
     build_model,
+    enumerate_best,
     greedy,
     link_payers,
     selection_value,
@@ -21,6 +22,14 @@ from atomgraph.nodes.arm.structure_alignment import (
 from atomgraph.tools.arm_index import ArmIndex
 from atomgraph.tools.objects import parse_object
 from tests.arm_fixtures import OBJECTS
+
+
+@pytest.fixture(params=["enumeration", "cbc"])
+def small_solver(request, monkeypatch):
+    """Small ``pairs`` problems solved by scoring every set (the default) or by CBC."""
+    if request.param == "cbc":
+        monkeypatch.setattr(structure_alignment, "ENUMERATION_MAX", 0)
+    return request.param
 
 
 def _instance(rng, n, density):
@@ -48,7 +57,7 @@ def test_mip_is_optimal_against_brute_force(max_links):
 
 
 @pytest.mark.parametrize("links_rule", ["pairs", "forest"])
-def test_coverage_term_is_optimal_against_brute_force(links_rule):
+def test_coverage_term_is_optimal_against_brute_force(links_rule, small_solver):
     """``coverage_weight``: each keyword counts its best chosen object; the MIP (continuous
     y_qi ≤ b_i, Σ_i y_qi ≤ 1) reaches the enumerated optimum of that objective."""
     rng = np.random.default_rng(23)
@@ -63,7 +72,7 @@ def test_coverage_term_is_optimal_against_brute_force(links_rule):
 
 
 @pytest.mark.parametrize("links_rule", ["pairs", "forest"])
-def test_drafts_warm_started_from_the_draft_before_choose_as_alone(links_rule):
+def test_drafts_warm_started_from_the_draft_before_choose_as_alone(links_rule, small_solver):
     """Drafts solved in order, each warm-started from the better of its greedy solution and the
     draft before's, choose what each draft solved alone chooses, and the brute-force optimum:
     nested sets, a set that drops an object of the one before, a trivial one."""
@@ -90,7 +99,8 @@ def test_coverage_prefers_objects_that_answer_different_keywords():
     assert sorted(solve_structure(R, C, 2, time_limit_s=10, coverage=cov).chosen) == [0, 2]
 
 
-def test_tight_model_has_variables_only_for_positive_pairs():
+def test_tight_model_has_variables_only_for_positive_pairs(monkeypatch):
+    monkeypatch.setattr(structure_alignment, "ENUMERATION_MAX", 0)  # the program, not the enumeration
     R = np.array([0.5, 0.4, 0.3, 0.2, 0.1])
     C = np.zeros((5, 5))
     C[0, 3] = C[3, 0] = 0.7
@@ -102,6 +112,31 @@ def test_tight_model_has_variables_only_for_positive_pairs():
     assert model.num_rows == 1 + 1 + 2 * 2 + 4
     res = solve_structure(R, C, 2, time_limit_s=10, links_rule="pairs")
     assert sorted(res.chosen) == [0, 3] and res.links == [(0, 3, 0.7)] and res.pair_variables == 4
+
+
+@pytest.mark.parametrize("max_links", [-1, None, 2, 0])
+def test_scoring_every_set_finds_the_enumerated_optimum_and_cbcs(max_links, monkeypatch):
+    """Small ``pairs`` problems: scoring every set at once reaches the brute-force optimum (its
+    objective, and its set where the optimum is unique) with the links it counts, and
+    :func:`solve_structures` chooses what CBC's program chooses, warm start and all."""
+    rng = np.random.default_rng(31)
+    for t in range(30):
+        n = int(rng.integers(2, 13))
+        k = int(rng.integers(1, n + 1))
+        R, C = _instance(rng, n, float(rng.choice([0.0, 0.3, 1.0])))
+        cov = rng.random((3, n)) * (rng.random((3, n)) < 0.6) if t % 2 else None
+        cap = max(0, k - 1) if max_links == -1 else max_links
+        chosen, value, links = enumerate_best(R, C, k, cap, cov, 2.0 if t % 3 == 0 else 1.0)
+        best, best_set = brute_force(R, C, k, cap, "pairs", cov, 2.0 if t % 3 == 0 else 1.0)
+        assert value == pytest.approx(best, abs=1e-9) and tuple(chosen) == best_set
+        assert (value, links) == selection_value(chosen, R, C, cap, "pairs", cov, 2.0 if t % 3 == 0 else 1.0)
+        scored = solve_structure(R, C, k, max_links=max_links, links_rule="pairs", time_limit_s=10, coverage=cov)
+        with monkeypatch.context() as m:
+            m.setattr(structure_alignment, "ENUMERATION_MAX", 0)
+            programmed = solve_structure(R, C, k, max_links=max_links, links_rule="pairs", time_limit_s=10,
+                                         coverage=cov)
+        assert scored.status == programmed.status == "optimal" and scored.pair_variables == 0
+        assert scored.chosen == programmed.chosen and scored.objective == pytest.approx(programmed.objective, abs=1e-9)
 
 
 def test_link_payers_orient_any_counted_links():
@@ -119,6 +154,7 @@ def test_partner_relaxations_bound_and_reach_the_brute_force_optimum(max_links, 
     import mip
 
     monkeypatch.setattr(structure_alignment, "PARTNER_LADDER", (1, 2))
+    monkeypatch.setattr(structure_alignment, "ENUMERATION_MAX", 0)  # the ladder, not the enumeration
     rng = np.random.default_rng(7)
     for t in range(20):
         n = int(rng.integers(3, 11))
@@ -151,7 +187,7 @@ def test_forest_counts_no_cycle():
     assert forest.objective == pytest.approx(brute_force(R, C, 4, 3, "forest")[0])
 
 
-def test_link_count_twice_is_appendix_b_over_ordered_pairs():
+def test_link_count_twice_is_appendix_b_over_ordered_pairs(small_solver):
     """``link_count``: 'twice' (Appendix B, ordered pairs) counts each link's C in both
     directions, 'once' (JAR's convention) once; the MIP, the greedy warm start, the brute force
     and the reported objective use the same weight, and the links keep their C."""

@@ -21,7 +21,9 @@ Positions are indices into ``index.objects``; what goes into the graph state is 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import math
 import re
 import threading
 import time
@@ -154,16 +156,24 @@ class DraftProgram:
     coverage: np.ndarray | None
 
 
-def draft_program(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext) -> DraftProgram:
+def draft_program(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx: ArmContext,
+                  among: tuple[list[int], np.ndarray] | None = None) -> DraftProgram:
     """R, C and coverage over one set of search objects. ``structure_alignment=False``
-    (Figure 4's "information alignment only"): C is zero, so the k most relevant objects win."""
+    (Figure 4's "information alignment only"): C is zero, so the k most relevant objects win.
+    ``among``: positions that hold these and their C (each C_ij is a pair's own), read from it."""
     ps = list(positions)
     objs = [index.objects[p] for p in ps]
     R = database_relevance(objs, scores.relevance(ps, ctx.relevance, ctx.bm25_weight), ctx.database_weight)
     if not ctx.structure_alignment:
         C = np.zeros((len(ps), len(ps)))
     else:
-        C = scale_table_links(compatibility_for(index, ps, ctx, said=scores.question), objs, ctx.table_compatibility_scale)
+        if among is None:
+            C = compatibility_for(index, ps, ctx, said=scores.question)
+        else:
+            at = {p: i for i, p in enumerate(among[0])}
+            rows = [at[p] for p in ps]
+            C = among[1][np.ix_(rows, rows)]
+        C = scale_table_links(C, objs, ctx.table_compatibility_scale)
     return DraftProgram(ps, R, C, keyword_coverage(scores, ps, ctx.coverage_weight))
 
 
@@ -198,7 +208,11 @@ def solve_drafts(index: ArmIndex, pool: dict[int, str], scores: Scores, ctx: Arm
     """One solved MIP draft per expanded set of the base ``pool`` (§3.2.2; the base set alone
     without structure alignment); no expansion adds an object of ``exclude``."""
     sets = expanded_pools(index, pool, scores, ctx, ctx.drafts, exclude) if ctx.structure_alignment else [(0, pool)]
-    programs = [draft_program(index, list(objs), scores, ctx) for _, objs in sets]
+    among = None
+    if ctx.structure_alignment and len(sets) > 1:  # the drafts' sets overlap: C over all of them, once
+        every = list(dict.fromkeys(p for _, objs in sets for p in objs))
+        among = (every, compatibility_for(index, every, ctx, said=scores.question))
+    programs = [draft_program(index, list(objs), scores, ctx, among) for _, objs in sets]
     drafts = []
     for d, ((steps, objs), solved) in enumerate(zip(sets, solve_programs(index, programs, ctx))):
         drafts.append(Draft(draft=d, steps=steps, pool=[index.objects[p].id for p in objs],
@@ -897,6 +911,49 @@ def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, lin
     return best
 
 
+ENUMERATION_MAX = 15504
+"""Under ``pairs`` a problem of at most this many sets of k objects (20 objects at k = 5) is solved
+by scoring every set (:func:`enumerate_best`) instead of by CBC: the same optimum, faster up to
+about this size than building and solving the program (measured with ``bench_arm_solver``)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _all_sets(n: int, k: int) -> np.ndarray:
+    """Every set of ``k`` of ``n`` objects, one a row, in :func:`itertools.combinations` order (read-only)."""
+    sets = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n), k)), dtype=np.intp,
+                       count=math.comb(n, k) * k).reshape(-1, k)
+    sets.setflags(write=False)
+    return sets
+
+
+def enumerate_best(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, coverage: np.ndarray | None = None,
+                   link_weight: float = 1.0) -> tuple[list[int], float, list]:
+    """The optimum of the ``pairs`` program by scoring every set of ``k`` objects at once (numpy):
+    Σ R, the best ``max_links`` links of each set, each keyword's best coverage. The sets within
+    1e-9 of the best score are scored again by :func:`selection_value` and the first best in
+    :func:`itertools.combinations` order is kept (as :func:`brute_force`). Returns its objects,
+    objective and counted links."""
+    sets = _all_sets(len(R), k)
+    score = R[sets].sum(axis=1)
+    if k > 1:
+        sym = np.maximum(C, C.T)
+        a, b = np.triu_indices(k, 1)
+        links = np.maximum(sym[sets[:, a], sets[:, b]], 0.0)  # a set's pairs; a pair counts when C > 0
+        cap = links.shape[1] if max_links is None else max(0, min(max_links, links.shape[1]))
+        if cap:  # the best cap of each set's pairs
+            top = links if cap == links.shape[1] else -np.partition(-links, cap - 1, axis=1)[:, :cap]
+            score = score + link_weight * top.sum(axis=1)
+    if coverage is not None and len(coverage):
+        score = score + np.asarray(coverage, dtype=float)[:, sets].max(axis=2).sum(axis=0)
+    best: tuple[float, list[int], list] = (-np.inf, [], [])
+    for row in np.flatnonzero(score >= score.max() - 1e-9):
+        chosen = [int(i) for i in sets[row]]
+        v, counted = selection_value(chosen, R, C, max_links, "pairs", coverage, link_weight)
+        if v > best[0] + 1e-12:
+            best = (v, chosen, counted)
+    return best[1], best[0], best[2]
+
+
 def link_payers(k: int, max_links: int | None) -> int:
     """p: the counted links each chosen object pays for in :func:`build_model`'s ``pairs``
     program — the least p such that any ``max_links`` links among k objects can be oriented so
@@ -1151,8 +1208,9 @@ def solve_structures(
     """:func:`solve_structure` for several problems ``(keys, R, C, coverage)`` in order (a
     question's drafts; ``keys``: each problem's objects, e.g. positions): each starts from the
     better of its greedy solution and the problem before's solution, where that lies in its set.
-    Under ``pairs`` each solves the relaxations of :data:`PARTNER_LADDER` first and the exact
-    program only when none proves the best set found optimal. Each result is in its own
+    Under ``pairs`` a problem of at most :data:`ENUMERATION_MAX` sets is solved by scoring every set;
+    a larger one solves the relaxations of :data:`PARTNER_LADDER` first and the exact program only
+    when none proves the best set found optimal. Each result is in its own
     problem's indices."""
     import mip
 
@@ -1168,6 +1226,15 @@ def solve_structures(
             before = [keys[i] for i in p.best]
             continue
         best, best_v, counted = p.best, p.best_value, p.counted
+        if links_rule == "pairs" and math.comb(n, kk) <= ENUMERATION_MAX:
+            found, v, links = enumerate_best(R, C, kk, cap, coverage, link_weight)
+            if v > best_v + 1e-12:
+                best, best_v, counted = found, v, links
+            chosen = sorted(best, key=lambda i: -R[i])
+            out.append(StructureResult(chosen, best_v, "optimal", time.perf_counter() - t0, p.greedy_value, counted,
+                                       0, time_limit_s))
+            before = [keys[i] for i in chosen]
+            continue
         rungs = [m for m in PARTNER_LADDER if m < n - 1] if links_rule == "pairs" else []
         label, variables = "greedy", 0
         for partners in rungs + [None]:
