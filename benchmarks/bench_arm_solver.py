@@ -16,6 +16,8 @@ their ratio; and the comparison — the questions whose retrieved ids, any draft
 draft's objective (both optimal: within 1e-6) differ. ``--ids-out`` writes the ids (one JSON
 object per set: question id → ``[ids, [draft ids …]]``); ``--compare`` reads such a file and
 counts the questions whose ids differ from it. The exit status is 1 when any question differs.
+``scoring_crossover``: one draft scored set by set against CBC's program, by size
+(:func:`scoring_crossover`).
 ``--bird DIR``: a Bird set in the retrieval format (``benchmarks.bird_from_jar``). The MIP time
 limit is large (20 s) so that no result depends on the machine's load.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -157,6 +160,7 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
         retrieve("arm", q, index, ctx.k, ctx)
     cpu: dict[str, list[float]] = {name: [] for name in solvers}
     structure, mip_ms, runs = [], [], {name: {} for name in solvers}
+    paths = {"scored": 0, "cbc": 0, "settled": 0}
     try:
         for n, q in enumerate(questions):
             for name in (list(solvers) if n % 2 == 0 else list(solvers)[::-1]):
@@ -168,6 +172,10 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
                 runs[name][q.id] = [list(res.ids), [{"ids": list(d["ids"]), "status": d["mip"]["status"],
                                                      "objective": float(d["mip"]["objective"])} for d in drafts]]
                 if name == "solver":
+                    for d in drafts:  # how each draft was solved (by its size)
+                        n_obj = int(d["mip"]["candidates"])
+                        paths[("settled" if n_obj <= ctx.k else "scored" if math.comb(n_obj, ctx.k) <= structure_alignment.ENUMERATION_MAX
+                               else "cbc")] += 1
                     structure.append(float((res.trace.get("stage_seconds") or {}).get("structure", 0.0)))
                     mip_ms.append(sum(float(d["mip"]["solve_ms"]) for d in drafts))
     finally:
@@ -179,11 +187,46 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
         "cpu_ratio": round(statistics.fmean(cpu["solver"]) / statistics.fmean(cpu["baseline"]), 3),
         "structure_ms_per_question": _ms(structure),
         "mip_ms_per_question": {"mean": round(statistics.fmean(mip_ms), 2), "median": round(statistics.median(mip_ms), 2)},
+        "drafts_by_path": paths,
         "identical": {"questions": len(runs["solver"]), "drafts": sum(len(r[1]) for r in runs["solver"].values()),
                       "differ": len(differ), "first": differ[:5]},
     }
     ids = {q: [r[0], [d["ids"] for d in r[1]]] for q, r in runs["solver"].items()}
     return summary, ids
+
+
+def scoring_crossover(sizes: Sequence[int] = (10, 15, 18, 20, 22, 25, 30), k: int = 5, repeats: int = 5) -> list[dict]:
+    """Median CPU ms of one ``pairs`` draft scored set by set (:func:`enumerate_best`) against the
+    same draft solved by CBC's program (relaxations, warm start: today's path with scoring off),
+    on random drafts of each size (C 30 % dense, 5 keywords, k = 5): where
+    :data:`~atomgraph.nodes.arm.structure_alignment.ENUMERATION_MAX` stands."""
+    import math
+
+    from atomgraph.nodes.arm import structure_alignment as sa
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for n in sizes:
+        scored, programmed = [], []
+        sa._all_sets(n, k)  # kept for the run, as in a run of questions
+        for _ in range(repeats):
+            R = rng.random(n)
+            C = np.triu(rng.random((n, n)) * (rng.random((n, n)) < 0.3), 1)
+            C = C + C.T
+            cov = rng.random((5, n)) * (rng.random((5, n)) < 0.5)
+            c0 = time.process_time()
+            sa.enumerate_best(R, C, k, k - 1, cov)
+            scored.append(time.process_time() - c0)
+            limit, sa.ENUMERATION_MAX = sa.ENUMERATION_MAX, 0
+            try:
+                c0 = time.process_time()
+                sa.solve_structures([(list(range(n)), R, C, cov)], k, links_rule="pairs", time_limit_s=20.0)
+                programmed.append(time.process_time() - c0)
+            finally:
+                sa.ENUMERATION_MAX = limit
+        rows.append({"objects": n, "sets": math.comb(n, k), "scored_ms": round(1000 * statistics.median(scored), 2),
+                     "program_ms": round(1000 * statistics.median(programmed), 2)})
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
               f"  differ {summary['identical']['differ']}/{summary['questions']}"
               + (f"  against --compare {summary['compared']['differ']}/{summary['compared']['questions']}"
                  if "compared" in summary else ""), flush=True)
+    result["scoring_crossover"] = scoring_crossover()
+    print("scored set by set / CBC's program, ms a draft: " + ", ".join(
+        f"{r['objects']} objects {r['scored_ms']} / {r['program_ms']}" for r in result["scoring_crossover"]), flush=True)
     result["load_after"] = os.getloadavg()
     if args.ids_out:
         Path(args.ids_out).write_text(json.dumps(every))
