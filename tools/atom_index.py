@@ -136,11 +136,12 @@ class AtomIndex:
         self._chunks = None
         self._atoms = None
         self._model_checked = False
-        self._holds_atoms = False  # seen holding atoms: ingest replaces a chunk's atoms, never empties the index
+        self._holds_atoms = False  # seen holding atoms: not counted again (an index emptied later finds nothing)
         self._lock = threading.Lock()
         self._query_vectors: OrderedDict[str, list[float]] = OrderedDict()
         self._vectors_lock = threading.Lock()
         self._chunk_texts: OrderedDict[str, tuple[str, str]] = OrderedDict()  # chunk id → (title, text)
+        self._texts_lock = threading.Lock()
 
     # --- storage --------------------------------------------------------------------------
     @property
@@ -336,7 +337,7 @@ class AtomIndex:
         only chunks not stored), so the last :data:`CHUNK_TEXTS_KEPT` read are kept and not read again."""
         if not ids:
             return {}
-        with self._vectors_lock:
+        with self._texts_lock:
             found = {cid: self._chunk_texts[cid] for cid in ids if cid in self._chunk_texts}
         missing = [cid for cid in ids if cid not in found]
         if missing:
@@ -345,7 +346,7 @@ class AtomIndex:
             read = {cid: (str((meta or {}).get("title", "")), doc or "")
                     for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
             found.update(read)
-            with self._vectors_lock:
+            with self._texts_lock:
                 self._chunk_texts.update(read)
                 while len(self._chunk_texts) > CHUNK_TEXTS_KEPT:
                     self._chunk_texts.popitem(last=False)

@@ -160,7 +160,8 @@ def draft_program(index: ArmIndex, positions: Sequence[int], scores: Scores, ctx
                   among: tuple[list[int], np.ndarray] | None = None) -> DraftProgram:
     """R, C and coverage over one set of search objects. ``structure_alignment=False``
     (Figure 4's "information alignment only"): C is zero, so the k most relevant objects win.
-    ``among``: positions that hold these and their C (each C_ij is a pair's own), read from it."""
+    ``among``: ``(positions, their C)`` over a set holding these, C read from it (a pair's C does not
+    depend on the other objects of the set)."""
     ps = list(positions)
     objs = [index.objects[p] for p in ps]
     R = database_relevance(objs, scores.relevance(ps, ctx.relevance, ctx.bm25_weight), ctx.database_weight)
