@@ -81,7 +81,7 @@ def baseline_solve_structures(problems: Sequence, k: int, *, max_links: int | No
         start, g_val, g_links = p.greedy, p.greedy_value, p.greedy_links
         if p.settled:
             out.append(StructureResult(p.best, p.best_value, "optimal", time.perf_counter() - t0, g_val, p.counted, 0,
-                                       time_limit_s))
+                                       time_limit_s, "settled"))
             before = [keys[i] for i in p.best]
             continue
         model, b, c, pairs = baseline_build_model(R, C, kk, max_links=cap, links_rule=links_rule, coverage=coverage,
@@ -160,7 +160,7 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
         retrieve("arm", q, index, ctx.k, ctx)
     cpu: dict[str, list[float]] = {name: [] for name in solvers}
     structure, mip_ms, runs = [], [], {name: {} for name in solvers}
-    paths = {"scored": 0, "cbc": 0, "settled": 0}
+    paths = {"scored": 0, "program": 0, "settled": 0}
     try:
         for n, q in enumerate(questions):
             for name in (list(solvers) if n % 2 == 0 else list(solvers)[::-1]):
@@ -172,10 +172,8 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
                 runs[name][q.id] = [list(res.ids), [{"ids": list(d["ids"]), "status": d["mip"]["status"],
                                                      "objective": float(d["mip"]["objective"])} for d in drafts]]
                 if name == "solver":
-                    for d in drafts:  # how each draft was solved (by its size)
-                        n_obj = int(d["mip"]["candidates"])
-                        paths[("settled" if n_obj <= ctx.k else "scored" if math.comb(n_obj, ctx.k) <= structure_alignment.ENUMERATION_MAX
-                               else "cbc")] += 1
+                    for d in drafts:  # how each draft was solved
+                        paths[d["mip"]["solved_by"]] += 1
                     structure.append(float((res.trace.get("stage_seconds") or {}).get("structure", 0.0)))
                     mip_ms.append(sum(float(d["mip"]["solve_ms"]) for d in drafts))
     finally:
@@ -200,8 +198,6 @@ def scoring_crossover(sizes: Sequence[int] = (10, 15, 18, 20, 22, 25, 30), k: in
     same draft solved by CBC's program (relaxations, warm start: today's path with scoring off),
     on random drafts of each size (C 30 % dense, 5 keywords, k = 5): where
     :data:`~atomgraph.nodes.arm.structure_alignment.ENUMERATION_MAX` stands."""
-    import math
-
     from atomgraph.nodes.arm import structure_alignment as sa
 
     rng = np.random.default_rng(1)

@@ -136,6 +136,8 @@ def test_scoring_every_set_finds_the_enumerated_optimum_and_cbcs(max_links, monk
             programmed = solve_structure(R, C, k, max_links=max_links, links_rule="pairs", time_limit_s=10,
                                          coverage=cov)
         assert scored.status == programmed.status == "optimal" and scored.pair_variables == 0
+        assert programmed.solved_by in ("program", "settled")  # settled: all objects, or nothing to weigh but R
+        assert scored.solved_by == ("settled" if programmed.solved_by == "settled" else "scored")
         assert scored.chosen == programmed.chosen and scored.objective == pytest.approx(programmed.objective, abs=1e-9)
 
 

@@ -186,7 +186,8 @@ def _draft_result(index: ArmIndex, prog: DraftProgram, res: StructureResult) -> 
         "links": [{"a": index.objects[ps[i]].id, "b": index.objects[ps[j]].id, "c": round(c, 4)} for i, j, c in res.links],
         "mip": {"status": res.status, "time_limited": res.status != "optimal", "solve_ms": round(res.solve_seconds * 1000, 3),
                 "objective": round(res.objective, 6), "greedy_objective": round(res.greedy_objective, 6),
-                "pair_variables": res.pair_variables, "candidates": len(ps), "time_limit_s": res.time_limit_s},
+                "pair_variables": res.pair_variables, "candidates": len(ps), "time_limit_s": res.time_limit_s,
+                "solved_by": res.solved_by},
     }
 
 
@@ -797,6 +798,7 @@ class StructureResult:
     links: list[tuple[int, int, float]] = field(default_factory=list)
     pair_variables: int = 0
     time_limit_s: float | None = None
+    solved_by: str = "program"  # "program" (CBC) | "scored" (every set, ENUMERATION_MAX) | "settled" (no choice)
 
     def to_json(self) -> dict:
         return {
@@ -808,6 +810,7 @@ class StructureResult:
             "links": [[i, j, round(c, 4)] for i, j, c in self.links],
             "pair_variables": self.pair_variables,
             "time_limit_s": self.time_limit_s,
+            "solved_by": self.solved_by,
         }
 
 
@@ -1223,22 +1226,19 @@ def solve_structures(
         R, C, coverage, n, kk, cap = p.R, p.C, p.coverage, len(p.R), p.k, p.cap
         if p.settled:
             out.append(StructureResult(p.best, p.best_value, "optimal", time.perf_counter() - t0, p.greedy_value,
-                                       p.counted, 0, time_limit_s))
+                                       p.counted, 0, time_limit_s, "settled"))
             before = [keys[i] for i in p.best]
             continue
         best, best_v, counted = p.best, p.best_value, p.counted
-        if links_rule == "pairs" and math.comb(n, kk) <= ENUMERATION_MAX:
+        label, variables, solved_by = "greedy", 0, "program"
+        programs: list[int | None] = [m for m in PARTNER_LADDER if m < n - 1] if links_rule == "pairs" else []
+        programs.append(None)  # the exact program, after the relaxations
+        if links_rule == "pairs" and math.comb(n, kk) <= ENUMERATION_MAX:  # every set scored: no program
             found, v, links = enumerate_best(R, C, kk, cap, coverage, link_weight)
             if v > best_v + 1e-12:
                 best, best_v, counted = found, v, links
-            chosen = sorted(best, key=lambda i: -R[i])
-            out.append(StructureResult(chosen, best_v, "optimal", time.perf_counter() - t0, p.greedy_value, counted,
-                                       0, time_limit_s))
-            before = [keys[i] for i in chosen]
-            continue
-        rungs = [m for m in PARTNER_LADDER if m < n - 1] if links_rule == "pairs" else []
-        label, variables = "greedy", 0
-        for partners in rungs + [None]:
+            label, solved_by, programs = "optimal", "scored", []
+        for partners in programs:
             model, b, c, pairs = build_model(R, C, kk, max_links=cap, links_rule=links_rule, coverage=coverage,
                                              link_weight=link_weight, partners=partners)
             if links_rule == "pairs":  # a warm start: the chosen objects (CBC completes the links; the forest's are left to CBC)
@@ -1260,7 +1260,7 @@ def solve_structures(
                 break
         chosen = sorted(best, key=lambda i: -R[i])
         out.append(StructureResult(chosen, best_v, label, time.perf_counter() - t0, p.greedy_value, counted, variables,
-                                   time_limit_s))
+                                   time_limit_s, solved_by))
         before = [keys[i] for i in chosen]
     return out
 
