@@ -50,7 +50,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from langchain_core.callbacks import BaseCallbackHandler
+from atomgraph.nodes.call import CallRecorder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -400,26 +400,39 @@ def same_corpus_settings(key: str, questions: list, model_dir: Path, work: Path,
     return settings.model_copy(update={"chroma_collection": collection})
 
 
-class AtomizingLog(BaseCallbackHandler):
-    """Each atomizer call's tokens, appended to ``kar3_atoms_calls.jsonl`` as it ends (with the
-    seconds since its run began): a killed atomizing run keeps the cost of every call it made."""
+class AtomizingLog(CallRecorder):
+    """Each atomizer call's tokens (read as every call record reads them, :class:`CallRecorder`),
+    appended to ``kar3_atoms_calls.jsonl`` as it ends, with the seconds since its run began: a
+    killed atomizing run keeps the cost of every call it made."""
 
     def __init__(self, path: Path):
+        super().__init__()
         self.path, self.run, self.t0 = path, uuid.uuid4().hex[:8], time.perf_counter()
-        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
 
     def write(self, **row) -> None:
-        with self._lock, self.path.open("a", encoding="utf-8") as f:
+        with self._write_lock, self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps({"run": self.run, "t": round(time.perf_counter() - self.t0, 1), **row}) + "\n")
 
-    def on_llm_end(self, response, **kwargs) -> None:
-        msg = getattr(response.generations[0][0], "message", None) if response.generations else None
-        usage = getattr(msg, "usage_metadata", None) or {}
-        self.write(call=1, prompt_tokens=int(usage.get("input_tokens") or 0),
-                   completion_tokens=int(usage.get("output_tokens") or 0))
+    def _open_record(self, run_id):
+        with self._lock:
+            opened = self._open.get(run_id)
+        return opened[0] if opened else None
 
-    def on_llm_error(self, error, **kwargs) -> None:
-        self.write(call=1, prompt_tokens=0, completion_tokens=0, error=type(error).__name__)
+    def _log(self, rec) -> None:
+        if rec is not None:
+            self.write(call=1, prompt_tokens=rec.prompt_tokens, completion_tokens=rec.completion_tokens,
+                       **({"error": rec.error} if rec.error else {}))
+
+    def on_llm_end(self, response, *, run_id, **kwargs) -> None:
+        rec = self._open_record(run_id)
+        super().on_llm_end(response, run_id=run_id, **kwargs)
+        self._log(rec)
+
+    def on_llm_error(self, error, *, run_id, **kwargs) -> None:
+        rec = self._open_record(run_id)
+        super().on_llm_error(error, run_id=run_id, **kwargs)
+        self._log(rec)
 
 
 def atomizing_cost(log: Path) -> dict:
