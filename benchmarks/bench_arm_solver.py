@@ -154,8 +154,9 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
     index = ArmIndex.build(objects)
     index.prime_queries([q.question for q in questions])
     UnitCache.of(index).prime_all()
-    solvers = {"solver": (structure_alignment.solve_structures, structure_alignment.solve_drafts),
-               "baseline": (baseline_solve_structures, baseline_solve_drafts)}
+    solvers = {"solver": (structure_alignment.solve_structures, structure_alignment.solve_drafts,
+                          structure_alignment.greedy),
+               "baseline": (baseline_solve_structures, baseline_solve_drafts, structure_alignment.greedy_by_scan)}
     for q in questions:  # warm: imports, CBC loaded, every question's neighbour and compatibility caches
         retrieve("arm", q, index, ctx.k, ctx)
     cpu: dict[str, list[float]] = {name: [] for name in solvers}
@@ -164,7 +165,8 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
     try:
         for n, q in enumerate(questions):
             for name in (list(solvers) if n % 2 == 0 else list(solvers)[::-1]):
-                structure_alignment.solve_structures, structure_alignment.solve_drafts = solvers[name]
+                (structure_alignment.solve_structures, structure_alignment.solve_drafts,
+                 structure_alignment.greedy) = solvers[name]
                 c0 = time.process_time()
                 res = retrieve("arm", q, index, ctx.k, ctx)
                 cpu[name].append(time.process_time() - c0)
@@ -177,7 +179,8 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
                     structure.append(float((res.trace.get("stage_seconds") or {}).get("structure", 0.0)))
                     mip_ms.append(sum(float(d["mip"]["solve_ms"]) for d in drafts))
     finally:
-        structure_alignment.solve_structures, structure_alignment.solve_drafts = solvers["solver"]
+        (structure_alignment.solve_structures, structure_alignment.solve_drafts,
+         structure_alignment.greedy) = solvers["solver"]
     differ = [q for q in runs["solver"] if not _same(runs["solver"][q], runs["baseline"][q])]
     summary = {
         "objects": len(objects), "questions": len(questions),
@@ -193,35 +196,33 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
     return summary, ids
 
 
-def scoring_crossover(sizes: Sequence[int] = (10, 15, 18, 20, 22, 25, 30), k: int = 5, repeats: int = 5) -> list[dict]:
-    """Median CPU ms of one ``pairs`` draft scored set by set (:func:`enumerate_best`) against the
-    same draft solved by CBC's program (relaxations, warm start: today's path with scoring off),
-    on random drafts of each size (C 30 % dense, 5 keywords, k = 5): where
-    :data:`~atomgraph.nodes.arm.structure_alignment.ENUMERATION_MAX` stands."""
+def scoring_crossover(sizes: Sequence[int] = (10, 15, 20, 25, 28, 30, 35), k: int = 5, repeats: int = 5) -> list[dict]:
+    """Median CPU ms of one ``pairs`` draft solved by scoring every set (:func:`enumerate_best`,
+    bounded by the warm start) against the same draft solved by CBC's program (relaxations, warm
+    start), both through :func:`solve_structures`, on random drafts of each size (C 30 % dense,
+    5 keywords, k = 5): where :data:`~atomgraph.nodes.arm.structure_alignment.ENUMERATION_MAX` stands."""
     from atomgraph.nodes.arm import structure_alignment as sa
 
     rng = np.random.default_rng(1)
     rows = []
     for n in sizes:
-        scored, programmed = [], []
+        times: dict[str, list[float]] = {"scored": [], "program": []}
         sa._all_sets(n, k)  # kept for the run, as in a run of questions
         for _ in range(repeats):
             R = rng.random(n)
             C = np.triu(rng.random((n, n)) * (rng.random((n, n)) < 0.3), 1)
             C = C + C.T
             cov = rng.random((5, n)) * (rng.random((5, n)) < 0.5)
-            c0 = time.process_time()
-            sa.enumerate_best(R, C, k, k - 1, cov)
-            scored.append(time.process_time() - c0)
-            limit, sa.ENUMERATION_MAX = sa.ENUMERATION_MAX, 0
-            try:
-                c0 = time.process_time()
-                sa.solve_structures([(list(range(n)), R, C, cov)], k, links_rule="pairs", time_limit_s=20.0)
-                programmed.append(time.process_time() - c0)
-            finally:
-                sa.ENUMERATION_MAX = limit
-        rows.append({"objects": n, "sets": math.comb(n, k), "scored_ms": round(1000 * statistics.median(scored), 2),
-                     "program_ms": round(1000 * statistics.median(programmed), 2)})
+            for path, limit in (("scored", math.comb(n, k)), ("program", 0)):
+                kept, sa.ENUMERATION_MAX = sa.ENUMERATION_MAX, limit
+                try:
+                    c0 = time.process_time()
+                    sa.solve_structures([(list(range(n)), R, C, cov)], k, links_rule="pairs", time_limit_s=20.0)
+                    times[path].append(time.process_time() - c0)
+                finally:
+                    sa.ENUMERATION_MAX = kept
+        rows.append({"objects": n, "sets": math.comb(n, k), "scored_ms": round(1000 * statistics.median(times["scored"]), 2),
+                     "program_ms": round(1000 * statistics.median(times["program"]), 2)})
     return rows
 
 

@@ -14,6 +14,7 @@ from atomgraph.nodes.arm.structure_alignment import (
     build_model,
     enumerate_best,
     greedy,
+    greedy_by_scan,
     link_payers,
     selection_value,
     solve_structure,
@@ -139,6 +140,46 @@ def test_scoring_every_set_finds_the_enumerated_optimum_and_cbcs(max_links, monk
         assert programmed.solved_by in ("program", "settled")  # settled: all objects, or nothing to weigh but R
         assert scored.solved_by == ("settled" if programmed.solved_by == "settled" else "scored")
         assert scored.chosen == programmed.chosen and scored.objective == pytest.approx(programmed.objective, abs=1e-9)
+
+
+def _tied_instance(rng, n):
+    """Values on a coarse grid (many exact ties), C symmetric or one-sided, keywords or none."""
+    R = rng.random(n).round(int(rng.integers(1, 3)))
+    C = np.triu(rng.random((n, n)).round(1) * (rng.random((n, n)) < 0.4), 1)
+    C = C + C.T if rng.random() < 0.7 else C
+    cov = None if rng.random() < 0.3 else (rng.random((int(rng.integers(1, 5)), n)) * (rng.random((1, n)) < 0.5)).round(1)
+    return R, C, cov
+
+
+def test_greedy_under_pairs_steps_as_the_set_by_set_scan():
+    """The ``pairs`` warm start, every step's objectives at once, picks what scoring each candidate
+    set on its own picks, ties included (the first object that beats the best so far by 1e-12)."""
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        n = int(rng.integers(1, 14))
+        k = int(rng.integers(1, 6))
+        R, C, cov = _tied_instance(rng, n)
+        cap = [None, 0, 1, max(0, k - 1), 3][int(rng.integers(0, 5))]
+        weight = float(rng.choice([1.0, 2.0]))
+        assert greedy(R, C, k, cap, "pairs", cov, weight) == greedy_by_scan(R, C, k, cap, "pairs", cov, weight)
+
+
+def test_bounded_scoring_keeps_the_first_best_set():
+    """Scoring only the sets whose bound reaches a known set's objective (the warm start's) returns
+    the set, objective and links that scoring every set returns, ties included; with more sets left
+    than ``most`` it returns None (the program decides)."""
+    rng = np.random.default_rng(12)
+    for _ in range(300):
+        n = int(rng.integers(2, 13))
+        k = int(rng.integers(1, min(n, 6) + 1))
+        R, C, cov = _tied_instance(rng, n)
+        cap = [None, 0, max(0, k - 1)][int(rng.integers(0, 3))]
+        weight = float(rng.choice([1.0, 2.0]))
+        floor, _ = selection_value(greedy(R, C, k, cap, "pairs", cov, weight), R, C, cap, "pairs", cov, weight)
+        assert enumerate_best(R, C, k, cap, cov, weight, floor=floor) == enumerate_best(R, C, k, cap, cov, weight)
+    R, C, cov = _tied_instance(np.random.default_rng(3), 12)
+    assert enumerate_best(np.zeros(12), np.zeros((12, 12)), 5, 4, floor=0.0, most=10) is None  # every set ties
+    assert enumerate_best(R, C, 5, 4, cov, floor=np.inf, most=10) == ([], -np.inf, [])  # no set reaches it
 
 
 def test_link_payers_orient_any_counted_links():

@@ -481,11 +481,9 @@ def graded_matrix(index: ArmIndex, positions: Sequence[int], *, weight: float = 
         jac = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
         S = weight * (H @ H.T) + (1 - weight) * jac
         T = _block_max(S, col_owner, col_owner, n)
-        dbs = [o.database for o in objs]
-        for a in range(n):
-            for b in range(n):
-                if dbs[a] is not None and dbs[b] is not None and dbs[a] != dbs[b]:
-                    T[a, b] = 0.0
+        named = {db: i for i, db in enumerate(dict.fromkeys(o.database for o in objs if o.database is not None))}
+        db = np.array([named.get(o.database, -1) for o in objs])
+        T[(db[:, None] >= 0) & (db[None, :] >= 0) & (db[:, None] != db[None, :])] = 0.0  # two databases: no join
         C = np.maximum(C, T)
     C = np.clip(C, 0.0, None)
     if entities:
@@ -798,7 +796,7 @@ class StructureResult:
     links: list[tuple[int, int, float]] = field(default_factory=list)
     pair_variables: int = 0
     time_limit_s: float | None = None
-    solved_by: str = "program"  # "program" (CBC) | "scored" (every set, ENUMERATION_MAX) | "settled" (no choice)
+    solved_by: str = "program"  # "program" (CBC) | "scored" (sets scored, ENUMERATION_MAX) | "settled" (no choice)
 
     def to_json(self) -> dict:
         return {
@@ -888,7 +886,51 @@ def selection_value(chosen: Sequence[int], R: np.ndarray, C: np.ndarray, max_lin
 
 def greedy(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_rule: str = "forest",
            coverage: np.ndarray | None = None, link_weight: float = 1.0) -> list[int]:
-    """Add, one at a time, the object that raises the objective most (the warm start)."""
+    """Add, one at a time, the object that raises the objective most (the warm start): objects
+    scanned in order, one kept only when it beats the best so far by more than 1e-12. Under
+    ``pairs`` every step's objectives are computed at once (:func:`pairs_step_values`), under
+    ``forest`` set by set (:func:`greedy_by_scan`)."""
+    if links_rule != "pairs":
+        return greedy_by_scan(R, C, k, max_links, links_rule, coverage, link_weight)
+    R = np.asarray(R, dtype=float)
+    sym = np.maximum(np.maximum(C, C.T), 0.0)  # a pair counts when C > 0
+    cov = None if coverage is None or not len(coverage) else np.asarray(coverage, dtype=float)
+    chosen: list[int] = []
+    inner = np.zeros(0)  # the links among the chosen objects
+    while len(chosen) < min(k, len(R)):
+        values = pairs_step_values(chosen, inner, R, sym, max_links, cov, link_weight)
+        best, best_v = None, -np.inf
+        for j, v in enumerate(values.tolist()):
+            if v > best_v + 1e-12 and j not in chosen:
+                best, best_v = j, v
+        inner = np.concatenate([inner, sym[chosen, best]])
+        chosen.append(best)
+    return chosen
+
+
+def pairs_step_values(chosen: list[int], inner: np.ndarray, R: np.ndarray, sym: np.ndarray, max_links: int | None,
+                      coverage: np.ndarray | None, link_weight: float) -> np.ndarray:
+    """For every object j, :func:`selection_value` of ``chosen + [j]`` under ``pairs`` (``sym``: C
+    symmetrised, negatives 0; ``inner``: the links among ``chosen``): Σ R, the best ``max_links`` of
+    the set's links, each keyword's best coverage (j already chosen: any value; the caller skips it)."""
+    if not chosen:
+        return R + coverage.sum(axis=0) if coverage is not None else R.copy()
+    value = R[chosen].sum() + R
+    if max_links != 0:
+        links = np.empty((len(R), len(inner) + len(chosen)))
+        links[:, : len(inner)] = inner
+        links[:, len(inner):] = sym[chosen].T
+        cap = links.shape[1] if max_links is None else min(max_links, links.shape[1])
+        top = links if cap == links.shape[1] else -np.partition(-links, cap - 1, axis=1)[:, :cap]
+        value += link_weight * top.sum(axis=1)
+    if coverage is not None:
+        value += np.maximum(coverage[:, chosen].max(axis=1)[:, None], coverage).sum(axis=0)
+    return value
+
+
+def greedy_by_scan(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_rule: str = "forest",
+                   coverage: np.ndarray | None = None, link_weight: float = 1.0) -> list[int]:
+    """:func:`greedy` with each candidate set's objective from :func:`selection_value`, one set at a time."""
     n = len(R)
     chosen: list[int] = []
     while len(chosen) < min(k, n):
@@ -915,43 +957,89 @@ def brute_force(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, lin
     return best
 
 
-ENUMERATION_MAX = 15504
-"""Under ``pairs`` a problem of at most this many sets of k objects (20 objects at k = 5) is solved
-by scoring every set (:func:`enumerate_best`) instead of by CBC: the same optimum, faster up to
-about this size than building and solving the program (measured with ``bench_arm_solver``)."""
+ENUMERATION_MAX = 142506
+"""Under ``pairs`` a problem of at most this many sets of k objects (30 objects at k = 5) is first
+bounded set by set (:func:`enumerate_best`); when at most :data:`SCORED_MAX` sets can reach the warm
+start's objective, they are scored and the best is the optimum, without CBC. Both limits are
+where scoring stops being faster than the program (``bench_arm_solver``'s crossover)."""
+
+SCORED_MAX = 15504
+"""The most sets :func:`solve_structures` scores exactly in place of the program (20 objects at k = 5)."""
+
+BOUND_MARGIN = 1e-6
+"""How far below the floor a set's bound may lie and the set still be scored (rounding: far above it)."""
 
 
 @functools.lru_cache(maxsize=64)
 def _all_sets(n: int, k: int) -> np.ndarray:
-    """Every set of ``k`` of ``n`` objects, one a row, in :func:`itertools.combinations` order (read-only)."""
-    sets = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n), k)), dtype=np.intp,
-                       count=math.comb(n, k) * k).reshape(-1, k)
+    """Every set of ``k`` of ``n`` objects in :func:`itertools.combinations` order, one a column:
+    row c holds each set's c-th object (k × C(n, k), the smallest integer type; read-only)."""
+    dtype = np.uint8 if n <= 256 else np.intp
+    sets = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n), k)), dtype=dtype,
+                       count=math.comb(n, k) * k).reshape(-1, k).T.copy()
     sets.setflags(write=False)
     return sets
 
 
+def _set_sums(x: np.ndarray, sets: np.ndarray) -> np.ndarray:
+    """Σ over each set's objects of ``x`` (``sets`` as :func:`_all_sets` lays them out)."""
+    total = x[sets[0]].astype(float)
+    for row in sets[1:]:
+        total += x[row]
+    return total
+
+
 def enumerate_best(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, coverage: np.ndarray | None = None,
-                   link_weight: float = 1.0) -> tuple[list[int], float, list]:
+                   link_weight: float = 1.0, floor: float = -np.inf,
+                   most: int | None = None) -> tuple[list[int], float, list] | None:
     """The optimum of the ``pairs`` program by scoring every set of ``k`` objects at once (numpy):
     Σ R, the best ``max_links`` links of each set, each keyword's best coverage. The sets within
     1e-9 of the best score are scored again by :func:`selection_value` and the first best in
     :func:`itertools.combinations` order is kept (as :func:`brute_force`). Returns its objects,
-    objective and counted links."""
+    objective and counted links.
+
+    ``floor``: the objective of a set known (the warm start). Sets whose bound lies below it can be
+    neither the best nor tie with it, and are not scored. A set's first bound is a sum over its
+    objects — R_i, plus p times i's best link (any ``max_links`` links among k objects can be
+    oriented so that each object receives at most p = :func:`link_payers` of them, each worth at
+    most the receiver's best link), plus the keywords' part: the smaller of the objects' summed
+    coverage and every keyword's best coverage by any object; the second bound puts each
+    keyword's best coverage by the set in place of that part. ``most``: None is returned when more
+    sets than this are left to score."""
     sets = _all_sets(len(R), k)
-    score = R[sets].sum(axis=1)
-    if k > 1:
-        sym = np.maximum(C, C.T)
-        a, b = np.triu_indices(k, 1)
-        links = np.maximum(sym[sets[:, a], sets[:, b]], 0.0)  # a set's pairs; a pair counts when C > 0
-        cap = links.shape[1] if max_links is None else max(0, min(max_links, links.shape[1]))
-        if cap:  # the best cap of each set's pairs
-            top = links if cap == links.shape[1] else -np.partition(-links, cap - 1, axis=1)[:, :cap]
-            score = score + link_weight * top.sum(axis=1)
-    if coverage is not None and len(coverage):
-        score = score + np.asarray(coverage, dtype=float)[:, sets].max(axis=2).sum(axis=0)
+    R = np.asarray(R, dtype=float)
+    sym = np.maximum(np.maximum(C, C.T), 0.0)  # a pair counts when C > 0
+    cov = None if coverage is None or not len(coverage) else np.asarray(coverage, dtype=float)
+    cap = k * (k - 1) // 2 if max_links is None else max(0, min(max_links, k * (k - 1) // 2))
+    if floor > -np.inf:
+        u = R + link_weight * (link_payers(k, max_links) if cap else 0) * (sym.max(axis=1) if len(R) else 0.0)
+        bound = _set_sums(u, sets)
+        if cov is not None:
+            positive = np.maximum(cov, 0.0)
+            bound += np.minimum(_set_sums(positive.sum(axis=0), sets), positive.max(axis=1).sum())
+        sets = sets[:, bound >= floor - BOUND_MARGIN]
+    covered = np.zeros(sets.shape[1])
+    if cov is not None:  # each keyword's best coverage by the set
+        for row in cov:
+            best = row[sets[0]]
+            for objects in sets[1:]:
+                best = np.maximum(best, row[objects])
+            covered += best
+        if floor > -np.inf:
+            keep = _set_sums(u, sets) + covered >= floor - BOUND_MARGIN
+            sets, covered = sets[:, keep], covered[keep]
+    if most is not None and sets.shape[1] > most:
+        return None
+    if not sets.shape[1]:  # only where the floor is no set's objective
+        return [], -np.inf, []
+    score = _set_sums(R, sets) + covered
+    if cap:  # the best cap of each set's pairs
+        links = np.stack([sym[sets[i], sets[j]] for i, j in itertools.combinations(range(k), 2)], axis=1)
+        top = links if cap == links.shape[1] else -np.partition(-links, cap - 1, axis=1)[:, :cap]
+        score += link_weight * top.sum(axis=1)
     best: tuple[float, list[int], list] = (-np.inf, [], [])
-    for row in np.flatnonzero(score >= score.max() - 1e-9):
-        chosen = [int(i) for i in sets[row]]
+    for column in np.flatnonzero(score >= score.max() - 1e-9):
+        chosen = [int(i) for i in sets[:, column]]
         v, counted = selection_value(chosen, R, C, max_links, "pairs", coverage, link_weight)
         if v > best[0] + 1e-12:
             best = (v, chosen, counted)
@@ -1212,10 +1300,10 @@ def solve_structures(
     """:func:`solve_structure` for several problems ``(keys, R, C, coverage)`` in order (a
     question's drafts; ``keys``: each problem's objects, e.g. positions): each starts from the
     better of its greedy solution and the problem before's solution, where that lies in its set.
-    Under ``pairs`` a problem of at most :data:`ENUMERATION_MAX` sets is solved by scoring every set;
-    a larger one solves the relaxations of :data:`PARTNER_LADDER` first and the exact program only
-    when none proves the best set found optimal. Each result is in its own
-    problem's indices."""
+    Under ``pairs`` a problem of at most :data:`ENUMERATION_MAX` sets is solved by scoring the sets
+    that can reach the warm start (:func:`enumerate_best`) where at most :data:`SCORED_MAX` can; any
+    other solves the relaxations of :data:`PARTNER_LADDER` first and the exact program only when none
+    proves the best set found optimal. Each result is in its own problem's indices."""
     import mip
 
     out: list[StructureResult] = []
@@ -1233,8 +1321,11 @@ def solve_structures(
         label, variables, solved_by = "greedy", 0, "program"
         programs: list[int | None] = [m for m in PARTNER_LADDER if m < n - 1] if links_rule == "pairs" else []
         programs.append(None)  # the exact program, after the relaxations
-        if links_rule == "pairs" and math.comb(n, kk) <= ENUMERATION_MAX:  # every set scored: no program
-            found, v, links = enumerate_best(R, C, kk, cap, coverage, link_weight)
+        scored = None
+        if links_rule == "pairs" and math.comb(n, kk) <= ENUMERATION_MAX:  # few sets to score: no program
+            scored = enumerate_best(R, C, kk, cap, coverage, link_weight, floor=best_v, most=SCORED_MAX)
+        if scored is not None:
+            found, v, links = scored
             if v > best_v + 1e-12:
                 best, best_v, counted = found, v, links
             label, solved_by, programs = "optimal", "scored", []
