@@ -9,9 +9,9 @@ caches (units, neighbours, compatibility), then twice per question, alternately 
 swapped every question): with today's structure stage
 (:func:`atomgraph.nodes.arm.structure_alignment.solve_drafts`: one C over every draft's set,
 :func:`~atomgraph.nodes.arm.structure_alignment.solve_structures`: small problems scored set by
-set, relaxations, warm starts) and with the baseline (:func:`baseline_solve_drafts` and
+set where the warm start bounds them, relaxations, warm starts computed for every candidate at once) and with the baseline (:func:`baseline_solve_drafts` and
 :func:`baseline_solve_structures` below: each draft's C on its own, one exact MIP per draft with
-CBC's defaults). Per solver: the process CPU seconds each question takes (all stages);
+CBC's defaults, the warm start's set-by-set scan :func:`~atomgraph.nodes.arm.structure_alignment.greedy_by_scan`). Per solver: the process CPU seconds each question takes (all stages);
 their ratio; and the comparison — the questions whose retrieved ids, any draft's ids, or any
 draft's objective (both optimal: within 1e-6) differ. ``--ids-out`` writes the ids (one JSON
 object per set: question id → ``[ids, [draft ids …]]``); ``--compare`` reads such a file and
@@ -197,10 +197,11 @@ def run_set(folder: Path, ctx, limit: int | None) -> tuple[dict, dict]:
 
 
 def scoring_crossover(sizes: Sequence[int] = (10, 15, 20, 25, 28, 30, 35), k: int = 5, repeats: int = 5) -> list[dict]:
-    """Median CPU ms of one ``pairs`` draft solved by scoring every set (:func:`enumerate_best`,
-    bounded by the warm start) against the same draft solved by CBC's program (relaxations, warm
-    start), both through :func:`solve_structures`, on random drafts of each size (C 30 % dense,
-    5 keywords, k = 5): where :data:`~atomgraph.nodes.arm.structure_alignment.ENUMERATION_MAX` stands."""
+    """Median CPU ms of one ``pairs`` draft through :func:`solve_structures` with its size within
+    :data:`~atomgraph.nodes.arm.structure_alignment.ENUMERATION_MAX` (every set bounded against the
+    warm start, scored where at most ``SCORED_MAX`` can reach it, the program otherwise) against the
+    same draft solved by CBC's program alone (relaxations, warm start), on random drafts of each size
+    (C 30 % dense, 5 keywords, k = 5): where ``ENUMERATION_MAX`` stands."""
     from atomgraph.nodes.arm import structure_alignment as sa
 
     rng = np.random.default_rng(1)
