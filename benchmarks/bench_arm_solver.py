@@ -9,9 +9,10 @@ caches (units, neighbours, compatibility), then twice per question, alternately 
 swapped every question): with today's structure stage
 (:func:`atomgraph.nodes.arm.structure_alignment.solve_drafts`: one C over every draft's set,
 :func:`~atomgraph.nodes.arm.structure_alignment.solve_structures`: small problems scored set by
-set where the warm start bounds them, relaxations, warm starts computed for every candidate at once) and with the baseline (:func:`baseline_solve_drafts` and
-:func:`baseline_solve_structures` below: each draft's C on its own, one exact MIP per draft with
-CBC's defaults, the warm start's set-by-set scan :func:`~atomgraph.nodes.arm.structure_alignment.greedy_by_scan`). Per solver: the process CPU seconds each question takes (all stages);
+set where the warm start bounds them, relaxations, warm starts computed for every candidate at
+once) and with the baseline (:func:`baseline_solve_drafts` and :func:`baseline_solve_structures`
+below: each draft's C on its own, one exact MIP per draft with CBC's defaults, the warm start
+scanned set by set: ``greedy_by_scan``). Per solver: the process CPU seconds each question takes (all stages);
 their ratio; and the comparison — the questions whose retrieved ids, any draft's ids, or any
 draft's objective (both optimal: within 1e-6) differ. ``--ids-out`` writes the ids (one JSON
 object per set: question id → ``[ids, [draft ids …]]``); ``--compare`` reads such a file and
@@ -222,8 +223,8 @@ def scoring_crossover(sizes: Sequence[int] = (10, 15, 20, 25, 28, 30, 35), k: in
                     times[path].append(time.process_time() - c0)
                 finally:
                     sa.ENUMERATION_MAX = kept
-        rows.append({"objects": n, "sets": math.comb(n, k), "scored_ms": round(1000 * statistics.median(times["scored"]), 2),
-                     "program_ms": round(1000 * statistics.median(times["program"]), 2)})
+        rows.append({"objects": n, "sets": math.comb(n, k),
+                     **{f"{path}_ms": round(1000 * statistics.median(xs), 2) for path, xs in times.items()}})
     return rows
 
 
