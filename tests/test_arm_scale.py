@@ -300,6 +300,21 @@ def test_ann_top_k_is_exact_top_k_on_clustered_vectors_with_the_default_paramete
         assert ann.nearest_objects(p, 10) == exact.nearest_objects(p, 10)
 
 
+def test_top_k_is_a_stable_sorts_first_k_with_large_ties():
+    """The base pool's top k: the first k of a stable sort by score (ties by position), also where
+    most objects share the k-th score (every object a keyword's query did not reach)."""
+    from atomgraph.nodes.arm.information_alignment import _top
+
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        n = int(rng.integers(1, 400))
+        scores = rng.choice(np.float32([0.0, 0.1, 0.25, 0.5]), n)  # ties everywhere
+        some = rng.random(n) < rng.random()  # a share of distinct scores
+        scores[some] = rng.random(int(some.sum())).astype(np.float32)
+        k = int(rng.integers(1, 60))
+        assert _top(scores, k) == np.argsort(-scores, kind="stable")[:k].tolist()
+
+
 def test_sparse_ann_scores_plug_into_scores_and_the_base_pool(ann_folder, hotpot):
     """Scores.of over ANN results: each keyword's mix, the base pool and R_i are what the same
     scores written out as full arrays give."""
