@@ -920,12 +920,17 @@ def pairs_step_values(chosen: list[int], inner: np.ndarray, R: np.ndarray, sym: 
         links = np.empty((len(R), len(inner) + len(chosen)))
         links[:, : len(inner)] = inner
         links[:, len(inner):] = sym[chosen].T
-        cap = links.shape[1] if max_links is None else min(max_links, links.shape[1])
-        top = links if cap == links.shape[1] else -np.partition(-links, cap - 1, axis=1)[:, :cap]
-        value += link_weight * top.sum(axis=1)
+        value += link_weight * best_links_sum(links, links.shape[1] if max_links is None else max_links)
     if coverage is not None:
         value += np.maximum(coverage[:, chosen].max(axis=1)[:, None], coverage).sum(axis=0)
     return value
+
+
+def best_links_sum(links: np.ndarray, cap: int) -> np.ndarray:
+    """Each row's ``cap`` largest values summed (the whole row where it holds no more than ``cap``)."""
+    if cap >= links.shape[1]:
+        return links.sum(axis=1)
+    return -np.partition(-links, cap - 1, axis=1)[:, :cap].sum(axis=1)
 
 
 def greedy_by_scan(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, links_rule: str = "forest",
@@ -983,14 +988,6 @@ def _all_sets(n: int, k: int) -> np.ndarray:
     return sets
 
 
-def _set_sums(x: np.ndarray, sets: np.ndarray) -> np.ndarray:
-    """Σ over each set's objects of ``x`` (``sets`` as :func:`_all_sets` lays them out)."""
-    total = x[sets[0]].astype(float)
-    for row in sets[1:]:
-        total += x[row]
-    return total
-
-
 def enumerate_best(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, coverage: np.ndarray | None = None,
                    link_weight: float = 1.0, floor: float = -np.inf,
                    most: int | None = None) -> tuple[list[int], float, list] | None:
@@ -1015,30 +1012,27 @@ def enumerate_best(R: np.ndarray, C: np.ndarray, k: int, max_links: int | None, 
     cap = k * (k - 1) // 2 if max_links is None else max(0, min(max_links, k * (k - 1) // 2))
     if floor > -np.inf:
         u = R + link_weight * (link_payers(k, max_links) if cap else 0) * (sym.max(axis=1) if len(R) else 0.0)
-        bound = _set_sums(u, sets)
+        linked = u[sets].sum(axis=0)  # each set's R and links bound
+        bound = linked.copy()
         if cov is not None:
             positive = np.maximum(cov, 0.0)
-            bound += np.minimum(_set_sums(positive.sum(axis=0), sets), positive.max(axis=1).sum())
-        sets = sets[:, bound >= floor - BOUND_MARGIN]
+            bound += np.minimum(positive.sum(axis=0)[sets].sum(axis=0), positive.max(axis=1).sum())
+        keep = bound >= floor - BOUND_MARGIN
+        sets, linked = sets[:, keep], linked[keep]
     covered = np.zeros(sets.shape[1])
     if cov is not None:  # each keyword's best coverage by the set
-        for row in cov:
-            best = row[sets[0]]
-            for objects in sets[1:]:
-                best = np.maximum(best, row[objects])
-            covered += best
+        covered += sum(row[sets].max(axis=0) for row in cov)
         if floor > -np.inf:
-            keep = _set_sums(u, sets) + covered >= floor - BOUND_MARGIN
+            keep = linked + covered >= floor - BOUND_MARGIN
             sets, covered = sets[:, keep], covered[keep]
     if most is not None and sets.shape[1] > most:
         return None
     if not sets.shape[1]:  # only where the floor is no set's objective
         return [], -np.inf, []
-    score = _set_sums(R, sets) + covered
+    score = R[sets].sum(axis=0) + covered
     if cap:  # the best cap of each set's pairs
         links = np.stack([sym[sets[i], sets[j]] for i, j in itertools.combinations(range(k), 2)], axis=1)
-        top = links if cap == links.shape[1] else -np.partition(-links, cap - 1, axis=1)[:, :cap]
-        score += link_weight * top.sum(axis=1)
+        score += link_weight * best_links_sum(links, cap)
     best: tuple[float, list[int], list] = (-np.inf, [], [])
     for column in np.flatnonzero(score >= score.max() - 1e-9):
         chosen = [int(i) for i in sets[:, column]]
