@@ -315,6 +315,47 @@ def test_top_k_is_a_stable_sorts_first_k_with_large_ties():
         assert _top(scores, k) == np.argsort(-scores, kind="stable")[:k].tolist()
 
 
+def test_sparse_bm25_is_bm25s_scores_without_the_array(shared_data, tmp_path):
+    """BM25 as sparse scores: the same float32 value for every object (repeated, unknown and common
+    tokens; the dense path for long postings), every other object at 0."""
+    from atomgraph.tools.arm_index import SparseScores
+
+    objects = load_objects(shared_data / "retrieval" / "musique" / "objects.jsonl")[:400]
+    index = ArmIndex.build(objects, dense=False, progress=False, cache_dir=tmp_path)
+    rng = np.random.default_rng(7)
+    vocab = [t for o in objects[:60] for t in object_tokens(o)]
+    queries = [[], ["zzzz"], ["the"], ["the", "of", "a", "in"]] + [
+        list(rng.choice(vocab, int(rng.integers(1, 9)))) + ["zzzz"] * int(rng.integers(0, 2)) for _ in range(150)]
+    for q in queries:
+        full, sparse = index.bm25_scores(q), index.bm25_sparse(q)
+        assert isinstance(sparse, SparseScores) and sparse.floor == 0.0 and len(sparse) == len(objects)
+        assert np.array_equal(sparse.toarray(), full), q
+        assert sparse.top(9) == np.argsort(-full, kind="stable")[:9].tolist()
+
+
+def test_mixing_sparse_scores_is_mixing_their_arrays():
+    """Each keyword's mix of sparse BM25 and sparse dense scores: the same float32 value for every
+    object as the mix of the full arrays, ties and all, and the same top k."""
+    from atomgraph.nodes.arm.information_alignment import _mix, _top
+    from atomgraph.tools.arm_index import SparseScores
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n = int(rng.integers(1, 300))
+
+        def sparse(floor: float, grid: bool) -> SparseScores:
+            ps = np.flatnonzero(rng.random(n) < rng.random())
+            vals = (rng.choice(np.float32([0.5, 1.0, 2.0]), len(ps)) if grid
+                    else rng.random(len(ps)).astype(np.float32) + np.float32(floor))
+            return SparseScores(ps.astype(np.int64), vals.astype(np.float32), floor, n)
+
+        b, d = sparse(0.0, bool(rng.integers(2))), sparse(float(rng.uniform(-1, 0)), bool(rng.integers(2)))
+        w = float(rng.choice([0.0, 0.3, 0.5, 1.0]))
+        mixed, ref = _mix(b, d, w), _mix(b.toarray(), d, w)
+        assert isinstance(mixed, SparseScores) and np.array_equal(mixed.toarray(), ref)
+        assert _top(mixed, 12) == _top(ref, 12)
+
+
 def test_sparse_ann_scores_plug_into_scores_and_the_base_pool(ann_folder, hotpot):
     """Scores.of over ANN results: each keyword's mix, the base pool and R_i are what the same
     scores written out as full arrays give."""
@@ -331,14 +372,17 @@ def test_sparse_ann_scores_plug_into_scores_and_the_base_pool(ann_folder, hotpot
         scores = Scores.of(index, q.question, groups)
         assert isinstance(scores.dense, SparseScores) and len(scores.dense) == len(index.objects)
         dense = index.dense_scores_many([", ".join(g) for g in groups])
+        assert isinstance(scores.bm25, SparseScores)
         for g, d, kw in zip(groups, dense, scores.keyword):
             b = index.bm25_scores([t for n in g for t in tokens(n)])
-            assert np.array_equal(kw, _mix(b, d.toarray(), ctx.keyword_bm25_weight))
+            assert isinstance(kw, SparseScores)  # no score is a value per object
+            assert np.array_equal(kw.toarray(), _mix(b, d.toarray(), ctx.keyword_bm25_weight))
+            assert _top(kw, 20) == _top(kw.toarray(), 20)
         pool = base_pool(index, scores, ctx)
         ps = list(pool)
         full = scores.dense.toarray()
         assert np.array_equal(scores.relevance(ps), full[ps].astype(float))
-        assert np.allclose(scores.relevance(ps, "mix"), Scores(scores.bm25, full).relevance(ps, "mix"))
+        assert np.allclose(scores.relevance(ps, "mix"), Scores(scores.bm25.toarray(), full).relevance(ps, "mix"))
         assert _top(scores.dense, 7) == _top(full, 7)
 
 

@@ -815,6 +815,33 @@ class ArmIndex:
             return np.zeros(len(self.objects), dtype=np.float32)
         return np.asarray(self.bm25.get_scores(toks), dtype=np.float32)[: len(self.objects)]
 
+    def bm25_sparse(self, query_tokens: Sequence[str]) -> SparseScores:
+        """:meth:`bm25_scores` as :class:`SparseScores`: the objects that hold a query token, with
+        the same values (each token's precomputed scores added in query order, in float32, as
+        ``bm25s`` adds them), every other object at 0 — at a cost in the query tokens' postings,
+        not in the objects. Postings past a sixteenth of the collection are summed as
+        ``bm25s`` does, into one array (a sort would cost more than the array)."""
+        n = len(self.objects)
+        toks = [t for t in query_tokens if t]
+        ids = self.bm25.get_tokens_ids(toks) if toks else []
+        if getattr(self.bm25, "nonoccurrence_array", None) is not None:  # a variant scoring every object
+            full = self.bm25_scores(toks)
+            return SparseScores(np.arange(n), full, 0.0, n)
+        sc = self.bm25.scores
+        spans = [(int(sc["indptr"][i]), int(sc["indptr"][i + 1])) for i in ids]
+        if sum(b - a for a, b in spans) > n // 16:
+            full = self.bm25_scores(toks)
+            at = np.flatnonzero(full)
+            return SparseScores(at, full[at], 0.0, n)
+        if not spans:
+            return SparseScores(np.empty(0, np.int64), np.empty(0, np.float32), 0.0, n)
+        docs = np.concatenate([sc["indices"][a:b] for a, b in spans])
+        positions, slot = np.unique(docs, return_inverse=True)
+        values = np.zeros(len(positions), dtype=np.float32)
+        np.add.at(values, slot, np.concatenate([sc["data"][a:b] for a, b in spans]).astype(np.float32))
+        keep = positions < n
+        return SparseScores(positions[keep].astype(np.int64), values[keep], 0.0, n)
+
     def embed_query(self, text: str) -> np.ndarray:
         """The normalised query vector (cached per text; :meth:`prime_queries` fills it in batch)."""
         return self.embed_queries([text])[0]

@@ -757,16 +757,31 @@ def _minmax(x: "np.ndarray | SparseScores") -> "np.ndarray | SparseScores":
     return np.zeros_like(x) if hi - lo < 1e-12 else (x - lo) / (hi - lo)
 
 
-def _mix(bm25: np.ndarray, dense: "np.ndarray | SparseScores", bm25_weight: float) -> np.ndarray:
+def _mix(bm25: "np.ndarray | SparseScores", dense: "np.ndarray | SparseScores",
+         bm25_weight: float) -> "np.ndarray | SparseScores":
     """``bm25_weight`` × min-max normalised BM25 + the rest × min-max normalised dense scores (a
-    :class:`SparseScores` adds its candidates only: every other object's normalised score is 0)."""
-    out = bm25_weight * _minmax(bm25)
-    d = _minmax(dense)
+    :class:`SparseScores` adds its candidates only: every other object's normalised score is 0).
+    Both sparse (ANN search): sparse, over the objects either holds, with the values the full
+    arrays give."""
+    b, d = _minmax(bm25), _minmax(dense)
+    if isinstance(b, SparseScores) and isinstance(d, SparseScores):
+        return _mix_sparse(b, d, bm25_weight)
+    out = bm25_weight * (b.toarray() if isinstance(b, SparseScores) else b)
     if isinstance(d, SparseScores):  # d.floor is 0 unless every object is a candidate
         out = out + np.float32((1 - bm25_weight) * d.floor)
         out[d.positions] += (1 - bm25_weight) * (d.values - np.float32(d.floor))
         return out
     return out + (1 - bm25_weight) * d
+
+
+def _mix_sparse(b: SparseScores, d: SparseScores, bm25_weight: float) -> SparseScores:
+    """:func:`_mix` of two normalised sparse scores, computed as the full arrays are (the same
+    float32 steps; the floor, an object in neither, is the last element of the same steps)."""
+    at = np.union1d(b.positions, d.positions)
+    out = bm25_weight * np.append(b[at], np.float32(b.floor))
+    out = out + np.float32((1 - bm25_weight) * d.floor)
+    out[np.searchsorted(at, d.positions)] += (1 - bm25_weight) * (d.values - np.float32(d.floor))
+    return SparseScores(at.astype(np.int64), out[:-1], float(out[-1]), b.n)
 
 
 @dataclass
@@ -779,9 +794,9 @@ class Scores:
     normalised BM25 over the list's n-grams mixed with the list's embedding similarity.
     """
 
-    bm25: np.ndarray
+    bm25: "np.ndarray | SparseScores"  # SparseScores with an ANN index
     dense: "np.ndarray | SparseScores"  # SparseScores from an ANN index
-    keyword: list[np.ndarray] = field(default_factory=list)
+    keyword: "list[np.ndarray | SparseScores]" = field(default_factory=list)
     question: str = ""
 
     @classmethod
@@ -794,8 +809,10 @@ class Scores:
         groups = [g for g in groups if g]
         query = [t for g in groups for n in g for t in tokens(n)]
         *dense, asked = index.dense_scores_many([", ".join(g) for g in groups] + [question])  # one search
-        per_kw = [_mix(index.bm25_scores([t for n in g for t in tokens(n)]), d, bm25_weight) for g, d in zip(groups, dense)]
-        return cls(index.bm25_scores(query), asked, per_kw, question)
+        # BM25 as sparse as the dense side: with an ANN index no score is a value per object
+        bm25 = index.bm25_sparse if index.dense_mode == "ann" else index.bm25_scores
+        per_kw = [_mix(bm25([t for n in g for t in tokens(n)]), d, bm25_weight) for g, d in zip(groups, dense)]
+        return cls(bm25(query), asked, per_kw, question)
 
     def relevance(self, positions: Sequence[int], how: str = "cosine", bm25_weight: float = 0.3) -> np.ndarray:
         """R_i over ``positions`` (§3.2.2): ``"cosine"`` (the paper's: the cosine similarity of the

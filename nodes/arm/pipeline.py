@@ -312,7 +312,7 @@ def bm25_retrieve(question: Question | str, index: ArmIndex, k: int = 5) -> Retr
     """Top-k objects by BM25 over the question's tokens (stopwords dropped)."""
     stop = stopwords()
     q = [t for t in tokens(_question_text(question)) if t not in stop]
-    scores = index.bm25_scores(q)
+    scores = index.bm25_sparse(q)  # the objects holding a query token; every other scores 0
     top = _top(scores, k)
     return RetrievalResult("bm25", [index.objects[i].id for i in top], [float(scores[i]) for i in top])
 
