@@ -2,7 +2,7 @@
 server with a fixed latency, at several concurrencies, in one process and in two worker processes.
 
     python -m benchmarks.bench_throughput [--latency-ms 200] [--methods rag,kar3,atomr,arm]
-        [--concurrency 1,8,32] [--questions 64] [--workers-at 32] [--profile METHOD] [--out FILE]
+        [--concurrency 1,8,32] [--questions 96] [--workers-at 64] [--baseline REV] [--profile METHOD] [--out FILE]
 
 The model is ``tests/openai_compat_server.py`` in its own process on 127.0.0.1 (``--exact``: the
 script's reply alone; ``--latency-ms``: every reply waits that long), answering every method's
@@ -20,7 +20,11 @@ ratio to the one-process run at that concurrency is the scaling. Each run also r
 machine's busy CPUs over it (``/proc/stat``: this process and its threads, the workers, the model
 server, any other work); the CPUs there are over those the one-process run kept busy bound what two
 workers can gain (``cpu_ceiling``, at most 2×). The load average before and after is recorded, since
-other work on the machine shrinks it. ``--profile METHOD`` prints the
+other work on the machine shrinks it. ``--baseline REV`` then runs the same rows (no workers rows)
+on the package as it was at git revision REV — installed apart (``pip install --no-deps
+--target``), imported ahead of this checkout, against the same harness and server — and records
+each method's CPU-ms per question ÷ the baseline's at each concurrency (``cpu_vs_baseline``): a
+speed-up measured in one run on one machine. ``--profile METHOD`` prints the
 cProfile of that method's run at the highest concurrency instead.
 """
 
@@ -153,9 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", default="1,8,32")
     p.add_argument("--questions", type=int, default=96, help="questions per run at the highest concurrency "
                                                              "(ARM, at 0.6 questions/s: twice the concurrency)")
-    p.add_argument("--workers-at", type=int, default=32, help="the concurrency of the workers 1 vs 2 rows (0: none)")
+    p.add_argument("--workers-at", type=int, default=64, help="the concurrency of the workers 1 vs 2 rows (0: none); "
+                                                               "at 64 in flight each method is bound by its CPU, not the latency")
     p.add_argument("--workers-questions", type=int, default=384,
                    help="questions per run of the workers rows (ARM: --questions), many waves past the workers' start")
+    p.add_argument("--baseline", default=None, metavar="REV",
+                   help="also run the rows on the package at git revision REV and record the CPU ratios")
     p.add_argument("--profile", default=None, metavar="METHOD")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -199,8 +206,52 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             server.terminate()
             server.wait(timeout=10)
+    if args.baseline and not args.profile:
+        base = baseline_rows(args.baseline, argv if argv is not None else sys.argv[1:])
+        result["baseline"] = base
+        result["cpu_vs_baseline"] = {
+            m: {c: round(row["cpu_ms_per_question"] / b["cpu_ms_per_question"], 2)
+                for c, row in rows.items() if (b := base["methods"].get(m, {}).get(c))
+                and row.get("cpu_ms_per_question") and b.get("cpu_ms_per_question")}
+            for m, rows in result["methods"].items()}
     write_result(result, args.out)
     return 0
+
+
+def baseline_rows(rev: str, argv: list[str]) -> dict:
+    """This benchmark's rows (no workers rows) on the package at git revision ``rev``: its tree from
+    ``git archive``, installed into a folder of its own, and this script run in a child process
+    whose imports find that folder first (its working folder holds links to this checkout's
+    ``benchmarks`` and ``tests``, so harness and server are this checkout's)."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    keep = []  # this run's options but the baseline, the workers rows and the output file
+    skip = {"--baseline": 1, "--workers-at": 1, "--out": 1}
+    it = iter(argv)
+    for a in it:
+        name = a.split("=", 1)[0]
+        if name in skip:
+            if "=" not in a:
+                next(it, None)
+            continue
+        keep.append(a)
+    with tempfile.TemporaryDirectory(prefix="atomgraph-baseline-") as tmp:
+        tree, pkg, here = Path(tmp) / "tree", Path(tmp) / "pkg", Path(tmp) / "run"
+        for folder in (tree, here):
+            folder.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                        "--target", str(pkg), str(tree)], check=True)
+        for name in ("benchmarks", "tests"):
+            (here / name).symlink_to(ROOT / name)
+        out = here / "baseline.json"
+        env = {**os.environ, "PYTHONPATH": str(pkg)}
+        subprocess.run([sys.executable, "-m", "benchmarks.bench_throughput", *keep, "--workers-at", "0",
+                        "--out", str(out)], cwd=here, env=env, check=True, stdout=subprocess.DEVNULL)
+        rows = json.loads(out.read_text(encoding="utf-8"))
+    return {"revision": rev, "commit": commit, "methods": rows["methods"],
+            "load_before": rows.get("load_before"), "load_after": rows.get("load_after")}
 
 
 def profile(method: str, settings, folder: Path, concurrency: int, n: int) -> int:

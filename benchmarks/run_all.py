@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path("benchmarks") / "results"
 DATA = Path(os.environ.get("ATOMGRAPH_SHARED_DATA", str(ROOT.parent / "shared" / "data")))
 BIRD = "{bird}"  # stands for the converted Bird folder in an entry's arguments
+THROUGHPUT_BASELINE = "6f96e5c"  # the commit the first throughput figures were measured on
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,10 @@ BENCH = (
     Step("atomr_switches_replies", "benchmarks.bench_atomr_switches", ("replies",), ("atomr_switches_replies.json",)),
     Step("json_reader", "benchmarks.bench_json_reader", ("--out", _out("json_reader.json")), ("json_reader.json",)),
     Step("injection", "benchmarks.bench_injection", ("--out", _out("injection.json")), ("injection.json",)),
-    Step("throughput", "benchmarks.bench_throughput", ("--out", _out("throughput.json")), ("throughput.json",)),
+    # --baseline: the same rows on the code the first throughput figures were taken on (before query
+    # embeddings were batched and runs had workers), CPU a question as a ratio measured in this run
+    Step("throughput", "benchmarks.bench_throughput", ("--baseline", THROUGHPUT_BASELINE, "--out", _out("throughput.json")),
+         ("throughput.json",)),
     Step("throughput_workers", "benchmarks.bench_throughput",
          ("--methods", "rag,kar3,atomr", "--concurrency", "32", "--out", _out("throughput_workers.json")),
          ("throughput_workers.json",)),

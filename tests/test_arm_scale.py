@@ -326,11 +326,16 @@ def test_sparse_bm25_is_bm25s_scores_without_the_array(shared_data, tmp_path):
     vocab = [t for o in objects[:60] for t in object_tokens(o)]
     queries = [[], ["zzzz"], ["the"], ["the", "of", "a", "in"]] + [
         list(rng.choice(vocab, int(rng.integers(1, 9)))) + ["zzzz"] * int(rng.integers(0, 2)) for _ in range(150)]
+    forms = []
     for q in queries:
-        full, sparse = index.bm25_scores(q), index.bm25_sparse(q)
-        assert isinstance(sparse, SparseScores) and sparse.floor == 0.0 and len(sparse) == len(objects)
-        assert np.array_equal(sparse.toarray(), full), q
-        assert sparse.top(9) == np.argsort(-full, kind="stable")[:9].tolist()
+        full, got = index.bm25_scores(q), index.bm25_sparse(q)
+        forms.append(type(got))
+        if isinstance(got, SparseScores):  # a rare word's postings
+            assert got.floor == 0.0 and len(got) == len(objects) and np.array_equal(got.toarray(), full), q
+            assert got.top(9) == np.argsort(-full, kind="stable")[:9].tolist()
+        else:  # postings past 1/BM25_DENSE_SHARE of the objects: the array itself
+            assert np.array_equal(got, full), q
+    assert SparseScores in forms and np.ndarray in forms
 
 
 def test_mixing_sparse_scores_is_mixing_their_arrays():
@@ -356,12 +361,16 @@ def test_mixing_sparse_scores_is_mixing_their_arrays():
         assert _top(mixed, 12) == _top(ref, 12)
 
 
-def test_sparse_ann_scores_plug_into_scores_and_the_base_pool(ann_folder, hotpot):
+@pytest.mark.parametrize("dense_share", [1, 64])  # 1: BM25 sparse wherever a word is in fewer than all objects
+def test_sparse_ann_scores_plug_into_scores_and_the_base_pool(ann_folder, hotpot, dense_share, monkeypatch):
     """Scores.of over ANN results: each keyword's mix, the base pool and R_i are what the same
     scores written out as full arrays give."""
     from atomgraph.nodes.arm.information_alignment import Scores, _mix, _top, base_pool
     from atomgraph.state.arm import ArmContext
+    from atomgraph.tools import arm_index
     from atomgraph.tools.arm_index import SparseScores, tokens
+
+    monkeypatch.setattr(arm_index, "BM25_DENSE_SHARE", dense_share)
 
     _, index = ann_folder
     _, questions = hotpot
@@ -372,17 +381,18 @@ def test_sparse_ann_scores_plug_into_scores_and_the_base_pool(ann_folder, hotpot
         scores = Scores.of(index, q.question, groups)
         assert isinstance(scores.dense, SparseScores) and len(scores.dense) == len(index.objects)
         dense = index.dense_scores_many([", ".join(g) for g in groups])
-        assert isinstance(scores.bm25, SparseScores)
+        assert isinstance(scores.keyword[0], SparseScores) or dense_share > 1
         for g, d, kw in zip(groups, dense, scores.keyword):
             b = index.bm25_scores([t for n in g for t in tokens(n)])
-            assert isinstance(kw, SparseScores)  # no score is a value per object
-            assert np.array_equal(kw.toarray(), _mix(b, d.toarray(), ctx.keyword_bm25_weight))
-            assert _top(kw, 20) == _top(kw.toarray(), 20)
+            full_kw = kw.toarray() if isinstance(kw, SparseScores) else kw  # sparse unless a word is common
+            assert np.array_equal(full_kw, _mix(b, d.toarray(), ctx.keyword_bm25_weight))
+            assert _top(kw, 20) == _top(full_kw, 20)
         pool = base_pool(index, scores, ctx)
         ps = list(pool)
         full = scores.dense.toarray()
         assert np.array_equal(scores.relevance(ps), full[ps].astype(float))
-        assert np.allclose(scores.relevance(ps, "mix"), Scores(scores.bm25.toarray(), full).relevance(ps, "mix"))
+        bm25 = scores.bm25.toarray() if isinstance(scores.bm25, SparseScores) else scores.bm25
+        assert np.allclose(scores.relevance(ps, "mix"), Scores(bm25, full).relevance(ps, "mix"))
         assert _top(scores.dense, 7) == _top(full, 7)
 
 

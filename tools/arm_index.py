@@ -369,6 +369,9 @@ class AnnIndex:
         return cls(index, recall, ef, faster)
 
 
+BM25_DENSE_SHARE = 64  # a BM25 query with postings past 1/64 of the objects is scored as a full array
+
+
 @dataclass(frozen=True)
 class SparseScores:
     """One dense query's scores from the ANN index without a value per object: the objects among
@@ -815,24 +818,21 @@ class ArmIndex:
             return np.zeros(len(self.objects), dtype=np.float32)
         return np.asarray(self.bm25.get_scores(toks), dtype=np.float32)[: len(self.objects)]
 
-    def bm25_sparse(self, query_tokens: Sequence[str]) -> SparseScores:
-        """:meth:`bm25_scores` as :class:`SparseScores`: the objects that hold a query token, with
-        the same values (each token's precomputed scores added in query order, in float32, as
-        ``bm25s`` adds them), every other object at 0 — at a cost in the query tokens' postings,
-        not in the objects. Postings past a sixteenth of the collection are summed as
-        ``bm25s`` does, into one array (a sort would cost more than the array)."""
+    def bm25_sparse(self, query_tokens: Sequence[str]) -> "SparseScores | np.ndarray":
+        """:meth:`bm25_scores` at a cost in the query tokens' postings, not in the objects: a
+        :class:`SparseScores` of the objects that hold a query token, with the same values (each
+        token's precomputed scores added in query order, in float32, as ``bm25s`` adds them), every
+        other object at 0. Where the postings pass 1/:data:`BM25_DENSE_SHARE` of the collection (a
+        common word) the full array is returned instead: there it is the cheaper form, for this
+        step and for every step after it."""
         n = len(self.objects)
         toks = [t for t in query_tokens if t]
         ids = self.bm25.get_tokens_ids(toks) if toks else []
-        if getattr(self.bm25, "nonoccurrence_array", None) is not None:  # a variant scoring every object
-            full = self.bm25_scores(toks)
-            return SparseScores(np.arange(n), full, 0.0, n)
         sc = self.bm25.scores
         spans = [(int(sc["indptr"][i]), int(sc["indptr"][i + 1])) for i in ids]
-        if sum(b - a for a, b in spans) > n // 16:
-            full = self.bm25_scores(toks)
-            at = np.flatnonzero(full)
-            return SparseScores(at, full[at], 0.0, n)
+        if getattr(self.bm25, "nonoccurrence_array", None) is not None or \
+                sum(b - a for a, b in spans) > n // BM25_DENSE_SHARE:  # a variant scoring every object, or common words
+            return self.bm25_scores(toks)
         if not spans:
             return SparseScores(np.empty(0, np.int64), np.empty(0, np.float32), 0.0, n)
         docs = np.concatenate([sc["indices"][a:b] for a, b in spans])
