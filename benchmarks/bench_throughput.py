@@ -2,7 +2,7 @@
 server with a fixed latency, at several concurrencies, in one process and in two worker processes.
 
     python -m benchmarks.bench_throughput [--latency-ms 200] [--methods rag,kar3,atomr,arm]
-        [--concurrency 1,8,32] [--questions 96] [--workers-at 64] [--baseline REV] [--profile METHOD] [--out FILE]
+        [--concurrency 1,8,32] [--questions 256] [--workers-at 64] [--baseline REV] [--profile METHOD] [--out FILE]
 
 The model is ``tests/openai_compat_server.py`` in its own process on 127.0.0.1 (``--exact``: the
 script's reply alone; ``--latency-ms``: every reply waits that long), answering every method's
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency-ms", type=float, default=200.0)
     p.add_argument("--methods", default="rag,kar3,atomr,arm")
     p.add_argument("--concurrency", default="1,8,32")
-    p.add_argument("--questions", type=int, default=96, help="questions per run at the highest concurrency "
+    p.add_argument("--questions", type=int, default=256, help="questions per run at the highest concurrency "
                                                              "(ARM, at 0.6 questions/s: twice the concurrency)")
     p.add_argument("--workers-at", type=int, default=64, help="the concurrency of the workers 1 vs 2 rows (0: none); "
                                                                "at 64 in flight each method is bound by its CPU, not the latency")

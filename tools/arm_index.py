@@ -374,11 +374,12 @@ BM25_DENSE_SHARE = 64  # a BM25 query with postings past 1/64 of the objects is 
 
 @dataclass(frozen=True)
 class SparseScores:
-    """One dense query's scores from the ANN index without a value per object: the objects among
-    its candidates (``positions``, ascending) with their ``values``, every other one of the ``n``
-    objects at ``floor`` (not retrieved; at most every value). It reads as the length-``n`` array
-    it stands for — ``scores[p]``, ``scores[positions]``, :meth:`top`, :meth:`minmax` — at a cost
-    in the number of candidates, not of objects; :meth:`toarray` builds the full array."""
+    """A query's scores without a value per object: the objects among its candidates (an ANN
+    search's, a BM25 query's postings; ``positions``, ascending) with their ``values``, every other
+    one of the ``n`` objects at ``floor`` (not retrieved; at most every value). It reads as the
+    length-``n`` array it stands for — ``scores[p]``, ``scores[positions]``, :meth:`top`,
+    :meth:`minmax` — at a cost in the number of candidates, not of objects; :meth:`toarray`
+    builds the full array."""
 
     positions: np.ndarray
     values: np.ndarray

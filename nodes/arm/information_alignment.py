@@ -809,7 +809,7 @@ class Scores:
         groups = [g for g in groups if g]
         query = [t for g in groups for n in g for t in tokens(n)]
         *dense, asked = index.dense_scores_many([", ".join(g) for g in groups] + [question])  # one search
-        # BM25 as sparse as the dense side: with an ANN index no score is a value per object
+        # with an ANN index, BM25 at a cost in its postings too (sparse but for common words)
         bm25 = index.bm25_sparse if index.dense_mode == "ann" else index.bm25_scores
         per_kw = [_mix(bm25([t for n in g for t in tokens(n)]), d, bm25_weight) for g, d in zip(groups, dense)]
         return cls(bm25(query), asked, per_kw, question)
