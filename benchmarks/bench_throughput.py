@@ -218,6 +218,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def baseline_argv(argv: list[str]) -> list[str]:
+    """This run's options for the baseline's child: all but ``--baseline``, ``--workers-at`` and
+    ``--out`` (``--name value`` or ``--name=value``), which the child is given its own of."""
+    keep, skip = [], {"--baseline", "--workers-at", "--out"}
+    it = iter(argv)
+    for a in it:
+        if a.split("=", 1)[0] in skip:
+            if "=" not in a:
+                next(it, None)
+            continue
+        keep.append(a)
+    return keep
+
+
 def baseline_rows(rev: str, argv: list[str]) -> dict:
     """This benchmark's rows (no workers rows) on the package at git revision ``rev``: its tree from
     ``git archive``, installed into a folder of its own, and this script run in a child process
@@ -225,16 +239,7 @@ def baseline_rows(rev: str, argv: list[str]) -> dict:
     ``benchmarks`` and ``tests``, so harness and server are this checkout's)."""
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"],
                             capture_output=True, text=True, check=True).stdout.strip()
-    keep = []  # this run's options but the baseline, the workers rows and the output file
-    skip = {"--baseline": 1, "--workers-at": 1, "--out": 1}
-    it = iter(argv)
-    for a in it:
-        name = a.split("=", 1)[0]
-        if name in skip:
-            if "=" not in a:
-                next(it, None)
-            continue
-        keep.append(a)
+    keep = baseline_argv(argv)
     with tempfile.TemporaryDirectory(prefix="atomgraph-baseline-") as tmp:
         tree, pkg, here = Path(tmp) / "tree", Path(tmp) / "pkg", Path(tmp) / "run"
         for folder in (tree, here):

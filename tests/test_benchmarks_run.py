@@ -68,3 +68,11 @@ def test_each_step_s_arguments_parse(step, monkeypatch):
     argv = run_all._argv(step, "/nonexistent/jar-bird", "/nonexistent/bird")[3:]  # past python -m MODULE
     with pytest.raises(_Parsed):
         importlib.import_module(step.module).main(argv)
+
+
+def test_the_throughput_baseline_child_gets_the_run_s_options_but_its_own_output():
+    from benchmarks.bench_throughput import baseline_argv
+
+    argv = ["--methods", "rag,kar3", "--baseline", "6f96e5c", "--out=x.json", "--workers-at", "64",
+            "--questions", "256", "--out", "y.json"]
+    assert baseline_argv(argv) == ["--methods", "rag,kar3", "--questions", "256"]
