@@ -69,8 +69,8 @@ async def test_asearch(indexed):
 
 
 async def test_concurrent_searches_embed_together_and_retrieve_as_one_at_a_time(indexed):
-    """Searches running at the same moment embed their queries in one batch (atomgraph.tools.query_embedding):
-    the same passages, in the same order, with the same scores as each search alone."""
+    """Searches running at the same moment embed their queries in one batch and query Chroma once
+    (atomgraph.tools.query_embedding.Batcher): the same passages, in the same order, with the same scores as each search alone."""
     import asyncio
     import threading
 
@@ -90,7 +90,7 @@ async def test_concurrent_searches_embed_together_and_retrieve_as_one_at_a_time(
     together.embeddings.encode = held_encode
 
     async def watch():
-        while len(getattr(getattr(together, "_query_batcher", None), "_pending", [])) < 3:
+        while len(together._searches._pending) < 3:
             await asyncio.sleep(0.01)
         queued.set()
 
@@ -100,9 +100,9 @@ async def test_concurrent_searches_embed_together_and_retrieve_as_one_at_a_time(
     for new, old in zip(got, expected):
         assert [h.id for h in new] == [h.id for h in old]
         assert [h.score for h in new] == pytest.approx([h.score for h in old], abs=1e-4)
-    batcher = together._query_batcher
-    assert batcher.queries == len(queries) and batcher.batches < len(queries)
-    assert alone._query_batcher.batches == len(queries)  # one at a time: one batch each
+    batcher = together._searches
+    assert batcher.keys == len(queries) and batcher.batches < len(queries)
+    assert alone._searches.batches == len(queries)  # one at a time: one batch each
 
 
 def test_a_failed_batch_fails_each_of_its_searches():

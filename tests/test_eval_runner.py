@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import operator
 import os
@@ -94,6 +95,36 @@ async def test_a_graph_that_raises_keeps_the_calls_it_made(tmp_path):
     rec = result.records[0]
     assert "tree budget exceeded" in rec["error"]
     assert rec["usage"]["llm_calls"] == 1 and rec["usage"]["llm_calls_by_role"] == {"planner": 1}
+
+
+async def test_a_question_that_times_out_keeps_the_calls_it_made(tmp_path):
+    class S(TypedDict, total=False):
+        question: str
+        llm_calls: Annotated[list, operator.add]
+
+    def build(model=None, sources=None, settings=None, checkpointer=None):
+        async def ask(state):
+            rec = CallRecorder(role="planner", stage="plan")
+            await model.ainvoke(state["question"], config={"callbacks": [rec]})
+            return {"llm_calls": rec.calls}
+
+        async def hang(state):
+            await asyncio.sleep(60)
+
+        g = StateGraph(S)
+        g.add_node("ask", ask)
+        g.add_node("hang", hang)
+        g.add_edge(START, "ask")
+        g.add_edge("ask", "hang")
+        g.add_edge("hang", END)
+        return g.compile(checkpointer=checkpointer)
+
+    register_method("test-hanging", build)
+    result = await arun_eval("test-hanging", [Example(id="q0", question="What?", answers=["x"])], tmp_path / "x",
+                             EvalOptions(model=ScriptedChatModel(default="ok"), progress=False, timeout_s=1.0))
+    rec = result.records[0]
+    assert "timed out" in rec["error"]
+    assert rec["usage"]["llm_calls"] == 1
 
 
 def test_rerun_repairs_a_truncated_last_line_and_skips_done(tmp_path):

@@ -27,7 +27,7 @@ from atomgraph.errors import ConfigError, SourceError
 from atomgraph.settings import Settings, get_settings
 from atomgraph.state.run import Evidence
 from atomgraph.tools.base import KnowledgeSource
-from atomgraph.tools.query_embedding import batcher_of, query_vectors
+from atomgraph.tools.query_embedding import Batcher, query_vectors
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +191,7 @@ class ChromaWikipediaSource(KnowledgeSource):
         self._collection = None
         self._lock = threading.Lock()
         self._primed: dict[str, list[float]] = {}  # query -> its vector, embedded ahead (prime_queries)
+        self._searches = Batcher(self._search_many)  # searches at the same moment: one batch
 
     # --- storage ----------------------------------------------------------------------------
     def _open(self, *, create: bool = False):
@@ -272,12 +273,32 @@ class ChromaWikipediaSource(KnowledgeSource):
                 del self._primed[q]
         return len(todo)
 
-    def _query_vector(self, query: str) -> list[float]:
-        """The query's primed vector, else embedded with the queries of searches running at the same
-        moment (:mod:`atomgraph.tools.query_embedding`)."""
+    def _query_vectors(self, queries: list[str]) -> list[list[float]]:
+        """The queries' primed vectors, the others embedded in one batch."""
         with self._lock:
-            vector = self._primed.pop(query, None)
-        return vector if vector is not None else batcher_of(self, self.embeddings).vectors([query])[0]
+            vectors = {q: self._primed.pop(q) for q in queries if q in self._primed}
+        todo = [q for q in dict.fromkeys(queries) if q not in vectors]
+        vectors.update(zip(todo, query_vectors(self.embeddings, todo)))
+        return [vectors[q] for q in queries]
+
+    def _search_many(self, asks: list[tuple[str, int]]) -> list[dict]:
+        """The Chroma results of searches ``(query, k)`` running at the same moment: their queries
+        embedded in one batch, then one Chroma query per distinct ``k`` (a query of several vectors
+        costs about a tenth of one query a vector each)."""
+        collection = self._open()
+        if collection is None:
+            raise SourceError(self.unavailable_reason() or f"Chroma collection {self.collection_name!r} is missing")
+        vectors = self._query_vectors([q for q, _ in asks])
+        _, built_dim = recorded_model(collection)
+        if built_dim is not None and len(vectors[0]) != built_dim:
+            check_model(collection, self.model_id, len(vectors[0]))
+        out: list[dict] = [{} for _ in asks]
+        for k in dict.fromkeys(k for _, k in asks):
+            at = [i for i, (_, kk) in enumerate(asks) if kk == k]
+            res = self._query(collection, [vectors[i] for i in at], k)
+            for j, i in enumerate(at):
+                out[i] = {key: [res[key][j]] for key in ("ids", "documents", "metadatas", "distances")}
+        return out
 
     def search(self, query: str, k: int = 3) -> list[Evidence]:
         collection = self._open()
@@ -286,12 +307,10 @@ class ChromaWikipediaSource(KnowledgeSource):
         self._check(collection)
         if not query or not query.strip() or k < 1:
             return []
-        vector = self._query_vector(query)
-        _, built_dim = recorded_model(collection)
-        if built_dim is not None and len(vector) != built_dim:
-            check_model(collection, self.model_id, len(vector))
-        try:
-            res = self._query(collection, vector, k)
+        try:  # with the searches running at the same moment (threads): one embedding batch, one query
+            res = self._searches.run([(query, k)])[0]
+        except (ConfigError, SourceError):
+            raise
         except Exception as exc:  # noqa: BLE001 - storage/server failures are one failed call
             if not _gone(exc):
                 raise SourceError(f"Chroma query on {self.collection_name!r} failed: {exc}") from exc
@@ -302,7 +321,7 @@ class ChromaWikipediaSource(KnowledgeSource):
                                                                "is missing") from exc
             self._check(collection)
             try:
-                res = self._query(collection, vector, k)
+                res = self._query(collection, self._query_vectors([query]), k)
             except Exception as again:  # noqa: BLE001
                 raise SourceError(f"Chroma query on {self.collection_name!r} failed: {again}") from again
         out = []
@@ -316,9 +335,9 @@ class ChromaWikipediaSource(KnowledgeSource):
         return out
 
     @staticmethod
-    def _query(collection, vector: list[float], k: int):
-        """The top ``k`` (Chroma returns at most what the collection holds: no count first)."""
-        return collection.query(query_embeddings=[vector], n_results=k, include=["documents", "metadatas", "distances"])
+    def _query(collection, vectors: list[list[float]], k: int):
+        """The top ``k`` of each vector (Chroma returns at most what the collection holds: no count first)."""
+        return collection.query(query_embeddings=vectors, n_results=k, include=["documents", "metadatas", "distances"])
 
     def _reopen(self, stale):
         """The collection opened again by name (None when it no longer exists), in place of

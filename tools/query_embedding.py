@@ -3,11 +3,12 @@ run at the same moment (the questions of an evaluation run in flight at once) in
 
 A local embedding model spends most of a single query's time around the model (tokenizer,
 module calls, Python), not in it: one query of the default MiniLM costs about as much CPU as
-ten in one batch. :class:`QueryBatcher` gathers the queries of concurrent callers (threads:
-a source's ``search`` runs in a worker thread) without waiting for anyone: a caller that finds
-no batch running embeds what is pending, its own queries included, at once; callers that come
-while a batch runs are embedded together in the next one, by one of them. At one question at a
-time nothing changes.
+ten in one batch; a Chroma query of 32 vectors costs about as much as three of one. :class:`Batcher`
+gathers the calls of concurrent callers (threads: a source's ``search`` runs in a worker thread)
+without waiting for anyone: a caller that finds no batch running runs what is pending, its own
+keys included, at once; callers that come while a batch runs go together into the next one, run
+by one of them. At one question at a time nothing changes. :class:`QueryBatcher` batches query
+vectors (KAR³'s atom index); the Chroma source batches its searches, embedding and query.
 
 The vectors are those of ``embed_query``: a batch only where the model's query vector is its
 document encoding (atomgraph's sentence-transformers models: ``embed_query(q)`` is
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from langchain_core.embeddings import Embeddings
 
@@ -47,27 +48,30 @@ def query_vectors(emb: Embeddings, queries: list[str]) -> list[list[float]]:
 
 @dataclass
 class _Ask:
-    texts: list[str]
+    keys: list
     done: threading.Event = field(default_factory=threading.Event)
-    vectors: list[list[float]] | None = None
+    values: list | None = None
     error: BaseException | None = None
-    lead: bool = False  # woken to embed the next batch, not with its vectors
+    lead: bool = False  # woken to run the next batch, not with its values
 
 
-class QueryBatcher:
-    """:func:`query_vectors` for many threads at once, concurrent callers' queries in one batch."""
+class Batcher:
+    """``fn`` (a list of keys → their values, in order) for many threads at once: the keys of
+    concurrent callers go to ``fn`` in one call, each distinct key once. A caller that finds no
+    batch running runs what is pending, its own keys included; callers that come while a batch
+    runs go together into the next one, run by one of them. ``fn``'s error is each caller's."""
 
-    def __init__(self, embeddings: Embeddings):
-        self.embeddings = embeddings
+    def __init__(self, fn: Callable[[list], list]):
+        self.fn = fn
         self._lock = threading.Lock()
         self._pending: list[_Ask] = []
         self._busy = False
-        self.batches = 0  # batches embedded (a count for benchmarks and tests)
-        self.queries = 0  # queries embedded
+        self.batches = 0  # calls of fn (a count for benchmarks and tests)
+        self.keys = 0  # distinct keys over those calls
 
-    def vectors(self, texts: list[str]) -> list[list[float]]:
-        ask = _Ask(list(texts))
-        if not ask.texts:
+    def run(self, keys: list) -> list:
+        ask = _Ask(list(keys))
+        if not ask.keys:
             return []
         with self._lock:
             self._pending.append(ask)
@@ -77,34 +81,34 @@ class QueryBatcher:
             ask.done.wait()
             if not ask.lead:
                 return self._result(ask)
-        self._embed_pending()  # its own queries are in the batch it embeds
+        self._run_pending()  # its own keys are in the batch it runs
         return self._result(ask)
 
     @staticmethod
-    def _result(ask: _Ask) -> list[list[float]]:
+    def _result(ask: _Ask) -> list:
         if ask.error is not None:
             raise ask.error
-        assert ask.vectors is not None
-        return ask.vectors
+        assert ask.values is not None
+        return ask.values
 
-    def _embed_pending(self) -> None:
-        """Embed every pending caller's queries in one batch, then hand the lead to one that came
+    def _run_pending(self) -> None:
+        """Run every pending caller's keys in one call, then hand the lead to one that came
         meanwhile (or end the busy spell)."""
         with self._lock:
             batch, self._pending = self._pending, []
         for ask in batch:
             ask.lead = False
-        unique = list(dict.fromkeys(t for ask in batch for t in ask.texts))
+        unique = list(dict.fromkeys(k for ask in batch for k in ask.keys))
         try:
-            by_text = dict(zip(unique, query_vectors(self.embeddings, unique)))
+            by_key = dict(zip(unique, self.fn(unique)))
             for ask in batch:
-                ask.vectors = [by_text[t] for t in ask.texts]
-        except BaseException as exc:  # noqa: BLE001 - each caller of the batch gets the model's error
+                ask.values = [by_key[k] for k in ask.keys]
+        except BaseException as exc:  # noqa: BLE001 - each caller of the batch gets fn's error
             for ask in batch:
                 ask.error = exc
         with self._lock:
             self.batches += 1
-            self.queries += len(unique)
+            self.keys += len(unique)
             nxt = self._pending[0] if self._pending else None
             if nxt is None:
                 self._busy = False
@@ -114,6 +118,17 @@ class QueryBatcher:
             ask.done.set()
         if nxt is not None:
             nxt.done.set()
+
+
+class QueryBatcher(Batcher):
+    """:func:`query_vectors` for many threads at once, concurrent callers' queries in one batch."""
+
+    def __init__(self, embeddings: Embeddings):
+        self.embeddings = embeddings
+        super().__init__(lambda texts: query_vectors(embeddings, texts))
+
+    def vectors(self, texts: list[str]) -> list[list[float]]:
+        return self.run(texts)
 
 
 def batcher_of(owner: Any, embeddings: Embeddings) -> QueryBatcher:
