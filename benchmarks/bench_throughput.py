@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers-at", type=int, default=64, help="the concurrency of the workers 1 vs 2 rows (0: none); "
                                                                "at 64 in flight each method is bound by its CPU, not the latency")
     p.add_argument("--workers-questions", type=int, default=384,
-                   help="questions per run of the workers rows (ARM: --questions), many waves past the workers' start")
+                   help="questions per run of the workers rows (ARM: four times --workers-at), many waves past the "
+                        "workers' start")
     p.add_argument("--baseline", default=None, metavar="REV",
                    help="also run the rows on the package at git revision REV and record the CPU ratios")
     p.add_argument("--profile", default=None, metavar="METHOD")
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(method, f"c{c}", rows[f"c{c}"], file=sys.stderr, flush=True)
                 if args.workers_at:
                     c = args.workers_at
-                    n = max(2 * c, few(method, args.workers_questions))
+                    n = max(4 * c if method == "arm" else 2 * c, few(method, args.workers_questions))  # ARM: 4 waves
                     one = one_run(method, settings, folder, examples(n, start), c)
                     two = one_run(method, settings, folder, examples(n, start + n), c, workers=2)
                     start += 2 * n
