@@ -66,7 +66,8 @@ async def test_run_records_every_example_with_metrics_and_usage(tmp_path):
     assert meta["method"] == "cot" and meta["dataset"] == "toy" and meta["settings"]["prices"]
 
 
-async def test_a_graph_that_raises_keeps_the_calls_it_made(tmp_path):
+def _one_call_then(name: str, then):
+    """Register method ``name``: a node making one planner call, then ``then`` (a node that fails or hangs)."""
     class S(TypedDict, total=False):
         question: str
         llm_calls: Annotated[list, operator.add]
@@ -77,18 +78,22 @@ async def test_a_graph_that_raises_keeps_the_calls_it_made(tmp_path):
             await model.ainvoke(state["question"], config={"callbacks": [rec]})
             return {"llm_calls": rec.calls}
 
-        async def explode(state):
-            raise ValueError("tree budget exceeded")
-
         g = StateGraph(S)
         g.add_node("ask", ask)
-        g.add_node("explode", explode)
+        g.add_node("then", then)
         g.add_edge(START, "ask")
-        g.add_edge("ask", "explode")
-        g.add_edge("explode", END)
+        g.add_edge("ask", "then")
+        g.add_edge("then", END)
         return g.compile(checkpointer=checkpointer)
 
-    register_method("test-exploding", build)
+    register_method(name, build)
+
+
+async def test_a_graph_that_raises_keeps_the_calls_it_made(tmp_path):
+    async def explode(state):
+        raise ValueError("tree budget exceeded")
+
+    _one_call_then("test-exploding", explode)
     result = await arun_eval("test-exploding", _examples(2), tmp_path / "x", EvalOptions(
         model=ScriptedChatModel(default="ok"), progress=False))
     assert result.errors == 2
@@ -98,29 +103,12 @@ async def test_a_graph_that_raises_keeps_the_calls_it_made(tmp_path):
 
 
 async def test_a_question_that_times_out_keeps_the_calls_it_made(tmp_path):
-    class S(TypedDict, total=False):
-        question: str
-        llm_calls: Annotated[list, operator.add]
+    """Without a checkpoint file the run's in-memory saver keeps a question's state when it ends, cancelled too."""
+    async def hang(state):
+        await asyncio.sleep(60)
 
-    def build(model=None, sources=None, settings=None, checkpointer=None):
-        async def ask(state):
-            rec = CallRecorder(role="planner", stage="plan")
-            await model.ainvoke(state["question"], config={"callbacks": [rec]})
-            return {"llm_calls": rec.calls}
-
-        async def hang(state):
-            await asyncio.sleep(60)
-
-        g = StateGraph(S)
-        g.add_node("ask", ask)
-        g.add_node("hang", hang)
-        g.add_edge(START, "ask")
-        g.add_edge("ask", "hang")
-        g.add_edge("hang", END)
-        return g.compile(checkpointer=checkpointer)
-
-    register_method("test-hanging", build)
-    result = await arun_eval("test-hanging", [Example(id="q0", question="What?", answers=["x"])], tmp_path / "x",
+    _one_call_then("test-hanging", hang)
+    result = await arun_eval("test-hanging", _examples(1), tmp_path / "x",
                              EvalOptions(model=ScriptedChatModel(default="ok"), progress=False, timeout_s=1.0))
     rec = result.records[0]
     assert "timed out" in rec["error"]
