@@ -24,9 +24,9 @@ Per size and collection (each in its own process, ``--threads`` BLAS/OpenMP thre
   reused), its memory (the bytes faiss serialises, which is what it holds) per vector, and for each
   search setting recall@10 against exact search and the latency per query (the question's batch in
   one call); ``ratio``: ANN latency ÷ exact batched latency, below 1 where ANN is faster. ARM asks
-  for ``ann_candidates`` (256) chunks, so it searches at efSearch 256 at least;
-- for ``--memory`` (the index's HNSW setting): :meth:`AnnIndex.check_recall`, the recall@10 the index
-  checks on the collection's own vectors when it builds the graph (``auto`` stays exact under 0.95),
+  for ``ann_candidates`` (256) chunks, so it searches a shortlist (pqfs) or efSearch (HNSW) of 256 at least;
+- for ``--memory`` (the index's own kind, ``pqfs192`` for 384 dimensions): :meth:`AnnIndex.check_recall`,
+  the recall@10 the index checks on the collection's own vectors when it builds (``auto`` stays exact under 0.97),
   and the resident memory after a question's ANN queries, per vector, of the plain faiss index and
   of :class:`ArmIndex` over the same vectors and file, reopened (two fresh processes).
 
@@ -177,7 +177,9 @@ def measure_exact(vectors: np.ndarray, questions: list[np.ndarray]) -> dict:
 # --- ANN candidates --------------------------------------------------------------------------------
 
 def _build(spec: str, vectors: np.ndarray):
-    """An index from its spec: ``hnsw<M>-<efConstruction>`` (HNSW, inner product) or ``ivf<nlist>``."""
+    """An index from its spec: ``hnsw<M>-<efConstruction>`` (HNSW, inner product), ``ivf<nlist>``, or
+    ``pqfs<M>`` (a product quantiser of ``M`` 4-bit codes a vector, scanned with SIMD lookup tables,
+    its shortlist re-ranked by exact inner products: faiss ``IndexPQFastScan`` in ``IndexRefineFlat``)."""
     import faiss
 
     n = len(vectors)
@@ -185,6 +187,10 @@ def _build(spec: str, vectors: np.ndarray):
         m, efc = (int(x) for x in spec[4:].split("-"))
         index = faiss.IndexHNSWFlat(DIM, m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = efc
+    elif spec.startswith("pqfs"):
+        index = faiss.IndexRefineFlat(faiss.IndexPQFastScan(DIM, int(spec[4:]), 4, faiss.METRIC_INNER_PRODUCT))
+        sample = np.random.default_rng(SEED).choice(n, size=min(n, 65_536), replace=False)
+        index.train(np.ascontiguousarray(vectors[np.sort(sample)]))
     elif spec.startswith("ivf"):
         nlist = int(spec[3:])
         index = faiss.IndexIVFFlat(faiss.IndexFlatIP(DIM), DIM, nlist, faiss.METRIC_INNER_PRODUCT)
@@ -198,7 +204,24 @@ def _build(spec: str, vectors: np.ndarray):
 
 
 def _settings(spec: str) -> list[int]:
-    return [16, 32, 64, 128, 256] if spec.startswith("ivf") else [64, 128, 256, 512, 1024, 2048, 4096]
+    """nprobe (IVF), the shortlist re-ranked (pqfs: at least the 256 chunks ARM asks for), or efSearch (HNSW)."""
+    if spec.startswith("ivf"):
+        return [16, 32, 64, 128, 256]
+    if spec.startswith("pqfs"):
+        return [256, 512, 1024, 2048, 4096]
+    return [64, 128, 256, 512, 1024, 2048, 4096]
+
+
+def _params(spec: str, setting: int):
+    import faiss
+
+    if spec.startswith("ivf"):
+        return faiss.SearchParametersIVF(nprobe=setting)
+    if spec.startswith("pqfs"):
+        params = faiss.IndexRefineSearchParameters()
+        params.k_factor = setting / K
+        return params
+    return faiss.SearchParametersHNSW(efSearch=setting)
 
 
 def measure_ann(spec: str, vectors: np.ndarray, queries: np.ndarray, truth: np.ndarray, questions: list[np.ndarray],
@@ -218,12 +241,9 @@ def measure_ann(spec: str, vectors: np.ndarray, queries: np.ndarray, truth: np.n
     built_s = json.loads(where.with_suffix(".json").read_text())["build_s"]
     out = {"build_s": round(built_s, 1), "bytes_per_vector": round(where.stat().st_size / len(vectors), 1), "search": {}}
     for ef in _settings(spec):
-        if spec.startswith("ivf"):
-            if ef > index.nlist:
-                continue
-            params = faiss.SearchParametersIVF(nprobe=ef)
-        else:
-            params = faiss.SearchParametersHNSW(efSearch=ef)
+        if spec.startswith("ivf") and ef > index.nlist:
+            continue
+        params = _params(spec, ef)
         _, got = index.search(queries, K, params=params)
         recall = float(np.mean([len(set(a) & set(b)) / K for a, b in zip(got.tolist(), truth.tolist())]))
         ms = _per_query_ms(lambda q: index.search(q, K, params=params), questions)
@@ -246,7 +266,7 @@ def measure_memory(how: str, kind: str, n: int, spec: str, cache: Path, batch: i
 
     import faiss
 
-    from atomgraph.tools.arm_index import ANN_EF_SEARCH, ArmIndex
+    from atomgraph.tools.arm_index import ANN_SHORTLIST, ArmIndex
 
     path = cache / f"{kind}-{n}-{spec}.faiss"
     queries = collection(kind, n, cache)[1][:batch]
@@ -254,7 +274,7 @@ def measure_memory(how: str, kind: str, n: int, spec: str, cache: Path, batch: i
     before = _rss()
     if how == "faiss":
         index = faiss.read_index(str(path))
-        index.search(queries, 256, params=faiss.SearchParametersHNSW(efSearch=ANN_EF_SEARCH))
+        index.search(queries, 256, params=_params(spec, ANN_SHORTLIST))
     else:
         folder = Path(tempfile.mkdtemp(prefix="arm-dense-"))
         (folder / "ann_chunks.faiss").symlink_to(path)
@@ -301,9 +321,9 @@ def run_size(kind: str, n: int, args, cache: Path) -> dict:
 
             ann = AnnIndex(faiss.read_index(str(where)))
             ann.check_recall(vectors)
-            check = {"recall_at_10": ann.recall, "ef_search": ann.ef, "faster": ann.faster}
+            check = {"recall_at_10": ann.recall, "shortlist": ann.shortlist, "faster": ann.faster}
             res["ann"][spec]["recall_check"] = check | {
-                "questions_recall_at_10": res["ann"][spec]["search"].get(str(ann.ef), {}).get("recall_at_10")}
+                "questions_recall_at_10": res["ann"][spec]["search"].get(str(ann.shortlist), {}).get("recall_at_10")}
             where.with_suffix(".check.json").write_text(json.dumps(check))
         print(f"  {kind} {n:,} {spec}: {json.dumps(res['ann'][spec])}", flush=True)
     return res
@@ -313,8 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,20000,50000,100000,1000000")
     ap.add_argument("--data", default="random,real")
-    ap.add_argument("--candidates", default="hnsw32-40,hnsw16-40@10000+100000,ivf1024@10000+100000",
-                    help="hnsw<M>-<efConstruction> or ivf<nlist>, comma-separated; spec@N1+N2: only at those sizes")
+    ap.add_argument("--candidates", default="pqfs192,pqfs96@100000+1000000,hnsw32-40@10000+20000+50000+100000",
+                    help="pqfs<M>, hnsw<M>-<efConstruction> or ivf<nlist>, comma-separated; spec@N1+N2: only at those sizes")
     ap.add_argument("--queries", type=int, default=300, help="queries for recall@10")
     ap.add_argument("--questions", type=int, default=40, help="timed questions of --batch queries each")
     ap.add_argument("--batch", type=int, default=5, help="dense queries per question (the question and its keywords)")
@@ -322,17 +342,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", default=str(default_cache()))
     ap.add_argument("--out")
     ap.add_argument("--memory", default="default",
-                    help="the HNSW candidate whose memory is measured plain and under ArmIndex ('default': the index's "
-                         "ANN_M and ANN_EF_CONSTRUCTION; '' to skip)")
+                    help="the candidate whose memory is measured plain and under ArmIndex ('default': the index's "
+                         "own, pqfs<384 / ANN_CODE_DIMS>; '' to skip)")
     ap.add_argument("--resume", action="store_true", help="keep the sizes --out already holds; measure the rest")
     ap.add_argument("--table", metavar="RESULTS", help="print the docs' tables from a results file and stop")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--memory-of", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.memory == "default":
-        from atomgraph.tools.arm_index import ANN_EF_CONSTRUCTION, ANN_M
+        from atomgraph.tools.arm_index import ANN_CODE_DIMS
 
-        args.memory = f"hnsw{ANN_M}-{ANN_EF_CONSTRUCTION}"
+        args.memory = f"pqfs{DIM // ANN_CODE_DIMS}"
 
     if args.table:
         print(table(json.loads(Path(args.table).read_text())))
@@ -394,12 +414,16 @@ def arm_uses(check: dict) -> bool:  # what dense_search=auto uses after the chec
     return check["recall_at_10"] >= ANN_MIN_RECALL and check.get("faster", True)
 
 
+def _setting_name(spec: str) -> str:
+    return "nprobe" if spec.startswith("ivf") else "shortlist" if spec.startswith("pqfs") else "efSearch"
+
+
 def table(results: dict) -> str:
     """The docs' tables (markdown) from a results file: exact search per query, then per size,
     collection and candidate the build, memory and the fastest setting with recall@10 ≥ 0.95 (CPU ms)."""
     sizes = sorted(results["sizes"], key=int)
     lines = ["| vectors | collection | exact: matvec / batched / faiss flat | ANN: candidate, build, bytes per vector | "
-             "fastest setting with recall@10 ≥ 0.95: recall, CPU ms, ÷ exact batched | recall@10 at efSearch 256; the "
+             "fastest setting with recall@10 ≥ 0.95: recall, CPU ms, ÷ exact batched | recall@10 at setting 256; the "
              "index's recall check |",
              "|---|---|---|---|---|---|"]
     for n in sizes:
@@ -411,13 +435,13 @@ def table(results: dict) -> str:
             for spec, a in res["ann"].items():
                 ok = [(ef, v) for ef, v in a["search"].items() if v["recall_at_10"] >= 0.95]
                 best = min(ok, key=lambda x: x[1]["ms"]) if ok else None
-                fast = (f"{'nprobe' if spec.startswith('ivf') else 'efSearch'} {best[0]}: {best[1]['recall_at_10']:.3f}, "
+                fast = (f"{_setting_name(spec)} {best[0]}: {best[1]['recall_at_10']:.3f}, "
                         f"{best[1]['ms']:.3g} ms, {best[1]['ratio']:.2f}" if best else
                         f"none (best {max(v['recall_at_10'] for v in a['search'].values()):.3f})")
                 at256 = a["search"].get("256", {}).get("recall_at_10")
                 c = a.get("recall_check")
-                at = a["search"].get(str(c["ef_search"]), {}) if c else {}
-                check = (f"; check: efSearch {c['ef_search']}, {c['recall_at_10']:.2f} (questions "
+                at = a["search"].get(str(c["shortlist"]), {}) if c else {}
+                check = (f"; check: shortlist {c['shortlist']}, {c['recall_at_10']:.2f} (questions "
                          f"{c['questions_recall_at_10']:.3f}, {at.get('ms', float('nan')):.3g} ms): "
                          f"**{'ANN' if arm_uses(c) else 'exact'}**" if c else "")
                 lines.append(f"| {_num(int(n))} | {kind} | {exact} | {spec}, {a['build_s']:,.0f} s, {a['bytes_per_vector']:,.0f} | "

@@ -78,7 +78,7 @@ BENCH = (
     Step("throughput", "benchmarks.bench_throughput", ("--baseline", THROUGHPUT_BASELINE, "--out", _out("throughput.json")),
          ("throughput.json",)),
     Step("throughput_workers", "benchmarks.bench_throughput",
-         ("--methods", "rag,kar3,atomr", "--concurrency", "32", "--out", _out("throughput_workers.json")),
+         ("--concurrency", "32", "--workers-questions", "1024", "--out", _out("throughput_workers.json")),
          ("throughput_workers.json",)),
     Step("cold_start", "benchmarks.bench_cold_start", ("--runtimes", "--out", _out("cold_start.json")),
          ("cold_start.json",)),

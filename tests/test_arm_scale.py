@@ -50,8 +50,8 @@ def test_ann_index_is_built_persisted_and_reopened(ann_folder, hotpot):
     s = again.build_summary
     assert s["loaded"] and "ANN index (chunks)" not in s["seconds"] and "n-gram trie" not in s["seconds"]
     assert len(again.ann_index()) == len(again.chunk_vectors) == len(built.chunk_vectors)
-    # the recall check is kept beside the graph: reopened, not run again
-    assert (again.ann_index().recall, again.ann_index().ef) == (built.ann_index().recall, built.ann_index().ef)
+    # the recall check is kept beside the index: reopened, not run again
+    assert (again.ann_index().recall, again.ann_index().shortlist) == (built.ann_index().recall, built.ann_index().shortlist)
     assert "ANN recall check (chunks)" not in s["seconds"] and (built.cache_path / "ann_chunks.json").is_file()
     again._query_cache = built._query_cache
     for q in questions[:10]:
@@ -96,16 +96,27 @@ def test_auto_is_exact_for_small_collections(ann_folder, hotpot):
     assert index.dense_search == "auto" and index.dense_mode == "exact"
 
 
-def test_a_damaged_ann_file_is_rebuilt_with_a_warning(ann_folder, hotpot, tmp_path, caplog):
+@pytest.mark.parametrize("damage", ["bytes", "hnsw"])
+def test_a_damaged_ann_file_is_rebuilt_with_a_warning(ann_folder, hotpot, tmp_path, caplog, damage):
+    """Bytes that are no faiss index, or an index of another kind (an earlier version's HNSW graph)."""
+    import faiss
+
     cache, built = ann_folder
     objects, questions = hotpot
     copy = tmp_path / "cache"
     shutil.copytree(cache, copy)
     path = copy / built.cache_path.name / "ann_chunks.faiss"
-    path.write_bytes(b"not a faiss index")
+    if damage == "bytes":
+        path.write_bytes(b"not a faiss index")
+    else:
+        graph = faiss.IndexHNSWFlat(built.chunk_vectors.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
+        graph.add(np.ascontiguousarray(built.chunk_vectors))
+        faiss.write_index(graph, str(path))
     with caplog.at_level(logging.WARNING):
         index = ArmIndex.build(objects, cache_dir=copy, dense_search="ann", ann_candidates=20, progress=False)
     assert any("ann_chunks.faiss unreadable" in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records)
+    if damage == "hnsw":
+        assert any("holds a faiss IndexHNSWFlat, not a quantiser scan" in r.getMessage() for r in caplog.records)
     assert index.build_summary["loaded"] and "ANN index (chunks)" in index.build_summary["seconds"]
     index._query_cache = built._query_cache
     assert np.array_equal(index.dense_scores(questions[0].question).toarray(),
@@ -420,9 +431,9 @@ def test_auto_searches_exactly_where_the_ann_misses_neighbours(monkeypatch, capl
     clustered = _vector_index(_clusters(3000)[0], "auto")
     assert clustered.dense_mode == "ann"  # before the check
     ann = clustered.ann_index()
-    assert ann.recall >= arm_index.ANN_MIN_RECALL and ann.ef == arm_index.ANN_EF_SEARCH
+    assert ann.recall >= arm_index.ANN_MIN_RECALL and ann.shortlist == arm_index.ANN_SHORTLIST
     assert clustered.dense_mode == ("ann" if ann.faster else "exact")
-    monkeypatch.setattr(arm_index, "ANN_EF_SEARCH", 4)
+    monkeypatch.setattr(arm_index, "ANN_SHORTLIST", 1)
     rng = np.random.default_rng(5)
     noise = rng.standard_normal((3000, 384), dtype=np.float32)
     index = _vector_index(noise / np.linalg.norm(noise, axis=1, keepdims=True), "auto")

@@ -11,10 +11,10 @@ Three views of the same objects, built once and cached on disk:
   (:func:`atomgraph.embeddings.embedding_model`), L2-normalised in a numpy matrix; an
   object's dense score is its best chunk's cosine similarity (Appendix D.2). Dense search
   is exact (one matrix product over every chunk for all of a question's queries) or, for
-  large collections, asks an ANN index (faiss HNSW over the same unit vectors,
-  :class:`AnnIndex`) for the best ``ann_candidates`` chunks, a :class:`SparseScores` per
-  query (``dense_search``: ``auto`` = exact up to :data:`EXACT_LIMIT` chunks, ANN above
-  where the graph's recall check passes; ``exact``; ``ann``).
+  large collections, asks an ANN index (a product-quantised scan of the same unit vectors
+  whose shortlist is re-ranked exactly, :class:`AnnIndex`) for the best ``ann_candidates``
+  chunks, a :class:`SparseScores` per query (``dense_search``: ``auto`` = exact up to
+  :data:`EXACT_LIMIT` chunks, ANN above where the index's recall check passes; ``exact``; ``ann``).
 
 Tables are indexed by title, description, column names (``snake_case``/``camelCase``
 split into words) and cell values when rows exist. The index also records *title
@@ -63,17 +63,20 @@ log = logging.getLogger(__name__)
 INDEX_VERSION = 1
 MAX_N = 3
 DENSE_SEARCH = ("auto", "exact", "ann")
-# The crossover, measured by benchmarks/bench_arm_dense.py (384-dimensional MiniLM vectors, CPU time per query, one
-# thread): the HNSW graph below at efSearch 256 costs 0.7-1.4x exact search (a question's 5 queries in one matrix
-# product: 1.0 ms) at 10^4 chunks across runs, 0.5x at 2*10^4, 0.13x at 10^5, both at recall@10 >= 0.95.
+# Measured by benchmarks/bench_arm_dense.py (384-dimensional vectors, MiniLM and random, CPU time per query, one
+# thread): the ANN index below costs 0.2x exact search at 10^4 chunks and 0.04x at 10^6, at recall@10 0.97-1.00;
+# exact search loses no neighbour and costs under 0.6 ms a query up to 2*10^4 chunks, so it stays up to here.
 EXACT_LIMIT = 20_000  # chunks: ``dense_search="auto"`` is exact up to this many, ANN above
 ANN_CANDIDATES = 256  # chunks the ANN returns per dense query; the rest count as not retrieved
-ANN_M = 32  # HNSW links per node (16 loses recall on MiniLM vectors; efConstruction 200 builds 8x slower)
-ANN_EF_CONSTRUCTION = 40
-ANN_EF_SEARCH = 256  # at least (raised to the number of chunks asked for); up to 16x where the recall check needs it
-# The recall check's bar on the collection's own vectors: they overstate questions' recall@10 by up to 0.03 (MiniLM
-# vectors at 10^6: 0.96 own against 0.93 questions at efSearch 1,024; 0.974 against 0.968 at 4,096), so 0.97 keeps
-# questions at 0.95 or more. ``auto`` searches exactly where no breadth reaches it, or where the ANN is slower there.
+ANN_CODE_DIMS = 2  # dimensions per 4-bit code of the product quantiser (d/2 codes: 96 bytes a 384-d vector;
+#                    4 dimensions a code loses recall on random vectors: bench_arm_dense, pqfs96)
+ANN_SHORTLIST = 256  # vectors re-ranked exactly per query, at least (raised to the number asked for); up to 16x
+#                      where the recall check needs it
+ANN_TRAIN_MAX = 65_536  # vectors the quantiser learns its codes from (a random sample)
+ANN_TRAIN_MIN = 624  # faiss's k-means wants 39 vectors per centroid (16 a code): a smaller collection is repeated
+# The recall check's bar on the collection's own vectors (they can overstate questions' recall@10 by a few
+# hundredths), so 0.97 keeps questions at 0.95 or more. ``auto`` searches exactly where no shortlist reaches it, or
+# where the ANN is slower there.
 ANN_MIN_RECALL = 0.97
 ANN_CHECK_QUERIES = 50  # of the collection's own vectors, for that check
 MAX_OBJECT_CHARS = 1_000_000
@@ -253,17 +256,20 @@ def _faiss():
 
 
 class AnnIndex:
-    """Approximate nearest neighbours over unit vectors: a faiss HNSW graph by inner product (on
-    unit vectors, the cosine similarity; faiss returns it exactly for every neighbour found).
-    Persisted as one faiss file; :meth:`load` checks it against the vectors it must index. It holds
-    the only in-memory copy of the vectors an ANN search needs (the index's own numpy file stays
-    memory-mapped and untouched by searches)."""
+    """Approximate nearest neighbours over unit vectors by inner product: each vector held as d/2
+    4-bit codes of a product quantiser, all of them scanned per query with SIMD lookup tables
+    (faiss ``IndexPQFastScan``: 96 bytes a 384-dimensional vector), and the scan's best
+    :attr:`shortlist` re-ranked by their exact inner products (``IndexRefineFlat``: on unit vectors
+    the cosine similarity, exact for every neighbour returned). Persisted as one faiss file;
+    :meth:`load` checks it against the vectors it must index. It holds the only in-memory copy of
+    the vectors an ANN search needs (the index's own numpy file stays memory-mapped and untouched
+    by searches)."""
 
-    def __init__(self, index, recall: float | None = None, ef: int = ANN_EF_SEARCH, faster: bool = True):
+    def __init__(self, index, recall: float | None = None, shortlist: int = ANN_SHORTLIST, faster: bool = True):
         self.index = index
-        self.recall = recall  # recall@10 on the indexed vectors' own neighbours at ``ef`` (:meth:`check_recall`)
-        self.ef = ef  # the search breadth (efSearch) it searches at
-        self.faster = faster  # than exact search, at ``ef`` (:meth:`check_recall`)
+        self.recall = recall  # recall@10 on the indexed vectors' own neighbours at ``shortlist`` (:meth:`check_recall`)
+        self.shortlist = shortlist  # vectors re-ranked exactly per query (at least the number asked for)
+        self.faster = faster  # than exact search, at ``shortlist`` (:meth:`check_recall`)
 
     @property
     def useful(self) -> bool:
@@ -274,44 +280,52 @@ class AnnIndex:
         return int(self.index.ntotal)
 
     @classmethod
-    def build(cls, vectors: np.ndarray, progress: BuildProgress | None = None, *, m: int = ANN_M,
-              ef_construction: int = ANN_EF_CONSTRUCTION, batch: int = 20_000) -> "AnnIndex":
+    def build(cls, vectors: np.ndarray, progress: BuildProgress | None = None, *, code_dims: int = ANN_CODE_DIMS,
+              batch: int = 50_000, seed: int = 0) -> "AnnIndex":
+        """The quantiser learnt from up to :data:`ANN_TRAIN_MAX` of ``vectors`` drawn at random, then
+        every vector coded and kept (``batch`` at a time, ticking ``progress``)."""
         faiss = _faiss()
 
         n, d = vectors.shape
         if d == 0:
             raise AtomgraphError("the index has no dense vectors (built with dense=False): no ANN search")
-        index = faiss.IndexHNSWFlat(int(d), int(m), faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = int(ef_construction)
+        codes = d // code_dims if d % code_dims == 0 else d
+        index = faiss.IndexRefineFlat(faiss.IndexPQFastScan(int(d), int(codes), 4, faiss.METRIC_INNER_PRODUCT))
+        rows = np.sort(np.random.default_rng(seed).choice(n, size=min(n, ANN_TRAIN_MAX), replace=False))
+        sample = np.asarray(vectors[rows], dtype=np.float32)
+        if len(sample) < ANN_TRAIN_MIN:
+            sample = np.resize(sample, (ANN_TRAIN_MIN, d))
+        index.train(np.ascontiguousarray(sample))
         for s in range(0, n, batch):
             index.add(np.ascontiguousarray(vectors[s : s + batch], dtype=np.float32))
             if progress is not None:
                 progress.tick(min(n, s + batch))
         return cls(index)
 
-    def search(self, queries: np.ndarray, k: int, ef: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, k: int, shortlist: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """For each row of ``queries`` (one vector or a matrix), the rows of the (up to) ``k``
-        vectors nearest it and their inner products, nearest first, searching ``ef`` (default
-        :attr:`ef`) at least; a row faiss leaves unfilled is -1 (score -inf)."""
+        vectors nearest it and their inner products, nearest first, re-ranking ``shortlist``
+        (default :attr:`shortlist`) at least; a row faiss leaves unfilled is -1 (score -inf)."""
         faiss = _faiss()
 
         k = max(1, min(int(k), len(self)))
-        params = faiss.SearchParametersHNSW(efSearch=max(int(self.ef if ef is None else ef), k))
+        params = faiss.IndexRefineSearchParameters()
+        params.k_factor = max(int(self.shortlist if shortlist is None else shortlist), k) / k
         q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         sims, ids = self.index.search(q, k, params=params)
         return ids, np.where(ids >= 0, sims, -np.inf).astype(np.float32)
 
     def check_recall(self, vectors: np.ndarray, queries: int = ANN_CHECK_QUERIES, seed: int = 0) -> float:
-        """The search breadth: the smallest efSearch of :data:`ANN_EF_SEARCH` times 1, 2, 4, 8
-        and 16 whose recall@10 against exact search reaches :data:`ANN_MIN_RECALL`, for
-        ``queries`` of the indexed ``vectors`` drawn at random, each one's 10 nearest others (one
-        matrix product over every vector); kept in :attr:`ef` and :attr:`recall` (the largest
-        breadth's recall where none reaches it). :attr:`faster`: whether a search of 5 of those
-        queries at that breadth takes less CPU time than their exact search (a question's 5 dense
-        queries in one matrix product)."""
+        """The shortlist: the smallest of :data:`ANN_SHORTLIST` times 1, 2, 4, 8 and 16 whose
+        recall@10 against exact search reaches :data:`ANN_MIN_RECALL`, for ``queries`` of the
+        indexed ``vectors`` drawn at random, each one's 10 nearest others (one matrix product over
+        every vector); kept in :attr:`shortlist` and :attr:`recall` (the largest shortlist's recall
+        where none reaches it). :attr:`faster`: whether a search of 5 of those queries with that
+        shortlist takes less CPU time than their exact search (a question's 5 dense queries in one
+        matrix product)."""
         n = len(vectors)
         k = min(10, n - 1)
-        self.ef, self.faster = ANN_EF_SEARCH, True
+        self.shortlist, self.faster = ANN_SHORTLIST, True
         if k < 1:
             self.recall = 1.0
             return self.recall
@@ -320,8 +334,8 @@ class AnnIndex:
         sims = q @ np.asarray(vectors).T
         sims[np.arange(len(rows)), rows] = -np.inf
         exact = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        for ef in (ANN_EF_SEARCH * f for f in (1, 2, 4, 8, 16)):
-            self.ef = ef
+        for shortlist in (ANN_SHORTLIST * f for f in (1, 2, 4, 8, 16)):
+            self.shortlist = shortlist
             found, _ = self.search(q, k + 1)
             hits = [len(set(e.tolist()) & set(f[f != r].tolist()[:k])) for e, f, r in zip(exact, found, rows)]
             self.recall = round(float(np.mean(hits)) / k, 4)
@@ -344,7 +358,7 @@ class AnnIndex:
         try:
             faiss.write_index(self.index, str(tmp))
             os.replace(tmp, path)
-            tmp.write_text(json.dumps({"recall_at_10": self.recall, "ef_search": self.ef, "faster": self.faster}))
+            tmp.write_text(json.dumps({"recall_at_10": self.recall, "shortlist": self.shortlist, "faster": self.faster}))
             os.replace(tmp, path.with_suffix(".json"))
         finally:
             if tmp.exists():
@@ -352,21 +366,24 @@ class AnnIndex:
 
     @classmethod
     def load(cls, path: Path, n: int, d: int) -> "AnnIndex":
-        """The ANN index in ``path``; ValueError when it does not index ``n`` vectors of ``d``
-        dimensions by inner product, RuntimeError (faiss) when the file is unreadable."""
+        """The ANN index in ``path``; ValueError when it is not a re-ranked quantiser scan (an
+        index file of another kind, such as an earlier version's HNSW graph) of ``n`` vectors of
+        ``d`` dimensions by inner product, RuntimeError (faiss) when the file is unreadable."""
         faiss = _faiss()
 
         index = faiss.read_index(str(path))
+        if not isinstance(index, faiss.IndexRefineFlat):
+            raise ValueError(f"{path.name} holds a faiss {type(index).__name__}, not a quantiser scan with exact re-ranking")
         if int(index.ntotal) != n or int(index.d) != d:
             raise ValueError(f"{path.name} indexes {index.ntotal} vectors of {index.d} dimensions, not {n} of {d}")
         if index.metric_type != faiss.METRIC_INNER_PRODUCT:
             raise ValueError(f"{path.name} ranks by L2 distance, not inner product")
         try:
             check = json.loads(path.with_suffix(".json").read_text())
-            recall, ef, faster = float(check["recall_at_10"]), int(check["ef_search"]), bool(check["faster"])
+            recall, shortlist, faster = float(check["recall_at_10"]), int(check["shortlist"]), bool(check["faster"])
         except (OSError, ValueError, KeyError, TypeError):
-            recall, ef, faster = None, ANN_EF_SEARCH, True  # checked again
-        return cls(index, recall, ef, faster)
+            recall, shortlist, faster = None, ANN_SHORTLIST, True  # checked again
+        return cls(index, recall, shortlist, faster)
 
 
 BM25_DENSE_SHARE = 64  # a BM25 query with postings past 1/64 of the objects is scored as a full array
@@ -631,7 +648,7 @@ class ArmIndex:
             "chunks": int(len(index.chunk_objects)), "ngrams": len(index.trie), "loaded": loaded,
             "dense_search": index.dense_mode if dense else "none", "seconds": dict(prog.seconds),
             "ann_recall_at_10": getattr(index.__dict__.get("_anns", {}).get("chunks"), "recall", None),
-            "ann_ef_search": getattr(index.__dict__.get("_anns", {}).get("chunks"), "ef", None),
+            "ann_shortlist": getattr(index.__dict__.get("_anns", {}).get("chunks"), "shortlist", None),
             "ann_faster": getattr(index.__dict__.get("_anns", {}).get("chunks"), "faster", None),
             "total_seconds": round(time.perf_counter() - prog.t0, 3),
         }
@@ -760,9 +777,9 @@ class ArmIndex:
                         log.warning("cannot write the ANN index to %s (%s)", path, exc)
             anns[kind] = ann
             if not ann.useful:
-                log.warning("ARM index: the ANN index finds %.0f%% of the 10 nearest %s at efSearch %d (recall@10 on %d of "
+                log.warning("ARM index: the ANN index finds %.0f%% of the 10 nearest %s at shortlist %d (recall@10 on %d of "
                             "the collection's own vectors; %.2f needed), %s than exact search%s", 100 * ann.recall, kind,
-                            ann.ef, min(n, ANN_CHECK_QUERIES), ANN_MIN_RECALL, "faster" if ann.faster else "slower",
+                            ann.shortlist, min(n, ANN_CHECK_QUERIES), ANN_MIN_RECALL, "faster" if ann.faster else "slower",
                             "; dense_search=auto searches exactly" if self.dense_search == "auto" else "")
             return ann
 
@@ -883,7 +900,7 @@ class ArmIndex:
         per query, as :class:`SparseScores` — every other object is *not retrieved* and scores
         about the collection's lowest similarity to the query (the farthest chunk the ANN finds:
         the nearest to the negated query), so min-max normalisation sees about the range exact
-        search sees; no step costs O(objects)."""
+        search sees; past the index's scan of its codes (96 bytes a chunk), no step costs O(objects)."""
         if not len(queries):
             return []
         vectors = iter(self.embed_queries([x for x in queries if isinstance(x, str)]))
@@ -893,7 +910,7 @@ class ArmIndex:
         if self.dense_mode == "ann":
             ann = self.ann_index()
             rows, sims = ann.search(q, self.ann_candidates)
-            _, far = ann.search(-q, 1, ef=32)
+            _, far = ann.search(-q, 1, shortlist=32)
             out = []
             for r, s, f in zip(rows, sims, far[:, 0]):
                 keep = r >= 0

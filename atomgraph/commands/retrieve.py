@@ -169,8 +169,8 @@ def register(sub) -> None:
     p.add_argument("--no-cache", action="store_true", help="build the index in memory only")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an ArmContext field (repeatable)")
     p.add_argument("--dense-search", choices=["auto", "exact", "ann"],
-                   help="dense search: exact, ANN (faiss HNSW), or auto = exact up to 20,000 chunks "
-                        "(default: $ATOMGRAPH_ARM_DENSE_SEARCH or auto)")
+                   help="dense search: exact, ANN (faiss product-quantised scan, re-ranked exactly), or auto = "
+                        "exact up to 20,000 chunks (default: $ATOMGRAPH_ARM_DENSE_SEARCH or auto)")
     p.add_argument("--max-object-chars", type=int, metavar="N",
                    help="refuse (leave out, with a warning) objects over N characters; 0 = no limit "
                         "(default: $ATOMGRAPH_ARM_MAX_OBJECT_CHARS or 1,000,000)")
