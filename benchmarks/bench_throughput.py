@@ -157,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", default="1,8,32")
     p.add_argument("--questions", type=int, default=256, help="questions per run at the highest concurrency "
                                                              "(ARM, at 0.6 questions/s: twice the concurrency)")
-    p.add_argument("--workers-at", type=int, default=64, help="the concurrency of the workers 1 vs 2 rows (0: none); "
-                                                               "at 64 in flight each method is bound by its CPU, not the latency")
+    p.add_argument("--workers-at", type=int, default=64, help="the concurrency of the workers 1 vs 2 rows (0: none; "
+                                                               "at most 64); with --latency-ms 50 every method is "
+                                                               "bound by its CPU there, not the latency")
     p.add_argument("--workers-questions", type=int, default=384,
                    help="questions per run of the workers rows (ARM: four times --workers-at), many waves past the "
                         "workers' start")

@@ -78,7 +78,9 @@ BENCH = (
     Step("throughput", "benchmarks.bench_throughput", ("--baseline", THROUGHPUT_BASELINE, "--out", _out("throughput.json")),
          ("throughput.json",)),
     Step("throughput_workers", "benchmarks.bench_throughput",
-         ("--concurrency", "32", "--workers-questions", "1024", "--out", _out("throughput_workers.json")),
+         # 50 ms a reply: 64 in flight then bound every method by its CPU, in one process and in two workers
+         ("--concurrency", "32", "--latency-ms", "50", "--workers-questions", "2048",
+          "--out", _out("throughput_workers.json")),
          ("throughput_workers.json",)),
     Step("cold_start", "benchmarks.bench_cold_start", ("--runtimes", "--out", _out("cold_start.json")),
          ("cold_start.json",)),

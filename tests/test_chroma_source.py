@@ -118,6 +118,19 @@ def test_a_failed_batch_fails_each_of_its_searches():
     assert batcher.vectors([]) == [] and not batcher._busy
 
 
+def test_a_failed_embedding_is_named_as_such(indexed, monkeypatch):
+    """The embedding model's error reaches the search's caller as a failed search that names it, not as Chroma's."""
+    settings, _, _ = indexed
+    source = ChromaWikipediaSource(COLLECTION, settings=settings)
+
+    def broken(texts):
+        raise RuntimeError("model gone")
+
+    monkeypatch.setattr(source.embeddings, "encode", broken)  # the model object may be shared: put back after
+    with pytest.raises(SourceError, match=r"embedding the queries for .* failed: RuntimeError: model gone"):
+        source.search("music", k=2)
+
+
 def test_registry_builds_it(indexed):
     settings, _, _ = indexed
     sources = build_sources(settings, ["wikipedia"])

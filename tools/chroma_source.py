@@ -288,7 +288,13 @@ class ChromaWikipediaSource(KnowledgeSource):
         collection = self._open()
         if collection is None:
             raise SourceError(self.unavailable_reason() or f"Chroma collection {self.collection_name!r} is missing")
-        vectors = self._query_vectors([q for q, _ in asks])
+        try:
+            vectors = self._query_vectors([q for q, _ in asks])
+        except (ConfigError, SourceError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the embedding model's failure, named as such (not Chroma's)
+            raise SourceError(f"embedding the queries for {self.collection_name!r} failed: "
+                              f"{type(exc).__name__}: {exc}") from exc
         _, built_dim = recorded_model(collection)
         if built_dim is not None and len(vectors[0]) != built_dim:
             check_model(collection, self.model_id, len(vectors[0]))
