@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import sys
 import weakref
 from typing import Any
@@ -38,6 +39,15 @@ _MADE: "weakref.WeakSet[Any]" = weakref.WeakSet()  # every LoopLocalAsyncClient,
 
 
 @functools.lru_cache(maxsize=None)
+def tls_context(lib: Any) -> Any:
+    """The library's default TLS context (its CA store; ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` as set
+    when first asked), built once a process and shared by every loop's client: loading the CA store
+    costs 15-30 ms of CPU, which each ``asyncio.run`` of a script, each ``ask`` and each evaluation
+    run would otherwise pay again."""
+    return lib.create_ssl_context()
+
+
+@functools.lru_cache(maxsize=None)
 def _client_class(lib: Any) -> type:
     class LoopLocalAsyncClient(lib.AsyncClient):
         """An ``AsyncClient`` whose requests go through one client per running event loop."""
@@ -53,16 +63,18 @@ def _client_class(lib: Any) -> type:
             _MADE.add(self)
 
         def _make(self) -> Any:
-            try:  # langchain-openai's own builder (its connection limits and socket tuning), where it has one
-                from langchain_openai.chat_models._client_utils import _build_async_httpx_client
+            tls = tls_context(lib)
+            try:  # langchain-openai's own client class (the SDK's connection limits and defaults), where it has one
+                from langchain_openai.chat_models._client_utils import _AsyncHttpxClientWrapper
 
-                client = _build_async_httpx_client(self._base_url_arg, self._timeout_arg)
+                client = _AsyncHttpxClientWrapper(base_url=self._base_url_arg or os.environ.get("OPENAI_BASE_URL")
+                                                  or "https://api.openai.com/v1", timeout=self._timeout_arg, verify=tls)
                 if isinstance(client, lib.AsyncClient):
                     return client
             except Exception:  # another version: a plain client with the SDK's defaults
                 pass
             return lib.AsyncClient(timeout=self._timeout_arg if self._timeout_arg is not None else lib.Timeout(600.0),
-                                   follow_redirects=True)
+                                   follow_redirects=True, verify=tls)
 
         def for_running_loop(self) -> Any:
             loop = asyncio.get_running_loop()
