@@ -9,7 +9,8 @@ script's reply alone; ``--latency-ms``: every reply waits that long), answering 
 stages from one script. The knowledge is the demo pack's 97 passages: a Chroma Wikipedia
 collection (rag, ATOMR), a KAR³ atom index atomized by the scripted atomizer, and the same
 passages as ARM's objects. Each method runs :func:`atomgraph.evaluation.runner.run_eval` (the
-response cache off, no progress bar) once to warm up (imports, embedding model, indexes), then
+response cache off, no progress bar) once to warm up (imports, embedding model, indexes; what they
+built is then frozen, ``gc.freeze``, as the command line's ``eval run`` freezes its start), then
 once per concurrency over ``--questions`` distinct questions (the same question with a number,
 so no two share a thread or a query vector); questions/s is counted from the end of the first wave (the
 record numbered ``concurrency``: the ramp) to the last record; CPU-ms per question is this process's CPU time
@@ -31,6 +32,7 @@ cProfile of that method's run at the highest concurrency instead.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -182,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             start = 10_000
             for method in methods:
                 one_run(method, settings, folder, examples(4, start), 4)  # warm: imports, models, indexes
+                gc.collect()  # what is built so far is frozen, as the command line's `eval run` freezes its start:
+                gc.freeze()  # a collection scans what the measured runs make, not the models and indexes
                 start += 4
                 rows = {}
                 for c in levels:
