@@ -43,8 +43,10 @@ def tls_context(lib: Any) -> Any:
     """The library's default TLS context (its CA store; ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` as set
     when first asked), built once a process and shared by every loop's client: loading the CA store
     costs 15-30 ms of CPU, which each ``asyncio.run`` of a script, each ``ask`` and each evaluation
-    run would otherwise pay again."""
-    return lib.create_ssl_context()
+    run would otherwise pay again. None where the library has no ``create_ssl_context`` (each client
+    then builds its own, as by default)."""
+    make = getattr(lib, "create_ssl_context", None)
+    return make() if callable(make) else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -63,18 +65,18 @@ def _client_class(lib: Any) -> type:
             _MADE.add(self)
 
         def _make(self) -> Any:
-            tls = tls_context(lib)
+            tls = {} if tls_context(lib) is None else {"verify": tls_context(lib)}
             try:  # langchain-openai's own client class (the SDK's connection limits and defaults), where it has one
                 from langchain_openai.chat_models._client_utils import _AsyncHttpxClientWrapper
 
                 client = _AsyncHttpxClientWrapper(base_url=self._base_url_arg or os.environ.get("OPENAI_BASE_URL")
-                                                  or "https://api.openai.com/v1", timeout=self._timeout_arg, verify=tls)
+                                                  or "https://api.openai.com/v1", timeout=self._timeout_arg, **tls)
                 if isinstance(client, lib.AsyncClient):
                     return client
             except Exception:  # another version: a plain client with the SDK's defaults
                 pass
             return lib.AsyncClient(timeout=self._timeout_arg if self._timeout_arg is not None else lib.Timeout(600.0),
-                                   follow_redirects=True, verify=tls)
+                                   follow_redirects=True, **tls)
 
         def for_running_loop(self) -> Any:
             loop = asyncio.get_running_loop()

@@ -385,7 +385,8 @@ async def _run_one(graph, example: Example, *, method: str, dataset: str, prices
     if durable:  # a question killed mid-run resumes from its last completed step
         start, _ = await resume_input(graph, start, config)
     try:
-        durability = {"durability": "sync" if durable else "exit"}  # each step saved before the next starts
+        # durable: each step saved before the next starts; else once, when the question ends (failed or cut too)
+        durability = {"durability": "sync" if durable else "exit"}
         values = await asyncio.wait_for(graph.ainvoke(start, config=config, **durability), timeout_s)
     except asyncio.TimeoutError:
         values, error = None, f"timed out after {timeout_s:g} s"
