@@ -5,7 +5,8 @@ reads the records already written, decides which questions are left, and is the 
 ``predictions.jsonl`` (one ``write`` per record, as with one process). Each worker is a fresh
 Python process (``multiprocessing`` *spawn*) that builds the method's graph from the run's
 settings, model and sources, and answers the questions it is handed, at most its share of the
-run's concurrency at a time; a finished question's record goes back to the run's process,
+run's concurrency at a time (what its start loaded frozen, ``gc.freeze``, as the command line
+freezes its own start); a finished question's record goes back to the run's process,
 which writes it and hands that worker the next question. So every record is written once, by
 one process, under the one lock, and the rules of a rerun are those of a one-process run:
 
@@ -84,6 +85,9 @@ def _worker_main(tasks, results, spec: dict) -> None:
     from contextlib import ExitStack
 
     from atomgraph.environment import explicit_data_dir, sealed_environment
+    from atomgraph.progress import pause_collector, started
+
+    pause_collector()  # as the command line's start: what the warm-up and the graph load lives for the whole run
 
     with ExitStack() as stack:
         if spec.get("sealed"):
@@ -96,6 +100,7 @@ def _worker_main(tasks, results, spec: dict) -> None:
         except BaseException as exc:  # noqa: BLE001 - said to the run's process, which records it
             _send(results, ("failed", f"{type(exc).__name__}: {exc}"[:1000]))
             return
+        started()  # frozen (gc.freeze): a collection scans what the questions make, not the models and indexes
         _send(results, ("ready", os.getpid(), runtimes))
         asyncio.run(_serve(tasks, results, graph, spec["answer"]))
 
