@@ -65,7 +65,8 @@ def _client_class(lib: Any) -> type:
             _MADE.add(self)
 
         def _make(self) -> Any:
-            tls = {} if tls_context(lib) is None else {"verify": tls_context(lib)}
+            shared = tls_context(lib)
+            tls = {} if shared is None else {"verify": shared}
             try:  # langchain-openai's own client class (the SDK's connection limits and defaults), where it has one
                 from langchain_openai.chat_models._client_utils import _AsyncHttpxClientWrapper
 

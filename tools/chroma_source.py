@@ -285,9 +285,7 @@ class ChromaWikipediaSource(KnowledgeSource):
         """The Chroma results of searches ``(query, k)`` running at the same moment: their queries
         embedded in one batch, then one Chroma query per distinct ``k`` (a query of several vectors
         costs about a tenth of one query a vector each)."""
-        collection = self._open()
-        if collection is None:
-            raise SourceError(self.unavailable_reason() or f"Chroma collection {self.collection_name!r} is missing")
+        collection = self._opened()
         try:
             vectors = self._query_vectors([q for q, _ in asks])
         except (ConfigError, SourceError):
@@ -306,10 +304,15 @@ class ChromaWikipediaSource(KnowledgeSource):
                 out[i] = {key: [res[key][j]] for key in ("ids", "documents", "metadatas", "distances")}
         return out
 
-    def search(self, query: str, k: int = 3) -> list[Evidence]:
+    def _opened(self):
+        """The collection, opened; a :class:`SourceError` saying why when it does not exist."""
         collection = self._open()
         if collection is None:
             raise SourceError(self.unavailable_reason() or f"Chroma collection {self.collection_name!r} is missing")
+        return collection
+
+    def search(self, query: str, k: int = 3) -> list[Evidence]:
+        collection = self._opened()
         self._check(collection)
         if not query or not query.strip() or k < 1:
             return []
@@ -321,13 +324,16 @@ class ChromaWikipediaSource(KnowledgeSource):
             if not _gone(exc):
                 raise SourceError(f"Chroma query on {self.collection_name!r} failed: {exc}") from exc
             # deleted since it was opened (and perhaps indexed again): open it again by name, once
-            collection = self._reopen(collection)
-            if collection is None:
-                raise SourceError(self.unavailable_reason() or f"Chroma collection {self.collection_name!r} "
-                                                               "is missing") from exc
-            self._check(collection)
+            self._drop(collection)
             try:
-                res = self._query(collection, self._query_vectors([query]), k)
+                collection = self._opened()
+            except SourceError as missing:
+                raise missing from exc
+            self._check(collection)
+            try:  # the same search on the collection opened again, alone
+                res = self._search_many([(query, k)])[0]
+            except (ConfigError, SourceError):
+                raise
             except Exception as again:  # noqa: BLE001
                 raise SourceError(f"Chroma query on {self.collection_name!r} failed: {again}") from again
         out = []
@@ -345,13 +351,12 @@ class ChromaWikipediaSource(KnowledgeSource):
         """The top ``k`` of each vector (Chroma returns at most what the collection holds: no count first)."""
         return collection.query(query_embeddings=vectors, n_results=k, include=["documents", "metadatas", "distances"])
 
-    def _reopen(self, stale):
-        """The collection opened again by name (None when it no longer exists), in place of
-        ``stale``, a handle to a collection that was deleted under this source."""
+    def _drop(self, stale) -> None:
+        """Forget ``stale``, a handle to a collection deleted under this source: the next
+        :meth:`_open` opens the collection again by name."""
         with self._lock:
             if self._collection is stale:
                 self._collection = None
-        return self._open()
 
     # --- LangChain ---------------------------------------------------------------------------
     def vectorstore(self):
