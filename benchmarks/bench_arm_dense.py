@@ -25,6 +25,8 @@ Per size and collection (each in its own process, ``--threads`` BLAS/OpenMP thre
   search setting recall@10 against exact search and the latency per query (the question's batch in
   one call); ``ratio``: ANN latency ÷ exact batched latency, below 1 where ANN is faster. ARM asks
   for ``ann_candidates`` (256) chunks, so it searches a shortlist (pqfs) or efSearch (HNSW) of 256 at least;
+  an inverted file (``ivfpqfs``) also records, per nprobe, the recall@10 a check on 50 of the
+  collection's own vectors sees (``own_recall_at_10``);
 - for ``--memory`` (the index's own kind, ``pqfs192`` for 384 dimensions): :meth:`AnnIndex.check_recall`,
   the recall@10 the index checks on the collection's own vectors when it builds (``auto`` stays exact under 0.97),
   and the resident memory after a question's ANN queries, per vector, of the plain faiss index and
@@ -177,9 +179,11 @@ def measure_exact(vectors: np.ndarray, questions: list[np.ndarray]) -> dict:
 # --- ANN candidates --------------------------------------------------------------------------------
 
 def _build(spec: str, vectors: np.ndarray):
-    """An index from its spec: ``hnsw<M>-<efConstruction>`` (HNSW, inner product), ``ivf<nlist>``, or
+    """An index from its spec: ``hnsw<M>-<efConstruction>`` (HNSW, inner product), ``ivf<nlist>``,
     ``pqfs<M>`` (a product quantiser of ``M`` 4-bit codes a vector, scanned with SIMD lookup tables,
-    its shortlist re-ranked by exact inner products: faiss ``IndexPQFastScan`` in ``IndexRefineFlat``)."""
+    its shortlist re-ranked by exact inner products: faiss ``IndexPQFastScan`` in ``IndexRefineFlat``),
+    or ``ivfpqfs<nlist>`` (the same codes, d/2 a vector, in ``nlist`` inverted lists of which a search
+    scans ``nprobe``: ``IndexIVFPQFastScan`` in ``IndexRefineFlat``, re-ranking ARM's 256)."""
     import faiss
 
     n = len(vectors)
@@ -187,8 +191,13 @@ def _build(spec: str, vectors: np.ndarray):
         m, efc = (int(x) for x in spec[4:].split("-"))
         index = faiss.IndexHNSWFlat(DIM, m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = efc
-    elif spec.startswith("pqfs"):
-        index = faiss.IndexRefineFlat(faiss.IndexPQFastScan(DIM, int(spec[4:]), 4, faiss.METRIC_INNER_PRODUCT))
+    elif spec.startswith(("pqfs", "ivfpqfs")):
+        if spec.startswith("pqfs"):
+            base = faiss.IndexPQFastScan(DIM, int(spec[4:]), 4, faiss.METRIC_INNER_PRODUCT)
+        else:
+            base = faiss.IndexIVFPQFastScan(faiss.IndexFlatIP(DIM), DIM, int(spec[7:]), DIM // 2, 4,
+                                            faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexRefineFlat(base)
         sample = np.random.default_rng(SEED).choice(n, size=min(n, 65_536), replace=False)
         index.train(np.ascontiguousarray(vectors[np.sort(sample)]))
     elif spec.startswith("ivf"):
@@ -205,6 +214,9 @@ def _build(spec: str, vectors: np.ndarray):
 
 def _settings(spec: str) -> list[int]:
     """nprobe (IVF), the shortlist re-ranked (pqfs: at least the 256 chunks ARM asks for), or efSearch (HNSW)."""
+    if spec.startswith("ivfpqfs"):
+        nlist = int(spec[7:])
+        return sorted({max(1, nlist // f) for f in (64, 32, 16, 8, 4, 2, 1)})
     if spec.startswith("ivf"):
         return [16, 32, 64, 128, 256]
     if spec.startswith("pqfs"):
@@ -215,6 +227,11 @@ def _settings(spec: str) -> list[int]:
 def _params(spec: str, setting: int):
     import faiss
 
+    if spec.startswith("ivfpqfs"):
+        params = faiss.IndexRefineSearchParameters()
+        params.k_factor = 256 / K
+        params.base_index_params = params.ivf = faiss.SearchParametersIVF(nprobe=setting)  # kept alive with params
+        return params
     if spec.startswith("ivf"):
         return faiss.SearchParametersIVF(nprobe=setting)
     if spec.startswith("pqfs"):
@@ -240,15 +257,31 @@ def measure_ann(spec: str, vectors: np.ndarray, queries: np.ndarray, truth: np.n
         (where.with_suffix(".json")).write_text(json.dumps({"build_s": built_s}))
     built_s = json.loads(where.with_suffix(".json").read_text())["build_s"]
     out = {"build_s": round(built_s, 1), "bytes_per_vector": round(where.stat().st_size / len(vectors), 1), "search": {}}
+    own = _own_neighbours(vectors) if spec.startswith("ivfpqfs") else None
     for ef in _settings(spec):
-        if spec.startswith("ivf") and ef > index.nlist:
+        if spec.startswith("ivf") and not spec.startswith("ivfpqfs") and ef > index.nlist:
             continue
         params = _params(spec, ef)
         _, got = index.search(queries, K, params=params)
         recall = float(np.mean([len(set(a) & set(b)) / K for a, b in zip(got.tolist(), truth.tolist())]))
         ms = _per_query_ms(lambda q: index.search(q, K, params=params), questions)
         out["search"][str(ef)] = {"recall_at_10": round(recall, 4), **ms, "ratio": round(ms["ms"] / exact_ms, 3)}
+        if own is not None:  # what a recall check on the collection's own vectors would see at this setting
+            rows, near = own
+            _, got = index.search(np.asarray(vectors[rows]), K + 1, params=params)
+            hits = [len(set(e) & set([x for x in f if x != r][:K])) for e, f, r in zip(near.tolist(), got.tolist(), rows)]
+            out["search"][str(ef)]["own_recall_at_10"] = round(float(np.mean(hits)) / K, 4)
     return out
+
+
+def _own_neighbours(vectors: np.ndarray, queries: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """``queries`` of the collection's vectors drawn at random and each one's 10 nearest others, as
+    :meth:`AnnIndex.check_recall` draws them."""
+    n = len(vectors)
+    rows = np.sort(np.random.default_rng(0).choice(n, size=min(queries, n), replace=False))
+    sims = np.asarray(vectors[rows]) @ np.asarray(vectors).T
+    sims[np.arange(len(rows)), rows] = -np.inf
+    return rows, np.argpartition(-sims, K - 1, axis=1)[:, :K]
 
 
 def _rss() -> dict[str, int]:
@@ -333,8 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,20000,50000,100000,1000000")
     ap.add_argument("--data", default="random,real")
-    ap.add_argument("--candidates", default="pqfs192,pqfs96@100000+1000000,hnsw32-40@10000+20000+50000+100000",
-                    help="pqfs<M>, hnsw<M>-<efConstruction> or ivf<nlist>, comma-separated; spec@N1+N2: only at those sizes")
+    ap.add_argument("--candidates", default="pqfs192,pqfs96@100000+1000000,hnsw32-40@10000+20000+50000+100000,ivfpqfs1024@1000000",
+                    help="pqfs<M>, ivfpqfs<nlist>, hnsw<M>-<efConstruction> or ivf<nlist>, comma-separated; spec@N1+N2: only at those sizes")
     ap.add_argument("--queries", type=int, default=300, help="queries for recall@10")
     ap.add_argument("--questions", type=int, default=40, help="timed questions of --batch queries each")
     ap.add_argument("--batch", type=int, default=5, help="dense queries per question (the question and its keywords)")
@@ -424,7 +457,7 @@ def table(results: dict) -> str:
     sizes = sorted(results["sizes"], key=int)
     lines = ["| vectors | collection | exact: matvec / batched / faiss flat | ANN: candidate, build, bytes per vector | "
              "fastest setting with recall@10 ≥ 0.95: recall, CPU ms, ÷ exact batched | recall@10 at setting 256; the "
-             "index's recall check |",
+             "index's recall check (ivfpqfs: the nprobe a check on the collection's own vectors picks) |",
              "|---|---|---|---|---|---|"]
     for n in sizes:
         for kind, res in results["sizes"][n].items():
@@ -444,6 +477,11 @@ def table(results: dict) -> str:
                 check = (f"; check: shortlist {c['shortlist']}, {c['recall_at_10']:.2f} (questions "
                          f"{c['questions_recall_at_10']:.3f}, {at.get('ms', float('nan')):.3g} ms): "
                          f"**{'ANN' if arm_uses(c) else 'exact'}**" if c else "")
+                own = [(ef, v) for ef, v in a["search"].items() if v.get("own_recall_at_10", 0) >= 0.97]
+                if own:  # an inverted file: the setting a check on the collection's own vectors would pick
+                    ef, v = min(own, key=lambda x: int(x[0]))
+                    check = (f"; own vectors reach 0.97 at nprobe {ef} ({v['own_recall_at_10']:.3f}): "
+                             f"questions {v['recall_at_10']:.3f}")
                 lines.append(f"| {_num(int(n))} | {kind} | {exact} | {spec}, {a['build_s']:,.0f} s, {a['bytes_per_vector']:,.0f} | "
                              f"{fast} | {'' if at256 is None else f'{at256:.3f}'}{check} |")
                 exact = "″"

@@ -17,7 +17,8 @@ record numbered ``concurrency``: the ramp) to the last record; CPU-ms per questi
 (``time.process_time``, every thread) over the run, divided by its questions. The workers row runs
 the same questions with ``--workers 2`` (the same total concurrency): its questions/s is counted
 as above (the workers' start, imports included, is before the first counted record), and its
-ratio to the one-process run at that concurrency is the scaling. Each run also records the whole
+ratio to the one-process run at that concurrency is the scaling; ``core_scaling`` is its ratio to
+a one-process run with every thread of the process held to one CPU (one worker, one core). Each run also records the whole
 machine's busy CPUs over it (``/proc/stat``: this process and its threads, the workers, the model
 server, any other work); the CPUs there are over those the one-process run kept busy bound what two
 workers can gain (``cpu_ceiling``, at most 2×). The load average before and after is recorded, since
@@ -39,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -147,6 +149,31 @@ def one_run(method: str, settings, folder: Path, questions: list, concurrency: i
             "machine_cpus_busy": round((b1 - b0) / wall, 2) if b0 is not None and b1 is not None else None}
 
 
+def _ratio(a: dict, b: dict) -> float | None:
+    return round(a["questions_per_s"] / b["questions_per_s"], 2) if a["questions_per_s"] and b["questions_per_s"] else None
+
+
+@contextmanager
+def one_cpu():
+    """This process's threads (those there and those they start) held to its first allowed CPU
+    while inside; the model server, a process of its own, is not."""
+    tasks = Path("/proc/self/task")
+    allowed = os.sched_getaffinity(0)
+
+    def pin(cpus: set[int]) -> None:
+        for tid in os.listdir(tasks):
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+            except OSError:  # a thread that has ended
+                pass
+
+    pin({min(allowed)})
+    try:
+        yield
+    finally:
+        pin(allowed)
+
+
 def few(method: str, questions: int) -> int:
     """Questions per run: ARM's slow questions (its solver) as few as a steady rate allows."""
     return 0 if method == "arm" else questions
@@ -198,14 +225,17 @@ def main(argv: list[str] | None = None) -> int:
                     n = max(4 * c if method == "arm" else 2 * c, few(method, args.workers_questions))  # ARM: 4 waves
                     one = one_run(method, settings, folder, examples(n, start), c)
                     two = one_run(method, settings, folder, examples(n, start + n), c, workers=2)
-                    start += 2 * n
+                    with one_cpu():  # this process and every thread of it on one CPU: one worker, one core
+                        alone = one_run(method, settings, folder, examples(n, start + 2 * n), c)
+                    start += 3 * n
                     busy = one["machine_cpus_busy"]
-                    rows["workers"] = {"concurrency": c, "one": one, "two": two,
-                                       "scaling": round(two["questions_per_s"] / one["questions_per_s"], 2)
-                                       if one["questions_per_s"] and two["questions_per_s"] else None,
+                    rows["workers"] = {"concurrency": c, "one": one, "two": two, "one_on_one_cpu": alone,
+                                       "scaling": _ratio(two, one),
                                        # the most two workers can gain: the CPUs there are over those one
                                        # process's run kept busy (it, its threads, the server), at most 2x
-                                       "cpu_ceiling": round(min(2.0, os.cpu_count() / busy), 2) if busy else None}
+                                       "cpu_ceiling": round(min(2.0, os.cpu_count() / busy), 2) if busy else None,
+                                       # one worker held to one CPU, then two workers on two
+                                       "core_scaling": _ratio(two, alone)}
                     print(method, "workers", rows["workers"], file=sys.stderr, flush=True)
                 result["methods"][method] = rows
             result["load_after"] = os.getloadavg()[0]
