@@ -18,10 +18,10 @@ record numbered ``concurrency``: the ramp) to the last record; CPU-ms per questi
 the same questions with ``--workers 2`` (the same total concurrency): its questions/s is counted
 as above (the workers' start, imports included, is before the first counted record), and its
 ratio to the one-process run at that concurrency is the scaling; ``core_scaling`` is its ratio to
-a one-process run with every thread of the process held to one CPU (one worker, one core). Each run also records the whole
-machine's busy CPUs over it (``/proc/stat``: this process and its threads, the workers, the model
-server, any other work); the CPUs there are over those the one-process run kept busy bound what two
-workers can gain (``cpu_ceiling``, at most 2×). The load average before and after is recorded, since
+a one-process run with every thread of the process held to one CPU (one worker, one core; Linux
+only). Each run also records the whole machine's busy CPUs over it (``/proc/stat``: this process
+and its threads, the workers, the model server, any other work); the CPUs there are over those the
+one-process run kept busy bound what two workers can gain (``cpu_ceiling``, at most 2×). The load average before and after is recorded, since
 other work on the machine shrinks it. ``--baseline REV`` then runs the same rows (no workers rows)
 on the package as it was at git revision REV — installed apart (``pip install --no-deps
 --target``), imported ahead of this checkout, against the same harness and server — and records
@@ -225,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
                     n = max(4 * c if method == "arm" else 2 * c, few(method, args.workers_questions))  # ARM: 4 waves
                     one = one_run(method, settings, folder, examples(n, start), c)
                     two = one_run(method, settings, folder, examples(n, start + n), c, workers=2)
-                    with one_cpu():  # this process and every thread of it on one CPU: one worker, one core
-                        alone = one_run(method, settings, folder, examples(n, start + 2 * n), c)
+                    alone = {"questions_per_s": None}
+                    if hasattr(os, "sched_setaffinity"):
+                        with one_cpu():  # this process and every thread of it on one CPU: one worker, one core
+                            alone = one_run(method, settings, folder, examples(n, start + 2 * n), c)
                     start += 3 * n
                     busy = one["machine_cpus_busy"]
                     rows["workers"] = {"concurrency": c, "one": one, "two": two, "one_on_one_cpu": alone,
