@@ -76,3 +76,46 @@ def test_the_throughput_baseline_child_gets_the_run_s_options_but_its_own_output
     argv = ["--methods", "rag,kar3", "--baseline", "6f96e5c", "--out=x.json", "--workers-at", "64",
             "--questions", "256", "--out", "y.json"]
     assert baseline_argv(argv) == ["--methods", "rag,kar3", "--questions", "256"]
+
+
+def test_an_inverted_file_candidate_records_what_a_check_on_the_collection_s_own_vectors_sees(tmp_path):
+    pytest.importorskip("faiss")
+    import numpy as np
+
+    from benchmarks import bench_arm_dense as bench
+
+    rng = np.random.default_rng(0)
+    vectors = bench._unit(rng.standard_normal((3000, bench.DIM), dtype=np.float32))
+    queries = bench._unit(vectors[:40] + 0.3 * rng.standard_normal((40, bench.DIM), dtype=np.float32))
+    truth = bench.exact_top(vectors, queries)
+    res = bench.measure_ann("ivfpqfs16", vectors, queries, truth, [queries[:5]] * 3, 1.0, tmp_path / "ivf.faiss")
+    assert list(res["search"]) == ["1", "2", "4", "8", "16"]  # nprobe up to every list
+    assert all(0.0 <= row["own_recall_at_10"] <= 1.0 for row in res["search"].values())
+    assert res["search"]["16"]["recall_at_10"] >= 0.9 and res["search"]["16"]["own_recall_at_10"] >= 0.9
+    exact = {k: {"ms": 1.0} for k in ("matvec", "batched", "faiss_flat")}
+    table = bench.table({"sizes": {"3000": {"random": {"exact": exact, "ann": {"ivfpqfs16": res}}}}})
+    assert "own vectors reach 0.97 at nprobe" in table
+
+
+def test_one_cpu_holds_every_thread_of_the_process_and_gives_them_back():
+    import os
+    import threading
+
+    from benchmarks.bench_throughput import one_cpu
+
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs and thread affinity")
+    allowed = os.sched_getaffinity(0)
+    seen: dict = {}
+    go = threading.Event()
+    before = threading.Thread(target=lambda: (go.wait(10), seen.setdefault("before", os.sched_getaffinity(0))))
+    before.start()
+    with one_cpu():
+        go.set()
+        before.join(10)
+        started = threading.Thread(target=lambda: seen.setdefault("started", os.sched_getaffinity(0)))
+        started.start()
+        started.join(10)
+        seen["main"] = os.sched_getaffinity(0)
+    assert seen == {"before": {min(allowed)}, "started": {min(allowed)}, "main": {min(allowed)}}
+    assert os.sched_getaffinity(0) == allowed
