@@ -218,7 +218,7 @@ def _settings(spec: str) -> list[int]:
         nlist = int(spec[7:])
         return sorted({max(1, nlist // f) for f in (64, 32, 16, 8, 4, 2, 1)})
     if spec.startswith("ivf"):
-        return [16, 32, 64, 128, 256]
+        return [s for s in (16, 32, 64, 128, 256) if s <= int(spec[3:])]
     if spec.startswith("pqfs"):
         return [256, 512, 1024, 2048, 4096]
     return [64, 128, 256, 512, 1024, 2048, 4096]
@@ -227,9 +227,11 @@ def _settings(spec: str) -> list[int]:
 def _params(spec: str, setting: int):
     import faiss
 
+    from atomgraph.tools.arm_index import ANN_SHORTLIST
+
     if spec.startswith("ivfpqfs"):
         params = faiss.IndexRefineSearchParameters()
-        params.k_factor = 256 / K
+        params.k_factor = ANN_SHORTLIST / K
         params.base_index_params = params.ivf = faiss.SearchParametersIVF(nprobe=setting)  # kept alive with params
         return params
     if spec.startswith("ivf"):
@@ -245,6 +247,8 @@ def measure_ann(spec: str, vectors: np.ndarray, queries: np.ndarray, truth: np.n
                 exact_ms: float, where: Path) -> dict:
     import faiss
 
+    from atomgraph.tools.arm_index import own_neighbours, own_recall
+
     built_s = None
     if where.is_file():
         index = faiss.read_index(str(where))
@@ -257,31 +261,18 @@ def measure_ann(spec: str, vectors: np.ndarray, queries: np.ndarray, truth: np.n
         (where.with_suffix(".json")).write_text(json.dumps({"build_s": built_s}))
     built_s = json.loads(where.with_suffix(".json").read_text())["build_s"]
     out = {"build_s": round(built_s, 1), "bytes_per_vector": round(where.stat().st_size / len(vectors), 1), "search": {}}
-    own = _own_neighbours(vectors) if spec.startswith("ivfpqfs") else None
+    own = own_neighbours(vectors) if spec.startswith("ivfpqfs") else None
     for ef in _settings(spec):
-        if spec.startswith("ivf") and not spec.startswith("ivfpqfs") and ef > index.nlist:
-            continue
         params = _params(spec, ef)
         _, got = index.search(queries, K, params=params)
         recall = float(np.mean([len(set(a) & set(b)) / K for a, b in zip(got.tolist(), truth.tolist())]))
         ms = _per_query_ms(lambda q: index.search(q, K, params=params), questions)
         out["search"][str(ef)] = {"recall_at_10": round(recall, 4), **ms, "ratio": round(ms["ms"] / exact_ms, 3)}
-        if own is not None:  # what a recall check on the collection's own vectors would see at this setting
-            rows, near = own
-            _, got = index.search(np.asarray(vectors[rows]), K + 1, params=params)
-            hits = [len(set(e) & set([x for x in f if x != r][:K])) for e, f, r in zip(near.tolist(), got.tolist(), rows)]
-            out["search"][str(ef)]["own_recall_at_10"] = round(float(np.mean(hits)) / K, 4)
+        if own is not None:  # what the index's recall check on the collection's own vectors would see here
+            rows, q, near = own
+            _, got = index.search(q, near.shape[1] + 1, params=params)
+            out["search"][str(ef)]["own_recall_at_10"] = own_recall(got, rows, near)
     return out
-
-
-def _own_neighbours(vectors: np.ndarray, queries: int = 50) -> tuple[np.ndarray, np.ndarray]:
-    """``queries`` of the collection's vectors drawn at random and each one's 10 nearest others, as
-    :meth:`AnnIndex.check_recall` draws them."""
-    n = len(vectors)
-    rows = np.sort(np.random.default_rng(0).choice(n, size=min(queries, n), replace=False))
-    sims = np.asarray(vectors[rows]) @ np.asarray(vectors).T
-    sims[np.arange(len(rows)), rows] = -np.inf
-    return rows, np.argpartition(-sims, K - 1, axis=1)[:, :K]
 
 
 def _rss() -> dict[str, int]:

@@ -21,8 +21,8 @@ ratio to the one-process run at that concurrency is the scaling; ``core_scaling`
 a one-process run with every thread of the process held to one CPU (one worker, one core; Linux
 only). Each run also records the whole machine's busy CPUs over it (``/proc/stat``: this process
 and its threads, the workers, the model server, any other work); the CPUs there are over those the
-one-process run kept busy bound what two workers can gain (``cpu_ceiling``, at most 2×). The load average before and after is recorded, since
-other work on the machine shrinks it. ``--baseline REV`` then runs the same rows (no workers rows)
+one-process run kept busy bound what two workers can gain (``cpu_ceiling``, at most 2×). The load
+average before and after is recorded, since other work on the machine shrinks it. ``--baseline REV`` then runs the same rows (no workers rows)
 on the package as it was at git revision REV — installed apart (``pip install --no-deps
 --target``), imported ahead of this checkout, against the same harness and server — and records
 each method's CPU-ms per question ÷ the baseline's at each concurrency (``cpu_vs_baseline``): a

@@ -255,6 +255,28 @@ def _faiss():
                    "or set dense_search='exact'")
 
 
+def own_neighbours(vectors: np.ndarray, queries: int = ANN_CHECK_QUERIES,
+                   seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What an ANN recall check searches for: ``queries`` of the collection's ``vectors`` drawn at
+    random (their rows, ascending, and the vectors) and each one's 10 nearest others (fewer in a
+    smaller collection) by exact inner product (one matrix product over every vector)."""
+    n = len(vectors)
+    k = min(10, n - 1)
+    rows = np.sort(np.random.default_rng(seed).choice(n, size=min(queries, n), replace=False))
+    q = np.asarray(vectors[rows], dtype=np.float32)
+    sims = q @ np.asarray(vectors).T
+    sims[np.arange(len(rows)), rows] = -np.inf
+    return rows, q, np.argpartition(-sims, k - 1, axis=1)[:, :k]
+
+
+def own_recall(found: np.ndarray, rows: np.ndarray, exact: np.ndarray) -> float:
+    """Recall@k of ``found`` (per query of :func:`own_neighbours`, the ids of at least k + 1
+    neighbours, its own row among them) against ``exact``, to 4 decimals."""
+    k = exact.shape[1]
+    hits = [len(set(e.tolist()) & set(f[f != r].tolist()[:k])) for e, f, r in zip(exact, np.asarray(found), rows)]
+    return round(float(np.mean(hits)) / k, 4)
+
+
 class AnnIndex:
     """Approximate nearest neighbours over unit vectors by inner product: each vector held as d/2
     4-bit codes of a product quantiser, all of them scanned per query with SIMD lookup tables
@@ -323,22 +345,15 @@ class AnnIndex:
         where none reaches it). :attr:`faster`: whether a search of 5 of those queries with that
         shortlist takes less CPU time than their exact search (a question's 5 dense queries in one
         matrix product)."""
-        n = len(vectors)
-        k = min(10, n - 1)
         self.shortlist, self.faster = ANN_SHORTLIST, True
-        if k < 1:
+        if len(vectors) < 2:
             self.recall = 1.0
             return self.recall
-        rows = np.sort(np.random.default_rng(seed).choice(n, size=min(queries, n), replace=False))
-        q = np.asarray(vectors[rows], dtype=np.float32)
-        sims = q @ np.asarray(vectors).T
-        sims[np.arange(len(rows)), rows] = -np.inf
-        exact = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        rows, q, exact = own_neighbours(vectors, queries, seed)
         for shortlist in (ANN_SHORTLIST * f for f in (1, 2, 4, 8, 16)):
             self.shortlist = shortlist
-            found, _ = self.search(q, k + 1)
-            hits = [len(set(e.tolist()) & set(f[f != r].tolist()[:k])) for e, f, r in zip(exact, found, rows)]
-            self.recall = round(float(np.mean(hits)) / k, 4)
+            found, _ = self.search(q, exact.shape[1] + 1)
+            self.recall = own_recall(found, rows, exact)
             if self.recall >= ANN_MIN_RECALL:
                 break
         t = time.process_time()
